@@ -1,0 +1,98 @@
+/* Conveyor C API.
+ *
+ * Every function returns a conveyor_status (CONVEYOR_SUCCESS = 0) unless stated
+ * otherwise. After a failure, conveyor_last_error() returns a message describing
+ * it; the message belongs to the calling thread and stays valid until that thread's
+ * next failing Conveyor call. Enum values equal those of the C++ API.
+ */
+#ifndef CONVEYOR_CONVEYOR_H
+#define CONVEYOR_CONVEYOR_H
+
+#include <stddef.h>
+
+#include <mpi.h>
+
+#if defined(_WIN32)
+#define CONVEYOR_C_API
+#else
+#define CONVEYOR_C_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum conveyor_dtype {
+  CONVEYOR_INT8 = 0,
+  CONVEYOR_INT16,
+  CONVEYOR_INT32,
+  CONVEYOR_INT64,
+  CONVEYOR_UINT8,
+  CONVEYOR_UINT16,
+  CONVEYOR_UINT32,
+  CONVEYOR_UINT64,
+  CONVEYOR_FLOAT16,
+  CONVEYOR_BFLOAT16,
+  CONVEYOR_FLOAT32,
+  CONVEYOR_FLOAT64,
+  CONVEYOR_COMPLEX64,
+  CONVEYOR_COMPLEX128
+} conveyor_dtype;
+
+typedef enum conveyor_op {
+  CONVEYOR_SUM = 0,
+  CONVEYOR_PROD,
+  CONVEYOR_MIN,
+  CONVEYOR_MAX,
+  CONVEYOR_BAND,
+  CONVEYOR_BOR,
+  CONVEYOR_BXOR,
+  CONVEYOR_LAND,
+  CONVEYOR_LOR,
+  CONVEYOR_LXOR
+} conveyor_op;
+
+typedef enum conveyor_status {
+  CONVEYOR_SUCCESS = 0,
+  CONVEYOR_ERR_INVALID_ARGUMENT = 1,
+  CONVEYOR_ERR_UNSUPPORTED = 2,
+  CONVEYOR_ERR_MPI = 3,
+  CONVEYOR_ERR_INTERNAL = 4
+} conveyor_status;
+
+/* Library version, e.g. "0.1.0". Never fails. */
+CONVEYOR_C_API const char* conveyor_version(void);
+
+/* Message of this thread's last failure ("" if none). Never fails. */
+CONVEYOR_C_API const char* conveyor_last_error(void);
+
+/* Bytes per element, or 0 for an unknown dtype. */
+CONVEYOR_C_API size_t conveyor_dtype_size(conveyor_dtype t);
+
+/* inout[i] = in[i] op inout[i] for i < count (see conveyor/reduce.hpp). */
+CONVEYOR_C_API int conveyor_reduce_local(const void* in, void* inout, size_t count,
+                                         conveyor_dtype t, conveyor_op op);
+
+/* out[i] = a[i] op b[i]; out may be a or b but must not partially overlap them. */
+CONVEYOR_C_API int conveyor_reduce(const void* a, const void* b, void* out, size_t count,
+                                   conveyor_dtype t, conveyor_op op);
+
+/* A committed commutative MPI_Op backed by Conveyor's kernel; freed by
+ * MPI_Finalize, do not free it yourself. */
+CONVEYOR_C_API int conveyor_mpi_op(conveyor_op op, conveyor_dtype t, MPI_Op* result);
+
+/* The MPI datatype Conveyor uses for t (see conveyor/mpi.hpp). */
+CONVEYOR_C_API int conveyor_mpi_datatype(conveyor_dtype t, MPI_Datatype* result);
+
+/* Name of the SIMD target the reduction kernels use now, e.g. "AVX3". Never fails;
+ * returns "" if it cannot be determined. Valid until the next call. */
+CONVEYOR_C_API const char* conveyor_simd_target(void);
+
+/* Forces the kernels onto a named SIMD target; NULL or "" restores the best one. */
+CONVEYOR_C_API int conveyor_set_simd_target(const char* name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CONVEYOR_CONVEYOR_H */

@@ -1,0 +1,7 @@
+// Everything in Conveyor's C++ API.
+#pragma once
+
+#include "conveyor/mpi.hpp"
+#include "conveyor/reduce.hpp"
+#include "conveyor/types.hpp"
+#include "conveyor/version.hpp"

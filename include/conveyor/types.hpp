@@ -1,0 +1,117 @@
+// The shared vocabulary of every Conveyor engine: element types, reduction
+// operations, the error type, and the 16-bit floating-point scalar types.
+#pragma once
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "conveyor/export.hpp"
+
+namespace conveyor {
+
+/// Element types. The numeric values are the C API's `conveyor_dtype_t` values.
+enum class dtype : int {
+  int8 = 0, int16, int32, int64,
+  uint8, uint16, uint32, uint64,
+  float16, bfloat16, float32, float64,
+  complex64, complex128,
+};
+inline constexpr int dtype_count = 14;
+
+/// Reduction operations, with MPI semantics. The numeric values are the C API's
+/// `conveyor_op_t` values.
+enum class op : int {
+  sum = 0, prod, min, max,
+  band, bor, bxor,   // bitwise: integer types only
+  land, lor, lxor,   // logical (result 0 or 1): integer types only
+};
+inline constexpr int op_count = 10;
+
+/// Error categories; the numeric values are the C API's return codes.
+enum class errc : int {
+  success = 0,
+  invalid_argument = 1,   // null pointer with a non-zero count, out-of-range enum, ...
+  unsupported = 2,        // a valid (op, dtype) pair that has no meaning, e.g. band on float32
+  mpi = 3,                // an MPI call failed, or MPI is not in the required state
+  internal = 4,
+};
+
+/// The one exception type Conveyor throws. `code()` says which category.
+class CONVEYOR_API error : public std::runtime_error {
+ public:
+  error(errc code, const std::string& message);
+  errc code() const noexcept { return code_; }
+
+ private:
+  errc code_;
+};
+
+/// Bytes per element of `t`.
+CONVEYOR_API std::size_t dtype_size(dtype t);
+/// Lower-case name ("float32", "bfloat16", ...); parse_dtype is its inverse.
+CONVEYOR_API std::string_view dtype_name(dtype t);
+CONVEYOR_API std::string_view op_name(op o);
+/// Throws conveyor::error(invalid_argument) on an unknown name.
+CONVEYOR_API dtype parse_dtype(std::string_view name);
+CONVEYOR_API op parse_op(std::string_view name);
+
+/// True when MPI defines `o` on `t` (or Conveyor extends it: 16-bit floats, complex prod).
+CONVEYOR_API bool supports(op o, dtype t) noexcept;
+
+// ---------------------------------------------------------------------------
+// 16-bit floating-point storage types. Arithmetic happens in float32; conversions
+// from float round to nearest, ties to even, and keep NaN a NaN (as a quiet NaN).
+// ---------------------------------------------------------------------------
+
+/// IEEE 754 binary16.
+struct CONVEYOR_API float16 {
+  std::uint16_t bits = 0;
+  float16() = default;
+  explicit float16(float value);
+  explicit operator float() const;
+  static float16 from_bits(std::uint16_t b) {
+    float16 h;
+    h.bits = b;
+    return h;
+  }
+};
+
+/// bfloat16: the upper 16 bits of an IEEE binary32.
+struct CONVEYOR_API bfloat16 {
+  std::uint16_t bits = 0;
+  bfloat16() = default;
+  explicit bfloat16(float value);
+  explicit operator float() const;
+  static bfloat16 from_bits(std::uint16_t b) {
+    bfloat16 h;
+    h.bits = b;
+    return h;
+  }
+};
+
+/// Maps a C++ element type to its dtype: dtype_of<float>::value == dtype::float32.
+template <class T> struct dtype_of;
+#define CONVEYOR_DTYPE_OF(T, D) \
+  template <> struct dtype_of<T> { static constexpr dtype value = dtype::D; }
+CONVEYOR_DTYPE_OF(std::int8_t, int8);
+CONVEYOR_DTYPE_OF(std::int16_t, int16);
+CONVEYOR_DTYPE_OF(std::int32_t, int32);
+CONVEYOR_DTYPE_OF(std::int64_t, int64);
+CONVEYOR_DTYPE_OF(std::uint8_t, uint8);
+CONVEYOR_DTYPE_OF(std::uint16_t, uint16);
+CONVEYOR_DTYPE_OF(std::uint32_t, uint32);
+CONVEYOR_DTYPE_OF(std::uint64_t, uint64);
+CONVEYOR_DTYPE_OF(float16, float16);
+CONVEYOR_DTYPE_OF(bfloat16, bfloat16);
+CONVEYOR_DTYPE_OF(float, float32);
+CONVEYOR_DTYPE_OF(double, float64);
+CONVEYOR_DTYPE_OF(std::complex<float>, complex64);
+CONVEYOR_DTYPE_OF(std::complex<double>, complex128);
+#undef CONVEYOR_DTYPE_OF
+template <class T> inline constexpr dtype dtype_of_v = dtype_of<T>::value;
+
+}  // namespace conveyor

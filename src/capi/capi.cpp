@@ -1,0 +1,88 @@
+// The C API: thin wrappers that turn C++ exceptions into status codes plus a
+// per-thread message.
+#include <exception>
+#include <new>
+#include <string>
+
+#include "conveyor/conveyor.h"
+#include "conveyor/mpi.hpp"
+#include "conveyor/reduce.hpp"
+#include "conveyor/version.hpp"
+
+namespace {
+
+thread_local std::string g_last_error;
+
+template <class F>
+int guarded(F&& body) noexcept {
+  try {
+    body();
+    return CONVEYOR_SUCCESS;
+  } catch (const conveyor::error& e) {
+    g_last_error = e.what();
+    return static_cast<int>(e.code());
+  } catch (const std::bad_alloc&) {
+    g_last_error = "conveyor: out of memory";
+    return CONVEYOR_ERR_INTERNAL;
+  } catch (const std::exception& e) {
+    g_last_error = std::string("conveyor: ") + e.what();
+    return CONVEYOR_ERR_INTERNAL;
+  } catch (...) {
+    g_last_error = "conveyor: unknown error";
+    return CONVEYOR_ERR_INTERNAL;
+  }
+}
+
+int null_result(const char* fn) {
+  g_last_error = std::string("conveyor: ") + fn + ": result pointer is NULL";
+  return CONVEYOR_ERR_INVALID_ARGUMENT;
+}
+
+conveyor::dtype to_cpp(conveyor_dtype t) { return static_cast<conveyor::dtype>(t); }
+conveyor::op to_cpp(conveyor_op o) { return static_cast<conveyor::op>(o); }
+
+}  // namespace
+
+extern "C" {
+
+const char* conveyor_version(void) { return CONVEYOR_VERSION_STRING; }
+
+const char* conveyor_last_error(void) { return g_last_error.c_str(); }
+
+size_t conveyor_dtype_size(conveyor_dtype t) {
+  size_t size = 0;
+  guarded([&] { size = conveyor::dtype_size(to_cpp(t)); });
+  return size;
+}
+
+int conveyor_reduce_local(const void* in, void* inout, size_t count, conveyor_dtype t,
+                          conveyor_op o) {
+  return guarded([&] { conveyor::reduce_local(in, inout, count, to_cpp(t), to_cpp(o)); });
+}
+
+int conveyor_reduce(const void* a, const void* b, void* out, size_t count, conveyor_dtype t,
+                    conveyor_op o) {
+  return guarded([&] { conveyor::reduce(a, b, out, count, to_cpp(t), to_cpp(o)); });
+}
+
+int conveyor_mpi_op(conveyor_op o, conveyor_dtype t, MPI_Op* result) {
+  if (!result) return null_result("conveyor_mpi_op");
+  return guarded([&] { *result = conveyor::mpi_op(to_cpp(o), to_cpp(t)); });
+}
+
+int conveyor_mpi_datatype(conveyor_dtype t, MPI_Datatype* result) {
+  if (!result) return null_result("conveyor_mpi_datatype");
+  return guarded([&] { *result = conveyor::mpi_datatype(to_cpp(t)); });
+}
+
+const char* conveyor_simd_target(void) {
+  static thread_local std::string name;
+  if (guarded([&] { name = conveyor::simd_targets().active; }) != CONVEYOR_SUCCESS) name.clear();
+  return name.c_str();
+}
+
+int conveyor_set_simd_target(const char* name) {
+  return guarded([&] { conveyor::set_simd_target(name ? name : ""); });
+}
+
+}  // extern "C"

@@ -1,0 +1,138 @@
+#include <array>
+#include <cstring>
+#include <string>
+
+#include "conveyor/types.hpp"
+#include "core/checks.hpp"
+
+namespace conveyor {
+
+error::error(errc code, const std::string& message)
+    : std::runtime_error("conveyor: " + message), code_(code) {}
+
+namespace {
+
+struct dtype_entry {
+  std::string_view name;
+  std::size_t size;
+};
+
+constexpr std::array<dtype_entry, dtype_count> kDtypes = {{
+    {"int8", 1}, {"int16", 2}, {"int32", 4}, {"int64", 8},
+    {"uint8", 1}, {"uint16", 2}, {"uint32", 4}, {"uint64", 8},
+    {"float16", 2}, {"bfloat16", 2}, {"float32", 4}, {"float64", 8},
+    {"complex64", 8}, {"complex128", 16},
+}};
+
+constexpr std::array<std::string_view, op_count> kOps = {
+    "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor"};
+
+bool is_integer(dtype t) { return static_cast<int>(t) <= static_cast<int>(dtype::uint64); }
+bool is_complex(dtype t) { return t == dtype::complex64 || t == dtype::complex128; }
+
+std::uint32_t bits_of(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+float float_of(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+}  // namespace
+
+std::size_t dtype_size(dtype t) {
+  detail::check_enum(t);
+  return kDtypes[static_cast<int>(t)].size;
+}
+
+std::string_view dtype_name(dtype t) {
+  detail::check_enum(t);
+  return kDtypes[static_cast<int>(t)].name;
+}
+
+std::string_view op_name(op o) {
+  detail::check_enum(o);
+  return kOps[static_cast<int>(o)];
+}
+
+dtype parse_dtype(std::string_view name) {
+  for (int i = 0; i < dtype_count; ++i) {
+    if (kDtypes[i].name == name) return static_cast<dtype>(i);
+  }
+  throw error(errc::invalid_argument, "unknown dtype '" + std::string(name) + "'");
+}
+
+op parse_op(std::string_view name) {
+  for (int i = 0; i < op_count; ++i) {
+    if (kOps[i] == name) return static_cast<op>(i);
+  }
+  throw error(errc::invalid_argument, "unknown op '" + std::string(name) + "'");
+}
+
+bool supports(op o, dtype t) noexcept {
+  const int oi = static_cast<int>(o), ti = static_cast<int>(t);
+  if (oi < 0 || oi >= op_count || ti < 0 || ti >= dtype_count) return false;
+  switch (o) {
+    case op::sum:
+    case op::prod:
+      return true;
+    case op::min:
+    case op::max:
+      return !is_complex(t);
+    default:  // bitwise and logical
+      return is_integer(t);
+  }
+}
+
+// Scalar conversions. The SIMD kernels use the same algorithms (kernels.cpp); these
+// are the reference the tests check them against, and what users convert with.
+
+float16::float16(float value) {
+  const std::uint32_t u = bits_of(value);
+  const std::uint32_t sign = (u >> 16) & 0x8000u;
+  const std::uint32_t abs = u & 0x7FFFFFFFu;
+  std::uint32_t h;
+  if (abs > 0x7F800000u) {
+    h = 0x7E00u | ((abs >> 13) & 0x3FFu);  // quiet NaN, keep the top payload bits
+  } else if (abs >= 0x477FF000u) {
+    h = 0x7C00u;  // >= 65520 rounds to infinity
+  } else if (abs < 0x38800000u) {
+    // Subnormal result: let the float adder do the rounding (see kernels.cpp).
+    h = bits_of(float_of(abs) + 0.5f) - 0x3F000000u;
+  } else {
+    const std::uint32_t odd = (abs >> 13) & 1u;
+    h = (abs + 0xC8000FFFu + odd) >> 13;
+  }
+  bits = static_cast<std::uint16_t>(h | sign);
+}
+
+float16::operator float() const {
+  const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
+  const std::uint32_t abs = bits & 0x7FFFu;
+  std::uint32_t u;
+  if (abs >= 0x7C00u) {
+    u = 0x7F800000u | (abs & 0x3FFu) << 13;  // Inf or NaN (payload kept)
+  } else if (abs >= 0x0400u) {
+    u = (abs << 13) + ((127u - 15u) << 23);
+  } else {
+    u = bits_of(static_cast<float>(abs) * (1.0f / 16777216.0f));  // subnormal, exact
+  }
+  return float_of(u | sign);
+}
+
+bfloat16::bfloat16(float value) {
+  const std::uint32_t u = bits_of(value);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
+    bits = static_cast<std::uint16_t>((u >> 16) | 0x0040u);
+  } else {
+    bits = static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  }
+}
+
+bfloat16::operator float() const { return float_of(static_cast<std::uint32_t>(bits) << 16); }
+
+}  // namespace conveyor

@@ -1,0 +1,88 @@
+// GoogleTest main for MPI tests. Every rank runs every test. Rank 0 prints the
+// usual report; other ranks print only their failures, prefixed with the rank.
+// After each test the ranks agree on who failed, and rank 0 names them, so a
+// failure on rank 3 is visible in rank 0's log. The process exit code is the
+// maximum over ranks, so mpiexec (and CTest) fail if any rank failed.
+//
+// Tests are collective: a test that fails an ASSERT on one rank before a
+// collective call can leave the others waiting; CTest's TIMEOUT ends such a run.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int world_size() {
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// Printer for ranks other than 0: failures only.
+class RankFailurePrinter : public testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const testing::TestPartResult& r) override {
+    if (!r.failed()) return;
+    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_,
+                 r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
+    std::fflush(stderr);
+  }
+
+ private:
+  int rank_;
+};
+
+// After each test: which ranks failed it?
+class CollectiveVerdict : public testing::EmptyTestEventListener {
+ public:
+  void OnTestEnd(const testing::TestInfo& info) override {
+    const int size = world_size();
+    const int mine = info.result()->Failed() ? 1 : 0;
+    std::string failed(static_cast<std::size_t>(size), '\0');
+    char flag = static_cast<char>(mine);
+    MPI_Gather(&flag, 1, MPI_CHAR, failed.data(), 1, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (world_rank() != 0) return;
+    std::string list;
+    for (int r = 0; r < size; ++r) {
+      if (failed[static_cast<std::size_t>(r)]) list += " " + std::to_string(r);
+    }
+    if (!list.empty()) {
+      std::printf("[ MPI FAIL ] %s.%s failed on rank(s):%s (of %d)\n", info.test_suite_name(),
+                  info.name(), list.c_str(), size);
+      std::fflush(stdout);
+    }
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  testing::InitGoogleTest(&argc, argv);
+
+  const int rank = world_rank();
+  auto& listeners = testing::UnitTest::GetInstance()->listeners();
+  if (rank != 0) {
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new RankFailurePrinter(rank));
+  } else {
+    std::printf("MPI tests on %d rank(s)\n", world_size());
+  }
+  listeners.Append(new CollectiveVerdict);
+
+  int result = RUN_ALL_TESTS();
+  MPI_Allreduce(MPI_IN_PLACE, &result, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0 && result != 0) std::printf("MPI tests FAILED on at least one rank\n");
+  MPI_Finalize();
+  return result;
+}
