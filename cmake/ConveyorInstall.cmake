@@ -29,5 +29,7 @@ if(CONVEYOR_MPI_FLAVOUR STREQUAL "openmpi")
 elseif(CONVEYOR_MPI_FLAVOUR STREQUAL "mpich")
   set(CONVEYOR_PC_MPI_REQUIRES "mpich")
 endif()
+file(RELATIVE_PATH CONVEYOR_PC_RELATIVE_PREFIX
+  /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/conveyor.pc.in ${PROJECT_BINARY_DIR}/conveyor.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/conveyor.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -22,7 +22,13 @@
 extern "C" {
 #endif
 
-typedef enum conveyor_dtype {
+/* The type names are ints, not enums: a C caller may pass any int, and an
+ * out-of-range value must be an error, not undefined behaviour in the C++ side. */
+typedef int conveyor_dtype; /* one of the CONVEYOR_<type> values */
+typedef int conveyor_op;    /* one of the CONVEYOR_<op> values */
+typedef int conveyor_status;
+
+enum {
   CONVEYOR_INT8 = 0,
   CONVEYOR_INT16,
   CONVEYOR_INT32,
@@ -37,9 +43,9 @@ typedef enum conveyor_dtype {
   CONVEYOR_FLOAT64,
   CONVEYOR_COMPLEX64,
   CONVEYOR_COMPLEX128
-} conveyor_dtype;
+};
 
-typedef enum conveyor_op {
+enum {
   CONVEYOR_SUM = 0,
   CONVEYOR_PROD,
   CONVEYOR_MIN,
@@ -50,15 +56,15 @@ typedef enum conveyor_op {
   CONVEYOR_LAND,
   CONVEYOR_LOR,
   CONVEYOR_LXOR
-} conveyor_op;
+};
 
-typedef enum conveyor_status {
+enum {
   CONVEYOR_SUCCESS = 0,
   CONVEYOR_ERR_INVALID_ARGUMENT = 1,
   CONVEYOR_ERR_UNSUPPORTED = 2,
   CONVEYOR_ERR_MPI = 3,
   CONVEYOR_ERR_INTERNAL = 4
-} conveyor_status;
+};
 
 /* Library version, e.g. "0.1.0". Never fails. */
 CONVEYOR_C_API const char* conveyor_version(void);

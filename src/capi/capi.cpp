@@ -38,8 +38,10 @@ int null_result(const char* fn) {
   return CONVEYOR_ERR_INVALID_ARGUMENT;
 }
 
-conveyor::dtype to_cpp(conveyor_dtype t) { return static_cast<conveyor::dtype>(t); }
-conveyor::op to_cpp(conveyor_op o) { return static_cast<conveyor::op>(o); }
+// conveyor::dtype and conveyor::op have int as their fixed underlying type, so every
+// int converts without undefined behaviour; the C++ API then rejects bad values.
+conveyor::dtype to_dtype(conveyor_dtype t) { return static_cast<conveyor::dtype>(t); }
+conveyor::op to_op(conveyor_op o) { return static_cast<conveyor::op>(o); }
 
 }  // namespace
 
@@ -51,28 +53,28 @@ const char* conveyor_last_error(void) { return g_last_error.c_str(); }
 
 size_t conveyor_dtype_size(conveyor_dtype t) {
   size_t size = 0;
-  guarded([&] { size = conveyor::dtype_size(to_cpp(t)); });
+  guarded([&] { size = conveyor::dtype_size(to_dtype(t)); });
   return size;
 }
 
 int conveyor_reduce_local(const void* in, void* inout, size_t count, conveyor_dtype t,
                           conveyor_op o) {
-  return guarded([&] { conveyor::reduce_local(in, inout, count, to_cpp(t), to_cpp(o)); });
+  return guarded([&] { conveyor::reduce_local(in, inout, count, to_dtype(t), to_op(o)); });
 }
 
 int conveyor_reduce(const void* a, const void* b, void* out, size_t count, conveyor_dtype t,
                     conveyor_op o) {
-  return guarded([&] { conveyor::reduce(a, b, out, count, to_cpp(t), to_cpp(o)); });
+  return guarded([&] { conveyor::reduce(a, b, out, count, to_dtype(t), to_op(o)); });
 }
 
 int conveyor_mpi_op(conveyor_op o, conveyor_dtype t, MPI_Op* result) {
   if (!result) return null_result("conveyor_mpi_op");
-  return guarded([&] { *result = conveyor::mpi_op(to_cpp(o), to_cpp(t)); });
+  return guarded([&] { *result = conveyor::mpi_op(to_op(o), to_dtype(t)); });
 }
 
 int conveyor_mpi_datatype(conveyor_dtype t, MPI_Datatype* result) {
   if (!result) return null_result("conveyor_mpi_datatype");
-  return guarded([&] { *result = conveyor::mpi_datatype(to_cpp(t)); });
+  return guarded([&] { *result = conveyor::mpi_datatype(to_dtype(t)); });
 }
 
 const char* conveyor_simd_target(void) {

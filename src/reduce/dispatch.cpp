@@ -29,10 +29,11 @@ struct active_state {
   std::mutex mutex;
 };
 
-active_state& state() {
-  static active_state s;
-  return s;
-}
+// Namespace-scope (constant-initialized members), so the hot path pays no
+// function-local-static guard.
+active_state g_state;
+
+active_state& state() { return g_state; }
 
 // Picks the table for `name` (empty: the best runnable target). Caller holds the mutex.
 void select_locked(active_state& s, std::string_view name) {
@@ -88,17 +89,37 @@ bool partially_overlap(const void* x, const void* y, std::size_t bytes) {
   return a != b && a < b + bytes && b < a + bytes;
 }
 
-}  // namespace
-
-void reduce(const void* a, const void* b, void* out, std::size_t count, dtype t, op o) {
-  const detail::kernel_fn f = detail::find_kernel(o, t);
-  if (count == 0) return;
+// Out of line so the hot path stays small: reduce() is called per message chunk
+// by the collectives, where a few nanoseconds per call matter for small buffers.
+[[noreturn, gnu::cold, gnu::noinline]] void reduce_failed(const void* a, const void* b, void* out,
+                                                          std::size_t count, dtype t, op o) {
+  detail::find_kernel(o, t);  // throws for unknown enums and unsupported pairs
   if (!a || !b || !out) throw error(errc::invalid_argument, "reduce: null buffer with count > 0");
   const std::size_t bytes = detail::checked_bytes(count, t, "reduce");
   if (partially_overlap(a, out, bytes) || partially_overlap(b, out, bytes)) {
     throw error(errc::invalid_argument,
                 "reduce: the output buffer partially overlaps an input (it may only be the "
                 "same buffer)");
+  }
+  throw error(errc::internal, "reduce: unexpected failure");
+}
+
+constexpr std::size_t kDtypeSizes[dtype_count] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
+
+}  // namespace
+
+void reduce(const void* a, const void* b, void* out, std::size_t count, dtype t, op o) {
+  const auto ti = static_cast<unsigned>(t), oi = static_cast<unsigned>(o);
+  if (ti >= static_cast<unsigned>(dtype_count) || oi >= static_cast<unsigned>(op_count)) {
+    reduce_failed(a, b, out, count, t, o);
+  }
+  const detail::kernel_fn f = detail::active_kernels().fn[oi][ti];
+  if (f == nullptr) reduce_failed(a, b, out, count, t, o);
+  if (count == 0) return;
+  std::size_t bytes = 0;
+  if (!a || !b || !out || __builtin_mul_overflow(count, kDtypeSizes[ti], &bytes) ||
+      partially_overlap(a, out, bytes) || partially_overlap(b, out, bytes)) {
+    reduce_failed(a, b, out, count, t, o);
   }
   f(a, b, out, count);
 }

@@ -383,13 +383,16 @@ void SetComplex(kernel_table& t, op o) {
 // The same formula as OpComplexProd, one element at a time.
 template <typename T>
 void ComplexProdScalar(const void* a_void, const void* b_void, void* out_void, std::size_t count) {
-  const T* a = static_cast<const T*>(a_void);
-  const T* b = static_cast<const T*>(b_void);
-  T* out = static_cast<T*>(out_void);
-  for (std::size_t i = 0; i < 2 * count; i += 2) {
-    const T ar = a[i], ai = a[i + 1], br = b[i], bi = b[i + 1];
-    out[i] = ar * br - ai * bi;
-    out[i + 1] = ar * bi + ai * br;
+  // Byte pointers and memcpy: the buffers may be misaligned for T.
+  const auto* a = static_cast<const unsigned char*>(a_void);
+  const auto* b = static_cast<const unsigned char*>(b_void);
+  auto* out = static_cast<unsigned char*>(out_void);
+  for (std::size_t i = 0; i < count; ++i) {
+    T x[2], y[2];
+    std::memcpy(x, a + i * sizeof x, sizeof x);
+    std::memcpy(y, b + i * sizeof y, sizeof y);
+    const T r[2] = {x[0] * y[0] - x[1] * y[1], x[0] * y[1] + x[1] * y[0]};
+    std::memcpy(out + i * sizeof r, r, sizeof r);
   }
 }
 #endif
@@ -446,7 +449,8 @@ std::vector<simd_target_entry> runnable_targets() {
 
 std::vector<std::string> compiled_target_names() {
   std::vector<std::string> out;
-  for (std::int64_t bit = 1; bit != 0 && bit <= HWY_SCALAR; bit <<= 1) {
+  for (int shift = 0; shift < 63; ++shift) {  // unsigned shifts: bit 63 is the sign
+    const auto bit = static_cast<std::int64_t>(std::uint64_t{1} << shift);
     if (HWY_TARGETS & bit) out.emplace_back(hwy::TargetName(bit));
   }
   return out;

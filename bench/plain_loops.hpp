@@ -1,0 +1,16 @@
+// The "plain C++ loop" baselines: what a user writes by hand, compiled with
+// -O3 -march=native for the build machine (see bench/CMakeLists.txt). They are the
+// memory-bandwidth reference of `conveyor bench reduce`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace conveyor::bench {
+
+void plain_sum_f32(const float* in, float* inout, std::size_t n);
+void plain_sum_f64(const double* in, double* inout, std::size_t n);
+void plain_sum_i8(const std::int8_t* in, std::int8_t* inout, std::size_t n);
+void plain_band_u8(const std::uint8_t* in, std::uint8_t* inout, std::size_t n);
+
+}  // namespace conveyor::bench

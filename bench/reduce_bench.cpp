@@ -1,0 +1,170 @@
+// `conveyor bench reduce` (see reduce_bench.hpp).
+//
+// Method, following the vector-reductions paper: for each (op, dtype) case and
+// each buffer size, caches are flushed, then every implementation is calibrated to
+// ~0.2 ms per sample and sampled `reps` times, interleaved (one sample of each
+// implementation per round) so slow drifts of a shared machine hit all of them
+// alike. All use the two-buffer form inout = in op inout. GB/s counts the bytes an
+// implementation must move: 3x the buffer size for a reduction (two reads, one
+// write), 2x for memcpy.
+#include "reduce_bench.hpp"
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "conveyor/mpi.hpp"
+#include "conveyor/reduce.hpp"
+#include "plain_loops.hpp"
+
+namespace conveyor::bench {
+namespace {
+
+struct bench_case {
+  op o;
+  dtype t;
+  std::function<void(const void*, void*, std::size_t)> plain;  // count in elements
+};
+
+std::vector<bench_case> cases() {
+  return {
+      {op::sum, dtype::float32,
+       [](const void* in, void* io, std::size_t n) {
+         plain_sum_f32(static_cast<const float*>(in), static_cast<float*>(io), n);
+       }},
+      {op::sum, dtype::float64,
+       [](const void* in, void* io, std::size_t n) {
+         plain_sum_f64(static_cast<const double*>(in), static_cast<double*>(io), n);
+       }},
+      {op::sum, dtype::int8,
+       [](const void* in, void* io, std::size_t n) {
+         plain_sum_i8(static_cast<const std::int8_t*>(in), static_cast<std::int8_t*>(io), n);
+       }},
+      {op::band, dtype::uint8,
+       [](const void* in, void* io, std::size_t n) {
+         plain_band_u8(static_cast<const std::uint8_t*>(in), static_cast<std::uint8_t*>(io), n);
+       }},
+  };
+}
+
+struct impl {
+  std::string name;
+  double bytes_factor;  // bytes moved per buffer byte
+  std::function<void()> run;
+};
+
+// Fills a buffer so repeated sums stay finite and normal (small positive values).
+void fill(std::vector<unsigned char>& buf, dtype t) {
+  const std::size_t size = dtype_size(t);
+  for (std::size_t i = 0; i + size <= buf.size(); i += size) {
+    if (t == dtype::float32) {
+      const float v = 1e-3f * static_cast<float>(i % 7 + 1);
+      std::memcpy(&buf[i], &v, size);
+    } else if (t == dtype::float64) {
+      const double v = 1e-3 * static_cast<double>(i % 7 + 1);
+      std::memcpy(&buf[i], &v, size);
+    } else {
+      buf[i] = static_cast<unsigned char>(0xF0 | (i % 13));
+    }
+  }
+}
+
+std::string mpi_library_name() {
+#if defined(OPEN_MPI)
+  return "Open MPI";
+#elif defined(MPICH_VERSION)
+  return "MPICH";
+#else
+  return "MPI";
+#endif
+}
+
+}  // namespace
+
+int run_reduce_bench(const reduce_bench_options& opt) {
+  const simd_info simd = simd_targets();
+  const std::string mpi_name = "MPI_Reduce_local (" + mpi_library_name() + ")";
+  report rep("conveyor bench reduce: inout = in op inout, median of " + std::to_string(opt.reps) +
+                 " samples; Conveyor SIMD target " + simd.active,
+             {"case", "size", "implementation", "median_us", "p10_us", "p90_us", "GB/s",
+              "x_vs_MPI", "x_vs_loop"});
+  rep.add_note("GB/s counts 3x the buffer size for reductions (read in, read inout, write inout) "
+               "and 2x for memcpy; x_vs_* = baseline median time / this median time");
+  rep.add_note("plain loop = `inout[i] += in[i]` (or &=) compiled -O3 -march=native");
+
+  for (const bench_case& c : cases()) {
+    const std::string case_name = std::string(op_name(c.o)) + "/" + std::string(dtype_name(c.t));
+    if (!opt.only_case.empty() && opt.only_case != case_name) continue;
+    const MPI_Datatype mdt = mpi_datatype(c.t);
+    const MPI_Op mop = mpi_builtin_op(c.o);
+    const std::size_t esize = dtype_size(c.t);
+
+    for (std::size_t bytes = opt.min_bytes; bytes <= opt.max_bytes;) {
+      const std::size_t n = bytes / esize;
+      std::vector<unsigned char> in(bytes), inout(bytes), copy_dst(bytes);
+      fill(in, c.t);
+      fill(inout, c.t);
+
+      std::vector<impl> impls;
+      impls.push_back({"conveyor", 3.0, [&] { reduce_local(in.data(), inout.data(), n, c.t, c.o); }});
+      impls.push_back({mpi_name, 3.0, [&] {
+                         MPI_Reduce_local(in.data(), inout.data(), static_cast<int>(n), mdt, mop);
+                       }});
+      impls.push_back({"plain loop -O3 -march=native", 3.0,
+                       [&] { c.plain(in.data(), inout.data(), n); }});
+      impls.push_back({"memcpy", 2.0, [&] { std::memcpy(copy_dst.data(), in.data(), bytes); }});
+
+      flush_caches();
+      // Calibrate each implementation, then sample them round-robin.
+      std::vector<std::vector<double>> samples(impls.size());
+      std::vector<std::size_t> iters(impls.size());
+      for (std::size_t k = 0; k < impls.size(); ++k) {
+        const auto probe = time_per_call(impls[k].run, 1);
+        iters[k] = std::max<std::size_t>(1, static_cast<std::size_t>(2e-4 / std::max(probe[0], 1e-9)));
+      }
+      for (int r = 0; r < opt.reps; ++r) {
+        for (std::size_t k = 0; k < impls.size(); ++k) {
+          const double t0 = now_seconds();
+          for (std::size_t i = 0; i < iters[k]; ++i) impls[k].run();
+          samples[k].push_back((now_seconds() - t0) / static_cast<double>(iters[k]));
+        }
+      }
+
+      std::vector<summary> sums;
+      for (auto& s : samples) sums.push_back(summarize(s));
+      const double t_mpi = sums[1].median, t_loop = sums[2].median;
+      const auto add = [&](const std::string& name, double factor, const summary& s) {
+        rep.add_row({case_name, format_bytes(bytes), name, format_fixed(s.median * 1e6, 3),
+                     format_fixed(s.p10 * 1e6, 3), format_fixed(s.p90 * 1e6, 3),
+                     format_fixed(factor * static_cast<double>(bytes) / s.median / 1e9, 2),
+                     format_fixed(t_mpi / s.median, 2), format_fixed(t_loop / s.median, 2)});
+      };
+      for (std::size_t k = 0; k < impls.size(); ++k) add(impls[k].name, impls[k].bytes_factor, sums[k]);
+
+      if (opt.all_targets) {  // one more Conveyor row per SIMD target (not interleaved)
+        for (const std::string& target : simd.supported) {
+          set_simd_target(target);
+          add("conveyor " + target, 3.0,
+              summarize(time_per_call([&] { reduce_local(in.data(), inout.data(), n, c.t, c.o); },
+                                      opt.reps)));
+        }
+        set_simd_target("");
+      }
+
+      if (bytes == opt.max_bytes) break;
+      bytes = bytes * opt.size_step > opt.max_bytes ? opt.max_bytes : bytes * opt.size_step;
+    }
+  }
+  rep.print();
+  if (!opt.json_path.empty()) rep.write_json(opt.json_path);
+  if (!opt.csv_path.empty()) rep.write_csv(opt.csv_path);
+  return 0;
+}
+
+}  // namespace conveyor::bench

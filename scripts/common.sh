@@ -1,0 +1,18 @@
+# Shared by scripts/test, scripts/demo and scripts/bench: where builds go and how
+# to configure and build one MPI flavour.
+# shellcheck shell=bash
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_ROOT=${CONVEYOR_BUILD_ROOT:-$ROOT/build}
+JOBS=${CONVEYOR_JOBS:-$(nproc)}
+
+# Open MPI refuses to run as root without these; harmless otherwise.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# configure_and_build <build-dir> <mpi: openmpi|mpich> [cmake args...]
+configure_and_build() {
+  local dir=$1 mpi=$2
+  shift 2
+  cmake -S "$ROOT" -B "$dir" -G Ninja -DCONVEYOR_MPI="$mpi" "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; return 1; }
+  cmake --build "$dir" -j "$JOBS"
+}

@@ -1,0 +1,61 @@
+// `conveyor info`: what this build and this job look like.
+#include <mpi.h>
+#include <omp.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "conveyor/reduce.hpp"
+#include "conveyor/version.hpp"
+#include "tool.hpp"
+
+namespace conveyor::tool {
+
+namespace {
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+}  // namespace
+
+int run_info() {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  // Ranks per node from shared-memory domains.
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int node_size = 1, node_rank = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_rank(node, &node_rank);
+  MPI_Comm_free(&node);
+  int leader = node_rank == 0 ? 1 : 0, nodes = 0, min_ppn = 0, max_ppn = 0;
+  MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&node_size, &min_ppn, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&node_size, &max_ppn, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank != 0) return 0;
+
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0, major = 0, minor = 0;
+  MPI_Get_library_version(lib, &len);
+  MPI_Get_version(&major, &minor);
+  std::string lib_first_line(lib, static_cast<std::size_t>(len));
+  lib_first_line = lib_first_line.substr(0, lib_first_line.find_first_of("\n,"));
+
+  const simd_info simd = simd_targets();
+  std::printf("conveyor %s\n", CONVEYOR_VERSION_STRING);
+  std::printf("  MPI library        %s (MPI standard %d.%d)\n", lib_first_line.c_str(), major, minor);
+  std::printf("  SIMD compiled      %s\n", join(simd.compiled).c_str());
+  std::printf("  SIMD runnable      %s\n", join(simd.supported).c_str());
+  std::printf("  SIMD selected      %s\n", simd.active.c_str());
+  std::printf("  ranks              %d on %d node(s)\n", size, nodes);
+  if (min_ppn == max_ppn) std::printf("  ranks per node     %d\n", min_ppn);
+  else std::printf("  ranks per node     %d to %d\n", min_ppn, max_ppn);
+  std::printf("  OpenMP threads     %d per rank\n", omp_get_max_threads());
+  return 0;
+}
+
+}  // namespace conveyor::tool

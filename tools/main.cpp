@@ -1,0 +1,82 @@
+// The `conveyor` command-line tool.
+//
+//   conveyor info                    build, MPI, SIMD and rank layout
+//   conveyor demo                    a tour of the engines next to the usual way
+//   conveyor bench reduce [options]  local reduction throughput (bench/reduce_bench)
+//
+// Run it directly (one process) or under mpiexec.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "conveyor/types.hpp"
+#include "reduce_bench.hpp"
+#include "tool.hpp"
+
+namespace {
+
+std::size_t parse_size(const std::string& s) {
+  std::size_t pos = 0;
+  const double v = std::stod(s, &pos);
+  std::string unit = s.substr(pos);
+  double mult = 1;
+  if (unit == "K" || unit == "KiB") mult = 1024;
+  else if (unit == "M" || unit == "MiB") mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B") throw CLI::ValidationError("size", "unknown unit '" + unit + "'");
+  return static_cast<std::size_t>(v * mult);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Conveyor: data movement for distributed linear algebra and ML on MPI"};
+  app.require_subcommand(1);
+  auto* info = app.add_subcommand("info", "Show the build, MPI library, SIMD targets and rank layout");
+  auto* demo = app.add_subcommand("demo", "A tour of Conveyor's engines next to what users would otherwise use");
+  auto* bench = app.add_subcommand("bench", "Benchmarks behind the numbers in docs/results.md");
+  bench->require_subcommand(1);
+
+  conveyor::bench::reduce_bench_options ro;
+  std::string min_size = "1KiB", max_size = "128MiB";
+  auto* bench_reduce = bench->add_subcommand("reduce", "Local reduction kernels vs MPI_Reduce_local, a plain loop and memcpy");
+  bench_reduce->add_option("--min-size", min_size, "Smallest buffer (e.g. 1KiB)")->capture_default_str();
+  bench_reduce->add_option("--max-size", max_size, "Largest buffer (e.g. 128MiB)")->capture_default_str();
+  bench_reduce->add_option("--reps", ro.reps, "Samples per measurement")->capture_default_str()->check(CLI::Range(1, 1000));
+  bench_reduce->add_flag("--all-targets", ro.all_targets, "Add a row per runnable SIMD target");
+  bench_reduce->add_option("--json", ro.json_path, "Also write the rows as JSON");
+  bench_reduce->add_option("--csv", ro.csv_path, "Also write the rows as CSV");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int rc = 0;
+  try {
+    if (*info) {
+      rc = conveyor::tool::run_info();
+    } else if (*demo) {
+      rc = conveyor::tool::run_demo();
+    } else if (*bench_reduce) {
+      ro.min_bytes = parse_size(min_size);
+      ro.max_bytes = parse_size(max_size);
+      if (ro.min_bytes == 0 || ro.min_bytes > ro.max_bytes) {
+        throw conveyor::error(conveyor::errc::invalid_argument, "need 0 < --min-size <= --max-size");
+      }
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      if (rank == 0) rc = conveyor::bench::run_reduce_bench(ro);  // a single-process benchmark
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "conveyor: error: %s\n", e.what());
+    rc = 1;
+  }
+  MPI_Finalize();
+  return rc;
+}
