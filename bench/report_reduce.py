@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Turns `conveyor bench reduce` CSV rows (one file per MPI build) into the
 markdown tables of docs/results.md and a GB/s-vs-size plot.
 
@@ -27,7 +27,8 @@ def markdown(path, table):
     name = os.path.basename(path)
     first = next(iter(table.values()))
     mpi = mpi_impl(first)
-    out = [f"Source: `{name}` — {mpi.replace('MPI_Reduce_local ', '')} build; GB/s counts 3x the "
+    library = mpi.replace("MPI_Reduce_local (", "").rstrip(")")
+    out = [f"Source: `{name}` — {library} build; GB/s counts 3x the "
            "buffer (2x for memcpy); ratios are median time of the baseline / median time of "
            "Conveyor, from the same run.", "",
            "| case | size | Conveyor GB/s | MPI_Reduce_local GB/s | plain loop GB/s | memcpy GB/s "
