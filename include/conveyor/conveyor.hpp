@@ -1,6 +1,7 @@
 // Everything in Conveyor's C++ API.
 #pragma once
 
+#include "conveyor/collectives.hpp"
 #include "conveyor/mpi.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/types.hpp"

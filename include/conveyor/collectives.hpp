@@ -1,0 +1,101 @@
+// The Reduce engine's collectives: allreduce and its two halves, reduce_scatter and
+// allgather(v), over any communicator, with Conveyor's vectorized kernels doing
+// every reduction.
+//
+// Conveyor never communicates on the caller's communicator: on first use it
+// duplicates it (a collective call) and caches the duplicate and the node layout
+// on it as an MPI attribute, freed when the caller frees the communicator.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "conveyor/types.hpp"
+
+namespace conveyor {
+
+enum class allreduce_algorithm : int {
+  automatic = 0,       // chosen by the cost model (see docs/algorithms.md)
+  ring,                // segmented, pipelined ring: reduce-scatter + allgather
+  recursive_doubling,  // log2(P) full-vector exchanges; small messages
+  rabenseifner,        // recursive-halving reduce-scatter + recursive-doubling allgather
+  hierarchical,        // node-aware: intra-node reduce-scatter, inter-node ring, intra-node allgather, pipelined
+};
+CONVEYOR_API std::string_view algorithm_name(allreduce_algorithm a);
+/// "auto", "ring", "recursive_doubling", "rabenseifner", "hierarchical".
+CONVEYOR_API allreduce_algorithm parse_algorithm(std::string_view name);
+
+struct allreduce_options {
+  /// Forced algorithm; `automatic` lets the cost model choose. The environment
+  /// variable CONVEYOR_ALLREDUCE_ALGORITHM overrides `automatic` (not a forced choice).
+  allreduce_algorithm algorithm = allreduce_algorithm::automatic;
+  /// Pipeline segment size in bytes (0: chosen by the cost model).
+  std::size_t segment_bytes = 0;
+  /// Group ranks into emulated nodes of this many consecutive ranks (0: real
+  /// shared-memory nodes, or CONVEYOR_RANKS_PER_NODE when set).
+  int ranks_per_node = 0;
+  /// Fix the reduction order: every element is ((x_0 op x_1) op x_2) ... op x_{P-1}
+  /// in rank order, so the result has the same bits for a given P whatever the
+  /// message size, segment size or algorithm.
+  bool deterministic = false;
+  /// Check that every rank passed the same count, dtype and op (one extra small
+  /// MPI_Allreduce); a mismatch throws on every rank instead of hanging.
+  bool validate = false;
+  /// Called (on the calling thread, during allreduce) as soon as a chunk of the
+  /// final result is complete in `recv`: every element exactly once, in no
+  /// particular order. Lets callers overlap their own work with the collective.
+  std::function<void(std::size_t offset, std::size_t count)> on_chunk;
+};
+
+/// What allreduce did.
+struct allreduce_report {
+  allreduce_algorithm algorithm = allreduce_algorithm::automatic;
+  std::size_t segment_bytes = 0;
+  int nodes = 1;               // nodes seen by the node-aware layout
+  double predicted_seconds = 0;  // the cost model's estimate for the chosen algorithm
+};
+
+/// recv = send_0 op send_1 op ... op send_{P-1}, element-wise, on every rank, with
+/// bitwise identical results on every rank. `send` may equal `recv` (or be
+/// MPI_IN_PLACE) for in-place use. Counts are 64-bit; messages larger than 2^31
+/// bytes are split. Throws conveyor::error on bad arguments, unsupported (op,
+/// dtype), a mismatch detected by `validate`, or an MPI failure.
+CONVEYOR_API allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtype t,
+                                        op o, MPI_Comm comm, const allreduce_options& options = {});
+
+template <class T>
+allreduce_report allreduce(const T* send, T* recv, std::size_t count, op o, MPI_Comm comm,
+                           const allreduce_options& options = {}) {
+  return allreduce(static_cast<const void*>(send), static_cast<void*>(recv), count, dtype_of_v<T>,
+                   o, comm, options);
+}
+template <class T>
+allreduce_report allreduce(T* inout, std::size_t count, op o, MPI_Comm comm,
+                           const allreduce_options& options = {}) {
+  return allreduce(static_cast<const void*>(inout), static_cast<void*>(inout), count,
+                   dtype_of_v<T>, o, comm, options);
+}
+
+/// Reduce-scatter: rank r receives block r of the element-wise reduction, where
+/// block r has counts[r] elements and blocks are consecutive in `send` (which
+/// holds sum(counts) elements on every rank). recv must hold counts[rank].
+CONVEYOR_API void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
+                                 dtype t, op o, MPI_Comm comm);
+/// Equal blocks: `send` holds P * block_count elements.
+CONVEYOR_API void reduce_scatter_block(const void* send, void* recv, std::size_t block_count, dtype t,
+                                       op o, MPI_Comm comm);
+
+/// Allgather(v): rank r contributes counts[r] elements; `recv` receives all blocks
+/// consecutively (sum(counts) elements). `send` may be MPI_IN_PLACE, in which
+/// case rank r's block is already in place in `recv`.
+CONVEYOR_API void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
+                             dtype t, MPI_Comm comm);
+CONVEYOR_API void allgather(const void* send, void* recv, std::size_t block_count, dtype t,
+                            MPI_Comm comm);
+
+}  // namespace conveyor

@@ -1,0 +1,283 @@
+// Public entry points of the collectives: argument checks, validation, algorithm
+// choice, schedule building (algorithms.cpp) and execution (schedule.cpp).
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "collectives/algorithms.hpp"
+#include "collectives/context.hpp"
+#include "collectives/select.hpp"
+#include "conveyor/collectives.hpp"
+#include "core/checks.hpp"
+#include "reduce/reduce_internal.hpp"
+
+namespace conveyor {
+namespace {
+
+using detail::block;
+using detail::range_buffer;
+using detail::schedule;
+using detail::scratch_alloc;
+
+constexpr std::string_view kAlgorithmNames[] = {"auto", "ring", "recursive_doubling", "rabenseifner",
+                                                "hierarchical"};
+
+// A problem found by the local checks, kept until every rank has had its say.
+struct local_problem {
+  errc code = errc::success;
+  std::string message;
+  explicit operator bool() const { return code != errc::success; }
+};
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < 0 || x > 1 << 20) {
+    throw error(errc::invalid_argument, std::string(name) + "='" + v + "' is not a rank count");
+  }
+  return static_cast<int>(x);
+}
+
+int ranks_per_node(const allreduce_options& o) {
+  if (o.ranks_per_node < 0) throw error(errc::invalid_argument, "ranks_per_node must be >= 0");
+  return o.ranks_per_node > 0 ? o.ranks_per_node : env_int("CONVEYOR_RANKS_PER_NODE");
+}
+
+// Every rank learns whether any rank had a local problem or whether the ranks
+// disagree on (count, dtype, op); all of them then throw the same kind of error.
+void validate_collectively(detail::comm_context& ctx, std::size_t count, dtype t, op o,
+                           const local_problem& problem) {
+  // Max of x and of -x gives min and max in one MPI_Allreduce.
+  std::int64_t v[7] = {static_cast<std::int64_t>(count), -static_cast<std::int64_t>(count),
+                       static_cast<std::int64_t>(t), -static_cast<std::int64_t>(t),
+                       static_cast<std::int64_t>(o), -static_cast<std::int64_t>(o), problem ? 1 : 0};
+  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 7, MPI_INT64_T, MPI_MAX, ctx.comm),
+                    "MPI_Allreduce (validate)");
+  if (problem) throw error(problem.code, problem.message);
+  if (v[6]) throw error(errc::invalid_argument, "allreduce: invalid arguments on another rank");
+  if (v[0] != -v[1]) {
+    throw error(errc::invalid_argument, "allreduce: ranks passed different counts (" +
+                                            std::to_string(-v[1]) + " to " + std::to_string(v[0]) + ")");
+  }
+  if (v[2] != -v[3]) throw error(errc::invalid_argument, "allreduce: ranks passed different dtypes");
+  if (v[4] != -v[5]) throw error(errc::invalid_argument, "allreduce: ranks passed different ops");
+}
+
+bool overlaps_partially(const void* x, const void* y, std::size_t bytes) {
+  const auto a = reinterpret_cast<std::uintptr_t>(x), b = reinterpret_cast<std::uintptr_t>(y);
+  return a != b && a < b + bytes && b < a + bytes;
+}
+
+// Builds the schedules of one allreduce; with a null scratch base it only measures.
+void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool deterministic,
+                     std::size_t count, std::size_t chunk, detail::comm_context& ctx,
+                     const detail::node_layout* layout, range_buffer buf, scratch_alloc& scratch) {
+  out.clear();
+  std::vector<int> all(static_cast<std::size_t>(ctx.size));
+  std::iota(all.begin(), all.end(), 0);
+  for (std::size_t off = 0; off < count; off += chunk) {
+    const block range{off, std::min(chunk, count - off)};
+    schedule& s = out.emplace_back();
+    if (deterministic) {
+      const auto blocks = detail::split(range.offset, range.count, ctx.size);
+      detail::ordered_reduce_scatter(s, all, ctx.rank, blocks, buf, scratch);
+      detail::notify_now(s, blocks[static_cast<std::size_t>(ctx.rank)]);
+      detail::ring_allgather(s, all, ctx.rank, blocks, buf, /*notify=*/true);
+      continue;
+    }
+    switch (alg) {
+      case allreduce_algorithm::ring: {
+        const auto blocks = detail::split(range.offset, range.count, ctx.size);
+        detail::ring_reduce_scatter(s, all, ctx.rank, blocks, buf, scratch);
+        detail::notify_now(s, blocks[static_cast<std::size_t>(ctx.rank)]);
+        detail::ring_allgather(s, all, ctx.rank, blocks, buf, /*notify=*/true);
+        break;
+      }
+      case allreduce_algorithm::recursive_doubling:
+        detail::recursive_doubling(s, all, ctx.rank, range, buf, scratch);
+        break;
+      case allreduce_algorithm::rabenseifner:
+        detail::rabenseifner(s, all, ctx.rank, range, buf, scratch);
+        break;
+      case allreduce_algorithm::hierarchical:
+        detail::hierarchical(s, *layout, ctx.rank, range, buf, scratch);
+        break;
+      case allreduce_algorithm::automatic:
+        throw error(errc::internal, "allreduce: no algorithm chosen");
+    }
+  }
+}
+
+// Scratch memory of a context: grows, never shrinks, so repeated calls do not
+// fault in fresh pages (MPI forbids concurrent collectives on one communicator).
+char* scratch_of(detail::comm_context& ctx, std::size_t bytes) {
+  if (ctx.scratch.size() < bytes) {
+    ctx.scratch.clear();
+    ctx.scratch.shrink_to_fit();
+    ctx.scratch.resize(bytes);
+  }
+  return ctx.scratch.data();
+}
+
+void run_schedules(detail::comm_context& ctx, std::vector<schedule>& schedules, detail::kernel_fn f,
+                   const std::function<void(std::size_t, std::size_t)>* on_chunk, int window) {
+  detail::executor ex(ctx.comm, f, on_chunk);
+  ex.run(schedules, window);
+}
+
+}  // namespace
+
+std::string_view algorithm_name(allreduce_algorithm a) {
+  const auto i = static_cast<std::size_t>(a);
+  if (i >= std::size(kAlgorithmNames)) throw error(errc::invalid_argument, "unknown allreduce algorithm");
+  return kAlgorithmNames[i];
+}
+
+allreduce_algorithm parse_algorithm(std::string_view name) {
+  for (std::size_t i = 0; i < std::size(kAlgorithmNames); ++i) {
+    if (kAlgorithmNames[i] == name) return static_cast<allreduce_algorithm>(i);
+  }
+  throw error(errc::invalid_argument, "unknown allreduce algorithm '" + std::string(name) +
+                                          "' (auto, ring, recursive_doubling, rabenseifner, hierarchical)");
+}
+
+allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtype t, op o, MPI_Comm comm,
+                           const allreduce_options& options) {
+  detail::comm_context& ctx = detail::context_for(comm);
+
+  // Local checks first; with `validate` every rank hears about any rank's problem.
+  local_problem problem;
+  detail::kernel_fn kernel = nullptr;
+  std::size_t bytes = 0;
+  try {
+    kernel = detail::find_kernel(o, t);
+    bytes = detail::checked_bytes(count, t, "allreduce");
+    const bool in_place = send == MPI_IN_PLACE || send == recv;
+    if (count > 0 && (!recv || !send)) throw error(errc::invalid_argument, "allreduce: null buffer with count > 0");
+    if (!in_place && overlaps_partially(send, recv, bytes)) {
+      throw error(errc::invalid_argument, "allreduce: send and recv buffers partially overlap");
+    }
+    if (options.algorithm < allreduce_algorithm::automatic || options.algorithm > allreduce_algorithm::hierarchical) {
+      throw error(errc::invalid_argument, "allreduce: unknown algorithm value");
+    }
+  } catch (const error& e) {
+    problem = {e.code(), e.what()};
+  }
+  if (options.validate) validate_collectively(ctx, count, t, o, problem);
+  else if (problem) throw error(problem.code, problem.message);
+
+  const detail::cost_params& params = detail::current_cost_params();
+  const detail::node_layout& layout = ctx.layout(ranks_per_node(options));
+
+  allreduce_report report;
+  report.nodes = layout.nodes;
+  report.segment_bytes = options.segment_bytes ? options.segment_bytes : params.segment_bytes;
+  allreduce_algorithm alg = options.algorithm;
+  if (alg == allreduce_algorithm::automatic) {
+    if (const char* env = std::getenv("CONVEYOR_ALLREDUCE_ALGORITHM"); env && *env) alg = parse_algorithm(env);
+  }
+  if (alg == allreduce_algorithm::automatic) {
+    alg = detail::choose(bytes, ctx.size, layout, report.segment_bytes, params);
+  }
+  report.algorithm = alg;
+  report.predicted_seconds = detail::predict(alg, bytes, ctx.size, layout, report.segment_bytes, params);
+
+  if (send != MPI_IN_PLACE && send != recv && bytes) std::memcpy(recv, send, bytes);
+  if (count == 0) return report;
+
+  // Ring, hierarchical and the deterministic schedule are pipelined in chunks;
+  // recursive doubling and Rabenseifner run on the whole vector.
+  const std::size_t esize = dtype_size(t);
+  const bool chunked = options.deterministic || alg == allreduce_algorithm::ring ||
+                       alg == allreduce_algorithm::hierarchical;
+  const std::size_t chunk = chunked ? std::max<std::size_t>(1, report.segment_bytes / esize) : count;
+
+  std::vector<schedule> schedules;
+  range_buffer buf{static_cast<char*>(recv), esize};
+  scratch_alloc measure(nullptr);
+  build_allreduce(schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, measure);
+  scratch_alloc scratch(scratch_of(ctx, measure.used()));
+  build_allreduce(schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, scratch);
+  run_schedules(ctx, schedules, kernel, &options.on_chunk, params.window);
+  return report;
+}
+
+void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& counts, dtype t, op o,
+                    MPI_Comm comm) {
+  detail::comm_context& ctx = detail::context_for(comm);
+  if (counts.size() != static_cast<std::size_t>(ctx.size)) {
+    throw error(errc::invalid_argument, "reduce_scatter: need one count per rank (" +
+                                            std::to_string(ctx.size) + "), got " + std::to_string(counts.size()));
+  }
+  const detail::kernel_fn kernel = detail::find_kernel(o, t);
+  const std::size_t esize = dtype_size(t);
+  std::size_t total = 0;
+  std::vector<block> blocks(counts.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    blocks[i] = {total, counts[i]};
+    total += counts[i];
+  }
+  const std::size_t bytes = detail::checked_bytes(total, t, "reduce_scatter");
+  const std::size_t mine = counts[static_cast<std::size_t>(ctx.rank)];
+  if ((bytes && !send) || (mine && !recv)) throw error(errc::invalid_argument, "reduce_scatter: null buffer");
+
+  std::vector<int> all(static_cast<std::size_t>(ctx.size));
+  std::iota(all.begin(), all.end(), 0);
+  // Scratch: a working copy of `send`, plus the ring's receive block.
+  std::size_t largest = 0;
+  for (const block& b : blocks) largest = std::max(largest, b.count);
+  scratch_alloc measure(nullptr);
+  measure.take(bytes);
+  measure.take(largest * esize);
+  scratch_alloc scratch(scratch_of(ctx, measure.used()));
+  char* work = scratch.take(bytes);
+  if (bytes) std::memcpy(work, send, bytes);
+  std::vector<schedule> schedules(1);
+  detail::ring_reduce_scatter(schedules[0], all, ctx.rank, blocks, {work, esize}, scratch);
+  run_schedules(ctx, schedules, kernel, nullptr, 1);
+  if (mine) std::memcpy(recv, work + blocks[static_cast<std::size_t>(ctx.rank)].offset * esize, mine * esize);
+}
+
+void reduce_scatter_block(const void* send, void* recv, std::size_t block_count, dtype t, op o, MPI_Comm comm) {
+  const detail::comm_context& ctx = detail::context_for(comm);
+  reduce_scatter(send, recv, std::vector<std::size_t>(static_cast<std::size_t>(ctx.size), block_count), t, o, comm);
+}
+
+void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, dtype t, MPI_Comm comm) {
+  detail::comm_context& ctx = detail::context_for(comm);
+  detail::check_enum(t);
+  if (counts.size() != static_cast<std::size_t>(ctx.size)) {
+    throw error(errc::invalid_argument, "allgatherv: need one count per rank (" + std::to_string(ctx.size) +
+                                            "), got " + std::to_string(counts.size()));
+  }
+  const std::size_t esize = dtype_size(t);
+  std::size_t total = 0;
+  std::vector<block> blocks(counts.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    blocks[i] = {total, counts[i]};
+    total += counts[i];
+  }
+  detail::checked_bytes(total, t, "allgatherv");
+  const block& mine = blocks[static_cast<std::size_t>(ctx.rank)];
+  if ((total && !recv) || (mine.count && !send)) throw error(errc::invalid_argument, "allgatherv: null buffer");
+  if (send != MPI_IN_PLACE && mine.count) {
+    std::memmove(static_cast<char*>(recv) + mine.offset * esize, send, mine.count * esize);
+  }
+  std::vector<int> all(static_cast<std::size_t>(ctx.size));
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<schedule> schedules(1);
+  detail::ring_allgather(schedules[0], all, ctx.rank, blocks, {static_cast<char*>(recv), esize}, false);
+  run_schedules(ctx, schedules, nullptr, nullptr, 1);
+}
+
+void allgather(const void* send, void* recv, std::size_t block_count, dtype t, MPI_Comm comm) {
+  const detail::comm_context& ctx = detail::context_for(comm);
+  allgatherv(send, recv, std::vector<std::size_t>(static_cast<std::size_t>(ctx.size), block_count), t, comm);
+}
+
+}  // namespace conveyor

@@ -1,0 +1,120 @@
+#include "collectives/context.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "conveyor/types.hpp"
+
+namespace conveyor::detail {
+
+void check_mpi(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw error(errc::mpi, std::string(what) + " failed: " + std::string(msg, static_cast<std::size_t>(len)));
+}
+
+namespace {
+
+int delete_context(MPI_Comm, int, void* value, void*) {
+  delete static_cast<comm_context*>(value);
+  return MPI_SUCCESS;
+}
+
+int g_keyval = MPI_KEYVAL_INVALID;
+std::mutex g_keyval_mutex;
+
+int keyval() {
+  std::lock_guard<std::mutex> lock(g_keyval_mutex);
+  if (g_keyval == MPI_KEYVAL_INVALID) {
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_context, &g_keyval, nullptr),
+              "MPI_Comm_create_keyval");
+  }
+  return g_keyval;
+}
+
+node_layout build_layout(const comm_context& ctx, int ranks_per_node) {
+  node_layout l;
+  std::vector<int> node_key(static_cast<std::size_t>(ctx.size));
+  if (ranks_per_node > 0) {
+    for (int r = 0; r < ctx.size; ++r) node_key[static_cast<std::size_t>(r)] = r / ranks_per_node;
+  } else {
+    // Key of a node: the lowest rank on it.
+    MPI_Comm shared;
+    check_mpi(MPI_Comm_split_type(ctx.comm, MPI_COMM_TYPE_SHARED, ctx.rank, MPI_INFO_NULL, &shared),
+              "MPI_Comm_split_type");
+    int key = ctx.rank;
+    const int rc = MPI_Allreduce(MPI_IN_PLACE, &key, 1, MPI_INT, MPI_MIN, shared);
+    MPI_Comm_free(&shared);
+    check_mpi(rc, "MPI_Allreduce (node key)");
+    check_mpi(MPI_Allgather(&key, 1, MPI_INT, node_key.data(), 1, MPI_INT, ctx.comm),
+              "MPI_Allgather (node keys)");
+  }
+  // Number nodes in order of their lowest rank.
+  std::vector<int> keys = node_key;
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  l.nodes = static_cast<int>(keys.size());
+  l.members.resize(keys.size());
+  l.node_of.resize(static_cast<std::size_t>(ctx.size));
+  l.local_of.resize(static_cast<std::size_t>(ctx.size));
+  for (int r = 0; r < ctx.size; ++r) {
+    const auto node = static_cast<int>(std::lower_bound(keys.begin(), keys.end(), node_key[static_cast<std::size_t>(r)]) - keys.begin());
+    l.node_of[static_cast<std::size_t>(r)] = node;
+    l.local_of[static_cast<std::size_t>(r)] = static_cast<int>(l.members[static_cast<std::size_t>(node)].size());
+    l.members[static_cast<std::size_t>(node)].push_back(r);
+  }
+  l.max_local = 0;
+  l.min_local = ctx.size;
+  for (const auto& m : l.members) {
+    l.max_local = std::max(l.max_local, static_cast<int>(m.size()));
+    l.min_local = std::min(l.min_local, static_cast<int>(m.size()));
+  }
+  return l;
+}
+
+}  // namespace
+
+comm_context::~comm_context() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+}
+
+const node_layout& comm_context::layout(int ranks_per_node) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = layouts.find(ranks_per_node);
+  if (it == layouts.end()) it = layouts.emplace(ranks_per_node, build_layout(*this, ranks_per_node)).first;
+  return it->second;
+}
+
+comm_context& context_for(MPI_Comm user_comm) {
+  if (user_comm == MPI_COMM_NULL) throw error(errc::invalid_argument, "communicator is MPI_COMM_NULL");
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) {
+    throw error(errc::mpi, std::string("collectives need MPI to be ") +
+                               (finalized ? "not yet finalized" : "initialized"));
+  }
+  int inter = 0;
+  check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter");
+  if (inter) throw error(errc::invalid_argument, "inter-communicators are not supported");
+
+  const int key = keyval();
+  void* value = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(user_comm, key, &value, &found), "MPI_Comm_get_attr");
+  if (found) return *static_cast<comm_context*>(value);
+
+  auto ctx = std::make_unique<comm_context>();
+  check_mpi(MPI_Comm_dup(user_comm, &ctx->comm), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(ctx->comm, &ctx->rank);
+  MPI_Comm_size(ctx->comm, &ctx->size);
+  check_mpi(MPI_Comm_set_attr(user_comm, key, ctx.get()), "MPI_Comm_set_attr");
+  return *ctx.release();
+}
+
+}  // namespace conveyor::detail

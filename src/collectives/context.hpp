@@ -1,0 +1,48 @@
+// Per-communicator state of the collectives: a private duplicate of the caller's
+// communicator (so Conveyor's messages can never match the caller's), and node
+// layouts. Created on first use (collective) and cached as an attribute on the
+// caller's communicator; freed with it.
+#pragma once
+
+#include <mpi.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace conveyor::detail {
+
+/// Which ranks share a node. Nodes are numbered in order of their lowest rank;
+/// members of a node are listed in rank order.
+struct node_layout {
+  int nodes = 1;
+  std::vector<int> node_of;             // rank -> node
+  std::vector<int> local_of;            // rank -> index within its node
+  std::vector<std::vector<int>> members;  // node -> ranks
+  int max_local = 1;                    // largest node size
+  int min_local = 1;                    // smallest node size
+};
+
+struct comm_context {
+  MPI_Comm comm = MPI_COMM_NULL;  // the private duplicate, errors returned (not fatal)
+  int rank = 0;
+  int size = 1;
+  std::mutex mutex;
+  std::map<int, node_layout> layouts;  // key: ranks per node (0 = shared-memory domains)
+  std::vector<char> scratch;           // reused working memory of the collectives
+
+  ~comm_context();
+  /// The layout for `ranks_per_node` (0: MPI_COMM_TYPE_SHARED). Collective the first
+  /// time it is asked for a given value.
+  const node_layout& layout(int ranks_per_node);
+};
+
+/// The context of `user_comm`, created on first use (collective over user_comm).
+comm_context& context_for(MPI_Comm user_comm);
+
+/// Throws conveyor::error(errc::mpi) with MPI's message when rc != MPI_SUCCESS.
+void check_mpi(int rc, const char* what);
+
+}  // namespace conveyor::detail

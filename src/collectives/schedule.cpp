@@ -1,0 +1,114 @@
+#include "collectives/schedule.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "collectives/context.hpp"
+
+namespace conveyor::detail {
+namespace {
+
+constexpr int kTagSpace = 32000;  // well below the MPI-guaranteed MPI_TAG_UB of 32767
+
+struct active_schedule {
+  schedule* s = nullptr;
+  int tag = 0;
+  std::size_t round = 0;
+  int pending = 0;  // requests of the current round not yet complete
+};
+
+}  // namespace
+
+void executor::run(std::vector<schedule>& schedules, int window) {
+  window = std::max(1, window);
+  std::vector<MPI_Request> requests;
+  std::vector<int> owner;       // request slot -> index into `active`
+  std::vector<int> free_slots;
+  std::vector<active_schedule> active;
+  std::vector<int> done_indices(1);
+  std::size_t next_schedule = 0;
+  std::size_t running = 0;
+
+  const auto run_locals = [&](const round& r) {
+    for (const local_step& st : r.after) {
+      switch (st.kind) {
+        case local_step::reduce: reduce_(st.a, st.b, st.out, st.count); break;
+        case local_step::copy: std::memmove(st.out, st.a, st.count); break;
+        case local_step::notify:
+          if (on_chunk_ && *on_chunk_) (*on_chunk_)(st.offset, st.count);
+          break;
+      }
+    }
+  };
+
+  // Posts rounds of schedule `a` until one has transfers in flight or it ends.
+  // Returns false when the schedule finished.
+  const auto advance = [&](int a) {
+    active_schedule& st = active[static_cast<std::size_t>(a)];
+    while (st.round < st.s->rounds.size()) {
+      round& r = st.s->rounds[st.round];
+      for (const transfer& t : r.transfers) {
+        for (std::size_t off = 0; off < t.bytes; off += kMaxMessageBytes) {
+          const int n = static_cast<int>(std::min(kMaxMessageBytes, t.bytes - off));
+          char* p = static_cast<char*>(t.buf) + off;
+          MPI_Request req;
+          const int rc = t.send ? MPI_Isend(p, n, MPI_BYTE, t.peer, st.tag, comm_, &req)
+                                : MPI_Irecv(p, n, MPI_BYTE, t.peer, st.tag, comm_, &req);
+          check_mpi(rc, t.send ? "MPI_Isend" : "MPI_Irecv");
+          int slot;
+          if (!free_slots.empty()) {
+            slot = free_slots.back();
+            free_slots.pop_back();
+            requests[static_cast<std::size_t>(slot)] = req;
+            owner[static_cast<std::size_t>(slot)] = a;
+          } else {
+            slot = static_cast<int>(requests.size());
+            requests.push_back(req);
+            owner.push_back(a);
+          }
+          ++st.pending;
+        }
+      }
+      if (st.pending > 0) return true;
+      run_locals(r);  // a round without transfers: local work only
+      ++st.round;
+    }
+    return false;
+  };
+
+  const auto start_more = [&] {
+    while (running < static_cast<std::size_t>(window) && next_schedule < schedules.size()) {
+      active.push_back({&schedules[next_schedule], static_cast<int>(next_schedule % kTagSpace), 0, 0});
+      ++next_schedule;
+      ++running;
+      if (!advance(static_cast<int>(active.size()) - 1)) --running;
+    }
+  };
+
+  start_more();
+  while (running > 0) {
+    int outcount = 0;
+    done_indices.resize(requests.size());
+    check_mpi(MPI_Waitsome(static_cast<int>(requests.size()), requests.data(), &outcount,
+                           done_indices.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitsome");
+    if (outcount == MPI_UNDEFINED) break;  // no active requests (cannot happen while running)
+    for (int k = 0; k < outcount; ++k) {
+      const int slot = done_indices[static_cast<std::size_t>(k)];
+      const int a = owner[static_cast<std::size_t>(slot)];
+      free_slots.push_back(slot);
+      active_schedule& st = active[static_cast<std::size_t>(a)];
+      if (--st.pending == 0) {
+        run_locals(st.s->rounds[st.round]);
+        ++st.round;
+        if (!advance(a)) {
+          --running;
+          start_more();
+        }
+      }
+    }
+  }
+}
+
+}  // namespace conveyor::detail

@@ -1,0 +1,85 @@
+// Collective algorithms as data: a *schedule* is a list of rounds; a round posts
+// its sends and receives together and, once all of them completed, runs its local
+// steps (reductions, copies, chunk notifications). The executor runs many
+// schedules at once -- one per pipeline chunk -- so chunk c+1 communicates while
+// chunk c reduces, and in the hierarchical algorithm chunk c's inter-node stage
+// overlaps chunk c+1's intra-node stage.
+//
+// Matching rules (why tags are safe): every rank builds the same schedules in the
+// same order. Schedule k uses tag k, so concurrently active schedules never match
+// each other's messages; within one schedule, round r+1 is posted only after round
+// r completed, so MPI's non-overtaking order matches rounds correctly.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "reduce/kernel_table.hpp"
+
+namespace conveyor::detail {
+
+struct transfer {
+  int peer;
+  void* buf;           // for sends: data to send (not modified)
+  std::size_t bytes;
+  bool send;
+};
+
+struct local_step {
+  enum kind_t { reduce, copy, notify } kind;
+  const void* a = nullptr;  // reduce: out = a op b (elements); copy: out <- a (bytes)
+  const void* b = nullptr;
+  void* out = nullptr;
+  std::size_t count = 0;    // reduce: elements; copy: bytes; notify: elements
+  std::size_t offset = 0;   // notify: first element
+};
+
+struct round {
+  std::vector<transfer> transfers;
+  std::vector<local_step> after;
+
+  void send(int peer, const void* buf, std::size_t bytes) {
+    if (bytes) transfers.push_back({peer, const_cast<void*>(buf), bytes, true});
+  }
+  void recv(int peer, void* buf, std::size_t bytes) {
+    if (bytes) transfers.push_back({peer, buf, bytes, false});
+  }
+  void reduce(const void* a, const void* b, void* out, std::size_t count) {
+    if (count) after.push_back({local_step::reduce, a, b, out, count, 0});
+  }
+  void copy(const void* from, void* to, std::size_t bytes) {
+    if (bytes && from != to) after.push_back({local_step::copy, from, nullptr, to, bytes, 0});
+  }
+  void notify(std::size_t offset, std::size_t count) {
+    if (count) after.push_back({local_step::notify, nullptr, nullptr, nullptr, count, offset});
+  }
+};
+
+struct schedule {
+  std::vector<round> rounds;
+  round& next() { return rounds.emplace_back(); }
+};
+
+/// Runs schedules on `comm`, at most `window` at once, in order of index.
+class executor {
+ public:
+  executor(MPI_Comm comm, kernel_fn reduce_fn,
+           const std::function<void(std::size_t, std::size_t)>* on_chunk)
+      : comm_(comm), reduce_(reduce_fn), on_chunk_(on_chunk) {}
+
+  void run(std::vector<schedule>& schedules, int window);
+
+ private:
+  MPI_Comm comm_;
+  kernel_fn reduce_;
+  const std::function<void(std::size_t, std::size_t)>* on_chunk_;
+};
+
+/// MPI messages are limited to INT_MAX elements; larger transfers are split into
+/// pieces of this many bytes (same tag, posted in order).
+inline constexpr std::size_t kMaxMessageBytes = std::size_t{1} << 30;
+
+}  // namespace conveyor::detail

@@ -1,0 +1,333 @@
+// Conveyor's collectives at every rank count CTest runs them with (1-6): every
+// algorithm (and emulated node layouts for the hierarchical one) x element counts
+// {0, 1, P-1, P, prime, 10^6} x dtypes/ops x in-place/out-of-place. Integer results
+// must be exact; float results within a bound derived from the count; every rank's
+// result bitwise identical; deterministic mode identical across algorithms and
+// segment sizes and equal to the rank-ordered fold; on_chunk sees every element
+// exactly once, and only when it is final.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "../unit/reference.hpp"
+#include "conveyor/collectives.hpp"
+#include "conveyor/reduce.hpp"
+
+namespace conveyor {
+namespace {
+
+using testing::visit_dtype;
+
+int rank_of() {
+  int r;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int size_of() {
+  int s;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// Rank r's contribution: random integers, or floats in [-1, 1].
+template <class T>
+std::vector<T> input(int r, std::size_t n, std::uint64_t salt) {
+  testing::splitmix64 rng((static_cast<std::uint64_t>(r) + 1) * 0x51ED27ull + salt);
+  std::vector<T> v(n);
+  for (auto& x : v) {
+    if constexpr (std::is_integral_v<T>) {
+      x = static_cast<T>(rng());
+    } else if constexpr (testing::is_complex<T>::value) {
+      using F = typename T::value_type;
+      x = T(F(double(rng() >> 11) / 9007199254740992.0 * 2 - 1), F(double(rng() >> 11) / 9007199254740992.0 * 2 - 1));
+    } else {
+      x = T(static_cast<float>(double(rng() >> 11) / 9007199254740992.0 * 2 - 1));
+    }
+  }
+  return v;
+}
+
+// FNV-1a of the bytes: equal on every rank iff (with overwhelming probability) the
+// results are bitwise identical.
+std::uint64_t hash_bytes(const void* p, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+bool same_on_all_ranks(std::uint64_t h) {
+  std::uint64_t lo = h, hi = h;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return lo == hi;
+}
+
+bool all_ranks(bool ok) {
+  int v = ok ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  return v != 0;
+}
+
+struct config {
+  allreduce_algorithm algorithm;
+  int ranks_per_node;        // for hierarchical: emulated node size (0 = real nodes)
+  std::size_t segment_bytes; // 0 = default
+  std::string name() const {
+    return std::string(algorithm_name(algorithm)) + (ranks_per_node ? "/ppn" + std::to_string(ranks_per_node) : "") +
+           (segment_bytes ? "/seg" + std::to_string(segment_bytes) : "");
+  }
+};
+
+std::vector<config> configs() {
+  return {
+      {allreduce_algorithm::automatic, 0, 0},
+      {allreduce_algorithm::ring, 0, 0},
+      {allreduce_algorithm::ring, 0, 256},  // many pipeline chunks
+      {allreduce_algorithm::recursive_doubling, 0, 0},
+      {allreduce_algorithm::rabenseifner, 0, 0},
+      {allreduce_algorithm::hierarchical, 0, 0},
+      {allreduce_algorithm::hierarchical, 2, 0},
+      {allreduce_algorithm::hierarchical, 2, 200},  // uneven nodes at odd P, pipelined
+      {allreduce_algorithm::hierarchical, 3, 0},
+      {allreduce_algorithm::hierarchical, 1, 0},  // one rank per node: pure inter-node ring
+  };
+}
+
+std::vector<std::size_t> counts_for(int p, bool include_large) {
+  std::vector<std::size_t> c = {0, 1, static_cast<std::size_t>(p > 1 ? p - 1 : 2), static_cast<std::size_t>(p), 1009};
+  if (include_large) c.push_back(1000000);
+  return c;
+}
+
+// One allreduce checked against the reference. Returns "" or what went wrong.
+template <class T>
+std::string check_one(const config& cfg, op o, std::size_t n, bool in_place, std::uint64_t salt) {
+  const int P = size_of(), r = rank_of();
+  const auto mine = input<T>(r, n, salt);
+  std::vector<T> out(n);
+  allreduce_options opt;
+  opt.algorithm = cfg.algorithm;
+  opt.ranks_per_node = cfg.ranks_per_node;
+  opt.segment_bytes = cfg.segment_bytes;
+  std::vector<unsigned char> seen(n, 0);
+  bool early = false;  // a chunk announced before its values were final
+  std::vector<T> expect(n);
+  // Reference: rank-ordered fold in double precision for floats (bound below),
+  // exact for integers.
+  std::vector<double> exact(n, 0.0), magnitude(n, 0.0);
+  for (int q = 0; q < P; ++q) {
+    const auto x = q == r ? mine : input<T>(q, n, salt);
+    for (std::size_t i = 0; i < n; ++i) {
+      if constexpr (std::is_integral_v<T>) {
+        expect[i] = q == 0 ? x[i] : testing::int_ref(o, expect[i], x[i]);
+      } else {
+        const double v = static_cast<double>(std::real(x[i]));
+        exact[i] = q == 0 ? v : (o == op::sum ? exact[i] + v : std::max(exact[i], v));
+        magnitude[i] += std::fabs(v);
+      }
+    }
+  }
+  const auto value_ok = [&](std::size_t i, const T& got) {
+    if constexpr (std::is_integral_v<T>) {
+      return got == expect[i];
+    } else {
+      const double g = static_cast<double>(std::real(got));
+      if (o == op::max) return g == exact[i];
+      const double eps = std::numeric_limits<decltype(std::real(got))>::epsilon();
+      return std::fabs(g - exact[i]) <= (P + 1) * eps * magnitude[i] + 1e-300;
+    }
+  };
+  opt.on_chunk = [&](std::size_t off, std::size_t cnt) {
+    for (std::size_t i = off; i < off + cnt; ++i) {
+      ++seen[i];
+      if (!value_ok(i, out[i])) early = true;
+    }
+  };
+  allreduce_report rep;
+  if (in_place) {
+    out = mine;
+    rep = allreduce(out.data(), n, o, MPI_COMM_WORLD, opt);
+  } else {
+    rep = allreduce(mine.data(), out.data(), n, o, MPI_COMM_WORLD, opt);
+  }
+  if (cfg.algorithm != allreduce_algorithm::automatic && rep.algorithm != cfg.algorithm) {
+    return "reported algorithm " + std::string(algorithm_name(rep.algorithm));
+  }
+  if (rep.algorithm == allreduce_algorithm::automatic) return "automatic was not resolved";
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!value_ok(i, out[i])) return "element " + std::to_string(i) + " of " + std::to_string(n) + " wrong";
+    if (seen[i] != 1) return "on_chunk saw element " + std::to_string(i) + " " + std::to_string(int(seen[i])) + " times";
+  }
+  if (early) return "on_chunk announced a chunk before it was final";
+  if (!same_on_all_ranks(hash_bytes(out.data(), n * sizeof(T)))) return "results differ between ranks";
+  return "";
+}
+
+TEST(Allreduce, EveryAlgorithmCountTypeAndPlacement) {
+  const int P = size_of();
+  std::uint64_t salt = 0;
+  for (const config& cfg : configs()) {
+    for (std::size_t n : counts_for(P, /*include_large=*/cfg.segment_bytes == 0 && cfg.ranks_per_node <= 2)) {
+      for (bool in_place : {false, true}) {
+        ++salt;
+        std::string err = check_one<std::int32_t>(cfg, op::sum, n, in_place, salt);
+        if (err.empty() && n <= 1009) err = check_one<double>(cfg, op::sum, n, in_place, salt);
+        if (err.empty() && n <= 1009) err = check_one<float>(cfg, op::max, n, in_place, salt);
+        if (err.empty() && n <= 1009) err = check_one<std::uint8_t>(cfg, op::band, n, in_place, salt);
+        if (err.empty() && n <= 1009) err = check_one<std::int64_t>(cfg, op::prod, n, in_place, salt);
+        if (err.empty() && n <= 1009) err = check_one<std::complex<float>>(cfg, op::sum, n, in_place, salt);
+        EXPECT_TRUE(all_ranks(err.empty())) << cfg.name() << " n=" << n << (in_place ? " in place" : "") << ": " << err;
+      }
+    }
+  }
+}
+
+// Deterministic mode: the same bits whatever the algorithm and segment size, equal
+// to folding the ranks' inputs in rank order with the same kernels.
+TEST(Allreduce, DeterministicIsTheRankOrderedFoldForEveryAlgorithm) {
+  const int P = size_of();
+  for (std::size_t n : {std::size_t{1}, std::size_t{1009}, std::size_t{100000}}) {
+    std::vector<float> fold = input<float>(0, n, 77);
+    for (int q = 1; q < P; ++q) {
+      const auto x = input<float>(q, n, 77);
+      reduce(fold.data(), x.data(), fold.data(), n, op::sum);  // fold = fold op x_q
+    }
+    const auto mine = input<float>(rank_of(), n, 77);
+    for (const config& cfg : configs()) {
+      allreduce_options opt;
+      opt.algorithm = cfg.algorithm;
+      opt.ranks_per_node = cfg.ranks_per_node;
+      opt.segment_bytes = cfg.segment_bytes ? cfg.segment_bytes : 4096;
+      opt.deterministic = true;
+      std::vector<float> out(n);
+      allreduce(mine.data(), out.data(), n, op::sum, MPI_COMM_WORLD, opt);
+      EXPECT_TRUE(all_ranks(std::memcmp(out.data(), fold.data(), n * sizeof(float)) == 0))
+          << cfg.name() << " n=" << n;
+    }
+  }
+}
+
+TEST(Allreduce, HalfPrecisionUsesTheKernels) {
+  const int P = size_of();
+  const std::size_t n = 777;
+  std::vector<bfloat16> mine(n), out(n);
+  for (std::size_t i = 0; i < n; ++i) mine[i] = bfloat16(static_cast<float>((i + rank_of()) % 9));
+  allreduce(mine.data(), out.data(), n, op::sum, MPI_COMM_WORLD);
+  bool ok = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    float want = 0;
+    for (int q = 0; q < P; ++q) want += static_cast<float>((i + q) % 9);
+    ok = ok && static_cast<float>(out[i]) == want;  // small integers: exact in bfloat16
+  }
+  EXPECT_TRUE(all_ranks(ok));
+}
+
+TEST(Allreduce, ValidateCatchesMismatchesOnEveryRank) {
+  const int P = size_of();
+  std::vector<int> buf(10, 1);
+  allreduce_options opt;
+  opt.validate = true;
+  if (P > 1) {
+    const std::size_t n = rank_of() == P - 1 ? 9 : 10;  // last rank disagrees
+    try {
+      allreduce(buf.data(), n, op::sum, MPI_COMM_WORLD, opt);
+      ADD_FAILURE() << "mismatched counts not detected";
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("different counts"), std::string::npos) << e.what();
+    }
+    const dtype t = rank_of() == 0 ? dtype::int32 : dtype::uint32;
+    EXPECT_THROW(allreduce(buf.data(), buf.data(), 10, t, op::sum, MPI_COMM_WORLD, opt), error);
+  }
+  // A local problem on one rank (null buffer) becomes an error on all of them.
+  void* p = rank_of() == 0 ? nullptr : buf.data();
+  EXPECT_THROW(allreduce(p, p, 10, dtype::int32, op::sum, MPI_COMM_WORLD, opt), error);
+  // And everything still works afterwards.
+  allreduce(buf.data(), 10, op::sum, MPI_COMM_WORLD, opt);
+  EXPECT_EQ(buf[0], P);
+}
+
+TEST(Allreduce, BadArgumentsThrow) {
+  float x[4] = {};
+  EXPECT_THROW(allreduce(x, x, 4, dtype::float32, op::band, MPI_COMM_WORLD), error);
+  EXPECT_THROW(allreduce(x, x + 1, 3, dtype::float32, op::sum, MPI_COMM_WORLD), error);  // partial overlap
+  EXPECT_THROW(allreduce(x, 4, op::sum, MPI_COMM_NULL), error);
+  EXPECT_THROW(parse_algorithm("bogus"), error);
+  EXPECT_EQ(parse_algorithm("rabenseifner"), allreduce_algorithm::rabenseifner);
+}
+
+TEST(Allreduce, EnvironmentOverridesAutomaticAndIsReported) {
+  std::vector<double> v(100, 1.0);
+  setenv("CONVEYOR_ALLREDUCE_ALGORITHM", "recursive_doubling", 1);
+  const auto rep = allreduce(v.data(), v.size(), op::sum, MPI_COMM_WORLD);
+  unsetenv("CONVEYOR_ALLREDUCE_ALGORITHM");
+  EXPECT_EQ(rep.algorithm, allreduce_algorithm::recursive_doubling);
+  EXPECT_EQ(v[0], size_of());
+  allreduce_options forced;
+  forced.algorithm = allreduce_algorithm::ring;
+  setenv("CONVEYOR_ALLREDUCE_ALGORITHM", "rabenseifner", 1);  // a forced choice wins
+  EXPECT_EQ(allreduce(v.data(), v.size(), op::sum, MPI_COMM_WORLD, forced).algorithm, allreduce_algorithm::ring);
+  unsetenv("CONVEYOR_ALLREDUCE_ALGORITHM");
+}
+
+TEST(ReduceScatterAllgather, UnevenBlocksIncludingEmpty) {
+  const int P = size_of(), r = rank_of();
+  std::vector<std::size_t> counts(static_cast<std::size_t>(P));
+  std::size_t total = 0;
+  for (int q = 0; q < P; ++q) total += counts[static_cast<std::size_t>(q)] = static_cast<std::size_t>((q * 7) % 5);  // some zero
+  const auto mine = input<std::int64_t>(r, total, 5);
+  std::vector<std::int64_t> part(counts[static_cast<std::size_t>(r)] + 1);
+  reduce_scatter(mine.data(), part.data(), counts, dtype::int64, op::sum, MPI_COMM_WORLD);
+  std::size_t off = 0;
+  for (int q = 0; q < r; ++q) off += counts[static_cast<std::size_t>(q)];
+  bool ok = true;
+  for (std::size_t i = 0; i < counts[static_cast<std::size_t>(r)]; ++i) {
+    std::int64_t want = 0;
+    for (int q = 0; q < P; ++q) want = static_cast<std::int64_t>(static_cast<std::uint64_t>(want) + static_cast<std::uint64_t>(input<std::int64_t>(q, total, 5)[off + i]));
+    ok = ok && part[i] == want;
+  }
+  EXPECT_TRUE(all_ranks(ok)) << "reduce_scatter";
+
+  // allgatherv, out of place and in place.
+  std::vector<std::int64_t> gathered(total), inplace(total, -1);
+  allgatherv(part.data(), gathered.data(), counts, dtype::int64, MPI_COMM_WORLD);
+  std::memcpy(inplace.data() + off, part.data(), counts[static_cast<std::size_t>(r)] * sizeof(std::int64_t));
+  allgatherv(MPI_IN_PLACE, inplace.data(), counts, dtype::int64, MPI_COMM_WORLD);
+  std::vector<std::int64_t> full(total);
+  allreduce(mine.data(), full.data(), total, op::sum, MPI_COMM_WORLD);
+  EXPECT_TRUE(all_ranks(gathered == full && inplace == full)) << "allgatherv";
+
+  // Equal-block forms.
+  std::vector<int> blocks(static_cast<std::size_t>(3 * P), r + 1), one(3), back(static_cast<std::size_t>(3 * P));
+  reduce_scatter_block(blocks.data(), one.data(), 3, dtype::int32, op::sum, MPI_COMM_WORLD);
+  EXPECT_EQ(one[2], P * (P + 1) / 2);
+  allgather(one.data(), back.data(), 3, dtype::int32, MPI_COMM_WORLD);
+  EXPECT_EQ(back[static_cast<std::size_t>(3 * P - 1)], P * (P + 1) / 2);
+  EXPECT_THROW(reduce_scatter(mine.data(), part.data(), std::vector<std::size_t>(1, 0), dtype::int64, op::sum,
+                              P == 1 ? MPI_COMM_NULL : MPI_COMM_WORLD), error);
+}
+
+// Conveyor communicates on its own duplicate: a caller's pending message with any
+// tag is never consumed by a Conveyor collective.
+TEST(Allreduce, NeverTouchesTheCallersMessages) {
+  const int P = size_of(), r = rank_of();
+  int token = 1000 + r, got = -1;
+  MPI_Request req;
+  MPI_Irecv(&got, 1, MPI_INT, (r + P - 1) % P, 0, MPI_COMM_WORLD, &req);
+  MPI_Send(&token, 1, MPI_INT, (r + 1) % P, 0, MPI_COMM_WORLD);
+  std::vector<int> v(1000, 1);
+  allreduce(v.data(), v.size(), op::sum, MPI_COMM_WORLD);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  EXPECT_EQ(got, 1000 + (r + P - 1) % P);
+  EXPECT_EQ(v[999], P);
+}
+
+}  // namespace
+}  // namespace conveyor
