@@ -2,7 +2,9 @@
 //
 //   conveyor info                    build, MPI, SIMD and rank layout
 //   conveyor demo                    a tour of the engines next to the usual way
-//   conveyor bench reduce [options]  local reduction throughput (bench/reduce_bench)
+//   conveyor bench reduce [options]     local reduction throughput (bench/reduce_bench)
+//   conveyor bench allreduce [options]  allreduce algorithms vs stock MPI_Allreduce
+//   conveyor bench overlap [options]    allreduce + per-chunk compute, overlapped or not
 //
 // Run it directly (one process) or under mpiexec.
 #include <mpi.h>
@@ -12,6 +14,7 @@
 #include <exception>
 
 #include "conveyor/types.hpp"
+#include "allreduce_bench.hpp"
 #include "reduce_bench.hpp"
 #include "tool.hpp"
 
@@ -49,6 +52,25 @@ int main(int argc, char** argv) {
   bench_reduce->add_option("--json", ro.json_path, "Also write the rows as JSON");
   bench_reduce->add_option("--csv", ro.csv_path, "Also write the rows as CSV");
 
+  conveyor::bench::allreduce_bench_options ao;
+  std::string ar_min = "8B", ar_max = "64MiB", impls;
+  const auto add_collective_options = [&](CLI::App* sub, const char* default_max) {
+    ar_max = default_max;
+    sub->add_option("--min-size", ar_min, "Smallest message")->capture_default_str();
+    sub->add_option("--max-size", ar_max, "Largest message")->capture_default_str();
+    sub->add_option("--reps", ao.reps, "Samples per measurement")->capture_default_str()->check(CLI::Range(1, 10000));
+    sub->add_option("--config", ao.config, "Name of this configuration in the output rows");
+    sub->add_option("--ranks-per-node", ao.ranks_per_node, "Emulated ranks per node for Conveyor (0: real nodes)");
+    sub->add_option("--json", ao.json_path, "Also write the rows as JSON");
+    sub->add_option("--csv", ao.csv_path, "Also write the rows as CSV");
+  };
+  auto* bench_allreduce = bench->add_subcommand("allreduce", "Conveyor's allreduce algorithms vs stock MPI_Allreduce");
+  add_collective_options(bench_allreduce, "64MiB");
+  bench_allreduce->add_option("--impls", impls, "Comma-separated rows: auto,ring,recursive_doubling,rabenseifner,hierarchical,mpi");
+  bench_allreduce->add_option("--mpi-label", ao.mpi_label, "Label of the stock MPI_Allreduce row");
+  auto* bench_overlap = bench->add_subcommand("overlap", "Allreduce + per-chunk compute: overlapped through on_chunk vs sequential");
+  add_collective_options(bench_overlap, "64MiB");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -72,6 +94,21 @@ int main(int argc, char** argv) {
       int rank = 0;
       MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       if (rank == 0) rc = conveyor::bench::run_reduce_bench(ro);  // a single-process benchmark
+    } else if (*bench_allreduce || *bench_overlap) {
+      ao.min_bytes = parse_size(ar_min);
+      ao.max_bytes = parse_size(ar_max);
+      if (ao.min_bytes == 0 || ao.min_bytes > ao.max_bytes) {
+        throw conveyor::error(conveyor::errc::invalid_argument, "need 0 < --min-size <= --max-size");
+      }
+      if (!impls.empty()) {
+        ao.impls.clear();
+        for (std::size_t pos = 0; pos <= impls.size();) {
+          const std::size_t comma = std::min(impls.find(',', pos), impls.size());
+          ao.impls.push_back(impls.substr(pos, comma - pos));
+          pos = comma + 1;
+        }
+      }
+      rc = *bench_allreduce ? conveyor::bench::run_allreduce_bench(ao) : conveyor::bench::run_overlap_bench(ao);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "conveyor: error: %s\n", e.what());

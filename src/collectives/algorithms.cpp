@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "collectives/context.hpp"
+
 namespace conveyor::detail {
 namespace {
 
@@ -41,16 +43,16 @@ void fold_in(schedule& s, const fold& f, const std::vector<int>& group, int me, 
   }
 }
 
-// Rounds that hand the result back to folded-out ranks, then announce it.
+// The round that hands the result back to a folded-out rank, which announces it.
 void fold_out(schedule& s, const fold& f, const std::vector<int>& group, int me, char* data,
-              std::size_t bytes, block range, bool notify_all) {
-  if (me < 2 * f.r) {
-    round& r = s.next();
-    if (me % 2 == 0) r.recv(group[static_cast<std::size_t>(me + 1)], data, bytes);
-    else r.send(group[static_cast<std::size_t>(me - 1)], data, bytes);
-    if (notify_all || me % 2 == 0) r.notify(range.offset, range.count);
-  } else if (notify_all) {
-    s.next().notify(range.offset, range.count);
+              std::size_t bytes, block range) {
+  if (me >= 2 * f.r) return;
+  round& r = s.next();
+  if (me % 2 == 0) {
+    r.recv(group[static_cast<std::size_t>(me + 1)], data, bytes);
+    r.notify(range.offset, range.count);
+  } else {
+    r.send(group[static_cast<std::size_t>(me - 1)], data, bytes);
   }
 }
 
@@ -131,28 +133,57 @@ void ordered_reduce_scatter(schedule& s, const std::vector<int>& group, int me,
   r.copy(acc, buf.at(mine.offset), bytes);
 }
 
-void recursive_doubling(schedule& s, const std::vector<int>& group, int me, block range,
-                        range_buffer buf, scratch_alloc& scratch) {
-  const int g = static_cast<int>(group.size());
-  if (g == 1) {
-    s.next().notify(range.offset, range.count);
-    return;
+namespace {
+
+// Blocking point-to-point in pieces of at most kMaxMessageBytes.
+void send_all(MPI_Comm comm, const char* p, std::size_t bytes, int peer) {
+  for (std::size_t off = 0; off < bytes; off += kMaxMessageBytes) {
+    const int n = static_cast<int>(std::min(kMaxMessageBytes, bytes - off));
+    check_mpi(MPI_Send(p + off, n, MPI_BYTE, peer, 0, comm), "MPI_Send");
   }
+}
+void recv_all(MPI_Comm comm, char* p, std::size_t bytes, int peer) {
+  for (std::size_t off = 0; off < bytes; off += kMaxMessageBytes) {
+    const int n = static_cast<int>(std::min(kMaxMessageBytes, bytes - off));
+    check_mpi(MPI_Recv(p + off, n, MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+  }
+}
+void exchange_all(MPI_Comm comm, const char* out, char* in, std::size_t bytes, int peer) {
+  for (std::size_t off = 0; off < bytes; off += kMaxMessageBytes) {
+    const int n = static_cast<int>(std::min(kMaxMessageBytes, bytes - off));
+    check_mpi(MPI_Sendrecv(out + off, n, MPI_BYTE, peer, 0, in + off, n, MPI_BYTE, peer, 0, comm,
+                           MPI_STATUS_IGNORE),
+              "MPI_Sendrecv");
+  }
+}
+
+}  // namespace
+
+void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::size_t count,
+                               std::size_t esize, kernel_fn reduce, char* tmp,
+                               const std::function<void(std::size_t, std::size_t)>* on_chunk) {
+  const std::size_t bytes = count * esize;
   const fold f(g, me);
-  const std::size_t bytes = range.count * buf.esize;
-  char* data = buf.at(range.offset);
-  char* tmp = scratch.take(bytes);
-  fold_in(s, f, group, me, data, bytes, range.count, tmp);
-  if (f.id >= 0) {
-    for (int mask = 1; mask < f.p; mask <<= 1) {
-      const int partner = f.real(f.id ^ mask);
-      round& r = s.next();
-      r.send(group[static_cast<std::size_t>(partner)], data, bytes);
-      r.recv(group[static_cast<std::size_t>(partner)], tmp, bytes);
-      reduce_ordered(r, partner < me, tmp, data, range.count);
+  const bool folded_out = me < 2 * f.r && me % 2 == 0;
+  if (me < 2 * f.r) {
+    if (folded_out) {
+      send_all(comm, data, bytes, me + 1);
+      recv_all(comm, data, bytes, me + 1);
+    } else {
+      recv_all(comm, tmp, bytes, me - 1);
+      reduce(tmp, data, data, count);  // lower rank first
     }
   }
-  fold_out(s, f, group, me, data, bytes, range, /*notify_all=*/true);
+  if (!folded_out) {
+    for (int mask = 1; mask < f.p; mask <<= 1) {
+      const int partner = f.real(f.id ^ mask);
+      exchange_all(comm, data, tmp, bytes, partner);
+      if (partner < me) reduce(tmp, data, data, count);
+      else reduce(data, tmp, data, count);
+    }
+    if (me < 2 * f.r) send_all(comm, data, bytes, me - 1);
+  }
+  if (on_chunk && *on_chunk && count) (*on_chunk)(0, count);
 }
 
 void rabenseifner(schedule& s, const std::vector<int>& group, int me, block range, range_buffer buf,
@@ -204,12 +235,10 @@ void rabenseifner(schedule& s, const std::vector<int>& group, int me, block rang
       r.notify(theirs.offset, theirs.count);
     }
   }
-  fold_out(s, f, group, me, data, bytes, range, /*notify_all=*/false);
+  fold_out(s, f, group, me, data, bytes, range);
 }
 
 }  // namespace conveyor::detail
-
-#include "collectives/context.hpp"
 
 namespace conveyor::detail {
 

@@ -68,13 +68,15 @@ void ring_allgather(schedule& s, const std::vector<int>& group, int me, const st
 void ordered_reduce_scatter(schedule& s, const std::vector<int>& group, int me,
                             const std::vector<block>& blocks, range_buffer buf, scratch_alloc& scratch);
 
-/// Recursive doubling on the whole range: log2(p) rounds exchanging the full
-/// range with partner me^mask, both reducing lower-rank-first so the bits agree.
-/// Non-power-of-two G: the first 2r ranks (r = G - p) fold pairwise into p
-/// participants before, and the results are copied back after (2 extra rounds).
-/// Sends log2(p)·n (+n for folded ranks): for small messages only.
-void recursive_doubling(schedule& s, const std::vector<int>& group, int me, block range,
-                        range_buffer buf, scratch_alloc& scratch);
+/// Recursive doubling on the whole range, run directly (not as a schedule: it is
+/// for small messages, where building rounds would cost more than sending):
+/// log2(p) MPI_Sendrecv exchanges of the full range with partner me^mask, both
+/// reducing lower-rank-first so the bits agree. Non-power-of-two G: the first 2r
+/// ranks (r = G - p) fold pairwise into p participants before, and the results
+/// are sent back after. Sends log2(p)·n (+n for folded ranks).
+void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::size_t count,
+                               std::size_t esize, kernel_fn reduce, char* tmp,
+                               const std::function<void(std::size_t, std::size_t)>* on_chunk);
 
 /// Rabenseifner: the same fold to p = 2^k participants, then a recursive-halving
 /// reduce-scatter (round k: exchange half of the current window with partner

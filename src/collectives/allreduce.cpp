@@ -32,20 +32,9 @@ struct local_problem {
   explicit operator bool() const { return code != errc::success; }
 };
 
-int env_int(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return 0;
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || x < 0 || x > 1 << 20) {
-    throw error(errc::invalid_argument, std::string(name) + "='" + v + "' is not a rank count");
-  }
-  return static_cast<int>(x);
-}
-
-int ranks_per_node(const allreduce_options& o) {
+int ranks_per_node(const allreduce_options& o, const detail::comm_context& ctx) {
   if (o.ranks_per_node < 0) throw error(errc::invalid_argument, "ranks_per_node must be >= 0");
-  return o.ranks_per_node > 0 ? o.ranks_per_node : env_int("CONVEYOR_RANKS_PER_NODE");
+  return o.ranks_per_node > 0 ? o.ranks_per_node : ctx.env_ranks_per_node;
 }
 
 // Every rank learns whether any rank had a local problem or whether the ranks
@@ -98,17 +87,15 @@ void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool d
         detail::ring_allgather(s, all, ctx.rank, blocks, buf, /*notify=*/true);
         break;
       }
-      case allreduce_algorithm::recursive_doubling:
-        detail::recursive_doubling(s, all, ctx.rank, range, buf, scratch);
-        break;
       case allreduce_algorithm::rabenseifner:
         detail::rabenseifner(s, all, ctx.rank, range, buf, scratch);
         break;
       case allreduce_algorithm::hierarchical:
         detail::hierarchical(s, *layout, ctx.rank, range, buf, scratch);
         break;
+      case allreduce_algorithm::recursive_doubling:  // runs directly, never as a schedule
       case allreduce_algorithm::automatic:
-        throw error(errc::internal, "allreduce: no algorithm chosen");
+        throw error(errc::internal, "allreduce: no schedule for this algorithm");
     }
   }
 }
@@ -172,15 +159,13 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
   else if (problem) throw error(problem.code, problem.message);
 
   const detail::cost_params& params = detail::current_cost_params();
-  const detail::node_layout& layout = ctx.layout(ranks_per_node(options));
+  const detail::node_layout& layout = ctx.layout(ranks_per_node(options, ctx));
 
   allreduce_report report;
   report.nodes = layout.nodes;
   report.segment_bytes = options.segment_bytes ? options.segment_bytes : params.segment_bytes;
   allreduce_algorithm alg = options.algorithm;
-  if (alg == allreduce_algorithm::automatic) {
-    if (const char* env = std::getenv("CONVEYOR_ALLREDUCE_ALGORITHM"); env && *env) alg = parse_algorithm(env);
-  }
+  if (alg == allreduce_algorithm::automatic) alg = ctx.env_algorithm;
   if (alg == allreduce_algorithm::automatic) {
     alg = detail::choose(bytes, ctx.size, layout, report.segment_bytes, params);
   }
@@ -190,9 +175,15 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
   if (send != MPI_IN_PLACE && send != recv && bytes) std::memcpy(recv, send, bytes);
   if (count == 0) return report;
 
-  // Ring, hierarchical and the deterministic schedule are pipelined in chunks;
-  // recursive doubling and Rabenseifner run on the whole vector.
   const std::size_t esize = dtype_size(t);
+  if (alg == allreduce_algorithm::recursive_doubling && !options.deterministic) {
+    detail::recursive_doubling_direct(ctx.comm, ctx.rank, ctx.size, static_cast<char*>(recv), count, esize,
+                                      kernel, scratch_of(ctx, bytes), &options.on_chunk);
+    return report;
+  }
+
+  // Ring, hierarchical and the deterministic schedule are pipelined in chunks;
+  // Rabenseifner runs on the whole vector.
   const bool chunked = options.deterministic || alg == allreduce_algorithm::ring ||
                        alg == allreduce_algorithm::hierarchical;
   const std::size_t chunk = chunked ? std::max<std::size_t>(1, report.segment_bytes / esize) : count;

@@ -1,6 +1,7 @@
 #include "collectives/context.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "conveyor/types.hpp"
@@ -22,16 +23,14 @@ int delete_context(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
-int g_keyval = MPI_KEYVAL_INVALID;
-std::mutex g_keyval_mutex;
-
 int keyval() {
-  std::lock_guard<std::mutex> lock(g_keyval_mutex);
-  if (g_keyval == MPI_KEYVAL_INVALID) {
-    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_context, &g_keyval, nullptr),
+  static const int key = [] {
+    int k = MPI_KEYVAL_INVALID;
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_context, &k, nullptr),
               "MPI_Comm_create_keyval");
-  }
-  return g_keyval;
+    return k;
+  }();
+  return key;
 }
 
 node_layout build_layout(const comm_context& ctx, int ranks_per_node) {
@@ -83,9 +82,11 @@ comm_context::~comm_context() {
 }
 
 const node_layout& comm_context::layout(int ranks_per_node) {
-  std::lock_guard<std::mutex> lock(mutex);
+  if (last_layout && last_ranks_per_node == ranks_per_node) return *last_layout;
   auto it = layouts.find(ranks_per_node);
   if (it == layouts.end()) it = layouts.emplace(ranks_per_node, build_layout(*this, ranks_per_node)).first;
+  last_ranks_per_node = ranks_per_node;
+  last_layout = &it->second;
   return it->second;
 }
 
@@ -98,21 +99,30 @@ comm_context& context_for(MPI_Comm user_comm) {
     throw error(errc::mpi, std::string("collectives need MPI to be ") +
                                (finalized ? "not yet finalized" : "initialized"));
   }
-  int inter = 0;
-  check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter");
-  if (inter) throw error(errc::invalid_argument, "inter-communicators are not supported");
-
   const int key = keyval();
   void* value = nullptr;
   int found = 0;
   check_mpi(MPI_Comm_get_attr(user_comm, key, &value, &found), "MPI_Comm_get_attr");
   if (found) return *static_cast<comm_context*>(value);
 
+  int inter = 0;
+  check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter");
+  if (inter) throw error(errc::invalid_argument, "inter-communicators are not supported");
+
   auto ctx = std::make_unique<comm_context>();
   check_mpi(MPI_Comm_dup(user_comm, &ctx->comm), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(ctx->comm, &ctx->rank);
   MPI_Comm_size(ctx->comm, &ctx->size);
+  if (const char* v = std::getenv("CONVEYOR_RANKS_PER_NODE"); v && *v) {
+    char* end = nullptr;
+    const long x = std::strtol(v, &end, 10);
+    if (*end != '\0' || x < 0 || x > (1 << 20)) {
+      throw error(errc::invalid_argument, std::string("CONVEYOR_RANKS_PER_NODE='") + v + "' is not a rank count");
+    }
+    ctx->env_ranks_per_node = static_cast<int>(x);
+  }
+  if (const char* v = std::getenv("CONVEYOR_ALLREDUCE_ALGORITHM"); v && *v) ctx->env_algorithm = parse_algorithm(v);
   check_mpi(MPI_Comm_set_attr(user_comm, key, ctx.get()), "MPI_Comm_set_attr");
   return *ctx.release();
 }

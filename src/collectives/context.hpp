@@ -8,9 +8,10 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "conveyor/collectives.hpp"
 
 namespace conveyor::detail {
 
@@ -25,13 +26,21 @@ struct node_layout {
   int min_local = 1;                    // smallest node size
 };
 
+// Only collectives on the communicator touch its context, and MPI requires those
+// to be serialized, so the context needs no lock.
 struct comm_context {
   MPI_Comm comm = MPI_COMM_NULL;  // the private duplicate, errors returned (not fatal)
   int rank = 0;
   int size = 1;
-  std::mutex mutex;
   std::map<int, node_layout> layouts;  // key: ranks per node (0 = shared-memory domains)
+  const node_layout* last_layout = nullptr;  // the most recently used entry of `layouts`
+  int last_ranks_per_node = -1;
   std::vector<char> scratch;           // reused working memory of the collectives
+  // Read from the environment once, when the context is created (as MPI reads
+  // its parameters at MPI_Init): getenv on every call would cost more than a
+  // small allreduce.
+  int env_ranks_per_node = 0;                                       // CONVEYOR_RANKS_PER_NODE
+  allreduce_algorithm env_algorithm = allreduce_algorithm::automatic;  // CONVEYOR_ALLREDUCE_ALGORITHM
 
   ~comm_context();
   /// The layout for `ranks_per_node` (0: MPI_COMM_TYPE_SHARED). Collective the first

@@ -263,18 +263,26 @@ TEST(Allreduce, BadArgumentsThrow) {
   EXPECT_EQ(parse_algorithm("rabenseifner"), allreduce_algorithm::rabenseifner);
 }
 
+// The environment is read when Conveyor first uses a communicator.
 TEST(Allreduce, EnvironmentOverridesAutomaticAndIsReported) {
   std::vector<double> v(100, 1.0);
   setenv("CONVEYOR_ALLREDUCE_ALGORITHM", "recursive_doubling", 1);
-  const auto rep = allreduce(v.data(), v.size(), op::sum, MPI_COMM_WORLD);
+  MPI_Comm fresh;
+  MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+  const auto rep = allreduce(v.data(), v.size(), op::sum, fresh);
   unsetenv("CONVEYOR_ALLREDUCE_ALGORITHM");
   EXPECT_EQ(rep.algorithm, allreduce_algorithm::recursive_doubling);
   EXPECT_EQ(v[0], size_of());
   allreduce_options forced;
-  forced.algorithm = allreduce_algorithm::ring;
-  setenv("CONVEYOR_ALLREDUCE_ALGORITHM", "rabenseifner", 1);  // a forced choice wins
-  EXPECT_EQ(allreduce(v.data(), v.size(), op::sum, MPI_COMM_WORLD, forced).algorithm, allreduce_algorithm::ring);
+  forced.algorithm = allreduce_algorithm::ring;  // a forced choice wins over the environment
+  EXPECT_EQ(allreduce(v.data(), v.size(), op::sum, fresh, forced).algorithm, allreduce_algorithm::ring);
+  MPI_Comm_free(&fresh);  // frees Conveyor's context with it
+
+  setenv("CONVEYOR_ALLREDUCE_ALGORITHM", "bogus", 1);
+  MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+  EXPECT_THROW(allreduce(v.data(), v.size(), op::sum, fresh), error);
   unsetenv("CONVEYOR_ALLREDUCE_ALGORITHM");
+  MPI_Comm_free(&fresh);
 }
 
 TEST(ReduceScatterAllgather, UnevenBlocksIncludingEmpty) {
@@ -312,6 +320,21 @@ TEST(ReduceScatterAllgather, UnevenBlocksIncludingEmpty) {
   EXPECT_EQ(back[static_cast<std::size_t>(3 * P - 1)], P * (P + 1) / 2);
   EXPECT_THROW(reduce_scatter(mine.data(), part.data(), std::vector<std::size_t>(1, 0), dtype::int64, op::sum,
                               P == 1 ? MPI_COMM_NULL : MPI_COMM_WORLD), error);
+}
+
+// Node detection: one machine is one node; under scripts/cluster the number of
+// emulated nodes is passed in CONVEYOR_TEST_EXPECT_NODES.
+TEST(Allreduce, DetectsTheNodes) {
+  const char* e = std::getenv("CONVEYOR_TEST_EXPECT_NODES");
+  const int expected = e ? std::atoi(e) : 1;
+  std::vector<int> v(64, 1);
+  allreduce_options opt;
+  opt.algorithm = allreduce_algorithm::hierarchical;
+  const auto rep = allreduce(v.data(), v.size(), op::sum, MPI_COMM_WORLD, opt);
+  EXPECT_EQ(rep.nodes, expected);
+  EXPECT_EQ(v[63], size_of());
+  opt.ranks_per_node = 1;  // the emulated override
+  EXPECT_EQ(allreduce(v.data(), v.size(), op::sum, MPI_COMM_WORLD, opt).nodes, size_of());
 }
 
 // Conveyor communicates on its own duplicate: a caller's pending message with any

@@ -1,0 +1,214 @@
+// `conveyor bench allreduce` and `conveyor bench overlap` (see allreduce_bench.hpp).
+//
+// Method (after nccl-tests and the OSU benchmarks): float32 sum; each rank's input
+// is small integers, so the sum is exact and every result can be checked. For each
+// size every implementation is warmed up, then sampled `reps` times round-robin
+// with the others; a sample is K back-to-back calls (K agreed by all ranks so a
+// sample lasts ~2 ms at small sizes), preceded by a barrier, and its time is the
+// slowest rank's. algbw = bytes / time; busbw = algbw * 2(P-1)/P (the nccl-tests
+// definition: the fraction of the data each rank must send and receive).
+#include "allreduce_bench.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "conveyor/collectives.hpp"
+
+namespace conveyor::bench {
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+double max_over_ranks(double t) {
+  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return t;
+}
+
+struct impl {
+  std::string name;
+  std::function<void()> run;
+  std::string chosen;  // what `auto` picked
+};
+
+// Fills the rank's input and returns the expected sum of element i.
+void fill(std::vector<float>& send, int rank) {
+  for (std::size_t i = 0; i < send.size(); ++i) send[i] = static_cast<float>((rank + i) % 7);
+}
+float expected(std::size_t i, int size) {
+  float s = 0;
+  for (int q = 0; q < size; ++q) s += static_cast<float>((q + i) % 7);
+  return s;
+}
+
+std::vector<std::size_t> sizes(const allreduce_bench_options& o) {
+  std::vector<std::size_t> out;
+  for (std::size_t b = o.min_bytes; b <= o.max_bytes; b *= o.size_step) {
+    out.push_back(b);
+    if (b * o.size_step > o.max_bytes && b != o.max_bytes) out.push_back(o.max_bytes);
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_allreduce_bench(const allreduce_bench_options& opt) {
+  const int rank = world_rank(), P = world_size();
+  const std::string mpi_label = opt.mpi_label.empty() ? "MPI_Allreduce" : opt.mpi_label;
+  report rep("conveyor bench allreduce: float32 sum on " + std::to_string(P) + " ranks" +
+                 (opt.config.empty() ? "" : " (" + opt.config + ")") + ", median of " + std::to_string(opt.reps),
+             {"config", "size", "implementation", "algorithm", "median_us", "p10_us", "p90_us", "algbw_GB/s",
+              "busbw_GB/s", "x_vs_MPI", "wrong"});
+  rep.add_note("time = slowest rank; busbw = algbw * 2(P-1)/P; x_vs_MPI = stock median / this median (same run); "
+               "wrong = elements differing from the exact sum, over all ranks");
+
+  for (std::size_t bytes : sizes(opt)) {
+    const std::size_t n = std::max<std::size_t>(1, bytes / sizeof(float));
+    std::vector<float> send(n), recv(n);
+    fill(send, rank);
+
+    std::vector<impl> impls;
+    impls.reserve(opt.impls.size());  // the lambdas keep pointers into it
+    for (const std::string& name : opt.impls) {
+      if (name == "mpi") {
+        impls.push_back({mpi_label, [&] {
+                           MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
+                                         MPI_COMM_WORLD);
+                         }, "-"});
+      } else {
+        allreduce_options ao;
+        ao.algorithm = parse_algorithm(name);
+        ao.ranks_per_node = opt.ranks_per_node;
+        impls.push_back({"conveyor " + name, nullptr, ""});
+        impl& im = impls.back();
+        std::string* chosen = &im.chosen;
+        im.run = [&, ao, chosen] {
+          const auto r = allreduce(send.data(), recv.data(), n, op::sum, MPI_COMM_WORLD, ao);
+          *chosen = std::string(algorithm_name(r.algorithm));
+        };
+      }
+    }
+
+    // Warm up, and agree on K calls per sample from the slowest implementation.
+    double slowest = 0;
+    for (auto& im : impls) {
+      im.run();
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = MPI_Wtime();
+      im.run();
+      slowest = std::max(slowest, max_over_ranks(MPI_Wtime() - t0));
+    }
+    int k = static_cast<int>(std::clamp(2e-3 / std::max(slowest, 1e-7), 1.0, 200.0));
+    MPI_Bcast(&k, 1, MPI_INT, 0, MPI_COMM_WORLD);
+
+    std::vector<std::vector<double>> samples(impls.size());
+    for (int r = 0; r < opt.reps; ++r) {
+      for (std::size_t i = 0; i < impls.size(); ++i) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = MPI_Wtime();
+        for (int j = 0; j < k; ++j) impls[i].run();
+        samples[i].push_back(max_over_ranks((MPI_Wtime() - t0) / k));
+      }
+    }
+    // Correctness of one more call of each.
+    std::vector<long long> wrong(impls.size());
+    for (std::size_t i = 0; i < impls.size(); ++i) {
+      std::fill(recv.begin(), recv.end(), -1.0f);
+      impls[i].run();
+      long long w = 0;
+      for (std::size_t e = 0; e < n; ++e) w += recv[e] != expected(e, P);
+      MPI_Allreduce(&w, &wrong[i], 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    }
+
+    double t_mpi = 0;
+    for (std::size_t i = 0; i < impls.size(); ++i) {
+      if (impls[i].name == mpi_label) t_mpi = summarize(samples[i]).median;
+    }
+    for (std::size_t i = 0; i < impls.size(); ++i) {
+      const summary s = summarize(samples[i]);
+      const double algbw = static_cast<double>(n * sizeof(float)) / s.median / 1e9;
+      rep.add_row({opt.config.empty() ? std::to_string(P) + " ranks" : opt.config, format_bytes(n * sizeof(float)),
+                   impls[i].name, impls[i].chosen, format_fixed(s.median * 1e6, 2), format_fixed(s.p10 * 1e6, 2),
+                   format_fixed(s.p90 * 1e6, 2), format_fixed(algbw, 3),
+                   format_fixed(algbw * 2.0 * (P - 1) / std::max(P, 1), 3),
+                   t_mpi > 0 ? format_fixed(t_mpi / s.median, 2) : "-", std::to_string(wrong[i])});
+    }
+  }
+  if (rank == 0) {
+    rep.print();
+    if (!opt.json_path.empty()) rep.write_json(opt.json_path);
+    if (!opt.csv_path.empty()) rep.write_csv(opt.csv_path);
+  }
+  return 0;
+}
+
+int run_overlap_bench(const allreduce_bench_options& opt) {
+  const int rank = world_rank(), P = world_size();
+  report rep("conveyor bench overlap: allreduce(float32 sum) + per-chunk compute on the result, " +
+                 std::to_string(P) + " ranks" + (opt.config.empty() ? "" : " (" + opt.config + ")"),
+             {"config", "size", "allreduce_ms", "compute_ms", "sum_of_parts_ms", "sequential_ms", "overlapped_ms",
+              "overlapped/sum"});
+  rep.add_note("compute: 24 dependent fused multiply-adds per element (~ the allreduce's cost at these sizes); "
+               "overlapped = the compute runs in on_chunk as each chunk of the result completes");
+  for (std::size_t bytes : sizes(opt)) {
+    const std::size_t n = std::max<std::size_t>(1, bytes / sizeof(float));
+    std::vector<float> send(n), recv(n), out(n);
+    fill(send, rank);
+    allreduce_options ao;
+    ao.ranks_per_node = opt.ranks_per_node;
+    ao.segment_bytes = std::max<std::size_t>(64 << 10, bytes / 16);  // >= 16 chunks to overlap with
+    const auto compute = [&](std::size_t off, std::size_t cnt) {
+      for (std::size_t i = off; i < off + cnt; ++i) {
+        float x = recv[i];
+        for (int r = 0; r < 24; ++r) x = x * 0.999f + 0.5f;
+        out[i] = x;
+      }
+    };
+    const auto time_it = [&](const std::function<void()>& f) {
+      std::vector<double> s;
+      f();
+      for (int r = 0; r < opt.reps; ++r) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = MPI_Wtime();
+        f();
+        s.push_back(max_over_ranks(MPI_Wtime() - t0));
+      }
+      return summarize(s).median;
+    };
+    const double t_ar = time_it([&] { allreduce(send.data(), recv.data(), n, op::sum, MPI_COMM_WORLD, ao); });
+    const double t_cp = time_it([&] { compute(0, n); });
+    const double t_seq = time_it([&] {
+      allreduce(send.data(), recv.data(), n, op::sum, MPI_COMM_WORLD, ao);
+      compute(0, n);
+    });
+    allreduce_options overlapped = ao;
+    overlapped.on_chunk = compute;
+    const double t_ov = time_it([&] { allreduce(send.data(), recv.data(), n, op::sum, MPI_COMM_WORLD, overlapped); });
+    rep.add_row({opt.config.empty() ? std::to_string(P) + " ranks" : opt.config, format_bytes(n * sizeof(float)),
+                 format_fixed(t_ar * 1e3, 3), format_fixed(t_cp * 1e3, 3), format_fixed((t_ar + t_cp) * 1e3, 3),
+                 format_fixed(t_seq * 1e3, 3), format_fixed(t_ov * 1e3, 3), format_fixed(t_ov / (t_ar + t_cp), 2)});
+  }
+  if (rank == 0) {
+    rep.print();
+    if (!opt.json_path.empty()) rep.write_json(opt.json_path);
+    if (!opt.csv_path.empty()) rep.write_csv(opt.csv_path);
+  }
+  return 0;
+}
+
+}  // namespace conveyor::bench

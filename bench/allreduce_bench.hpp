@@ -1,0 +1,31 @@
+// `conveyor bench allreduce`: Conveyor's allreduce algorithms next to the stock
+// MPI_Allreduce of the MPI library it was built with, on the ranks of the job.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace conveyor::bench {
+
+struct allreduce_bench_options {
+  std::size_t min_bytes = 8;
+  std::size_t max_bytes = std::size_t{64} << 20;
+  std::size_t size_step = 4;
+  int reps = 20;
+  /// Rows: conveyor algorithm names ("auto", "ring", ...) and "mpi" (stock).
+  std::vector<std::string> impls = {"auto", "ring", "recursive_doubling", "rabenseifner", "hierarchical", "mpi"};
+  std::string mpi_label;   // label of the stock row, e.g. "MPI_Allreduce (tuned ring)"
+  std::string config;      // free text naming the configuration, e.g. "2 nodes x 2 ranks, 1 Gbit"
+  int ranks_per_node = 0;  // passed to Conveyor (0: real shared-memory nodes)
+  std::string json_path, csv_path;
+};
+
+/// Collective over MPI_COMM_WORLD; rank 0 prints and writes the files.
+int run_allreduce_bench(const allreduce_bench_options& options);
+
+/// The overlap benchmark: allreduce + a per-chunk compute of comparable cost,
+/// overlapped through on_chunk vs run one after the other.
+int run_overlap_bench(const allreduce_bench_options& options);
+
+}  // namespace conveyor::bench
