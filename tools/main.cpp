@@ -5,6 +5,7 @@
 //   conveyor bench reduce [options]     local reduction throughput (bench/reduce_bench)
 //   conveyor bench allreduce [options]  allreduce algorithms vs stock MPI_Allreduce
 //   conveyor bench overlap [options]    allreduce + per-chunk compute, overlapped or not
+//   conveyor tune [--output FILE]       measure the allreduce cost model, write a tune file
 //
 // Run it directly (one process) or under mpiexec.
 #include <mpi.h>
@@ -71,6 +72,12 @@ int main(int argc, char** argv) {
   auto* bench_overlap = bench->add_subcommand("overlap", "Allreduce + per-chunk compute: overlapped through on_chunk vs sequential");
   add_collective_options(bench_overlap, "64MiB");
 
+  std::string tune_out;
+  int tune_ppn = 0;
+  auto* tune = app.add_subcommand("tune", "Measure the allreduce cost model on this job and write the tune file");
+  tune->add_option("--output", tune_out, "File to write (default: $CONVEYOR_TUNE_FILE, else conveyor-tune.txt)");
+  tune->add_option("--ranks-per-node", tune_ppn, "Emulated ranks per node (0: real nodes)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -94,6 +101,8 @@ int main(int argc, char** argv) {
       int rank = 0;
       MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       if (rank == 0) rc = conveyor::bench::run_reduce_bench(ro);  // a single-process benchmark
+    } else if (*tune) {
+      rc = conveyor::tool::run_tune(tune_out, tune_ppn);
     } else if (*bench_allreduce || *bench_overlap) {
       ao.min_bytes = parse_size(ar_min);
       ao.max_bytes = parse_size(ar_max);

@@ -81,6 +81,31 @@ allreduce_report allreduce(T* inout, std::size_t count, op o, MPI_Comm comm,
                    dtype_of_v<T>, o, comm, options);
 }
 
+/// The parameters of the cost model `automatic` chooses with (docs/algorithms.md).
+/// Defaults describe a shared-memory node and ~10 Gbit/s Ethernet; `conveyor tune`
+/// measures them and writes them to the file named by CONVEYOR_TUNE_FILE, which
+/// every Conveyor process then reads at first use.
+struct cost_model {
+  double intra_alpha = 3e-6;        // seconds per message within a node
+  double intra_beta = 1.0 / 6e9;    // seconds per byte within a node
+  double inter_alpha = 30e-6;       // seconds per message between nodes
+  double inter_beta = 1.0 / 1.1e9;  // seconds per byte between nodes
+  double gamma = 1.0 / 12e9;        // seconds per byte of a local reduction
+  std::size_t segment_bytes = std::size_t{1} << 20;  // pipeline chunk
+  int window = 4;                   // pipeline chunks in flight
+};
+
+/// The model in use: defaults, or $CONVEYOR_TUNE_FILE if set (throws
+/// conveyor::error(invalid_argument) if that file is unreadable or malformed).
+CONVEYOR_API const cost_model& current_cost_model();
+/// Measures the model on `comm` (collective): ping-pong latency and bandwidth
+/// between ranks on one node and on different nodes (of `ranks_per_node`, 0 =
+/// real nodes), and the local reduction speed. The same result on every rank.
+CONVEYOR_API cost_model measure_cost_model(MPI_Comm comm, int ranks_per_node = 0);
+/// The tune-file text of a model (`key value` lines), and its inverse.
+CONVEYOR_API std::string format_cost_model(const cost_model& m);
+CONVEYOR_API cost_model parse_cost_model(const std::string& text);
+
 /// Reduce-scatter: rank r receives block r of the element-wise reduction, where
 /// block r has counts[r] elements and blocks are consecutive in `send` (which
 /// holds sum(counts) elements on every rank). recv must hold counts[rank].

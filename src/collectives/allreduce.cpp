@@ -158,7 +158,7 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
   if (options.validate) validate_collectively(ctx, count, t, o, problem);
   else if (problem) throw error(problem.code, problem.message);
 
-  const detail::cost_params& params = detail::current_cost_params();
+  const cost_model& params = current_cost_model();
   const detail::node_layout& layout = ctx.layout(ranks_per_node(options, ctx));
 
   allreduce_report report;

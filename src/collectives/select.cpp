@@ -1,5 +1,6 @@
 #include "collectives/select.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -9,10 +10,79 @@
 #include "collectives/context.hpp"
 #include "conveyor/types.hpp"
 
-namespace conveyor::detail {
+namespace conveyor {
+
+cost_model parse_cost_model(const std::string& text) {
+  cost_model p;
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::istringstream ls(line);
+    std::string key;
+    double value = 0;
+    if (!(ls >> key)) continue;
+    if (!(ls >> value) || !(value >= 0)) {
+      throw error(errc::invalid_argument,
+                  "tune file line " + std::to_string(lineno) + ": '" + key + "' needs a non-negative number");
+    }
+    if (key == "intra_alpha") p.intra_alpha = value;
+    else if (key == "intra_beta") p.intra_beta = value;
+    else if (key == "inter_alpha") p.inter_alpha = value;
+    else if (key == "inter_beta") p.inter_beta = value;
+    else if (key == "gamma") p.gamma = value;
+    else if (key == "segment_bytes") p.segment_bytes = static_cast<std::size_t>(std::max(1.0, value));
+    else if (key == "window") p.window = std::max(1, static_cast<int>(value));
+    else throw error(errc::invalid_argument, "tune file line " + std::to_string(lineno) + ": unknown key '" + key + "'");
+  }
+  return p;
+}
+
+std::string format_cost_model(const cost_model& p) {
+  std::ostringstream o;
+  o.precision(6);
+  o << "# Conveyor cost model (seconds per message, seconds per byte); see docs/algorithms.md\n"
+    << "intra_alpha " << p.intra_alpha << "\nintra_beta " << p.intra_beta << "\n"
+    << "inter_alpha " << p.inter_alpha << "\ninter_beta " << p.inter_beta << "\n"
+    << "gamma " << p.gamma << "\nsegment_bytes " << p.segment_bytes << "\nwindow " << p.window << "\n";
+  return o.str();
+}
+
+const cost_model& current_cost_model() {
+  static std::once_flag once;
+  static cost_model params;
+  static std::string failure;
+  std::call_once(once, [] {
+    const char* path = std::getenv("CONVEYOR_TUNE_FILE");
+    if (!path || !*path) return;
+    std::ifstream f(path);
+    if (!f) {
+      failure = std::string("CONVEYOR_TUNE_FILE=") + path + " cannot be read";
+      return;
+    }
+    std::stringstream ss;
+    ss << f.rdbuf();
+    try {
+      params = parse_cost_model(ss.str());
+    } catch (const error& e) {
+      failure = std::string(path) + ": " + e.what();
+    }
+  });
+  if (!failure.empty()) throw error(errc::invalid_argument, failure);
+  return params;
+}
+
+namespace detail {
 namespace {
 
-double log2_floor(int p) {
+struct link_params {
+  double alpha, beta;
+};
+
+int log2_floor(int p) {
   int k = 0;
   while ((2 << k) <= p) ++k;
   return k;
@@ -33,81 +103,18 @@ double ring_cost(double n, int g, const link_params& l, double gamma) {
 
 }  // namespace
 
-cost_params parse_cost_params(const std::string& text) {
-  cost_params p;
-  std::istringstream in(text);
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    const auto hash = line.find('#');
-    if (hash != std::string::npos) line.resize(hash);
-    std::istringstream ls(line);
-    std::string key;
-    double value = 0;
-    if (!(ls >> key)) continue;
-    if (!(ls >> value) || !(value >= 0)) {
-      throw error(errc::invalid_argument, "tune file line " + std::to_string(lineno) + ": '" + key +
-                                              "' needs a non-negative number");
-    }
-    if (key == "intra_alpha") p.intra.alpha = value;
-    else if (key == "intra_beta") p.intra.beta = value;
-    else if (key == "inter_alpha") p.inter.alpha = value;
-    else if (key == "inter_beta") p.inter.beta = value;
-    else if (key == "gamma") p.gamma = value;
-    else if (key == "segment_bytes") p.segment_bytes = static_cast<std::size_t>(std::max(1.0, value));
-    else if (key == "window") p.window = std::max(1, static_cast<int>(value));
-    else throw error(errc::invalid_argument, "tune file line " + std::to_string(lineno) + ": unknown key '" + key + "'");
-  }
-  return p;
-}
-
-std::string format_cost_params(const cost_params& p) {
-  std::ostringstream o;
-  o.precision(6);
-  o << "# Conveyor cost-model parameters (seconds, seconds per byte)\n"
-    << "intra_alpha " << p.intra.alpha << "\nintra_beta " << p.intra.beta << "\n"
-    << "inter_alpha " << p.inter.alpha << "\ninter_beta " << p.inter.beta << "\n"
-    << "gamma " << p.gamma << "\nsegment_bytes " << p.segment_bytes << "\nwindow " << p.window << "\n";
-  return o.str();
-}
-
-const cost_params& current_cost_params() {
-  static std::once_flag once;
-  static cost_params params;
-  static std::string failure;
-  std::call_once(once, [] {
-    const char* path = std::getenv("CONVEYOR_TUNE_FILE");
-    if (!path || !*path) return;
-    std::ifstream f(path);
-    if (!f) {
-      failure = std::string("CONVEYOR_TUNE_FILE=") + path + " cannot be read";
-      return;
-    }
-    std::stringstream ss;
-    ss << f.rdbuf();
-    try {
-      params = parse_cost_params(ss.str());
-    } catch (const error& e) {
-      failure = std::string(path) + ": " + e.what();
-    }
-  });
-  if (!failure.empty()) throw error(errc::invalid_argument, failure);
-  return params;
-}
-
 double predict(allreduce_algorithm a, std::size_t bytes, int size, const node_layout& layout,
                std::size_t segment_bytes, const cost_params& p) {
   const double n = static_cast<double>(bytes);
-  const link_params& flat = layout.nodes > 1 ? p.inter : p.intra;
+  const link_params intra{p.intra_alpha, p.intra_beta}, inter{p.inter_alpha, p.inter_beta};
+  const link_params& flat = layout.nodes > 1 ? inter : intra;  // flat algorithms cross the slowest link
   const int q = pow2_floor(size);
   const double fold = q == size ? 0 : 2 * (flat.alpha + n * flat.beta) + n * p.gamma;
+  const double chunks = std::max(1.0, std::ceil(n / static_cast<double>(std::max<std::size_t>(1, segment_bytes))));
   switch (a) {
-    case allreduce_algorithm::ring: {
-      const double chunks = std::ceil(n / static_cast<double>(std::max<std::size_t>(1, segment_bytes)));
-      // Pipelined: the chunks after the first add one step's latency each.
-      return ring_cost(n, size, flat, p.gamma) + std::max(0.0, chunks - 1) * flat.alpha;
-    }
+    case allreduce_algorithm::ring:
+      // Pipelined: every chunk after the first adds one step's latency.
+      return ring_cost(n, size, flat, p.gamma) + (chunks - 1) * flat.alpha;
     case allreduce_algorithm::recursive_doubling:
       return log2_floor(q) * (flat.alpha + n * flat.beta + n * p.gamma) + fold;
     case allreduce_algorithm::rabenseifner: {
@@ -117,19 +124,18 @@ double predict(allreduce_algorithm a, std::size_t bytes, int size, const node_la
     case allreduce_algorithm::hierarchical: {
       const int l = layout.max_local;
       const double fl = double(l - 1) / l;
-      const double intra = 2 * (l > 1 ? 1 : 0) * p.intra.alpha * (l - 1) + 2 * fl * n * p.intra.beta + fl * n * p.gamma;
-      const double inter = ring_cost(n / l, layout.nodes, p.inter, p.gamma);
-      const double chunks = std::max(1.0, std::ceil(n / static_cast<double>(std::max<std::size_t>(1, segment_bytes))));
-      // Pipelined stages: the slower stage dominates, the faster adds 1/chunks of itself.
-      return std::max(intra, inter) + std::min(intra, inter) / chunks;
+      const double t_intra = 2 * (l - 1) * intra.alpha + 2 * fl * n * intra.beta + fl * n * p.gamma;
+      const double t_inter = ring_cost(n / l, layout.nodes, inter, p.gamma);
+      // Pipelined stages: the slower dominates, the faster adds 1/chunks of itself.
+      return std::max(t_intra, t_inter) + std::min(t_intra, t_inter) / chunks;
     }
     case allreduce_algorithm::automatic: break;
   }
   return 0;
 }
 
-allreduce_algorithm choose(std::size_t bytes, int size, const node_layout& layout,
-                           std::size_t segment_bytes, const cost_params& p) {
+allreduce_algorithm choose(std::size_t bytes, int size, const node_layout& layout, std::size_t segment_bytes,
+                           const cost_params& p) {
   allreduce_algorithm best = allreduce_algorithm::ring;
   double best_t = predict(best, bytes, size, layout, segment_bytes, p);
   for (auto a : {allreduce_algorithm::recursive_doubling, allreduce_algorithm::rabenseifner,
@@ -145,4 +151,5 @@ allreduce_algorithm choose(std::size_t bytes, int size, const node_layout& layou
   return best;
 }
 
-}  // namespace conveyor::detail
+}  // namespace detail
+}  // namespace conveyor

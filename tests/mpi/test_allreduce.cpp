@@ -337,6 +337,19 @@ TEST(Allreduce, DetectsTheNodes) {
   EXPECT_EQ(allreduce(v.data(), v.size(), op::sum, MPI_COMM_WORLD, opt).nodes, size_of());
 }
 
+TEST(CostModel, MeasuredOnTheJobIsPositiveAndAgreed) {
+  const cost_model m = measure_cost_model(MPI_COMM_WORLD);
+  EXPECT_GT(m.intra_alpha, 0);
+  EXPECT_GT(m.intra_beta, 0);
+  EXPECT_GT(m.gamma, 0);
+  EXPECT_GE(m.segment_bytes, 64u * 1024);
+  double v[3] = {m.intra_alpha, m.gamma, static_cast<double>(m.segment_bytes)}, lo[3], hi[3];
+  MPI_Allreduce(v, lo, 3, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(v, hi, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(lo[i], hi[i]) << i;
+  EXPECT_THROW(measure_cost_model(MPI_COMM_WORLD, -1), error);
+}
+
 // Conveyor communicates on its own duplicate: a caller's pending message with any
 // tag is never consumed by a Conveyor collective.
 TEST(Allreduce, NeverTouchesTheCallersMessages) {

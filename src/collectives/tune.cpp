@@ -1,0 +1,88 @@
+// measure_cost_model: the numbers behind `conveyor tune`.
+//
+// alpha and beta of a link come from a ping-pong between two ranks (half the
+// round trip, median of repetitions) at 8 bytes and at 4 MiB:
+//   alpha = t(8 B),  beta = (t(4 MiB) - t(8 B)) / 4 MiB.
+// Within a node: rank 0 and the next rank on its node; between nodes: rank 0 and
+// the first rank of node 1. gamma is the slowest rank's time for a 4 MiB float32
+// sum divided by 4 MiB. The pipeline segment is chosen so one segment's transfer
+// time is ~16 message latencies (latency is then ~6% of a step), within
+// [64 KiB, 4 MiB].
+#include <algorithm>
+#include <vector>
+
+#include "collectives/context.hpp"
+#include "conveyor/collectives.hpp"
+#include "conveyor/reduce.hpp"
+
+namespace conveyor {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// One-way time between ranks a and b for `bytes`; collective over ctx.comm (ranks
+// other than a and b only wait), same answer on every rank.
+double ping_pong(detail::comm_context& ctx, int a, int b, std::size_t bytes) {
+  std::vector<char> buf(bytes);
+  std::vector<double> samples;
+  const int reps = bytes > (1 << 16) ? 10 : 200;
+  detail::check_mpi(MPI_Barrier(ctx.comm), "MPI_Barrier");
+  for (int r = -2; r < reps; ++r) {  // two warm-ups
+    const double t0 = MPI_Wtime();
+    if (ctx.rank == a) {
+      detail::check_mpi(MPI_Send(buf.data(), static_cast<int>(bytes), MPI_BYTE, b, 7, ctx.comm), "MPI_Send");
+      detail::check_mpi(MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, b, 7, ctx.comm, MPI_STATUS_IGNORE), "MPI_Recv");
+      if (r >= 0) samples.push_back((MPI_Wtime() - t0) / 2);
+    } else if (ctx.rank == b) {
+      detail::check_mpi(MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, a, 7, ctx.comm, MPI_STATUS_IGNORE), "MPI_Recv");
+      detail::check_mpi(MPI_Send(buf.data(), static_cast<int>(bytes), MPI_BYTE, a, 7, ctx.comm), "MPI_Send");
+    }
+  }
+  double t = ctx.rank == a ? median(samples) : 0;
+  detail::check_mpi(MPI_Bcast(&t, 1, MPI_DOUBLE, a, ctx.comm), "MPI_Bcast");
+  return t;
+}
+
+void measure_link(detail::comm_context& ctx, int a, int b, double& alpha, double& beta) {
+  constexpr std::size_t kBig = std::size_t{4} << 20;
+  alpha = ping_pong(ctx, a, b, 8);
+  beta = std::max(1e-12, (ping_pong(ctx, a, b, kBig) - alpha) / static_cast<double>(kBig));
+}
+
+}  // namespace
+
+cost_model measure_cost_model(MPI_Comm comm, int ranks_per_node) {
+  detail::comm_context& ctx = detail::context_for(comm);
+  if (ranks_per_node < 0) throw error(errc::invalid_argument, "ranks_per_node must be >= 0");
+  const detail::node_layout& layout = ctx.layout(ranks_per_node);
+  cost_model m;
+  const auto& node0 = layout.members[0];
+  if (node0.size() > 1) measure_link(ctx, node0[0], node0[1], m.intra_alpha, m.intra_beta);
+  if (layout.nodes > 1) measure_link(ctx, node0[0], layout.members[1][0], m.inter_alpha, m.inter_beta);
+
+  // gamma: the slowest rank's local reduction speed.
+  constexpr std::size_t kFloats = (std::size_t{4} << 20) / sizeof(float);
+  std::vector<float> a(kFloats, 1.0f), b(kFloats, 2.0f);
+  std::vector<double> samples;
+  for (int r = 0; r < 7; ++r) {
+    const double t0 = MPI_Wtime();
+    reduce_local(a.data(), b.data(), kFloats, op::sum);
+    samples.push_back(MPI_Wtime() - t0);
+  }
+  double t = median(samples);
+  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, ctx.comm), "MPI_Allreduce");
+  m.gamma = t / static_cast<double>(kFloats * sizeof(float));
+
+  const double alpha = layout.nodes > 1 ? m.inter_alpha : m.intra_alpha;
+  const double beta = layout.nodes > 1 ? m.inter_beta : m.intra_beta;
+  const double seg = std::clamp(16 * alpha / beta, 64.0 * 1024, 4.0 * 1024 * 1024);
+  std::size_t pow2 = 64 * 1024;
+  while (pow2 * 2 <= seg) pow2 *= 2;
+  m.segment_bytes = pow2;
+  return m;
+}
+
+}  // namespace conveyor
