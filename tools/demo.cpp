@@ -7,7 +7,9 @@
 #include <cstring>
 #include <vector>
 
+#include "allreduce_bench.hpp"
 #include "bench_util.hpp"
+#include "conveyor/collectives.hpp"
 #include "conveyor/mpi.hpp"
 #include "conveyor/reduce.hpp"
 #include "reduce_bench.hpp"
@@ -88,8 +90,20 @@ int run_demo() {
   section("Reduce engine: Conveyor's kernels inside the MPI library's collectives");
   demo_mpi_op();
 
+  section("Reduce engine: Conveyor's allreduce (auto) vs the MPI library's MPI_Allreduce");
+  {
+    bench::allreduce_bench_options o;
+    o.min_bytes = 64;
+    o.max_bytes = std::size_t{16} << 20;
+    o.size_step = 16;
+    o.reps = 7;
+    o.impls = {"auto", "mpi"};
+    bench::run_allreduce_bench(o);
+  }
+
   if (world_rank() == 0) {
-    std::printf("\nMore: `conveyor bench reduce --all-targets`, docs/results.md\n");
+    std::printf("\nMore: `conveyor bench reduce --all-targets`, `conveyor bench allreduce`,\n"
+                "`scripts/cluster run -- ...` for emulated nodes, docs/results.md\n");
   }
   return 0;
 }

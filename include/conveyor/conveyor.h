@@ -90,6 +90,50 @@ CONVEYOR_C_API int conveyor_mpi_op(conveyor_op op, conveyor_dtype t, MPI_Op* res
 /* The MPI datatype Conveyor uses for t (see conveyor/mpi.hpp). */
 CONVEYOR_C_API int conveyor_mpi_datatype(conveyor_dtype t, MPI_Datatype* result);
 
+/* ---- Collectives (see conveyor/collectives.hpp) ---- */
+
+enum {
+  CONVEYOR_ALLREDUCE_AUTO = 0,
+  CONVEYOR_ALLREDUCE_RING,
+  CONVEYOR_ALLREDUCE_RECURSIVE_DOUBLING,
+  CONVEYOR_ALLREDUCE_RABENSEIFNER,
+  CONVEYOR_ALLREDUCE_HIERARCHICAL
+};
+
+typedef struct conveyor_allreduce_options {
+  int algorithm;          /* CONVEYOR_ALLREDUCE_* */
+  size_t segment_bytes;   /* 0: cost model */
+  int ranks_per_node;     /* 0: real nodes */
+  int deterministic;      /* non-zero: rank-ordered fold */
+  int validate;           /* non-zero: argument errors on every rank */
+  /* Called when recv[offset, offset+count) is final; may be NULL. */
+  void (*on_chunk)(size_t offset, size_t count, void* user_data);
+  void* user_data;
+} conveyor_allreduce_options;
+
+typedef struct conveyor_allreduce_report {
+  int algorithm;          /* the algorithm that ran */
+  size_t segment_bytes;
+  int nodes;
+  double predicted_seconds;
+} conveyor_allreduce_report;
+
+/* Sets the defaults (automatic algorithm, everything else off). */
+CONVEYOR_C_API void conveyor_allreduce_options_init(conveyor_allreduce_options* options);
+
+/* recv = op over all ranks' send, on every rank; send may be recv or MPI_IN_PLACE.
+ * options and report may be NULL. */
+CONVEYOR_C_API int conveyor_allreduce(const void* send, void* recv, size_t count, conveyor_dtype t,
+                                      conveyor_op op, MPI_Comm comm,
+                                      const conveyor_allreduce_options* options,
+                                      conveyor_allreduce_report* report);
+
+/* counts has one entry per rank of comm. */
+CONVEYOR_C_API int conveyor_reduce_scatter(const void* send, void* recv, const size_t* counts,
+                                           conveyor_dtype t, conveyor_op op, MPI_Comm comm);
+CONVEYOR_C_API int conveyor_allgatherv(const void* send, void* recv, const size_t* counts,
+                                       conveyor_dtype t, MPI_Comm comm);
+
 /* Name of the SIMD target the reduction kernels use now, e.g. "AVX3". Never fails;
  * returns "" if it cannot be determined. Valid until the next call. */
 CONVEYOR_C_API const char* conveyor_simd_target(void);

@@ -166,14 +166,30 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
   report.segment_bytes = options.segment_bytes ? options.segment_bytes : params.segment_bytes;
   allreduce_algorithm alg = options.algorithm;
   if (alg == allreduce_algorithm::automatic) alg = ctx.env_algorithm;
-  if (alg == allreduce_algorithm::automatic) {
-    alg = detail::choose(bytes, ctx.size, layout, report.segment_bytes, params);
+  auto& memo = ctx.last_choice;
+  if (memo.bytes != bytes || memo.layout != &layout || memo.segment_bytes != report.segment_bytes ||
+      memo.algorithm != alg) {
+    // The model is fixed for the process (read once), so these three and the
+    // requested algorithm determine the outcome.
+    const allreduce_algorithm chosen =
+        alg == allreduce_algorithm::automatic ? detail::choose(bytes, ctx.size, layout, report.segment_bytes, params) : alg;
+    memo.bytes = bytes;
+    memo.layout = &layout;
+    memo.segment_bytes = report.segment_bytes;
+    memo.algorithm = alg;
+    memo.chosen = chosen;
+    memo.predicted = detail::predict(chosen, bytes, ctx.size, layout, report.segment_bytes, params);
   }
+  alg = memo.chosen;
   report.algorithm = alg;
-  report.predicted_seconds = detail::predict(alg, bytes, ctx.size, layout, report.segment_bytes, params);
+  report.predicted_seconds = memo.predicted;
 
   if (send != MPI_IN_PLACE && send != recv && bytes) std::memcpy(recv, send, bytes);
   if (count == 0) return report;
+  if (ctx.size == 1) {  // nothing to combine: the copy above is the result
+    if (options.on_chunk) options.on_chunk(0, count);
+    return report;
+  }
 
   const std::size_t esize = dtype_size(t);
   if (alg == allreduce_algorithm::recursive_doubling && !options.deterministic) {

@@ -40,6 +40,16 @@ struct comm_context {
   // its parameters at MPI_Init): getenv on every call would cost more than a
   // small allreduce.
   int env_ranks_per_node = 0;                                       // CONVEYOR_RANKS_PER_NODE
+  // The last automatic choice, reused while nothing it depends on changed
+  // (repeated calls of one size are the common case: training loops, solvers).
+  struct choice {
+    std::size_t bytes = ~std::size_t{0};
+    const node_layout* layout = nullptr;
+    std::size_t segment_bytes = 0;
+    allreduce_algorithm algorithm = allreduce_algorithm::automatic;  // requested
+    allreduce_algorithm chosen = allreduce_algorithm::automatic;     // decided
+    double predicted = 0;
+  } last_choice;
   allreduce_algorithm env_algorithm = allreduce_algorithm::automatic;  // CONVEYOR_ALLREDUCE_ALGORITHM
 
   ~comm_context();

@@ -82,12 +82,6 @@ struct link_params {
   double alpha, beta;
 };
 
-int log2_floor(int p) {
-  int k = 0;
-  while ((2 << k) <= p) ++k;
-  return k;
-}
-
 int pow2_floor(int p) {
   int q = 1;
   while (q * 2 <= p) q *= 2;
@@ -115,19 +109,37 @@ double predict(allreduce_algorithm a, std::size_t bytes, int size, const node_la
     case allreduce_algorithm::ring:
       // Pipelined: every chunk after the first adds one step's latency.
       return ring_cost(n, size, flat, p.gamma) + (chunks - 1) * flat.alpha;
-    case allreduce_algorithm::recursive_doubling:
-      return log2_floor(q) * (flat.alpha + n * flat.beta + n * p.gamma) + fold;
+    case allreduce_algorithm::recursive_doubling: {
+      // Round k pairs ranks 2^k apart: with consecutive ranks per node, the first
+      // log2(L) rounds stay inside a node.
+      double t = fold;
+      for (int d = 1; d < q; d *= 2) {
+        const link_params& l = d < layout.min_local ? intra : flat;
+        t += l.alpha + n * l.beta + n * p.gamma;
+      }
+      return t;
+    }
     case allreduce_algorithm::rabenseifner: {
-      const double f = double(q - 1) / q;
-      return 2 * log2_floor(q) * flat.alpha + 2 * f * n * flat.beta + f * n * p.gamma + fold;
+      // Halving round at distance d moves n*d/q bytes (d = q/2, ..., 1), the
+      // allgather mirrors it; rounds at distance < L stay inside a node.
+      double t = fold;
+      for (int d = q / 2; d >= 1; d /= 2) {
+        const link_params& l = d < layout.min_local ? intra : flat;
+        const double part = n * d / q;
+        t += 2 * (l.alpha + part * l.beta) + part * p.gamma;
+      }
+      return t;
     }
     case allreduce_algorithm::hierarchical: {
       const int l = layout.max_local;
       const double fl = double(l - 1) / l;
-      const double t_intra = 2 * (l - 1) * intra.alpha + 2 * fl * n * intra.beta + fl * n * p.gamma;
-      const double t_inter = ring_cost(n / l, layout.nodes, inter, p.gamma);
-      // Pipelined stages: the slower dominates, the faster adds 1/chunks of itself.
-      return std::max(t_intra, t_inter) + std::min(t_intra, t_inter) / chunks;
+      // Per chunk the stages run one after the other, so their latencies add; across
+      // chunks they overlap, so the slower stage's bandwidth term dominates and the
+      // faster one adds 1/chunks of itself.
+      const double lat = 2 * (l > 1 ? 1 : 0) * intra.alpha + 2 * (layout.nodes - 1) * inter.alpha;
+      const double bw_intra = 2 * fl * n * intra.beta + fl * n * p.gamma;
+      const double bw_inter = ring_cost(n / l, layout.nodes, {0, inter.beta}, p.gamma);
+      return lat + std::max(bw_intra, bw_inter) + std::min(bw_intra, bw_inter) / chunks;
     }
     case allreduce_algorithm::automatic: break;
   }

@@ -17,6 +17,7 @@
 
 #include "../unit/reference.hpp"
 #include "conveyor/collectives.hpp"
+#include "conveyor/conveyor.h"
 #include "conveyor/reduce.hpp"
 
 namespace conveyor {
@@ -348,6 +349,42 @@ TEST(CostModel, MeasuredOnTheJobIsPositiveAndAgreed) {
   MPI_Allreduce(v, hi, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(lo[i], hi[i]) << i;
   EXPECT_THROW(measure_cost_model(MPI_COMM_WORLD, -1), error);
+}
+
+extern "C" void count_chunk(std::size_t, std::size_t n, void* user) { *static_cast<std::size_t*>(user) += n; }
+
+TEST(CApi, AllreduceReduceScatterAllgatherv) {
+  const int P = size_of();
+  std::vector<double> v(1000, 2.0);
+  conveyor_allreduce_options opt;
+  conveyor_allreduce_options_init(&opt);
+  opt.algorithm = CONVEYOR_ALLREDUCE_RABENSEIFNER;
+  std::size_t seen = 0;
+  opt.on_chunk = count_chunk;
+  opt.user_data = &seen;
+  conveyor_allreduce_report rep;
+  ASSERT_EQ(conveyor_allreduce(MPI_IN_PLACE, v.data(), v.size(), CONVEYOR_FLOAT64, CONVEYOR_SUM, MPI_COMM_WORLD,
+                               &opt, &rep),
+            CONVEYOR_SUCCESS);
+  EXPECT_EQ(v[999], 2.0 * P);
+  EXPECT_EQ(seen, v.size());
+  EXPECT_EQ(rep.algorithm, CONVEYOR_ALLREDUCE_RABENSEIFNER);
+  ASSERT_EQ(conveyor_allreduce(v.data(), v.data(), v.size(), CONVEYOR_FLOAT64, CONVEYOR_SUM, MPI_COMM_WORLD,
+                               nullptr, nullptr),
+            CONVEYOR_SUCCESS);
+  EXPECT_EQ(conveyor_allreduce(v.data(), v.data(), 10, CONVEYOR_FLOAT64, CONVEYOR_BAND, MPI_COMM_WORLD, nullptr,
+                               nullptr),
+            CONVEYOR_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(conveyor_last_error()), "");
+  std::vector<std::size_t> counts(static_cast<std::size_t>(P), 2);
+  std::vector<int> in(static_cast<std::size_t>(2 * P), 1), part(2), all(static_cast<std::size_t>(2 * P));
+  ASSERT_EQ(conveyor_reduce_scatter(in.data(), part.data(), counts.data(), CONVEYOR_INT32, CONVEYOR_SUM, MPI_COMM_WORLD),
+            CONVEYOR_SUCCESS);
+  EXPECT_EQ(part[1], P);
+  ASSERT_EQ(conveyor_allgatherv(part.data(), all.data(), counts.data(), CONVEYOR_INT32, MPI_COMM_WORLD), CONVEYOR_SUCCESS);
+  EXPECT_EQ(all[static_cast<std::size_t>(2 * P - 1)], P);
+  EXPECT_EQ(conveyor_allgatherv(part.data(), all.data(), nullptr, CONVEYOR_INT32, MPI_COMM_WORLD),
+            CONVEYOR_ERR_INVALID_ARGUMENT);
 }
 
 // Conveyor communicates on its own duplicate: a caller's pending message with any
