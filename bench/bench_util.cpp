@@ -1,11 +1,30 @@
 #include "bench_util.hpp"
 
+#include <mpi.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
 
 namespace conveyor::bench {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int world_size() {
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+double max_over_ranks(double t) {
+  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return t;
+}
 
 summary summarize(std::vector<double> s) {
   summary out;

@@ -9,6 +9,12 @@
 
 namespace conveyor::bench {
 
+/// This process's rank and the size of MPI_COMM_WORLD.
+int world_rank();
+int world_size();
+/// The largest value of `t` over MPI_COMM_WORLD (the slowest rank's time).
+double max_over_ranks(double t);
+
 inline double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

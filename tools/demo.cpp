@@ -18,11 +18,7 @@
 namespace conveyor::tool {
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using bench::world_rank;
 
 void section(const char* title) {
   if (world_rank() == 0) std::printf("\n=== %s ===\n", title);
@@ -37,9 +33,7 @@ double median_allreduce_seconds(const float* send, float* recv, std::size_t n, M
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
     MPI_Allreduce(send, recv, static_cast<int>(n), MPI_FLOAT, op, MPI_COMM_WORLD);
-    double t = MPI_Wtime() - t0;
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    samples.push_back(t);
+    samples.push_back(bench::max_over_ranks(MPI_Wtime() - t0));
   }
   return bench::summarize(samples).median;
 }

@@ -62,13 +62,35 @@ bool overlaps_partially(const void* x, const void* y, std::size_t bytes) {
   return a != b && a < b + bytes && b < a + bytes;
 }
 
+// 0, 1, ..., size-1: the group of a flat algorithm.
+std::vector<int> all_ranks(int size) {
+  std::vector<int> all(static_cast<std::size_t>(size));
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+// Consecutive blocks of the given sizes (one per rank); `total` gets their sum.
+std::vector<block> consecutive_blocks(const std::vector<std::size_t>& counts, int size, const char* what,
+                                      std::size_t& total) {
+  if (counts.size() != static_cast<std::size_t>(size)) {
+    throw error(errc::invalid_argument, std::string(what) + ": need one count per rank (" + std::to_string(size) +
+                                            "), got " + std::to_string(counts.size()));
+  }
+  std::vector<block> blocks(counts.size());
+  total = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    blocks[i] = {total, counts[i]};
+    total += counts[i];
+  }
+  return blocks;
+}
+
 // Builds the schedules of one allreduce; with a null scratch base it only measures.
 void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool deterministic,
                      std::size_t count, std::size_t chunk, detail::comm_context& ctx,
                      const detail::node_layout* layout, range_buffer buf, scratch_alloc& scratch) {
   out.clear();
-  std::vector<int> all(static_cast<std::size_t>(ctx.size));
-  std::iota(all.begin(), all.end(), 0);
+  const std::vector<int> all = all_ranks(ctx.size);
   for (std::size_t off = 0; off < count; off += chunk) {
     const block range{off, std::min(chunk, count - off)};
     schedule& s = out.emplace_back();
@@ -217,24 +239,15 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
 void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& counts, dtype t, op o,
                     MPI_Comm comm) {
   detail::comm_context& ctx = detail::context_for(comm);
-  if (counts.size() != static_cast<std::size_t>(ctx.size)) {
-    throw error(errc::invalid_argument, "reduce_scatter: need one count per rank (" +
-                                            std::to_string(ctx.size) + "), got " + std::to_string(counts.size()));
-  }
+  std::size_t total = 0;
+  const std::vector<block> blocks = consecutive_blocks(counts, ctx.size, "reduce_scatter", total);
   const detail::kernel_fn kernel = detail::find_kernel(o, t);
   const std::size_t esize = dtype_size(t);
-  std::size_t total = 0;
-  std::vector<block> blocks(counts.size());
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    blocks[i] = {total, counts[i]};
-    total += counts[i];
-  }
   const std::size_t bytes = detail::checked_bytes(total, t, "reduce_scatter");
   const std::size_t mine = counts[static_cast<std::size_t>(ctx.rank)];
   if ((bytes && !send) || (mine && !recv)) throw error(errc::invalid_argument, "reduce_scatter: null buffer");
 
-  std::vector<int> all(static_cast<std::size_t>(ctx.size));
-  std::iota(all.begin(), all.end(), 0);
+  const std::vector<int> all = all_ranks(ctx.size);
   // Scratch: a working copy of `send`, plus the ring's receive block.
   std::size_t largest = 0;
   for (const block& b : blocks) largest = std::max(largest, b.count);
@@ -258,25 +271,16 @@ void reduce_scatter_block(const void* send, void* recv, std::size_t block_count,
 void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, dtype t, MPI_Comm comm) {
   detail::comm_context& ctx = detail::context_for(comm);
   detail::check_enum(t);
-  if (counts.size() != static_cast<std::size_t>(ctx.size)) {
-    throw error(errc::invalid_argument, "allgatherv: need one count per rank (" + std::to_string(ctx.size) +
-                                            "), got " + std::to_string(counts.size()));
-  }
-  const std::size_t esize = dtype_size(t);
   std::size_t total = 0;
-  std::vector<block> blocks(counts.size());
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    blocks[i] = {total, counts[i]};
-    total += counts[i];
-  }
+  const std::vector<block> blocks = consecutive_blocks(counts, ctx.size, "allgatherv", total);
+  const std::size_t esize = dtype_size(t);
   detail::checked_bytes(total, t, "allgatherv");
   const block& mine = blocks[static_cast<std::size_t>(ctx.rank)];
   if ((total && !recv) || (mine.count && !send)) throw error(errc::invalid_argument, "allgatherv: null buffer");
   if (send != MPI_IN_PLACE && mine.count) {
     std::memmove(static_cast<char*>(recv) + mine.offset * esize, send, mine.count * esize);
   }
-  std::vector<int> all(static_cast<std::size_t>(ctx.size));
-  std::iota(all.begin(), all.end(), 0);
+  const std::vector<int> all = all_ranks(ctx.size);
   std::vector<schedule> schedules(1);
   detail::ring_allgather(schedules[0], all, ctx.rank, blocks, {static_cast<char*>(recv), esize}, false);
   run_schedules(ctx, schedules, nullptr, nullptr, 1);

@@ -307,7 +307,9 @@ TEST(ReduceScatterAllgather, UnevenBlocksIncludingEmpty) {
   // allgatherv, out of place and in place.
   std::vector<std::int64_t> gathered(total), inplace(total, -1);
   allgatherv(part.data(), gathered.data(), counts, dtype::int64, MPI_COMM_WORLD);
-  std::memcpy(inplace.data() + off, part.data(), counts[static_cast<std::size_t>(r)] * sizeof(std::int64_t));
+  if (counts[static_cast<std::size_t>(r)]) {  // (an empty vector's data() may be null)
+    std::memcpy(inplace.data() + off, part.data(), counts[static_cast<std::size_t>(r)] * sizeof(std::int64_t));
+  }
   allgatherv(MPI_IN_PLACE, inplace.data(), counts, dtype::int64, MPI_COMM_WORLD);
   std::vector<std::int64_t> full(total);
   allreduce(mine.data(), full.data(), total, op::sum, MPI_COMM_WORLD);
