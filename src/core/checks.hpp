@@ -9,6 +9,9 @@
 
 namespace conveyor::detail {
 
+/// Bytes per element, indexed by dtype (the order of conveyor::dtype).
+inline constexpr std::size_t kDtypeSizes[dtype_count] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
+
 inline void check_enum(dtype t) {
   const int v = static_cast<int>(t);
   if (v < 0 || v >= dtype_count) {

@@ -12,17 +12,9 @@ error::error(errc code, const std::string& message)
 
 namespace {
 
-struct dtype_entry {
-  std::string_view name;
-  std::size_t size;
-};
-
-constexpr std::array<dtype_entry, dtype_count> kDtypes = {{
-    {"int8", 1}, {"int16", 2}, {"int32", 4}, {"int64", 8},
-    {"uint8", 1}, {"uint16", 2}, {"uint32", 4}, {"uint64", 8},
-    {"float16", 2}, {"bfloat16", 2}, {"float32", 4}, {"float64", 8},
-    {"complex64", 8}, {"complex128", 16},
-}};
+constexpr std::array<std::string_view, dtype_count> kDtypeNames = {
+    "int8",    "int16",    "int32",   "int64",   "uint8",     "uint16",     "uint32",
+    "uint64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128"};
 
 constexpr std::array<std::string_view, op_count> kOps = {
     "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor"};
@@ -46,12 +38,12 @@ float float_of(std::uint32_t u) {
 
 std::size_t dtype_size(dtype t) {
   detail::check_enum(t);
-  return kDtypes[static_cast<int>(t)].size;
+  return detail::kDtypeSizes[static_cast<int>(t)];
 }
 
 std::string_view dtype_name(dtype t) {
   detail::check_enum(t);
-  return kDtypes[static_cast<int>(t)].name;
+  return kDtypeNames[static_cast<std::size_t>(t)];
 }
 
 std::string_view op_name(op o) {
@@ -61,7 +53,7 @@ std::string_view op_name(op o) {
 
 dtype parse_dtype(std::string_view name) {
   for (int i = 0; i < dtype_count; ++i) {
-    if (kDtypes[i].name == name) return static_cast<dtype>(i);
+    if (kDtypeNames[static_cast<std::size_t>(i)] == name) return static_cast<dtype>(i);
   }
   throw error(errc::invalid_argument, "unknown dtype '" + std::string(name) + "'");
 }

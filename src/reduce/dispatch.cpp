@@ -104,8 +104,6 @@ bool partially_overlap(const void* x, const void* y, std::size_t bytes) {
   throw error(errc::internal, "reduce: unexpected failure");
 }
 
-constexpr std::size_t kDtypeSizes[dtype_count] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
-
 }  // namespace
 
 void reduce(const void* a, const void* b, void* out, std::size_t count, dtype t, op o) {
@@ -117,7 +115,7 @@ void reduce(const void* a, const void* b, void* out, std::size_t count, dtype t,
   if (f == nullptr) reduce_failed(a, b, out, count, t, o);
   if (count == 0) return;
   std::size_t bytes = 0;
-  if (!a || !b || !out || __builtin_mul_overflow(count, kDtypeSizes[ti], &bytes) ||
+  if (!a || !b || !out || __builtin_mul_overflow(count, detail::kDtypeSizes[ti], &bytes) ||
       partially_overlap(a, out, bytes) || partially_overlap(b, out, bytes)) {
     reduce_failed(a, b, out, count, t, o);
   }
