@@ -1,3 +1,7 @@
+// Schedule builders of the collective algorithms: ring reduce-scatter/allgather,
+// rank-ordered reduce-scatter, recursive doubling (run directly), Rabenseifner
+// and hierarchical. Each builder's steps, bytes on the wire and limits are stated
+// at its declaration in algorithms.hpp; docs/algorithms.md gives the cost formulas.
 #include "collectives/algorithms.hpp"
 
 #include <algorithm>
