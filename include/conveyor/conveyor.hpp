@@ -4,5 +4,6 @@
 #include "conveyor/collectives.hpp"
 #include "conveyor/mpi.hpp"
 #include "conveyor/reduce.hpp"
+#include "conveyor/sinkhorn.hpp"
 #include "conveyor/types.hpp"
 #include "conveyor/version.hpp"

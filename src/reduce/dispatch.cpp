@@ -26,6 +26,7 @@ bool same_name(std::string_view a, std::string_view b) {
 struct active_state {
   std::atomic<const kernel_table*> table{nullptr};
   std::string name;
+  std::atomic<std::int64_t> bit{0};
   std::mutex mutex;
 };
 
@@ -52,6 +53,7 @@ void select_locked(active_state& s, std::string_view name) {
   }
   s.table.store(kernels_for_target(chosen->bit), std::memory_order_release);
   s.name = chosen->name;
+  s.bit.store(chosen->bit, std::memory_order_release);
 }
 
 }  // namespace
@@ -65,6 +67,11 @@ const kernel_table& active_kernels() {
     select_locked(s, env ? env : "");
   }
   return *s.table.load(std::memory_order_relaxed);
+}
+
+std::int64_t active_target() {
+  active_kernels();
+  return state().bit.load(std::memory_order_acquire);
 }
 
 kernel_fn find_kernel(op o, dtype t) {

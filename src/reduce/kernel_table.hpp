@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,9 @@ std::vector<simd_target_entry> runnable_targets();
 std::vector<std::string> compiled_target_names();
 /// The kernel table of one runnable target.
 const kernel_table* kernels_for_target(std::int64_t bit);
+
+/// Runs `fn` while Highway's dispatcher sees only target `bit` (Highway's test
+/// hook), serialized across threads; how every engine picks one target's tables.
+void with_only_target(std::int64_t bit, const std::function<void()>& fn);
 
 }  // namespace conveyor::detail

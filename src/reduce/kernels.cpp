@@ -27,6 +27,7 @@
 #include <hwy/highway.h>
 
 #include <cstring>
+#include <mutex>
 #include <type_traits>
 
 #include "reduce/kernel_table.hpp"
@@ -456,12 +457,22 @@ std::vector<std::string> compiled_target_names() {
   return out;
 }
 
-const kernel_table* kernels_for_target(std::int64_t bit) {
-  // Highway's own test hook: restrict the "supported" set to one target, let the
-  // dispatcher pick it, then restore normal detection.
+void with_only_target(std::int64_t bit, const std::function<void()>& fn) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
   hwy::SetSupportedTargetsForTest(bit);
-  const kernel_table* t = HWY_DYNAMIC_DISPATCH(GetTable)();
-  hwy::SetSupportedTargetsForTest(0);
+  try {
+    fn();
+  } catch (...) {
+    hwy::SetSupportedTargetsForTest(0);
+    throw;
+  }
+  hwy::SetSupportedTargetsForTest(0);  // back to normal detection
+}
+
+const kernel_table* kernels_for_target(std::int64_t bit) {
+  const kernel_table* t = nullptr;
+  with_only_target(bit, [&] { t = HWY_DYNAMIC_DISPATCH(GetTable)(); });
   return t;
 }
 

@@ -1,0 +1,156 @@
+// Distributed Sinkhorn–Knopp: matrix scaling and entropic optimal transport.
+//
+// Rows are block-partitioned across the ranks of a communicator: each rank passes
+// its own rows (any number, zero included) and the full-length column data. Column
+// sums are combined with conveyor::allreduce every iteration. The result on P ranks
+// equals the single-process result up to floating-point reassociation.
+//
+// Matrix scaling: given a non-negative M x N matrix A and marginals r (M) and c (N)
+// with equal sums, find u, v with diag(u) A diag(v) having row sums r and column
+// sums c.
+//
+// Entropic OT: given costs C, regularization eps and histograms a, b, the plan
+// P = diag(u) exp(-C/eps) diag(v), its cost <P, C> and the dual potentials
+// f = eps log u, g = eps log v. The log-domain variant iterates on f, g directly
+// and stays finite where exp(-C/eps) underflows.
+//
+// Convergence: the error is the L1 column-marginal error sum_j |colsum_j - c_j| of
+// the iterate right after its row update (rows exact), computed from the column
+// sums the iteration needs anyway: no extra pass over A, and no lag for the
+// returned (u, v) of the fused and log-domain kernels. See docs/algorithms.md.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include "conveyor/collectives.hpp"
+#include "conveyor/types.hpp"
+
+namespace conveyor::sinkhorn {
+
+/// How one iteration walks the matrix (docs/algorithms.md, "Sinkhorn").
+enum class variant : int {
+  fused = 0,  // default: never writes A, one read of A per iteration
+  typical,    // the paper's Algorithm 1: row pass, then a column-strided column pass (in place)
+  c2r,        // Algorithm 2: column sums and column scaling in row order (in place)
+  blocked,    // Algorithm 3: c2r with mc x nc blocks and an mr x nr micro-kernel (in place)
+};
+CONVEYOR_API std::string_view variant_name(variant v);
+CONVEYOR_API variant parse_variant(std::string_view name);
+/// True for the variants that rescale A itself (typical, c2r, blocked).
+CONVEYOR_API bool rewrites_matrix(variant v);
+
+enum class status : int {
+  converged = 0,      // error <= tol
+  max_iter,           // max_iter iterations without reaching tol
+  numerical_failure,  // a scaling factor or column sum became 0, Inf or NaN; last good iterate kept
+};
+CONVEYOR_API std::string_view status_name(status s);
+
+/// Blocking of the `blocked` variant (the paper's defaults).
+struct blocking {
+  std::size_t mc = 8;     // rows per block
+  std::size_t nc = 1000;  // columns per block (the length of the temp vector)
+  std::size_t mr = 4;     // rows of the micro-kernel
+  std::size_t nr = 4;     // columns of the micro-kernel (rounded up to whole SIMD vectors)
+};
+
+struct options {
+  variant kind = variant::fused;
+  double tol = 1e-9;  // on the L1 column-marginal error
+  int max_iter = 1000;
+  /// OpenMP threads per rank; 0: OpenMP's default, fewer for small local blocks
+  /// (one per 64 Ki elements). With several ranks per core, set
+  /// OMP_WAIT_POLICY=passive so idle threads sleep instead of spinning.
+  int threads = 0;
+  /// Entropic OT only: iterate on potentials with log-sum-exp (any eps).
+  bool log_domain = false;
+  /// In-place variants: scale each chunk of columns as soon as its column sums
+  /// arrive from the allreduce (the paper's overlap). The fused kernel overlaps
+  /// the v update and the error with the allreduce either way.
+  bool overlap = true;
+  blocking block;
+  /// Warm start. Scaling vectors (u: this rank's rows, v: all columns), or for
+  /// log-domain OT the potentials f, g (f = eps log u). Empty: start from ones/zeros.
+  std::vector<double> init_u, init_v;
+  /// Passed to the column-sum allreduce (algorithm, segment size, ranks per node).
+  allreduce_options allreduce;
+};
+
+/// Where an iteration spent its time, summed over the iterations (this rank).
+struct timing {
+  double row_pass = 0;     // row sums/dots and u
+  double column_pass = 0;  // local column sums, allreduce, v, column scaling
+  double allreduce = 0;    // the part of column_pass inside allreduce (includes on_chunk work)
+  double total = 0;        // the whole solve, validation included
+};
+
+template <class T>
+struct scaling_result {
+  status state = status::max_iter;
+  int iterations = 0;
+  double error = 0;                  // L1 column-marginal error of the returned (u, v)
+  std::vector<double> error_history; // one entry per iteration
+  std::vector<T> u;                  // this rank's rows
+  std::vector<T> v;                  // all columns (identical on every rank)
+  timing time;
+};
+
+template <class T>
+struct transport_result {
+  status state = status::max_iter;
+  int iterations = 0;
+  double error = 0;
+  std::vector<double> error_history;
+  double cost = 0;                   // <P, C> summed over all ranks
+  std::vector<T> f;                  // dual potential, this rank's rows: eps * log u
+  std::vector<T> g;                  // dual potential, all columns: eps * log v
+  timing time;
+};
+
+/// Scales `rows` x `cols` rows of A (row stride `ld` >= cols) held by this rank.
+/// `r`: this rank's row marginals; `c`: all column marginals (same on every rank).
+/// Only options.kind == fused is allowed here (A is read-only); use scale_in_place
+/// for the paper's in-place variants. Collective over `comm`.
+CONVEYOR_API scaling_result<double> scale(const double* A, std::size_t rows, std::size_t cols,
+                                          std::size_t ld, const double* r, const double* c,
+                                          MPI_Comm comm, const options& opts = {});
+CONVEYOR_API scaling_result<float> scale(const float* A, std::size_t rows, std::size_t cols,
+                                         std::size_t ld, const float* r, const float* c,
+                                         MPI_Comm comm, const options& opts = {});
+
+/// Like scale, with any variant, and A overwritten by diag(u) A diag(v).
+/// On numerical failure u, v are the last good iterate but A has its last state.
+CONVEYOR_API scaling_result<double> scale_in_place(double* A, std::size_t rows, std::size_t cols,
+                                                   std::size_t ld, const double* r, const double* c,
+                                                   MPI_Comm comm, const options& opts = {});
+CONVEYOR_API scaling_result<float> scale_in_place(float* A, std::size_t rows, std::size_t cols,
+                                                  std::size_t ld, const float* r, const float* c,
+                                                  MPI_Comm comm, const options& opts = {});
+
+/// Entropic OT on this rank's `rows` x `cols` rows of the cost matrix C (stride ld).
+/// `a`: this rank's row histogram; `b`: the column histogram. If `plan` is not null
+/// it receives this rank's rows of the plan (stride `plan_ld`, 0 means `cols`).
+/// The plain kernel uses options.kind (exp(-C/eps) is formed once); log_domain
+/// ignores it.
+CONVEYOR_API transport_result<double> transport(const double* C, std::size_t rows, std::size_t cols,
+                                                std::size_t ld, const double* a, const double* b,
+                                                double eps, MPI_Comm comm, const options& opts = {},
+                                                double* plan = nullptr, std::size_t plan_ld = 0);
+CONVEYOR_API transport_result<float> transport(const float* C, std::size_t rows, std::size_t cols,
+                                               std::size_t ld, const float* a, const float* b,
+                                               double eps, MPI_Comm comm, const options& opts = {},
+                                               float* plan = nullptr, std::size_t plan_ld = 0);
+
+/// The rows [first, first + count) of an M-row matrix that `rank` of `size` holds
+/// under the balanced block partition (the first M % size ranks get one more).
+struct row_block {
+  std::size_t first = 0;
+  std::size_t count = 0;
+};
+CONVEYOR_API row_block balanced_rows(std::size_t M, int rank, int size);
+
+}  // namespace conveyor::sinkhorn

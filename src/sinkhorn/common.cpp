@@ -1,0 +1,147 @@
+#include "sinkhorn/common.hpp"
+
+#include <omp.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <numeric>
+
+namespace conveyor::sinkhorn {
+
+namespace {
+constexpr std::array<std::string_view, 4> kVariantNames = {"fused", "typical", "c2r", "blocked"};
+constexpr std::array<std::string_view, 3> kStatusNames = {"converged", "max_iter", "numerical_failure"};
+}  // namespace
+
+std::string_view variant_name(variant v) {
+  const auto i = static_cast<std::size_t>(v);
+  return i < kVariantNames.size() ? kVariantNames[i] : "unknown";
+}
+
+variant parse_variant(std::string_view name) {
+  for (std::size_t i = 0; i < kVariantNames.size(); ++i) {
+    if (kVariantNames[i] == name) return static_cast<variant>(i);
+  }
+  throw error(errc::invalid_argument, "unknown Sinkhorn variant '" + std::string(name) +
+                                          "' (fused, typical, c2r, blocked)");
+}
+
+bool rewrites_matrix(variant v) { return v != variant::fused; }
+
+std::string_view status_name(status s) {
+  const auto i = static_cast<std::size_t>(s);
+  return i < kStatusNames.size() ? kStatusNames[i] : "unknown";
+}
+
+row_block balanced_rows(std::size_t M, int rank, int size) {
+  if (size <= 0 || rank < 0 || rank >= size) {
+    throw error(errc::invalid_argument, "balanced_rows: rank " + std::to_string(rank) + " of " +
+                                            std::to_string(size));
+  }
+  const auto [begin, end] = detail::share(M, rank, size);
+  return {begin, end - begin};
+}
+
+namespace detail {
+
+local_problem_report check_call(const call_shape& c, const options& o) {
+  const std::string what = c.what;
+  const auto bad = [&](const std::string& m) { return local_problem_report{errc::invalid_argument, what + ": " + m}; };
+  const int kind = static_cast<int>(o.kind);
+  if (kind < 0 || kind > static_cast<int>(variant::blocked)) return bad("unknown variant " + std::to_string(kind));
+  if (!c.in_place && !c.transport && rewrites_matrix(o.kind)) {
+    return bad("variant '" + std::string(variant_name(o.kind)) +
+               "' rescales A in place; call scale_in_place (scale takes a read-only A: variant fused)");
+  }
+  if (c.ld < c.cols) return bad("leading dimension " + std::to_string(c.ld) + " < columns " + std::to_string(c.cols));
+  if (c.matrix_null && c.rows > 0 && c.cols > 0) return bad("matrix is null");
+  if (c.row_marginal_null && c.rows > 0) return bad("row marginal is null");
+  if (c.column_marginal_null && c.cols > 0) return bad("column marginal is null");
+  if (!(o.tol >= 0)) return bad("tol must be >= 0");
+  if (o.max_iter < 1) return bad("max_iter must be >= 1");
+  if (o.threads < 0) return bad("threads must be >= 0");
+  if (o.block.mc == 0 || o.block.nc == 0 || o.block.mr == 0 || o.block.nr == 0) return bad("blocking sizes must be > 0");
+  if (!o.init_u.empty() && o.init_u.size() != c.rows) {
+    return bad("init_u has " + std::to_string(o.init_u.size()) + " entries for " + std::to_string(c.rows) + " rows");
+  }
+  if (!o.init_v.empty() && o.init_v.size() != c.cols) {
+    return bad("init_v has " + std::to_string(o.init_v.size()) + " entries for " + std::to_string(c.cols) + " columns");
+  }
+  // Scaling factors must be positive; log-domain potentials may be any finite value.
+  const bool potentials = c.transport && o.log_domain;
+  for (const auto* init : {&o.init_u, &o.init_v}) {
+    for (double x : *init) {
+      if (!std::isfinite(x) || (!potentials && x <= 0)) {
+        return bad(std::string(init == &o.init_u ? "init_u" : "init_v") + " has " + std::to_string(x) +
+                   (potentials ? " (potentials must be finite)" : " (scaling factors must be finite and > 0)"));
+      }
+    }
+  }
+  return {};
+}
+
+run_context start(MPI_Comm comm, const call_shape& call, const local_problem_report& local, int threads) {
+  if (comm == MPI_COMM_NULL) throw error(errc::invalid_argument, std::string(call.what) + ": communicator is MPI_COMM_NULL");
+  run_context ctx;
+  ctx.comm = comm;
+  MPI_Comm_rank(comm, &ctx.rank);
+  MPI_Comm_size(comm, &ctx.size);
+  conveyor::detail::agree_or_throw(comm, local);
+
+  // One allreduce: max of cols, max of -cols (min), sum of rows.
+  std::int64_t shape[2] = {static_cast<std::int64_t>(call.cols), -static_cast<std::int64_t>(call.cols)};
+  MPI_Allreduce(MPI_IN_PLACE, shape, 2, MPI_INT64_T, MPI_MAX, comm);
+  if (shape[0] != -shape[1]) {
+    throw error(errc::invalid_argument, std::string(call.what) + ": ranks passed different column counts (" +
+                                            std::to_string(-shape[1]) + " to " + std::to_string(shape[0]) + ")");
+  }
+  auto rows = static_cast<std::uint64_t>(call.rows), before = std::uint64_t{0}, total = std::uint64_t{0};
+  MPI_Exscan(&rows, &before, 1, MPI_UINT64_T, MPI_SUM, comm);
+  MPI_Allreduce(&rows, &total, 1, MPI_UINT64_T, MPI_SUM, comm);
+  ctx.first_row = ctx.rank == 0 ? 0 : static_cast<std::size_t>(before);  // Exscan leaves rank 0 undefined
+  ctx.total_rows = static_cast<std::size_t>(total);
+  // Asked for: as many threads as asked. Automatic: OpenMP's default, but no more
+  // than one thread per 64 Ki elements, where a parallel region costs more than it saves.
+  if (threads > 0) {
+    ctx.threads = threads;
+  } else {
+    const std::size_t work = call.rows * call.cols / (std::size_t{64} << 10);
+    ctx.threads = static_cast<int>(std::clamp<std::size_t>(work, 1, static_cast<std::size_t>(omp_get_max_threads())));
+  }
+  return ctx;
+}
+
+void check_masses(const run_context& ctx, double local_row_mass, double column_mass, bool single_precision,
+                  const char* what) {
+  double v[3] = {local_row_mass, column_mass, -column_mass};
+  double sums[1];
+  MPI_Allreduce(&v[0], sums, 1, MPI_DOUBLE, MPI_SUM, ctx.comm);
+  double extremes[2] = {v[1], v[2]};
+  MPI_Allreduce(MPI_IN_PLACE, extremes, 2, MPI_DOUBLE, MPI_MAX, ctx.comm);
+  const std::string w = what;
+  if (extremes[0] != -extremes[1]) {
+    throw error(errc::invalid_argument, w + ": ranks passed different column marginals (sums " +
+                                            std::to_string(-extremes[1]) + " to " + std::to_string(extremes[0]) + ")");
+  }
+  const double rows = sums[0], cols = column_mass;
+  if (!(rows > 0) || !(cols > 0)) {
+    throw error(errc::invalid_argument, w + ": marginals must have positive mass (rows " + std::to_string(rows) +
+                                            ", columns " + std::to_string(cols) + ")");
+  }
+  // Room for the rounding of marginals normalized in the caller's precision.
+  const double tolerance = single_precision ? 1e-4 : 1e-8;
+  if (std::abs(rows - cols) > tolerance * std::max(rows, cols)) {
+    throw error(errc::invalid_argument, w + ": row and column marginals have different sums (" +
+                                            std::to_string(rows) + " vs " + std::to_string(cols) + ")");
+  }
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double ordered_sum(const std::vector<double>& x) { return std::accumulate(x.begin(), x.end(), 0.0); }
+
+}  // namespace detail
+}  // namespace conveyor::sinkhorn

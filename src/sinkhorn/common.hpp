@@ -1,0 +1,160 @@
+// Internal: what the scaling and OT drivers share: argument checks that every rank
+// agrees on, the row partition, OpenMP thread ranges and the iteration bookkeeping.
+#pragma once
+
+#include <mpi.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "conveyor/collectives.hpp"
+#include "conveyor/sinkhorn.hpp"
+#include "core/agree.hpp"
+
+namespace conveyor::sinkhorn::detail {
+
+using conveyor::detail::local_problem_report;
+
+/// Where this rank's rows sit in the global matrix, and how many threads to use.
+struct run_context {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  int threads = 1;
+  std::size_t first_row = 0;   // global index of this rank's first row
+  std::size_t total_rows = 0;  // M
+};
+
+/// What the caller passed, for the checks.
+struct call_shape {
+  const char* what;  // "sinkhorn::scale", ...
+  std::size_t rows, cols, ld;
+  bool matrix_null, row_marginal_null, column_marginal_null;
+  bool in_place;
+  bool transport;
+};
+
+/// Local checks of pointers, sizes and options; empty report if all is well.
+local_problem_report check_call(const call_shape& call, const options& opts);
+
+/// Collective: every rank throws if any rank found a local problem; then checks
+/// that all ranks agree on the column count and returns the row partition.
+run_context start(MPI_Comm comm, const call_shape& call, const local_problem_report& local, int threads);
+
+/// "name[i] = x is negative" style problems in a marginal (finite, >= 0 required).
+template <class T>
+local_problem_report check_marginal(const T* x, std::size_t n, const char* what, const char* name,
+                                    std::size_t offset) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(std::isfinite(x[i]) && x[i] >= 0)) {
+      return {errc::invalid_argument, std::string(what) + ": " + name + "[" + std::to_string(offset + i) +
+                                          "] = " + std::to_string(static_cast<double>(x[i])) +
+                                          " (marginals must be finite and >= 0)"};
+    }
+  }
+  return {};
+}
+
+/// Collective: the row marginal (summed over ranks) and the column marginal must
+/// have equal, positive mass, and the column marginal must be the same on every
+/// rank (its sum is compared). Throws the same error on every rank.
+void check_masses(const run_context& ctx, double local_row_mass, double column_mass, bool single_precision,
+                  const char* what);
+
+/// The thread's share [begin, end) of n items split evenly over `parts`.
+inline std::pair<std::size_t, std::size_t> share(std::size_t n, int part, int parts) {
+  const std::size_t p = static_cast<std::size_t>(parts), k = static_cast<std::size_t>(part);
+  const std::size_t base = n / p, extra = n % p;
+  const std::size_t begin = k * base + std::min(k, extra);
+  return {begin, begin + base + (k < extra ? 1 : 0)};
+}
+
+/// Runs work(lo, hi, acc) on `nt` threads, each over its share [lo, hi) of `rows`
+/// rows with its own column accumulator `acc` (filled with `init`), then combines
+/// the accumulators into `out` in thread order with combine(dst, src, n), each
+/// thread over its share of the columns. Deterministic for a fixed thread count.
+template <class T, class Work, class Combine>
+void threaded_column_reduce(int nt, std::size_t rows, T init, std::vector<std::vector<T>>& partial,
+                            std::vector<T>& out, Combine&& combine, Work&& work) {
+  const std::size_t cols = out.size();
+  if (nt <= 1) {
+    std::fill(out.begin(), out.end(), init);
+    work(std::size_t{0}, rows, out.data());
+    return;
+  }
+  partial.resize(static_cast<std::size_t>(nt));
+#pragma omp parallel num_threads(nt)
+  {
+    const int tid = omp_get_thread_num();
+    auto& mine = partial[static_cast<std::size_t>(tid)];
+    mine.assign(cols, init);
+    const auto [lo, hi] = share(rows, tid, nt);
+    work(lo, hi, mine.data());
+#pragma omp barrier
+    const auto [j0, j1] = share(cols, tid, nt);
+    std::copy(partial[0].begin() + static_cast<std::ptrdiff_t>(j0), partial[0].begin() + static_cast<std::ptrdiff_t>(j1),
+              out.begin() + static_cast<std::ptrdiff_t>(j0));
+    for (int q = 1; q < nt; ++q) combine(out.data() + j0, partial[static_cast<std::size_t>(q)].data() + j0, j1 - j0);
+  }
+}
+
+/// Seconds on a monotonic clock.
+double now();
+
+/// Sum of x in index order (identical on every rank for identical x).
+double ordered_sum(const std::vector<double>& x);
+
+/// Status bookkeeping shared by every driver loop.
+struct iteration_log {
+  status state = status::max_iter;
+  int iterations = 0;
+  double error = std::nan("");
+  std::vector<double> history;
+};
+
+/// The column sums of one iteration, combined over ranks; calls `chunk(off, cnt)`
+/// as each range of the global sums arrives. Returns the seconds spent.
+template <class T, class Chunk>
+double allreduce_columns(const run_context& ctx, const options& o, const std::vector<T>& local,
+                         std::vector<T>& global, Chunk&& chunk) {
+  allreduce_options ao = o.allreduce;
+  ao.on_chunk = [&](std::size_t off, std::size_t cnt) { chunk(off, cnt); };
+  const double t0 = now();
+  if (!local.empty()) allreduce(local.data(), global.data(), local.size(), op::sum, ctx.comm, ao);
+  return now() - t0;
+}
+
+/// Bookkeeping after the column sums: records err, decides the status.
+/// Returns true when the loop must stop.
+inline bool finish_iteration(iteration_log& log, int it, double err, bool finite, double tol) {
+  log.history.push_back(err);
+  if (!finite || !std::isfinite(err)) {
+    log.state = status::numerical_failure;
+    return true;  // log.error keeps the last good value
+  }
+  log.iterations = it;
+  log.error = err;
+  if (err <= tol) {
+    log.state = status::converged;
+    return true;
+  }
+  return false;
+}
+
+template <class T>
+bool all_finite(const std::vector<T>& x) {
+  return std::all_of(x.begin(), x.end(), [](T y) { return std::isfinite(y); });
+}
+
+/// Validated warm-start vector (empty: `fill`), converted to T.
+template <class T>
+std::vector<T> initial(const std::vector<double>& given, std::size_t n, T fill) {
+  if (given.empty()) return std::vector<T>(n, fill);
+  return std::vector<T>(given.begin(), given.end());
+}
+
+}  // namespace conveyor::sinkhorn::detail

@@ -1,0 +1,326 @@
+// SIMD kernels of the Sinkhorn engine (see kernels.hpp), written once with Google
+// Highway and compiled for every target it knows; the Reduce engine's active target
+// picks the table. Loops run whole vectors, then a tail of 1-lane vectors
+// (CappedTag<T, 1>) through the same arithmetic, so no element takes a different
+// code path depending on where a buffer ends.
+//
+// Sums keep several vector accumulators (independent dependency chains); their
+// order is fixed, so a kernel is deterministic for a given target and length.
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "sinkhorn/kernels.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "sinkhorn/kernels.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace conveyor {
+namespace sinkhorn {
+namespace detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Calls body(d, j) for every full vector of `d` and then body(d1, j) for each
+// remaining element with a one-lane tag.
+template <class T, class Body>
+HWY_INLINE void ForEachVector(std::size_t n, Body&& body) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const std::size_t N = hn::Lanes(d);
+  std::size_t j = 0;
+  for (; j + N <= n; j += N) body(d, j);
+  for (; j < n; ++j) body(d1, j);
+}
+
+template <class T>
+T Sum(const T* HWY_RESTRICT a, std::size_t n) {
+  const hn::ScalableTag<T> d;
+  const std::size_t N = hn::Lanes(d);
+  auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
+  std::size_t j = 0;
+  for (; j + 4 * N <= n; j += 4 * N) {
+    s0 = hn::Add(s0, hn::LoadU(d, a + j));
+    s1 = hn::Add(s1, hn::LoadU(d, a + j + N));
+    s2 = hn::Add(s2, hn::LoadU(d, a + j + 2 * N));
+    s3 = hn::Add(s3, hn::LoadU(d, a + j + 3 * N));
+  }
+  for (; j + N <= n; j += N) s0 = hn::Add(s0, hn::LoadU(d, a + j));
+  T total = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+  for (; j < n; ++j) total += a[j];
+  return total;
+}
+
+template <class T>
+void Scale(T* HWY_RESTRICT a, T alpha, std::size_t n) {
+  ForEachVector<T>(n, [&](auto d, std::size_t j) { hn::StoreU(hn::Mul(hn::LoadU(d, a + j), hn::Set(d, alpha)), d, a + j); });
+}
+
+template <class T>
+void Add(T* HWY_RESTRICT s, const T* HWY_RESTRICT a, std::size_t n) {
+  ForEachVector<T>(n, [&](auto d, std::size_t j) { hn::StoreU(hn::Add(hn::LoadU(d, s + j), hn::LoadU(d, a + j)), d, s + j); });
+}
+
+template <class T>
+void Axpy(T* HWY_RESTRICT s, T alpha, const T* HWY_RESTRICT a, std::size_t n) {
+  ForEachVector<T>(n, [&](auto d, std::size_t j) {
+    hn::StoreU(hn::MulAdd(hn::Set(d, alpha), hn::LoadU(d, a + j), hn::LoadU(d, s + j)), d, s + j);
+  });
+}
+
+// target / current, with 0 for a zero target (a line that must stay empty).
+template <class T>
+HWY_INLINE T ScalingFactor(T target, T current) {
+  return target == T(0) ? T(0) : target / current;
+}
+
+// Four rows at once: one load of v feeds four dot products, and s is read and
+// written once for four rows.
+template <class T>
+void FusedFour(const T* HWY_RESTRICT a0, std::size_t ld, std::size_t n, const T* HWY_RESTRICT v,
+               const T* r, T* u, T* HWY_RESTRICT s) {
+  const T* HWY_RESTRICT a1 = a0 + ld;
+  const T* HWY_RESTRICT a2 = a1 + ld;
+  const T* HWY_RESTRICT a3 = a2 + ld;
+  const hn::ScalableTag<T> d;
+  const std::size_t N = hn::Lanes(d);
+  auto t0 = hn::Zero(d), t1 = hn::Zero(d), t2 = hn::Zero(d), t3 = hn::Zero(d);
+  std::size_t j = 0;
+  for (; j + N <= n; j += N) {
+    const auto vj = hn::LoadU(d, v + j);
+    t0 = hn::MulAdd(hn::LoadU(d, a0 + j), vj, t0);
+    t1 = hn::MulAdd(hn::LoadU(d, a1 + j), vj, t1);
+    t2 = hn::MulAdd(hn::LoadU(d, a2 + j), vj, t2);
+    t3 = hn::MulAdd(hn::LoadU(d, a3 + j), vj, t3);
+  }
+  T dot[4] = {hn::GetLane(hn::SumOfLanes(d, t0)), hn::GetLane(hn::SumOfLanes(d, t1)),
+              hn::GetLane(hn::SumOfLanes(d, t2)), hn::GetLane(hn::SumOfLanes(d, t3))};
+  for (std::size_t k = j; k < n; ++k) {
+    dot[0] += a0[k] * v[k];
+    dot[1] += a1[k] * v[k];
+    dot[2] += a2[k] * v[k];
+    dot[3] += a3[k] * v[k];
+  }
+  for (int k = 0; k < 4; ++k) u[k] = ScalingFactor(r[k], dot[k]);
+  const T w0 = u[0], w1 = u[1], w2 = u[2], w3 = u[3];
+  ForEachVector<T>(n, [&](auto dd, std::size_t jj) {
+    auto acc = hn::LoadU(dd, s + jj);
+    acc = hn::MulAdd(hn::Set(dd, w0), hn::LoadU(dd, a0 + jj), acc);
+    acc = hn::MulAdd(hn::Set(dd, w1), hn::LoadU(dd, a1 + jj), acc);
+    acc = hn::MulAdd(hn::Set(dd, w2), hn::LoadU(dd, a2 + jj), acc);
+    acc = hn::MulAdd(hn::Set(dd, w3), hn::LoadU(dd, a3 + jj), acc);
+    hn::StoreU(acc, dd, s + jj);
+  });
+}
+
+template <class T>
+T Dot(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
+  const hn::ScalableTag<T> d;
+  const std::size_t N = hn::Lanes(d);
+  auto s0 = hn::Zero(d), s1 = hn::Zero(d);
+  std::size_t j = 0;
+  for (; j + 2 * N <= n; j += 2 * N) {
+    s0 = hn::MulAdd(hn::LoadU(d, a + j), hn::LoadU(d, b + j), s0);
+    s1 = hn::MulAdd(hn::LoadU(d, a + j + N), hn::LoadU(d, b + j + N), s1);
+  }
+  for (; j + N <= n; j += N) s0 = hn::MulAdd(hn::LoadU(d, a + j), hn::LoadU(d, b + j), s0);
+  T total = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+  for (; j < n; ++j) total += a[j] * b[j];
+  return total;
+}
+
+template <class T>
+void FusedRows(const T* A, std::size_t rows, std::size_t cols, std::size_t ld, const T* v, const T* r, T* u,
+               T* s) {
+  // Four rows must fit in (half of) a typical 1 MiB L2 for the second read of
+  // each row to hit cache; wider matrices go one row at a time.
+  const bool four = 4 * cols * sizeof(T) <= (std::size_t{512} << 10);
+  std::size_t i = 0;
+  if (four) {
+    for (; i + 4 <= rows; i += 4) FusedFour(A + i * ld, ld, cols, v, r + i, u + i, s);
+  }
+  for (; i < rows; ++i) {
+    const T* row = A + i * ld;
+    u[i] = ScalingFactor(r[i], Dot(row, v, cols));
+    Axpy(s, u[i], row, cols);
+  }
+}
+
+// Algorithm 3's inner loops on one block: for ii step mr, for jj step nr, for the
+// mr rows k: A[k, jj:jj+nr] *= w[jj:jj+nr]. nr is rounded up to whole vectors.
+template <class T>
+void ScaleColumnsBlock(T* A, std::size_t ld, std::size_t rows, std::size_t cols, const T* w, std::size_t mr,
+                       std::size_t nr) {
+  const hn::ScalableTag<T> d;
+  const std::size_t N = hn::Lanes(d);
+  mr = std::max<std::size_t>(mr, 1);
+  nr = std::max<std::size_t>((nr + N - 1) / N, 1) * N;
+  for (std::size_t ii = 0; ii < rows; ii += mr) {
+    const std::size_t kend = std::min(rows, ii + mr);
+    for (std::size_t jj = 0; jj < cols; jj += nr) {
+      const std::size_t width = std::min(cols - jj, nr);
+      for (std::size_t k = ii; k < kend; ++k) {
+        T* row = A + k * ld + jj;
+        ForEachVector<T>(width, [&](auto dd, std::size_t j) {
+          hn::StoreU(hn::Mul(hn::LoadU(dd, row + j), hn::LoadU(dd, w + jj + j)), dd, row + j);
+        });
+      }
+    }
+  }
+}
+
+template <class T>
+T ExpRow(const T* HWY_RESTRICT c, const T* HWY_RESTRICT g, T inv_eps, T* HWY_RESTRICT e, std::size_t n,
+         T* max_out) {
+  // Pass 1: x_j = (g_j - c_j) / eps into e, and its maximum.
+  T m = -std::numeric_limits<T>::infinity();
+  ForEachVector<T>(n, [&](auto d, std::size_t j) {
+    const auto x = hn::Mul(hn::Sub(hn::LoadU(d, g + j), hn::LoadU(d, c + j)), hn::Set(d, inv_eps));
+    hn::StoreU(x, d, e + j);
+    m = std::max(m, hn::GetLane(hn::MaxOfLanes(d, x)));
+  });
+  *max_out = m;
+  if (!(m > -std::numeric_limits<T>::infinity())) {  // empty row, all -Inf, or NaN
+    ForEachVector<T>(n, [&](auto d, std::size_t j) { hn::StoreU(hn::Zero(d), d, e + j); });
+    return 0;
+  }
+  // Pass 2 (on cached data): e_j = exp(x_j - m) in (0, 1], and their sum.
+  T total = 0;
+  const hn::ScalableTag<T> d;
+  auto acc = hn::Zero(d);
+  const std::size_t N = hn::Lanes(d);
+  std::size_t j = 0;
+  for (; j + N <= n; j += N) {
+    const auto y = hn::Exp(d, hn::Sub(hn::LoadU(d, e + j), hn::Set(d, m)));
+    hn::StoreU(y, d, e + j);
+    acc = hn::Add(acc, y);
+  }
+  total = hn::GetLane(hn::SumOfLanes(d, acc));
+  const hn::CappedTag<T, 1> d1;
+  for (; j < n; ++j) {
+    const auto y = hn::Exp(d1, hn::Sub(hn::LoadU(d1, e + j), hn::Set(d1, m)));
+    hn::StoreU(y, d1, e + j);
+    total += hn::GetLane(y);
+  }
+  return total;
+}
+
+template <class T>
+void ColumnMax(T* HWY_RESTRICT m, const T* HWY_RESTRICT c, T f, T inv_eps, std::size_t n) {
+  ForEachVector<T>(n, [&](auto d, std::size_t j) {
+    const auto x = hn::Mul(hn::Sub(hn::Set(d, f), hn::LoadU(d, c + j)), hn::Set(d, inv_eps));
+    hn::StoreU(hn::Max(hn::LoadU(d, m + j), x), d, m + j);
+  });
+}
+
+template <class T>
+void ColumnExpSum(T* HWY_RESTRICT s, const T* HWY_RESTRICT c, T f, T inv_eps, const T* HWY_RESTRICT m,
+                  std::size_t n) {
+  ForEachVector<T>(n, [&](auto d, std::size_t j) {
+    const auto mj = hn::LoadU(d, m + j);
+    const auto x = hn::Mul(hn::Sub(hn::Set(d, f), hn::LoadU(d, c + j)), hn::Set(d, inv_eps));
+    // exp(-Inf - (-Inf)) would be NaN: a column whose maximum is -Inf adds 0.
+    const auto finite = hn::Gt(mj, hn::Set(d, -std::numeric_limits<T>::infinity()));
+    const auto term = hn::IfThenElseZero(finite, hn::Exp(d, hn::Sub(x, mj)));
+    hn::StoreU(hn::Add(hn::LoadU(d, s + j), term), d, s + j);
+  });
+}
+
+template <class T>
+void GibbsRow(T* HWY_RESTRICT out, const T* HWY_RESTRICT c, T neg_inv_eps, std::size_t n) {
+  // Beyond exp's valid range the true value overflows: say so with +Inf.
+  const T limit = sizeof(T) == 4 ? T(88) : T(709);
+  ForEachVector<T>(n, [&](auto d, std::size_t j) {
+    const auto x = hn::Mul(hn::LoadU(d, c + j), hn::Set(d, neg_inv_eps));
+    const auto inf = hn::Set(d, std::numeric_limits<T>::infinity());
+    hn::StoreU(hn::IfThenElse(hn::Gt(x, hn::Set(d, limit)), inf, hn::Exp(d, x)), d, out + j);
+  });
+}
+
+template <class T>
+T Dot3(const T* HWY_RESTRICT k, const T* HWY_RESTRICT w, const T* HWY_RESTRICT c, std::size_t n) {
+  const hn::ScalableTag<T> d;
+  const std::size_t N = hn::Lanes(d);
+  auto acc = hn::Zero(d);
+  std::size_t j = 0;
+  for (; j + N <= n; j += N) {
+    acc = hn::MulAdd(hn::Mul(hn::LoadU(d, k + j), hn::LoadU(d, w + j)), hn::LoadU(d, c + j), acc);
+  }
+  T total = hn::GetLane(hn::SumOfLanes(d, acc));
+  for (; j < n; ++j) total += k[j] * w[j] * c[j];
+  return total;
+}
+
+template <class T>
+kernels<T> MakeTable() {
+  kernels<T> t{};
+  t.fused_rows = &FusedRows<T>;
+  t.sum = &Sum<T>;
+  t.scale = &Scale<T>;
+  t.add = &Add<T>;
+  t.axpy = &Axpy<T>;
+  t.scale_columns_block = &ScaleColumnsBlock<T>;
+  t.exp_row = &ExpRow<T>;
+  t.column_max = &ColumnMax<T>;
+  t.column_expsum = &ColumnExpSum<T>;
+  t.gibbs_row = &GibbsRow<T>;
+  t.dot = &Dot<T>;
+  t.dot3 = &Dot3<T>;
+  return t;
+}
+
+const kernel_tables* GetTables() {
+  static const kernel_tables tables{MakeTable<float>(), MakeTable<double>()};
+  return &tables;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace detail
+}  // namespace sinkhorn
+}  // namespace conveyor
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "reduce/kernel_table.hpp"
+#include "reduce/reduce_internal.hpp"
+
+namespace conveyor {
+namespace sinkhorn {
+namespace detail {
+
+HWY_EXPORT(GetTables);
+
+namespace {
+
+const kernel_tables& tables_for(std::int64_t bit) {
+  static std::mutex mutex;
+  static std::map<std::int64_t, const kernel_tables*> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(bit);
+  if (it == cache.end()) {
+    const kernel_tables* t = nullptr;
+    conveyor::detail::with_only_target(bit, [&] { t = HWY_DYNAMIC_DISPATCH(GetTables)(); });
+    it = cache.emplace(bit, t).first;
+  }
+  return *it->second;
+}
+
+}  // namespace
+
+const kernels<float>& float_for_target(std::int64_t bit) { return tables_for(bit).f32; }
+const kernels<double>& double_for_target(std::int64_t bit) { return tables_for(bit).f64; }
+const kernels<float>& active_float() { return float_for_target(conveyor::detail::active_target()); }
+const kernels<double>& active_double() { return double_for_target(conveyor::detail::active_target()); }
+
+}  // namespace detail
+}  // namespace sinkhorn
+}  // namespace conveyor
+#endif  // HWY_ONCE

@@ -1,0 +1,331 @@
+// Matrix scaling: the fused kernel, the paper's three in-place variants, and the
+// public scale / scale_in_place entry points (steps and costs in scaling.hpp).
+#include "sinkhorn/scaling.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "conveyor/collectives.hpp"
+#include "sinkhorn/kernels.hpp"
+
+namespace conveyor::sinkhorn::detail {
+namespace {
+
+template <class T>
+T factor(T target, T current) {
+  return target == T(0) ? T(0) : target / current;
+}
+
+template <class T>
+scaling_result<T> make_result(iteration_log& log, std::vector<T> u, std::vector<T> v, const timing& t) {
+  scaling_result<T> res;
+  res.state = log.state;
+  res.iterations = log.iterations;
+  res.error = log.error;
+  res.error_history = std::move(log.history);
+  res.u = std::move(u);
+  res.v = std::move(v);
+  res.time = t;
+  return res;
+}
+
+// ---------------------------------------------------------------------------
+// Fused: A is read once per iteration and never written.
+// ---------------------------------------------------------------------------
+template <class T>
+scaling_result<T> solve_fused(const run_context& ctx, const scaling_problem<T>& p, const options& o) {
+  const auto& k = active<T>();
+  const std::size_t rows = p.rows, cols = p.cols;
+  const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(rows, 1)));
+  std::vector<T> u = initial<T>(o.init_u, rows, T(1)), v = initial<T>(o.init_v, cols, T(1));
+  std::vector<T> u_prev(rows), s_local(cols), s(cols), v_new(cols);
+  std::vector<double> err_el(cols);
+  std::vector<std::vector<T>> partial;
+  iteration_log log;
+  timing t;
+
+  for (int it = 1; it <= o.max_iter; ++it) {
+    const double t0 = now();
+    u_prev = u;
+    threaded_column_reduce(nt, rows, T(0), partial, s_local, k.add, [&](std::size_t lo, std::size_t hi, T* acc) {
+      k.fused_rows(p.A + lo * p.ld, hi - lo, cols, p.ld, v.data(), p.r + lo, u.data() + lo, acc);
+    });
+    const double t1 = now();
+    // Column marginal of (u, v) is v_j s_j: the error of this iterate, and v_new = c / s.
+    t.allreduce += allreduce_columns(ctx, o, s_local, s, [&](std::size_t off, std::size_t cnt) {
+      for (std::size_t j = off; j < off + cnt; ++j) {
+        v_new[j] = factor(p.c[j], s[j]);
+        err_el[j] = std::abs(static_cast<double>(v[j]) * static_cast<double>(s[j]) - static_cast<double>(p.c[j]));
+      }
+    });
+    const double err = ordered_sum(err_el);
+    t.row_pass += t1 - t0;
+    t.column_pass += now() - t1;
+    if (finish_iteration(log, it, err, all_finite(v_new), o.tol)) {
+      if (log.state == status::numerical_failure) u = std::move(u_prev);
+      break;
+    }
+    if (it < o.max_iter) v.swap(v_new);  // on the last iteration return the measured pair
+  }
+  return make_result(log, std::move(u), std::move(v), t);
+}
+
+// ---------------------------------------------------------------------------
+// In place: the paper's typical (Algorithm 1), c2r (Algorithm 2), blocked (Algorithm 3).
+// ---------------------------------------------------------------------------
+template <class T>
+class in_place_solver {
+ public:
+  in_place_solver(const run_context& ctx, const scaling_problem<T>& p, const options& o)
+      : ctx_(ctx), p_(p), o_(o), k_(active<T>()), A_(p.A_mut) {}
+
+  scaling_result<T> run() {
+    const std::size_t rows = p_.rows, cols = p_.cols;
+    std::vector<T> u = initial<T>(o_.init_u, rows, T(1)), v = initial<T>(o_.init_v, cols, T(1));
+    if (!o_.init_u.empty() || !o_.init_v.empty()) prescale(u, v);
+    std::vector<T> u_prev(rows), s_local(cols), s(cols), beta(cols);
+    std::vector<double> err_el(cols);
+    iteration_log log;
+    timing t;
+    for (int it = 1; it <= o_.max_iter; ++it) {
+      const double t0 = now();
+      u_prev = u;
+      row_pass(u);
+      const double t1 = now();
+      column_sums(s_local);
+      t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
+        for (std::size_t j = off; j < off + cnt; ++j) {
+          beta[j] = factor(p_.c[j], s[j]);
+          err_el[j] = std::abs(static_cast<double>(s[j]) - static_cast<double>(p_.c[j]));
+        }
+        if (o_.overlap) scale_columns(beta.data(), off, cnt);
+      });
+      if (!o_.overlap) scale_columns(beta.data(), 0, cols);
+      const double err = ordered_sum(err_el);
+      const bool finite = all_finite(beta);
+      if (finite) {
+        for (std::size_t j = 0; j < cols; ++j) v[j] *= beta[j];
+      }
+      t.row_pass += t1 - t0;
+      t.column_pass += now() - t1;
+      if (finish_iteration(log, it, err, finite, o_.tol)) {
+        if (log.state == status::numerical_failure) u = std::move(u_prev);
+        break;
+      }
+    }
+    return make_result(log, std::move(u), std::move(v), t);
+  }
+
+ private:
+  T* row(std::size_t i) const { return A_ + i * p_.ld; }
+  int threads() const { return ctx_.threads; }
+
+  void prescale(const std::vector<T>& u, const std::vector<T>& v) {
+    const auto rows = static_cast<std::ptrdiff_t>(p_.rows);
+#pragma omp parallel for num_threads(threads()) schedule(static)
+    for (std::ptrdiff_t i = 0; i < rows; ++i) {
+      k_.scale_columns_block(row(static_cast<std::size_t>(i)), p_.ld, 1, p_.cols, v.data(), 1, p_.cols);
+      k_.scale(row(static_cast<std::size_t>(i)), u[static_cast<std::size_t>(i)], p_.cols);
+    }
+  }
+
+  // Every variant's row pass is the paper's (row-major, already sequential).
+  void row_pass(std::vector<T>& u) {
+    const auto rows = static_cast<std::ptrdiff_t>(p_.rows);
+#pragma omp parallel for num_threads(threads()) schedule(static)
+    for (std::ptrdiff_t ii = 0; ii < rows; ++ii) {
+      const auto i = static_cast<std::size_t>(ii);
+      const T alpha = factor(p_.r[i], k_.sum(row(i), p_.cols));
+      k_.scale(row(i), alpha, p_.cols);
+      u[i] *= alpha;
+    }
+  }
+
+  void column_sums(std::vector<T>& s) {
+    const std::size_t rows = p_.rows, cols = p_.cols;
+    if (o_.kind == variant::typical) {
+      // Algorithm 1, lines 12-15: down each column (stride ld).
+      const auto n = static_cast<std::ptrdiff_t>(cols);
+#pragma omp parallel for num_threads(threads()) schedule(static)
+      for (std::ptrdiff_t jj = 0; jj < n; ++jj) {
+        const auto j = static_cast<std::size_t>(jj);
+        T acc = 0;
+        for (std::size_t i = 0; i < rows; ++i) acc += A_[i * p_.ld + j];
+        s[j] = acc;
+      }
+      return;
+    }
+    // Algorithm 2, lines 1-5 (c2r: each thread's column range; blocked: nc-wide
+    // blocks so the partial sums stay in L1), in row order.
+    const std::size_t width = o_.kind == variant::blocked ? o_.block.nc : (cols + static_cast<std::size_t>(threads()) - 1) / static_cast<std::size_t>(threads());
+    const auto blocks = static_cast<std::ptrdiff_t>(width ? (cols + width - 1) / width : 0);
+#pragma omp parallel for num_threads(threads()) schedule(static)
+    for (std::ptrdiff_t b = 0; b < blocks; ++b) {
+      const std::size_t j0 = static_cast<std::size_t>(b) * width, w = std::min(width, cols - j0);
+      std::fill(s.begin() + static_cast<std::ptrdiff_t>(j0), s.begin() + static_cast<std::ptrdiff_t>(j0 + w), T(0));
+      for (std::size_t i = 0; i < rows; ++i) k_.add(s.data() + j0, row(i) + j0, w);
+    }
+  }
+
+  // Columns [off, off + cnt) times beta.
+  void scale_columns(const T* beta, std::size_t off, std::size_t cnt) {
+    const std::size_t rows = p_.rows;
+    if (o_.kind == variant::typical) {
+      // Algorithm 1, lines 17-19: down each column.
+      const auto n = static_cast<std::ptrdiff_t>(cnt);
+#pragma omp parallel for num_threads(threads()) schedule(static)
+      for (std::ptrdiff_t jj = 0; jj < n; ++jj) {
+        const std::size_t j = off + static_cast<std::size_t>(jj);
+        for (std::size_t i = 0; i < rows; ++i) A_[i * p_.ld + j] *= beta[j];
+      }
+    } else if (o_.kind == variant::c2r) {
+      // Algorithm 2, lines 9-13: row by row.
+      const auto n = static_cast<std::ptrdiff_t>(rows);
+#pragma omp parallel for num_threads(threads()) schedule(static)
+      for (std::ptrdiff_t i = 0; i < n; ++i) {
+        k_.scale_columns_block(row(static_cast<std::size_t>(i)) + off, p_.ld, 1, cnt, beta + off, 1, cnt);
+      }
+    } else {
+      // Algorithm 3: nc-column blocks outside, mc-row blocks inside, mr x nr micro-tiles.
+      const blocking& b = o_.block;
+      const auto row_blocks = static_cast<std::ptrdiff_t>((rows + b.mc - 1) / b.mc);
+      for (std::size_t j = off; j < off + cnt; j += b.nc) {
+        const std::size_t w = std::min(b.nc, off + cnt - j);
+#pragma omp parallel for num_threads(threads()) schedule(static)
+        for (std::ptrdiff_t ib = 0; ib < row_blocks; ++ib) {
+          const std::size_t i = static_cast<std::size_t>(ib) * b.mc;
+          k_.scale_columns_block(row(i) + j, p_.ld, std::min(b.mc, rows - i), w, beta + j, b.mr, b.nr);
+        }
+      }
+    }
+  }
+
+  const run_context& ctx_;
+  const scaling_problem<T>& p_;
+  const options& o_;
+  const kernels<T>& k_;
+  T* A_;
+};
+
+// ---------------------------------------------------------------------------
+// Input validation (scale / scale_in_place): every rank gets the same error.
+// ---------------------------------------------------------------------------
+template <class T>
+void validate_data(const run_context& ctx, const scaling_problem<T>& p, const char* what) {
+  const auto& k = active<T>();
+  const std::size_t rows = p.rows, cols = p.cols;
+  local_problem_report problem = check_marginal(p.r, rows, what, "r", ctx.first_row);
+  if (!problem) problem = check_marginal(p.c, cols, what, "c", 0);
+  // One pass over A: entries finite and >= 0, and empty rows whose marginal is positive.
+  std::size_t first_bad = rows;  // row index of the first bad entry or empty row
+  bool bad_entry = false;
+  if (!problem) {
+    const auto n = static_cast<std::ptrdiff_t>(rows);
+#pragma omp parallel for num_threads(ctx.threads) schedule(static) reduction(min : first_bad)
+    for (std::ptrdiff_t ii = 0; ii < n; ++ii) {
+      const auto i = static_cast<std::size_t>(ii);
+      const T* a = p.A + i * p.ld;
+      bool ok = true;
+      for (std::size_t j = 0; j < cols && ok; ++j) ok = std::isfinite(a[j]) && a[j] >= 0;
+      if (!ok || (p.r[i] > 0 && !(k.sum(a, cols) > 0))) first_bad = std::min(first_bad, i);
+    }
+    if (first_bad < rows) {
+      const T* a = p.A + first_bad * p.ld;
+      const auto bad = std::find_if(a, a + cols, [](T x) { return !(std::isfinite(x) && x >= 0); });
+      bad_entry = bad != a + cols;
+      const std::string where = std::to_string(ctx.first_row + first_bad);
+      problem = {errc::invalid_argument,
+                 bad_entry ? std::string(what) + ": A[" + where + "][" + std::to_string(bad - a) +
+                                 "] = " + std::to_string(static_cast<double>(*bad)) + " (entries must be finite and >= 0)"
+                           : std::string(what) + ": row " + where + " is zero but its marginal r[" + where +
+                                 "] is positive"};
+    }
+  }
+  conveyor::detail::agree_or_throw(ctx.comm, problem);
+
+  // Column sums over all ranks: an empty column with a positive marginal has no solution.
+  std::vector<T> local(cols, T(0)), global(cols);
+  for (std::size_t i = 0; i < rows; ++i) k.add(local.data(), p.A + i * p.ld, cols);
+  if (cols) allreduce(local.data(), global.data(), cols, op::sum, ctx.comm);
+  for (std::size_t j = 0; j < cols; ++j) {
+    if (p.c[j] > 0 && !(global[j] > 0)) {
+      throw error(errc::invalid_argument, std::string(what) + ": column " + std::to_string(j) +
+                                              " is zero but its marginal c[" + std::to_string(j) + "] is positive");
+    }
+  }
+  double row_mass = 0, column_mass = 0;
+  for (std::size_t i = 0; i < rows; ++i) row_mass += static_cast<double>(p.r[i]);
+  for (std::size_t j = 0; j < cols; ++j) column_mass += static_cast<double>(p.c[j]);
+  check_masses(ctx, row_mass, column_mass, sizeof(T) == 4, what);
+}
+
+template <class T>
+scaling_result<T> scale_entry(const T* A, T* A_mut, std::size_t rows, std::size_t cols, std::size_t ld, const T* r,
+                              const T* c, MPI_Comm comm, const options& o, bool in_place, const char* what) {
+  const double t0 = now();
+  const call_shape call{what, rows, cols, ld, A == nullptr, r == nullptr, c == nullptr, in_place, false};
+  const run_context ctx = start(comm, call, check_call(call, o), o.threads);
+  const scaling_problem<T> p{A, A_mut, in_place, rows, cols, ld, r, c};
+  if (ctx.total_rows == 0 || cols == 0) {  // nothing to scale
+    iteration_log log;
+    log.state = status::converged;
+    log.error = 0;
+    return make_result(log, std::vector<T>(rows, T(1)), std::vector<T>(cols, T(1)), timing{});
+  }
+  validate_data(ctx, p, what);
+  scaling_result<T> res = solve_scaling(ctx, p, o);
+  res.time.total = now() - t0;
+  return res;
+}
+
+}  // namespace
+
+template <class T>
+scaling_result<T> solve_scaling(const run_context& ctx, const scaling_problem<T>& p, const options& o) {
+  if (p.in_place && rewrites_matrix(o.kind)) return in_place_solver<T>(ctx, p, o).run();
+  scaling_result<T> res = solve_fused(ctx, p, o);
+  if (p.in_place) {  // scale_in_place with the fused kernel: write diag(u) A diag(v) once
+    const auto& k = active<T>();
+    const auto rows = static_cast<std::ptrdiff_t>(p.rows);
+#pragma omp parallel for num_threads(ctx.threads) schedule(static)
+    for (std::ptrdiff_t ii = 0; ii < rows; ++ii) {
+      const auto i = static_cast<std::size_t>(ii);
+      T* a = p.A_mut + i * p.ld;
+      k.scale_columns_block(a, p.ld, 1, p.cols, res.v.data(), 1, p.cols);
+      k.scale(a, res.u[i], p.cols);
+    }
+  }
+  return res;
+}
+
+template scaling_result<float> solve_scaling(const run_context&, const scaling_problem<float>&, const options&);
+template scaling_result<double> solve_scaling(const run_context&, const scaling_problem<double>&, const options&);
+
+}  // namespace conveyor::sinkhorn::detail
+
+namespace conveyor::sinkhorn {
+
+scaling_result<double> scale(const double* A, std::size_t rows, std::size_t cols, std::size_t ld, const double* r,
+                             const double* c, MPI_Comm comm, const options& opts) {
+  return detail::scale_entry<double>(A, nullptr, rows, cols, ld, r, c, comm, opts, false, "sinkhorn::scale");
+}
+scaling_result<float> scale(const float* A, std::size_t rows, std::size_t cols, std::size_t ld, const float* r,
+                            const float* c, MPI_Comm comm, const options& opts) {
+  return detail::scale_entry<float>(A, nullptr, rows, cols, ld, r, c, comm, opts, false, "sinkhorn::scale");
+}
+scaling_result<double> scale_in_place(double* A, std::size_t rows, std::size_t cols, std::size_t ld, const double* r,
+                                      const double* c, MPI_Comm comm, const options& opts) {
+  return detail::scale_entry<double>(A, A, rows, cols, ld, r, c, comm, opts, true, "sinkhorn::scale_in_place");
+}
+scaling_result<float> scale_in_place(float* A, std::size_t rows, std::size_t cols, std::size_t ld, const float* r,
+                                     const float* c, MPI_Comm comm, const options& opts) {
+  return detail::scale_entry<float>(A, A, rows, cols, ld, r, c, comm, opts, true, "sinkhorn::scale_in_place");
+}
+
+}  // namespace conveyor::sinkhorn

@@ -1,0 +1,337 @@
+// Entropic optimal transport: the plain kernel (scaling of K = exp(-C/eps) by the
+// shared iteration in scaling.cpp) and the log-domain iteration on potentials.
+//
+// Log domain, per iteration, one read of C (rows block-partitioned):
+//   row i:  x_j = (g_j - C_ij)/eps, m_i = max_j x_j, e_j = exp(x_j - m_i) (a row
+//           buffer), f_i = eps (log a_i - m_i - log sum_j e_j); the plan row is then
+//           P_ij = a_i e_j / sum_j e_j, added into the local column sums.
+//   allreduce(column sums) [N elements]; error = sum_j |colsum_j - b_j|;
+//   g_j += eps (log b_j - log colsum_j).
+// One exp per element, and every term is <= a_i, so nothing overflows. When a
+// column sum underflows to 0 (tiny eps, early iterations) the iteration falls back
+// to an exact column log-sum-exp for that iteration: two more passes over C and an
+// allreduce(max) + allreduce(sum) of N elements.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "conveyor/collectives.hpp"
+#include "sinkhorn/common.hpp"
+#include "sinkhorn/kernels.hpp"
+#include "sinkhorn/scaling.hpp"
+
+namespace conveyor::sinkhorn::detail {
+namespace {
+
+constexpr const char* kWhat = "sinkhorn::transport";
+
+template <class T>
+struct ot_problem {
+  const T* C = nullptr;
+  std::size_t rows = 0, cols = 0, ld = 0;
+  const T* a = nullptr;
+  const T* b = nullptr;
+  double eps = 1;
+  T* plan = nullptr;
+  std::size_t plan_ld = 0;
+};
+
+template <class T>
+T* row_of(T* base, std::size_t i, std::size_t ld) {
+  return base + i * ld;
+}
+
+double sum_over_ranks(const run_context& ctx, double local) {
+  double total = 0;
+  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, ctx.comm);
+  return total;
+}
+
+// ---------------------------------------------------------------------------
+// Log domain
+// ---------------------------------------------------------------------------
+template <class T>
+class log_solver {
+ public:
+  log_solver(const run_context& ctx, const ot_problem<T>& p, const options& o)
+      : ctx_(ctx), p_(p), o_(o), k_(active<T>()), inv_eps_(static_cast<T>(1 / p.eps)),
+        eps_(static_cast<T>(p.eps)) {}
+
+  transport_result<T> run() {
+    const std::size_t rows = p_.rows, cols = p_.cols;
+    f_ = initial<T>(o_.init_u, rows, T(0));
+    g_ = initial<T>(o_.init_v, cols, T(0));
+    for (std::size_t j = 0; j < cols; ++j) {
+      if (p_.b[j] == 0) g_[j] = -std::numeric_limits<T>::infinity();  // an empty column stays empty
+    }
+    std::vector<T> f_prev(rows), s_local(cols), s(cols), g_new(cols);
+    std::vector<double> err_el(cols);
+    iteration_log log;
+    timing t;
+    for (int it = 1; it <= o_.max_iter; ++it) {
+      const double t0 = now();
+      f_prev = f_;
+      row_pass(s_local);
+      const double t1 = now();
+      t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
+        for (std::size_t j = off; j < off + cnt; ++j) {
+          err_el[j] = std::abs(static_cast<double>(s[j]) - static_cast<double>(p_.b[j]));
+        }
+      });
+      const double err = ordered_sum(err_el);
+      bool underflow = false;
+      for (std::size_t j = 0; j < cols; ++j) {
+        underflow |= p_.b[j] > 0 && !(s[j] > 0 && std::isfinite(s[j]));
+      }
+      if (std::isfinite(err)) {
+        if (underflow) {
+          exact_column_update(g_new);
+        } else {
+          for (std::size_t j = 0; j < cols; ++j) {
+            g_new[j] = p_.b[j] == 0 ? g_[j] : g_[j] + eps_ * (std::log(p_.b[j]) - std::log(s[j]));
+          }
+        }
+      }
+      bool finite = std::isfinite(err);
+      for (std::size_t j = 0; j < cols && finite; ++j) finite = p_.b[j] == 0 || std::isfinite(g_new[j]);
+      t.row_pass += t1 - t0;
+      t.column_pass += now() - t1;
+      if (finish_iteration(log, it, err, finite, o_.tol)) {
+        if (log.state == status::numerical_failure) f_ = std::move(f_prev);
+        break;
+      }
+      if (it < o_.max_iter) g_.swap(g_new);
+    }
+    transport_result<T> res;
+    res.state = log.state;
+    res.iterations = log.iterations;
+    res.error = log.error;
+    res.error_history = std::move(log.history);
+    res.cost = cost_and_plan();
+    res.f = std::move(f_);
+    res.g = std::move(g_);
+    res.time = t;
+    return res;
+  }
+
+ private:
+  int threads() const { return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx_.threads), std::max<std::size_t>(p_.rows, 1))); }
+  const T* crow(std::size_t i) const { return p_.C + i * p_.ld; }
+
+  // f from g, and the column sums of the plan (f, g) into s_local. A row whose
+  // log-sum-exp is not finite poisons the sums with NaN so every rank sees it.
+  void row_pass(std::vector<T>& s_local) {
+    const std::size_t cols = p_.cols;
+    buffers_.resize(static_cast<std::size_t>(threads()));
+    threaded_column_reduce(threads(), p_.rows, T(0), partial_, s_local, k_.add, [&](std::size_t lo, std::size_t hi, T* acc) {
+      auto& e = buffers_[static_cast<std::size_t>(omp_get_thread_num())];
+      e.resize(cols);
+      for (std::size_t i = lo; i < hi; ++i) {
+        if (p_.a[i] == 0) {
+          f_[i] = -std::numeric_limits<T>::infinity();
+          continue;
+        }
+        T m = 0;
+        const T rs = k_.exp_row(crow(i), g_.data(), inv_eps_, e.data(), cols, &m);
+        if (!(rs > 0) || !std::isfinite(m)) {
+          f_[i] = std::numeric_limits<T>::quiet_NaN();
+          if (cols) acc[0] = std::numeric_limits<T>::quiet_NaN();
+          continue;
+        }
+        f_[i] = eps_ * (std::log(p_.a[i]) - m - std::log(rs));
+        k_.axpy(acc, p_.a[i] / rs, e.data(), cols);
+      }
+    });
+  }
+
+  // g_new_j = eps (log b_j - LSE_i (f_i - C_ij)/eps), computed exactly.
+  void exact_column_update(std::vector<T>& g_new) {
+    const std::size_t cols = p_.cols;
+    const T minus_inf = -std::numeric_limits<T>::infinity();
+    std::vector<T> m_local(cols), m(cols), s_local(cols), s(cols);
+    const auto live = [&](std::size_t i) { return p_.a[i] > 0; };
+    threaded_column_reduce(threads(), p_.rows, minus_inf, partial_, m_local,
+                           [&](T* dst, const T* src, std::size_t n) {
+                             for (std::size_t j = 0; j < n; ++j) dst[j] = std::max(dst[j], src[j]);
+                           },
+                           [&](std::size_t lo, std::size_t hi, T* acc) {
+                             for (std::size_t i = lo; i < hi; ++i) {
+                               if (live(i)) k_.column_max(acc, crow(i), f_[i], inv_eps_, cols);
+                             }
+                           });
+    allreduce(m_local.data(), m.data(), cols, op::max, ctx_.comm, o_.allreduce);
+    threaded_column_reduce(threads(), p_.rows, T(0), partial_, s_local, k_.add, [&](std::size_t lo, std::size_t hi, T* acc) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        if (live(i)) k_.column_expsum(acc, crow(i), f_[i], inv_eps_, m.data(), cols);
+      }
+    });
+    allreduce(s_local.data(), s.data(), cols, op::sum, ctx_.comm, o_.allreduce);
+    for (std::size_t j = 0; j < cols; ++j) {
+      g_new[j] = p_.b[j] == 0 ? minus_inf : eps_ * (std::log(p_.b[j]) - (m[j] + std::log(s[j])));
+    }
+  }
+
+  // <P, C> over all ranks for the final (f, g); writes the plan rows if asked.
+  double cost_and_plan() {
+    const std::size_t cols = p_.cols;
+    double local = 0;
+    const auto rows = static_cast<std::ptrdiff_t>(p_.rows);
+    buffers_.resize(static_cast<std::size_t>(ctx_.threads));
+#pragma omp parallel for num_threads(ctx_.threads) schedule(static) reduction(+ : local)
+    for (std::ptrdiff_t ii = 0; ii < rows; ++ii) {
+      const auto i = static_cast<std::size_t>(ii);
+      auto& e = buffers_[static_cast<std::size_t>(omp_get_thread_num())];
+      e.resize(cols);
+      T m = 0, w = 0;
+      if (p_.a[i] > 0) {
+        const T rs = k_.exp_row(crow(i), g_.data(), inv_eps_, e.data(), cols, &m);
+        w = rs > 0 ? p_.a[i] / rs : T(0);
+      }
+      if (w > 0) local += static_cast<double>(w) * static_cast<double>(k_.dot(e.data(), crow(i), cols));
+      if (p_.plan) {
+        T* out = row_of(p_.plan, i, p_.plan_ld);
+        if (w > 0) {
+          std::copy(e.begin(), e.end(), out);
+          k_.scale(out, w, cols);
+        } else {
+          std::fill(out, out + cols, T(0));
+        }
+      }
+    }
+    return sum_over_ranks(ctx_, local);
+  }
+
+  const run_context& ctx_;
+  const ot_problem<T>& p_;
+  const options& o_;
+  const kernels<T>& k_;
+  T inv_eps_, eps_;
+  std::vector<T> f_, g_;
+  std::vector<std::vector<T>> partial_, buffers_;
+};
+
+// ---------------------------------------------------------------------------
+// Plain kernel
+// ---------------------------------------------------------------------------
+template <class T>
+transport_result<T> solve_plain(const run_context& ctx, const ot_problem<T>& p, const options& o) {
+  const auto& k = active<T>();
+  const std::size_t rows = p.rows, cols = p.cols;
+  const auto n = static_cast<std::ptrdiff_t>(rows);
+  const T neg_inv_eps = static_cast<T>(-1 / p.eps);
+  std::vector<T> K(rows * cols);
+#pragma omp parallel for num_threads(ctx.threads) schedule(static)
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    k.gibbs_row(K.data() + static_cast<std::size_t>(i) * cols, p.C + static_cast<std::size_t>(i) * p.ld, neg_inv_eps, cols);
+  }
+  const bool in_place = rewrites_matrix(o.kind);
+  const scaling_problem<T> sp{K.data(), K.data(), in_place, rows, cols, cols, p.a, p.b};
+  scaling_result<T> s = solve_scaling(ctx, sp, o);
+
+  // After an in-place variant K holds the plan itself; after fused, P = diag(u) K diag(v).
+  double local = 0;
+#pragma omp parallel for num_threads(ctx.threads) schedule(static) reduction(+ : local)
+  for (std::ptrdiff_t ii = 0; ii < n; ++ii) {
+    const auto i = static_cast<std::size_t>(ii);
+    const T* krow = K.data() + i * cols;
+    const T* crow = p.C + i * p.ld;
+    local += in_place ? static_cast<double>(k.dot(krow, crow, cols))
+                      : static_cast<double>(s.u[i]) * static_cast<double>(k.dot3(krow, s.v.data(), crow, cols));
+    if (p.plan) {
+      T* out = row_of(p.plan, i, p.plan_ld);
+      std::copy(krow, krow + cols, out);
+      if (!in_place) {
+        k.scale_columns_block(out, p.plan_ld, 1, cols, s.v.data(), 1, cols);
+        k.scale(out, s.u[i], cols);
+      }
+    }
+  }
+  transport_result<T> res;
+  res.state = s.state;
+  res.iterations = s.iterations;
+  res.error = s.error;
+  res.error_history = std::move(s.error_history);
+  res.cost = sum_over_ranks(ctx, local);
+  res.f.resize(rows);
+  res.g.resize(cols);
+  for (std::size_t i = 0; i < rows; ++i) res.f[i] = static_cast<T>(p.eps * std::log(static_cast<double>(s.u[i])));
+  for (std::size_t j = 0; j < cols; ++j) res.g[j] = static_cast<T>(p.eps * std::log(static_cast<double>(s.v[j])));
+  res.time = s.time;
+  return res;
+}
+
+template <class T>
+transport_result<T> transport_entry(const ot_problem<T>& p, MPI_Comm comm, const options& o) {
+  const double t0 = now();
+  const call_shape call{kWhat, p.rows, p.cols, p.ld, p.C == nullptr, p.a == nullptr, p.b == nullptr, false, true};
+  local_problem_report local = check_call(call, o);
+  if (!local && !(std::isfinite(p.eps) && p.eps > 0)) {
+    local = {errc::invalid_argument, std::string(kWhat) + ": eps must be finite and > 0, got " + std::to_string(p.eps)};
+  }
+  if (!local && p.plan && p.plan_ld < p.cols) {
+    local = {errc::invalid_argument, std::string(kWhat) + ": plan leading dimension " + std::to_string(p.plan_ld) +
+                                         " < columns " + std::to_string(p.cols)};
+  }
+  const run_context ctx = start(comm, call, local, o.threads);
+
+  // Data: histograms finite and >= 0, costs finite.
+  local_problem_report problem = check_marginal(p.a, p.rows, kWhat, "a", ctx.first_row);
+  if (!problem) problem = check_marginal(p.b, p.cols, kWhat, "b", 0);
+  if (!problem) {
+    std::size_t first_bad = p.rows;
+    const auto n = static_cast<std::ptrdiff_t>(p.rows);
+#pragma omp parallel for num_threads(ctx.threads) schedule(static) reduction(min : first_bad)
+    for (std::ptrdiff_t ii = 0; ii < n; ++ii) {
+      const T* c = p.C + static_cast<std::size_t>(ii) * p.ld;
+      if (!std::all_of(c, c + p.cols, [](T x) { return std::isfinite(x); })) {
+        first_bad = std::min(first_bad, static_cast<std::size_t>(ii));
+      }
+    }
+    if (first_bad < p.rows) {
+      const T* c = p.C + first_bad * p.ld;
+      const auto bad = std::find_if(c, c + p.cols, [](T x) { return !std::isfinite(x); });
+      problem = {errc::invalid_argument, std::string(kWhat) + ": C[" + std::to_string(ctx.first_row + first_bad) + "][" +
+                                             std::to_string(bad - c) + "] = " + std::to_string(static_cast<double>(*bad)) +
+                                             " (costs must be finite)"};
+    }
+  }
+  conveyor::detail::agree_or_throw(ctx.comm, problem);
+  transport_result<T> res;
+  if (ctx.total_rows == 0 || p.cols == 0) {
+    res.state = status::converged;
+    res.f.assign(p.rows, T(0));
+    res.g.assign(p.cols, T(0));
+    return res;
+  }
+  double row_mass = 0, column_mass = 0;
+  for (std::size_t i = 0; i < p.rows; ++i) row_mass += static_cast<double>(p.a[i]);
+  for (std::size_t j = 0; j < p.cols; ++j) column_mass += static_cast<double>(p.b[j]);
+  check_masses(ctx, row_mass, column_mass, sizeof(T) == 4, kWhat);
+
+  res = o.log_domain ? log_solver<T>(ctx, p, o).run() : solve_plain(ctx, p, o);
+  res.time.total = now() - t0;
+  return res;
+}
+
+}  // namespace
+}  // namespace conveyor::sinkhorn::detail
+
+namespace conveyor::sinkhorn {
+
+transport_result<double> transport(const double* C, std::size_t rows, std::size_t cols, std::size_t ld, const double* a,
+                                   const double* b, double eps, MPI_Comm comm, const options& opts, double* plan,
+                                   std::size_t plan_ld) {
+  return detail::transport_entry<double>({C, rows, cols, ld, a, b, eps, plan, plan_ld ? plan_ld : cols}, comm, opts);
+}
+
+transport_result<float> transport(const float* C, std::size_t rows, std::size_t cols, std::size_t ld, const float* a,
+                                  const float* b, double eps, MPI_Comm comm, const options& opts, float* plan,
+                                  std::size_t plan_ld) {
+  return detail::transport_entry<float>({C, rows, cols, ld, a, b, eps, plan, plan_ld ? plan_ld : cols}, comm, opts);
+}
+
+}  // namespace conveyor::sinkhorn

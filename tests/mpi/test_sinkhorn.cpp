@@ -1,0 +1,531 @@
+// Distributed Sinkhorn at every rank count CTest runs it with (1-4): matrix scaling
+// (every variant, f32/f64, square and rectangular, balanced and uneven row blocks
+// including a rank with no rows, 1 and 2 threads, every SIMD target) and entropic OT
+// (plain and log-domain) against dense single-process references; status handling;
+// and every bad input giving the same error on every rank.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "../unit/reference.hpp"
+#include "conveyor/reduce.hpp"
+#include "conveyor/sinkhorn.hpp"
+
+namespace conveyor {
+namespace {
+
+namespace sk = sinkhorn;
+
+int rank_of() {
+  int r;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int size_of() {
+  int s;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+double uniform(testing::splitmix64& rng) { return double(rng() >> 11) / 9007199254740992.0; }
+
+// A dense problem, identical on every rank (same seed).
+struct dense_problem {
+  std::size_t M = 0, N = 0;
+  std::vector<double> A;  // M x N row-major: the matrix, or the costs for OT
+  std::vector<double> r, c;
+};
+
+dense_problem scaling_problem(std::size_t M, std::size_t N, std::uint64_t seed, bool doubly_stochastic) {
+  testing::splitmix64 rng(seed);
+  dense_problem p;
+  p.M = M;
+  p.N = N;
+  p.A.resize(M * N);
+  for (auto& x : p.A) x = 0.05 + uniform(rng);
+  p.r.resize(M);
+  p.c.resize(N);
+  for (auto& x : p.r) x = doubly_stochastic ? 1.0 : 0.2 + uniform(rng);
+  for (auto& x : p.c) x = doubly_stochastic ? 1.0 : 0.2 + uniform(rng);
+  // Equal masses: scale c to the mass of r (all ones stays all ones when M == N).
+  double sr = 0, sc = 0;
+  for (double x : p.r) sr += x;
+  for (double x : p.c) sc += x;
+  for (auto& x : p.c) x *= sr / sc;
+  return p;
+}
+
+// Squared distances between random points, plus `offset`; uniform histograms.
+dense_problem ot_problem(std::size_t M, std::size_t N, std::uint64_t seed, double offset) {
+  testing::splitmix64 rng(seed);
+  dense_problem p;
+  p.M = M;
+  p.N = N;
+  std::vector<double> x(M), y(N);
+  for (auto& v : x) v = uniform(rng);
+  for (auto& v : y) v = uniform(rng);
+  p.A.resize(M * N);
+  for (std::size_t i = 0; i < M; ++i) {
+    for (std::size_t j = 0; j < N; ++j) p.A[i * N + j] = offset + (x[i] - y[j]) * (x[i] - y[j]);
+  }
+  p.r.assign(M, 1.0 / double(M));
+  p.c.assign(N, 1.0 / double(N));
+  return p;
+}
+
+// Dense reference scaling in double: the scaled matrix diag(u) A diag(v).
+std::vector<double> reference_scaled(const dense_problem& p) {
+  std::vector<double> u(p.M, 1.0), v(p.N, 1.0), s(p.N);
+  for (int it = 0; it < 100000; ++it) {
+    for (std::size_t i = 0; i < p.M; ++i) {
+      double t = 0;
+      for (std::size_t j = 0; j < p.N; ++j) t += p.A[i * p.N + j] * v[j];
+      u[i] = p.r[i] / t;
+    }
+    std::fill(s.begin(), s.end(), 0.0);
+    for (std::size_t i = 0; i < p.M; ++i) {
+      for (std::size_t j = 0; j < p.N; ++j) s[j] += u[i] * p.A[i * p.N + j];
+    }
+    double err = 0;
+    for (std::size_t j = 0; j < p.N; ++j) err += std::abs(v[j] * s[j] - p.c[j]);
+    if (err < 1e-14) break;
+    for (std::size_t j = 0; j < p.N; ++j) v[j] = p.c[j] / s[j];
+  }
+  std::vector<double> P(p.M * p.N);
+  for (std::size_t i = 0; i < p.M; ++i) {
+    for (std::size_t j = 0; j < p.N; ++j) P[i * p.N + j] = u[i] * p.A[i * p.N + j] * v[j];
+  }
+  return P;
+}
+
+// Dense reference OT plan, log-domain in double (stable for any eps).
+std::vector<double> reference_plan(const dense_problem& p, double eps) {
+  std::vector<double> f(p.M, 0.0), g(p.N, 0.0), P(p.M * p.N);
+  const auto lse = [](const std::vector<double>& x) {
+    const double m = *std::max_element(x.begin(), x.end());
+    double s = 0;
+    for (double y : x) s += std::exp(y - m);
+    return m + std::log(s);
+  };
+  std::vector<double> row(p.N), col(p.M);
+  for (int it = 0; it < 200000; ++it) {
+    for (std::size_t i = 0; i < p.M; ++i) {
+      for (std::size_t j = 0; j < p.N; ++j) row[j] = (g[j] - p.A[i * p.N + j]) / eps;
+      f[i] = eps * (std::log(p.r[i]) - lse(row));
+    }
+    double err = 0;
+    for (std::size_t j = 0; j < p.N; ++j) {
+      for (std::size_t i = 0; i < p.M; ++i) col[i] = (f[i] - p.A[i * p.N + j]) / eps;
+      const double l = lse(col);
+      err += std::abs(std::exp(l + g[j] / eps) - p.c[j]);
+      g[j] = eps * (std::log(p.c[j]) - l);
+    }
+    if (err < 1e-14) break;
+  }
+  for (std::size_t i = 0; i < p.M; ++i) {
+    for (std::size_t j = 0; j < p.N; ++j) P[i * p.N + j] = std::exp((f[i] + g[j] - p.A[i * p.N + j]) / eps);
+  }
+  return P;
+}
+
+// This rank's rows: balanced, or skewed (rank 0 gets none when P > 1, the
+// others split the rest unevenly: rank k's share grows with k).
+sk::row_block my_rows(std::size_t M, bool skewed) {
+  const int P = size_of(), r = rank_of();
+  if (!skewed || P == 1) return sk::balanced_rows(M, r, P);
+  std::size_t weight_total = 0, before = 0;
+  for (int k = 1; k < P; ++k) weight_total += std::size_t(k);
+  for (int k = 1; k < r; ++k) before += std::size_t(k);
+  const auto cut = [&](std::size_t w) { return M * w / weight_total; };
+  if (r == 0) return {0, 0};
+  return {cut(before), cut(before + std::size_t(r)) - cut(before)};
+}
+
+template <class T>
+std::vector<T> rows_of(const std::vector<double>& full, std::size_t N, sk::row_block b, std::size_t ld) {
+  std::vector<T> out(std::max<std::size_t>(b.count * ld, 1), T(-7));  // padding past N stays -7
+  for (std::size_t i = 0; i < b.count; ++i) {
+    for (std::size_t j = 0; j < N; ++j) out[i * ld + j] = static_cast<T>(full[(b.first + i) * N + j]);
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> convert(const double* x, std::size_t n) {
+  return std::vector<T>(x, x + n);
+}
+
+template <class T>
+double tolerance() {
+  return sizeof(T) == 4 ? 2e-3 : 1e-8;
+}
+
+template <class T>
+double solver_tol() {
+  return sizeof(T) == 4 ? 1e-5 : 1e-12;
+}
+
+// Checks this rank's rows of diag(u) A diag(v) against the reference.
+template <class T>
+void expect_scaled(const dense_problem& p, const std::vector<double>& ref, sk::row_block b, const std::vector<T>& u,
+                   const std::vector<T>& v, const std::string& label) {
+  double worst = 0, scale = 0;
+  for (double x : ref) scale = std::max(scale, std::abs(x));
+  for (std::size_t i = 0; i < b.count; ++i) {
+    for (std::size_t j = 0; j < p.N; ++j) {
+      const std::size_t gi = b.first + i;
+      const double got = double(u[i]) * p.A[gi * p.N + j] * double(v[j]);
+      worst = std::max(worst, std::abs(got - ref[gi * p.N + j]));
+    }
+  }
+  EXPECT_LE(worst, tolerance<T>() * scale) << label;
+}
+
+struct shape {
+  std::size_t M, N;
+};
+const shape kShapes[] = {{1, 1}, {7, 5}, {5, 7}, {33, 17}, {40, 40}, {3, 101}};
+
+template <class T>
+void check_scaling_variants() {
+  for (const shape s : kShapes) {
+    for (bool ds : {true, false}) {
+      const dense_problem p = scaling_problem(s.M, s.N, 1000 * s.M + s.N, ds);
+      const auto ref = reference_scaled(p);
+      for (bool skewed : {false, true}) {
+        const sk::row_block b = my_rows(s.M, skewed);
+        const std::size_t ld = s.N + 3;  // padded rows
+        const auto r = convert<T>(p.r.data() + b.first, b.count);
+        const auto c = convert<T>(p.c.data(), s.N);
+        for (auto kind : {sk::variant::fused, sk::variant::typical, sk::variant::c2r, sk::variant::blocked}) {
+          for (int threads : {1, 2}) {
+            sk::options o;
+            o.kind = kind;
+            o.threads = threads;
+            o.tol = solver_tol<T>();
+            o.max_iter = 20000;
+            o.block = {3, 5, 2, 3};  // small blocks: every edge case of the tiling
+            const std::string label = std::string(sk::variant_name(kind)) + " M=" + std::to_string(s.M) +
+                                      " N=" + std::to_string(s.N) + (ds ? " ones" : " random") +
+                                      (skewed ? " skewed" : " balanced") + " threads=" + std::to_string(threads);
+            auto A = rows_of<T>(p.A, s.N, b, ld);
+            const auto A0 = A;
+            const auto res = sk::rewrites_matrix(kind)
+                                 ? sk::scale_in_place(A.data(), b.count, s.N, ld, r.data(), c.data(), MPI_COMM_WORLD, o)
+                                 : sk::scale(A.data(), b.count, s.N, ld, r.data(), c.data(), MPI_COMM_WORLD, o);
+            EXPECT_EQ(res.state, sk::status::converged) << label;
+            EXPECT_LE(res.error, o.tol) << label;
+            EXPECT_EQ(res.error_history.size(), std::size_t(res.iterations)) << label;
+            ASSERT_EQ(res.u.size(), b.count) << label;
+            ASSERT_EQ(res.v.size(), s.N) << label;
+            expect_scaled(p, ref, b, res.u, res.v, label);
+            // In place: A is now the scaled matrix (padding untouched); read-only: A unchanged.
+            for (std::size_t i = 0; i < b.count; ++i) {
+              for (std::size_t j = 0; j < ld; ++j) {
+                const double want = j >= s.N || !sk::rewrites_matrix(kind)
+                                        ? double(A0[i * ld + j])
+                                        : ref[(b.first + i) * s.N + j];
+                ASSERT_NEAR(double(A[i * ld + j]), want, tolerance<T>() * 4) << label << " A[" << i << "][" << j << "]";
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SinkhornScaling, EveryVariantMatchesReferenceF64) { check_scaling_variants<double>(); }
+TEST(SinkhornScaling, EveryVariantMatchesReferenceF32) { check_scaling_variants<float>(); }
+
+TEST(SinkhornScaling, EverySimdTarget) {
+  const dense_problem p = scaling_problem(29, 37, 7, false);
+  const auto ref = reference_scaled(p);
+  const sk::row_block b = my_rows(p.M, true);
+  const auto A = rows_of<double>(p.A, p.N, b, p.N);
+  const auto r = convert<double>(p.r.data() + b.first, b.count);
+  const std::string before = simd_targets().active;
+  for (const auto& name : simd_targets().supported) {
+    set_simd_target(name);
+    for (auto kind : {sk::variant::fused, sk::variant::blocked}) {
+      sk::options o;
+      o.kind = kind;
+      o.threads = 1;
+      o.tol = 1e-12;
+      auto work = A;
+      const auto res = sk::scale_in_place(work.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD, o);
+      EXPECT_EQ(res.state, sk::status::converged) << name;
+      expect_scaled(p, ref, b, res.u, res.v, name + " " + std::string(sk::variant_name(kind)));
+    }
+  }
+  set_simd_target(before);
+}
+
+TEST(SinkhornScaling, OverlapOffGivesTheSameScaling) {
+  const dense_problem p = scaling_problem(24, 19, 3, false);
+  const sk::row_block b = my_rows(p.M, false);
+  const auto r = convert<double>(p.r.data() + b.first, b.count);
+  for (auto kind : {sk::variant::typical, sk::variant::c2r, sk::variant::blocked}) {
+    std::vector<double> results[2];
+    for (bool overlap : {false, true}) {
+      sk::options o;
+      o.kind = kind;
+      o.overlap = overlap;
+      o.threads = 1;
+      o.allreduce.segment_bytes = 32;  // many chunks
+      auto A = rows_of<double>(p.A, p.N, b, p.N);
+      sk::scale_in_place(A.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD, o);
+      results[overlap] = A;
+    }
+    EXPECT_EQ(results[0], results[1]) << sk::variant_name(kind);
+  }
+}
+
+TEST(SinkhornScaling, StatusAndWarmStart) {
+  const dense_problem p = scaling_problem(30, 20, 11, false);
+  const sk::row_block b = my_rows(p.M, false);
+  const auto A = rows_of<double>(p.A, p.N, b, p.N);
+  const auto r = convert<double>(p.r.data() + b.first, b.count);
+  sk::options o;
+  o.threads = 1;
+  o.tol = 1e-12;
+  o.max_iter = 2;
+  auto res = sk::scale(A.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD, o);
+  EXPECT_EQ(res.state, sk::status::max_iter);
+  EXPECT_EQ(res.iterations, 2);
+  ASSERT_EQ(res.error_history.size(), 2u);
+  EXPECT_GT(res.error, o.tol);
+  EXPECT_EQ(res.error, res.error_history.back());
+
+  o.max_iter = 1000;
+  res = sk::scale(A.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD, o);
+  ASSERT_EQ(res.state, sk::status::converged);
+  EXPECT_GT(res.iterations, 3);
+  // Every rank saw the same error history (identical column sums everywhere).
+  double last = res.error, lo = last, hi = last;
+  MPI_Allreduce(&last, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&last, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(lo, hi);
+
+  // Warm start from the solution: converged at once.
+  o.init_u.assign(res.u.begin(), res.u.end());
+  o.init_v.assign(res.v.begin(), res.v.end());
+  for (auto kind : {sk::variant::fused, sk::variant::c2r}) {
+    o.kind = kind;
+    auto work = A;
+    const auto warm = sk::scale_in_place(work.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD, o);
+    EXPECT_EQ(warm.state, sk::status::converged) << sk::variant_name(kind);
+    EXPECT_EQ(warm.iterations, 1) << sk::variant_name(kind);
+  }
+}
+
+TEST(SinkhornScaling, EmptyProblemsAndZeroLines) {
+  sk::options o;
+  o.threads = 1;
+  // M = 0 (every rank holds no rows) and N = 0.
+  auto res = sk::scale(static_cast<const double*>(nullptr), 0, 4, 4, nullptr, std::vector<double>(4, 1).data(),
+                       MPI_COMM_WORLD, o);
+  EXPECT_EQ(res.state, sk::status::converged);
+  EXPECT_EQ(res.v.size(), 4u);
+  // A zero row and a zero column are fine when their marginals are zero.
+  dense_problem p = scaling_problem(12, 9, 5, false);
+  for (std::size_t j = 0; j < p.N; ++j) p.A[4 * p.N + j] = 0;
+  for (std::size_t i = 0; i < p.M; ++i) p.A[i * p.N + 2] = 0;
+  p.r[5] += p.r[4];
+  p.r[4] = 0;
+  const double moved = p.c[2];
+  p.c[2] = 0;
+  p.c[3] += moved;
+  const auto ref = reference_scaled(p);
+  const sk::row_block b = my_rows(p.M, true);
+  const auto r = convert<double>(p.r.data() + b.first, b.count);
+  for (auto kind : {sk::variant::fused, sk::variant::typical, sk::variant::blocked}) {
+    o.kind = kind;
+    o.tol = 1e-12;
+    auto A = rows_of<double>(p.A, p.N, b, p.N);
+    const auto s = sk::scale_in_place(A.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD, o);
+    EXPECT_EQ(s.state, sk::status::converged) << sk::variant_name(kind);
+    expect_scaled(p, ref, b, s.u, s.v, std::string(sk::variant_name(kind)));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Entropic OT
+// ---------------------------------------------------------------------------
+template <class T>
+void check_transport(double eps, double offset, bool log_domain, sk::variant kind, double plan_tol) {
+  const dense_problem p = ot_problem(23, 31, 99, offset);
+  const auto ref = reference_plan(p, eps);
+  double ref_cost = 0;
+  for (std::size_t k = 0; k < ref.size(); ++k) ref_cost += ref[k] * p.A[k];
+  const sk::row_block b = my_rows(p.M, true);
+  const auto C = rows_of<T>(p.A, p.N, b, p.N);
+  const auto a = convert<T>(p.r.data() + b.first, b.count);
+  const auto bb = convert<T>(p.c.data(), p.N);
+  sk::options o;
+  o.kind = kind;
+  o.log_domain = log_domain;
+  o.threads = 2;
+  o.tol = solver_tol<T>();
+  o.max_iter = 100000;
+  std::vector<T> plan(std::max<std::size_t>(b.count * p.N, 1));
+  const auto res = sk::transport(C.data(), b.count, p.N, p.N, a.data(), bb.data(), eps, MPI_COMM_WORLD, o, plan.data());
+  const std::string label = std::string(log_domain ? "log" : sk::variant_name(kind)) + " eps=" + std::to_string(eps);
+  ASSERT_EQ(res.state, sk::status::converged) << label;
+  double worst = 0;
+  for (std::size_t i = 0; i < b.count; ++i) {
+    for (std::size_t j = 0; j < p.N; ++j) {
+      const std::size_t gi = b.first + i;
+      worst = std::max(worst, std::abs(double(plan[i * p.N + j]) - ref[gi * p.N + j]));
+      // The potentials reproduce the plan.
+      const double from_potentials =
+          std::exp((double(res.f[i]) + double(res.g[j]) - p.A[gi * p.N + j]) / eps);
+      ASSERT_NEAR(from_potentials, double(plan[i * p.N + j]), plan_tol) << label;
+    }
+  }
+  EXPECT_LE(worst, plan_tol) << label;
+  EXPECT_NEAR(res.cost, ref_cost, 1e3 * plan_tol * std::max(1.0, ref_cost)) << label;
+}
+
+TEST(SinkhornTransport, PlainAndLogDomainAgreeForModerateEps) {
+  for (auto kind : {sk::variant::fused, sk::variant::c2r}) check_transport<double>(0.05, 0.0, false, kind, 1e-10);
+  check_transport<double>(0.05, 0.0, true, sk::variant::fused, 1e-10);
+  check_transport<float>(0.05, 0.0, false, sk::variant::fused, 2e-5);
+  check_transport<float>(0.05, 0.0, true, sk::variant::fused, 2e-5);
+}
+
+TEST(SinkhornTransport, TinyEpsPlainFailsLogDomainConverges) {
+  // Costs in [1, 2] and eps = 1/800: every exp(-C/eps) underflows in double.
+  const double eps = 1.0 / 800;
+  const dense_problem p = ot_problem(23, 31, 99, 1.0);
+  const sk::row_block b = my_rows(p.M, false);
+  const auto a = convert<double>(p.r.data() + b.first, b.count);
+  const auto C = rows_of<double>(p.A, p.N, b, p.N);
+  sk::options o;
+  o.threads = 1;
+  for (auto kind : {sk::variant::fused, sk::variant::typical}) {
+    o.kind = kind;
+    const auto plain = sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), eps, MPI_COMM_WORLD, o);
+    EXPECT_EQ(plain.state, sk::status::numerical_failure) << sk::variant_name(kind);
+    EXPECT_EQ(plain.iterations, 0);
+    EXPECT_FALSE(std::isfinite(plain.error_history.back()));
+  }
+  check_transport<double>(eps, 1.0, true, sk::variant::fused, 1e-9);
+  check_transport<float>(1.0 / 100, 1.0, true, sk::variant::fused, 2e-5);  // exp(-100) underflows in float
+}
+
+// ---------------------------------------------------------------------------
+// Bad input: the same error on every rank
+// ---------------------------------------------------------------------------
+void expect_error_everywhere(const std::function<void()>& call, const std::string& needle) {
+  std::string message;
+  try {
+    call();
+  } catch (const error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find(needle), std::string::npos) << "got: '" << message << "', want '" << needle << "'";
+}
+
+struct bad_input_case {
+  dense_problem p = scaling_problem(10, 6, 21, false);
+  sk::row_block b = my_rows(10, false);
+  std::vector<double> A = rows_of<double>(p.A, p.N, b, p.N);
+  std::vector<double> r = convert<double>(p.r.data() + b.first, b.count);
+  sk::options o;
+  // Makes the last rank's first row bad (that rank holds rows at every P <= 10).
+  bool on_last_rank() const { return rank_of() == size_of() - 1 && b.count > 0; }
+  void run() { sk::scale(A.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD, o); }
+};
+
+TEST(SinkhornErrors, BadDataOnOneRankFailsEveryRank) {
+  {
+    bad_input_case t;
+    if (t.on_last_rank()) t.A[1] = -0.5;
+    expect_error_everywhere([&] { t.run(); }, "(entries must be finite and >= 0)");
+  }
+  {
+    bad_input_case t;
+    if (t.on_last_rank()) t.A[2] = std::nan("");
+    expect_error_everywhere([&] { t.run(); }, "(entries must be finite and >= 0)");
+  }
+  {
+    bad_input_case t;
+    if (t.on_last_rank()) std::fill(t.A.begin(), t.A.begin() + static_cast<std::ptrdiff_t>(t.p.N), 0.0);
+    expect_error_everywhere([&] { t.run(); }, "is zero but its marginal r[");
+  }
+  {
+    bad_input_case t;
+    for (std::size_t i = 0; i < t.b.count; ++i) t.A[i * t.p.N + 3] = 0;
+    expect_error_everywhere([&] { t.run(); }, "column 3 is zero but its marginal c[3] is positive");
+  }
+  {
+    bad_input_case t;
+    if (t.on_last_rank()) t.r[0] *= 2;
+    expect_error_everywhere([&] { t.run(); }, "different sums");
+  }
+  {
+    bad_input_case t;
+    if (t.on_last_rank()) t.r[0] = -1;
+    expect_error_everywhere([&] { t.run(); }, "(marginals must be finite and >= 0)");
+  }
+  {
+    bad_input_case t;
+    if (rank_of() == 0) t.p.c[0] += 1e-3;  // column marginals differ between ranks
+    if (size_of() > 1) expect_error_everywhere([&] { t.run(); }, "different column marginals");
+  }
+}
+
+TEST(SinkhornErrors, BadArgumentsOnOneRankFailEveryRank) {
+  {
+    bad_input_case t;
+    if (rank_of() == 0) t.o.kind = sk::variant::typical;  // scale() takes a read-only A
+    expect_error_everywhere([&] { t.run(); }, "call scale_in_place");
+  }
+  {
+    bad_input_case t;
+    if (t.on_last_rank()) t.o.max_iter = 0;
+    expect_error_everywhere([&] { t.run(); }, "max_iter must be >= 1");
+  }
+  {
+    bad_input_case t;
+    if (t.on_last_rank()) {
+      expect_error_everywhere([&] { sk::scale(t.A.data(), t.b.count, t.p.N, t.p.N - 1, t.r.data(), t.p.c.data(), MPI_COMM_WORLD, t.o); },
+                              "leading dimension");
+    } else {
+      expect_error_everywhere([&] { t.run(); }, "leading dimension");
+    }
+  }
+  if (size_of() > 1) {
+    // Different column counts: rank 0 claims one more column.
+    bad_input_case t;
+    std::vector<double> wide(t.b.count * (t.p.N + 1) + 1, 1.0), c(t.p.N + 1, 1.0);
+    if (rank_of() == 0) {
+      expect_error_everywhere([&] { sk::scale(wide.data(), t.b.count, t.p.N + 1, t.p.N + 1, t.r.data(), c.data(), MPI_COMM_WORLD, t.o); },
+                              "different column counts");
+    } else {
+      expect_error_everywhere([&] { t.run(); }, "different column counts");
+    }
+  }
+  {
+    const dense_problem p = ot_problem(8, 8, 1, 0.0);
+    const sk::row_block b = my_rows(8, false);
+    auto C = rows_of<double>(p.A, p.N, b, p.N);
+    const auto a = convert<double>(p.r.data() + b.first, b.count);
+    sk::options o;
+    expect_error_everywhere([&] { sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.0, MPI_COMM_WORLD, o); },
+                            "eps must be finite and > 0");
+    if (rank_of() == size_of() - 1 && b.count > 0) C[0] = std::numeric_limits<double>::infinity();
+    expect_error_everywhere([&] { sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.1, MPI_COMM_WORLD, o); },
+                            "(costs must be finite)");
+  }
+}
+
+}  // namespace
+}  // namespace conveyor
