@@ -14,3 +14,12 @@ void plain_sum_i8(const std::int8_t* in, std::int8_t* inout, std::size_t n);
 void plain_band_u8(const std::uint8_t* in, std::uint8_t* inout, std::size_t n);
 
 }  // namespace conveyor::bench
+
+namespace conveyor::bench {
+
+/// The one-read bound of the Sinkhorn benchmark: sum of every element of a
+/// rows x cols matrix (stride ld) on `threads` OpenMP threads, vectorized.
+double read_all(const double* a, std::size_t rows, std::size_t cols, std::size_t ld, int threads);
+double read_all(const float* a, std::size_t rows, std::size_t cols, std::size_t ld, int threads);
+
+}  // namespace conveyor::bench

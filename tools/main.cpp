@@ -5,6 +5,8 @@
 //   conveyor bench reduce [options]     local reduction throughput (bench/reduce_bench)
 //   conveyor bench allreduce [options]  allreduce algorithms vs stock MPI_Allreduce
 //   conveyor bench overlap [options]    allreduce + per-chunk compute, overlapped or not
+//   conveyor bench sinkhorn [options]   ms per Sinkhorn iteration per variant vs the one-read bound
+//   conveyor sinkhorn [options]         solve a generated or .npy scaling / OT problem
 //   conveyor tune [--output FILE]       measure the allreduce cost model, write a tune file
 //
 // Run it directly (one process) or under mpiexec.
@@ -17,6 +19,7 @@
 #include "conveyor/types.hpp"
 #include "allreduce_bench.hpp"
 #include "reduce_bench.hpp"
+#include "sinkhorn_bench.hpp"
 #include "tool.hpp"
 
 namespace {
@@ -72,6 +75,22 @@ int main(int argc, char** argv) {
   auto* bench_overlap = bench->add_subcommand("overlap", "Allreduce + per-chunk compute: overlapped through on_chunk vs sequential");
   add_collective_options(bench_overlap, "64MiB");
 
+  conveyor::bench::sinkhorn_bench_options so;
+  auto* bench_sinkhorn = bench->add_subcommand("sinkhorn", "ms per Sinkhorn iteration, every variant, vs the one-read-of-A bound");
+  bench_sinkhorn->add_option("--sizes", so.sizes, "M = N values")->delimiter(',')->capture_default_str();
+  bench_sinkhorn->add_option("--dtypes", so.dtypes, "float64,float32")->delimiter(',')->capture_default_str();
+  bench_sinkhorn->add_option("--variants", so.variants, "fused,blocked,c2r,typical")->delimiter(',')->capture_default_str();
+  bench_sinkhorn->add_option("--threads", so.threads, "OpenMP threads per rank")->capture_default_str()->check(CLI::Range(1, 1024));
+  bench_sinkhorn->add_option("--iters", so.iters, "Iterations per sample")->capture_default_str()->check(CLI::Range(1, 100000));
+  bench_sinkhorn->add_option("--reps", so.reps, "Samples")->capture_default_str()->check(CLI::Range(1, 1000));
+  bench_sinkhorn->add_option("--config", so.config, "Name of this configuration in the output rows");
+  bench_sinkhorn->add_option("--json", so.json_path, "Also write the rows as JSON");
+  bench_sinkhorn->add_option("--csv", so.csv_path, "Also write the rows as CSV");
+
+  conveyor::tool::sinkhorn_cli_options sc;
+  auto* sinkhorn = app.add_subcommand("sinkhorn", "Solve a matrix-scaling or entropic-OT problem (generated, or rows of a .npy file)");
+  conveyor::tool::add_sinkhorn_options(*sinkhorn, sc);
+
   std::string tune_out;
   int tune_ppn = 0;
   auto* tune = app.add_subcommand("tune", "Measure the allreduce cost model on this job and write the tune file");
@@ -101,6 +120,10 @@ int main(int argc, char** argv) {
       int rank = 0;
       MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       if (rank == 0) rc = conveyor::bench::run_reduce_bench(ro);  // a single-process benchmark
+    } else if (*bench_sinkhorn) {
+      rc = conveyor::bench::run_sinkhorn_bench(so);
+    } else if (*sinkhorn) {
+      rc = conveyor::tool::run_sinkhorn(sc);
     } else if (*tune) {
       rc = conveyor::tool::run_tune(tune_out, tune_ppn);
     } else if (*bench_allreduce || *bench_overlap) {

@@ -96,9 +96,18 @@ class in_place_solver {
     for (int it = 1; it <= o_.max_iter; ++it) {
       const double t0 = now();
       u_prev = u;
-      row_pass(u);
-      const double t1 = now();
-      column_sums(s_local);
+      double t1;
+      if (o_.kind == variant::blocked) {
+        // Blocking applied to the other parts too (the paper, IV-B): each mc-row
+        // panel is rescaled and added into the column sums while it is in cache.
+        // Its time counts as row pass; the column pass is the allreduce and scaling.
+        row_pass_and_sums(u, s_local);
+        t1 = now();
+      } else {
+        row_pass(u);
+        t1 = now();
+        column_sums(s_local);
+      }
       t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
         for (std::size_t j = off; j < off + cnt; ++j) {
           beta[j] = factor(p_.c[j], s[j]);
@@ -145,6 +154,26 @@ class in_place_solver {
       k_.scale(row(i), alpha, p_.cols);
       u[i] *= alpha;
     }
+  }
+
+  void row_pass_and_sums(std::vector<T>& u, std::vector<T>& s) {
+    const blocking& b = o_.block;
+    const std::size_t cols = p_.cols;
+    threaded_column_reduce(threads(), (p_.rows + b.mc - 1) / b.mc, T(0), partial_, s,  k_.add,
+                           [&](std::size_t first_panel, std::size_t end_panel, T* acc) {
+      for (std::size_t i0 = first_panel * b.mc; i0 < std::min(p_.rows, end_panel * b.mc); i0 += b.mc) {
+        const std::size_t i1 = std::min(p_.rows, i0 + b.mc);
+        for (std::size_t i = i0; i < i1; ++i) {
+          const T alpha = factor(p_.r[i], k_.sum(row(i), cols));
+          k_.scale(row(i), alpha, cols);
+          u[i] *= alpha;
+        }
+        for (std::size_t j = 0; j < cols; j += b.nc) {
+          const std::size_t w = std::min(b.nc, cols - j);
+          for (std::size_t i = i0; i < i1; ++i) k_.add(acc + j, row(i) + j, w);
+        }
+      }
+    });
   }
 
   void column_sums(std::vector<T>& s) {
@@ -211,6 +240,7 @@ class in_place_solver {
   const options& o_;
   const kernels<T>& k_;
   T* A_;
+  std::vector<std::vector<T>> partial_;
 };
 
 // ---------------------------------------------------------------------------
