@@ -13,6 +13,7 @@
 #include "conveyor/mpi.hpp"
 #include "conveyor/reduce.hpp"
 #include "reduce_bench.hpp"
+#include "sinkhorn_bench.hpp"
 #include "tool.hpp"
 
 namespace conveyor::tool {
@@ -95,8 +96,30 @@ int run_demo() {
     bench::run_allreduce_bench(o);
   }
 
+  section("Sinkhorn: entropic OT to convergence (log domain, eps = 0.01), rows split over the ranks");
+  {
+    sinkhorn_cli_options o;
+    o.ot = true;
+    o.log_domain = true;
+    o.eps = 0.01;
+    o.rows = o.cols = 1500;
+    o.tol = 1e-8;
+    run_sinkhorn(o);
+  }
+
+  section("Sinkhorn: ms per iteration, fused kernel vs the paper's variants and the one-read bound");
+  {
+    bench::sinkhorn_bench_options o;
+    o.sizes = {3000};
+    o.dtypes = {"float64"};
+    o.iters = 3;
+    o.reps = 3;
+    bench::run_sinkhorn_bench(o);
+  }
+
   if (world_rank() == 0) {
     std::printf("\nMore: `conveyor bench reduce --all-targets`, `conveyor bench allreduce`,\n"
+                "`conveyor bench sinkhorn`, `conveyor sinkhorn --help`,\n"
                 "`scripts/cluster run -- ...` for emulated nodes, docs/results.md\n");
   }
   return 0;

@@ -134,6 +134,61 @@ CONVEYOR_C_API int conveyor_reduce_scatter(const void* send, void* recv, const s
 CONVEYOR_C_API int conveyor_allgatherv(const void* send, void* recv, const size_t* counts,
                                        conveyor_dtype t, MPI_Comm comm);
 
+/* ---- Sinkhorn: matrix scaling and entropic OT (conveyor/sinkhorn.hpp) ---- */
+
+enum {
+  CONVEYOR_SINKHORN_FUSED = 0,  /* never writes A; one read of A per iteration */
+  CONVEYOR_SINKHORN_TYPICAL,    /* the paper's Algorithm 1 (in place) */
+  CONVEYOR_SINKHORN_C2R,        /* Algorithm 2 (in place) */
+  CONVEYOR_SINKHORN_BLOCKED     /* Algorithm 3 (in place) */
+};
+enum {
+  CONVEYOR_SINKHORN_CONVERGED = 0,
+  CONVEYOR_SINKHORN_MAX_ITER,
+  CONVEYOR_SINKHORN_NUMERICAL_FAILURE
+};
+
+typedef struct conveyor_sinkhorn_options {
+  int variant;            /* CONVEYOR_SINKHORN_* */
+  double tol;             /* on the L1 column-marginal error */
+  int max_iter;
+  int threads;            /* OpenMP threads per rank; 0: automatic */
+  int log_domain;         /* OT only: iterate on potentials */
+  int overlap;            /* in-place variants: scale columns as their sums arrive */
+  size_t mc, nc, mr, nr;  /* blocking of the blocked variant */
+  const double* init_u;   /* warm start (this rank's rows) or NULL */
+  const double* init_v;   /* warm start (all columns) or NULL */
+  int allreduce_algorithm; /* CONVEYOR_ALLREDUCE_* for the column sums */
+} conveyor_sinkhorn_options;
+
+typedef struct conveyor_sinkhorn_info {
+  int status;             /* CONVEYOR_SINKHORN_CONVERGED, ... */
+  int iterations;
+  double error;           /* L1 column-marginal error of the result */
+  double cost;            /* OT: <P, C> over all ranks; scaling: 0 */
+  double seconds;         /* the whole call on this rank */
+} conveyor_sinkhorn_info;
+
+/* The defaults of conveyor::sinkhorn::options. */
+CONVEYOR_C_API void conveyor_sinkhorn_options_init(conveyor_sinkhorn_options* options);
+
+/* Matrix scaling of this rank's rows of A (float32 or float64, row stride ld).
+ * in_place non-zero: A becomes diag(u) A diag(v) (any variant); zero: A is only
+ * read (fused only). u (rows) and v (cols) receive the scaling and may be NULL.
+ * Collective over comm; every rank gets the same error. options/info may be NULL. */
+CONVEYOR_C_API int conveyor_sinkhorn_scale(conveyor_dtype t, void* A, size_t rows, size_t cols, size_t ld,
+                                           const void* r, const void* c, MPI_Comm comm, int in_place,
+                                           const conveyor_sinkhorn_options* options, void* u, void* v,
+                                           conveyor_sinkhorn_info* info);
+
+/* Entropic OT on this rank's rows of the cost matrix C. f (rows), g (cols) receive
+ * the dual potentials and plan (rows x cols, stride plan_ld, 0: cols) the plan
+ * rows; each may be NULL. */
+CONVEYOR_C_API int conveyor_sinkhorn_transport(conveyor_dtype t, const void* C, size_t rows, size_t cols, size_t ld,
+                                               const void* a, const void* b, double eps, MPI_Comm comm,
+                                               const conveyor_sinkhorn_options* options, void* f, void* g,
+                                               void* plan, size_t plan_ld, conveyor_sinkhorn_info* info);
+
 /* Name of the SIMD target the reduction kernels use now, e.g. "AVX3". Never fails;
  * returns "" if it cannot be determined. Valid until the next call. */
 CONVEYOR_C_API const char* conveyor_simd_target(void);

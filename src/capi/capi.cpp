@@ -1,5 +1,6 @@
 // The C API: thin wrappers that turn C++ exceptions into status codes plus a
 // per-thread message.
+#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -9,6 +10,7 @@
 #include "conveyor/conveyor.h"
 #include "conveyor/mpi.hpp"
 #include "conveyor/reduce.hpp"
+#include "conveyor/sinkhorn.hpp"
 #include "conveyor/version.hpp"
 
 namespace {
@@ -140,3 +142,97 @@ int conveyor_set_simd_target(const char* name) {
 }
 
 }  // extern "C"
+
+// ---------------------------------------------------------------------------
+// Sinkhorn
+// ---------------------------------------------------------------------------
+namespace {
+
+namespace sk = conveyor::sinkhorn;
+
+sk::options to_sinkhorn_options(const conveyor_sinkhorn_options* o, std::size_t rows, std::size_t cols) {
+  sk::options opt;
+  if (!o) return opt;
+  opt.kind = static_cast<sk::variant>(o->variant);
+  opt.tol = o->tol;
+  opt.max_iter = o->max_iter;
+  opt.threads = o->threads;
+  opt.log_domain = o->log_domain != 0;
+  opt.overlap = o->overlap != 0;
+  opt.block = {o->mc, o->nc, o->mr, o->nr};
+  if (o->init_u && rows) opt.init_u.assign(o->init_u, o->init_u + rows);
+  if (o->init_v && cols) opt.init_v.assign(o->init_v, o->init_v + cols);
+  opt.allreduce.algorithm = static_cast<conveyor::allreduce_algorithm>(o->allreduce_algorithm);
+  return opt;
+}
+
+template <class T>
+void copy_out(const std::vector<T>& from, void* to) {
+  if (to && !from.empty()) std::memcpy(to, from.data(), from.size() * sizeof(T));
+}
+
+template <class R>
+void fill_info(const R& res, double cost, conveyor_sinkhorn_info* info) {
+  if (info) *info = {static_cast<int>(res.state), res.iterations, res.error, cost, res.time.total};
+}
+
+void require_float(conveyor_dtype t) {
+  if (t != CONVEYOR_FLOAT32 && t != CONVEYOR_FLOAT64) {
+    throw conveyor::error(conveyor::errc::unsupported, "sinkhorn: dtype must be float32 or float64");
+  }
+}
+
+template <class T>
+void scale_as(void* A, std::size_t rows, std::size_t cols, std::size_t ld, const void* r, const void* c, MPI_Comm comm,
+              int in_place, const sk::options& opt, void* u, void* v, conveyor_sinkhorn_info* info) {
+  const auto res = in_place ? sk::scale_in_place(static_cast<T*>(A), rows, cols, ld, static_cast<const T*>(r),
+                                                 static_cast<const T*>(c), comm, opt)
+                            : sk::scale(static_cast<const T*>(A), rows, cols, ld, static_cast<const T*>(r),
+                                        static_cast<const T*>(c), comm, opt);
+  copy_out(res.u, u);
+  copy_out(res.v, v);
+  fill_info(res, 0.0, info);
+}
+
+template <class T>
+void transport_as(const void* C, std::size_t rows, std::size_t cols, std::size_t ld, const void* a, const void* b,
+                  double eps, MPI_Comm comm, const sk::options& opt, void* f, void* g, void* plan, std::size_t plan_ld,
+                  conveyor_sinkhorn_info* info) {
+  const auto res = sk::transport(static_cast<const T*>(C), rows, cols, ld, static_cast<const T*>(a),
+                                 static_cast<const T*>(b), eps, comm, opt, static_cast<T*>(plan), plan_ld);
+  copy_out(res.f, f);
+  copy_out(res.g, g);
+  fill_info(res, res.cost, info);
+}
+
+}  // namespace
+
+void conveyor_sinkhorn_options_init(conveyor_sinkhorn_options* options) {
+  if (!options) return;
+  const sk::options d;
+  *options = conveyor_sinkhorn_options{static_cast<int>(d.kind), d.tol, d.max_iter, d.threads, d.log_domain ? 1 : 0,
+                                       d.overlap ? 1 : 0, d.block.mc, d.block.nc, d.block.mr, d.block.nr,
+                                       nullptr, nullptr, static_cast<int>(d.allreduce.algorithm)};
+}
+
+int conveyor_sinkhorn_scale(conveyor_dtype t, void* A, size_t rows, size_t cols, size_t ld, const void* r,
+                            const void* c, MPI_Comm comm, int in_place, const conveyor_sinkhorn_options* options,
+                            void* u, void* v, conveyor_sinkhorn_info* info) {
+  return guarded([&] {
+    require_float(t);
+    const sk::options opt = to_sinkhorn_options(options, rows, cols);
+    if (t == CONVEYOR_FLOAT64) scale_as<double>(A, rows, cols, ld, r, c, comm, in_place, opt, u, v, info);
+    else scale_as<float>(A, rows, cols, ld, r, c, comm, in_place, opt, u, v, info);
+  });
+}
+
+int conveyor_sinkhorn_transport(conveyor_dtype t, const void* C, size_t rows, size_t cols, size_t ld, const void* a,
+                                const void* b, double eps, MPI_Comm comm, const conveyor_sinkhorn_options* options,
+                                void* f, void* g, void* plan, size_t plan_ld, conveyor_sinkhorn_info* info) {
+  return guarded([&] {
+    require_float(t);
+    const sk::options opt = to_sinkhorn_options(options, rows, cols);
+    if (t == CONVEYOR_FLOAT64) transport_as<double>(C, rows, cols, ld, a, b, eps, comm, opt, f, g, plan, plan_ld, info);
+    else transport_as<float>(C, rows, cols, ld, a, b, eps, comm, opt, f, g, plan, plan_ld, info);
+  });
+}

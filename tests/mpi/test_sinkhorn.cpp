@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../unit/reference.hpp"
+#include "conveyor/conveyor.h"
 #include "conveyor/reduce.hpp"
 #include "conveyor/sinkhorn.hpp"
 
@@ -525,6 +526,65 @@ TEST(SinkhornErrors, BadArgumentsOnOneRankFailEveryRank) {
     expect_error_everywhere([&] { sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.1, MPI_COMM_WORLD, o); },
                             "(costs must be finite)");
   }
+}
+
+// ---------------------------------------------------------------------------
+// C API
+// ---------------------------------------------------------------------------
+TEST(SinkhornCApi, ScaleAndTransportMatchTheCppApi) {
+  const dense_problem p = scaling_problem(17, 13, 8, false);
+  const sk::row_block b = my_rows(p.M, true);
+  auto A = rows_of<double>(p.A, p.N, b, p.N);
+  const auto r = convert<double>(p.r.data() + b.first, b.count);
+  conveyor_sinkhorn_options o;
+  conveyor_sinkhorn_options_init(&o);
+  EXPECT_EQ(o.variant, CONVEYOR_SINKHORN_FUSED);
+  EXPECT_EQ(o.nc, 1000u);
+  o.threads = 1;
+  o.tol = 1e-12;
+  std::vector<double> u(b.count + 1), v(p.N);
+  conveyor_sinkhorn_info info{};
+  ASSERT_EQ(conveyor_sinkhorn_scale(CONVEYOR_FLOAT64, A.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD,
+                                    0, &o, u.data(), v.data(), &info),
+            CONVEYOR_SUCCESS)
+      << conveyor_last_error();
+  EXPECT_EQ(info.status, CONVEYOR_SINKHORN_CONVERGED);
+  sk::options cpp;
+  cpp.threads = 1;
+  cpp.tol = 1e-12;
+  const auto want = sk::scale(A.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD, cpp);
+  EXPECT_EQ(info.iterations, want.iterations);
+  EXPECT_EQ(std::vector<double>(u.begin(), u.begin() + static_cast<std::ptrdiff_t>(b.count)), want.u);
+  EXPECT_EQ(v, want.v);
+
+  // In place with a variant the read-only call refuses.
+  o.variant = CONVEYOR_SINKHORN_BLOCKED;
+  EXPECT_EQ(conveyor_sinkhorn_scale(CONVEYOR_FLOAT64, A.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD,
+                                    0, &o, nullptr, nullptr, nullptr),
+            CONVEYOR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(conveyor_last_error()).find("scale_in_place"), std::string::npos);
+  EXPECT_EQ(conveyor_sinkhorn_scale(CONVEYOR_FLOAT64, A.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD,
+                                    1, &o, nullptr, nullptr, &info),
+            CONVEYOR_SUCCESS);
+  EXPECT_EQ(conveyor_sinkhorn_scale(CONVEYOR_INT32, A.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD,
+                                    1, &o, nullptr, nullptr, &info),
+            CONVEYOR_ERR_UNSUPPORTED);
+
+  const dense_problem q = ot_problem(9, 11, 4, 0.0);
+  const sk::row_block qb = my_rows(q.M, false);
+  const auto C = rows_of<float>(q.A, q.N, qb, q.N);
+  const auto a = convert<float>(q.r.data() + qb.first, qb.count);
+  const auto bb = convert<float>(q.c.data(), q.N);
+  conveyor_sinkhorn_options_init(&o);
+  o.log_domain = 1;
+  o.tol = 1e-6;
+  std::vector<float> f(qb.count + 1), g(q.N), plan(qb.count * q.N + 1);
+  ASSERT_EQ(conveyor_sinkhorn_transport(CONVEYOR_FLOAT32, C.data(), qb.count, q.N, q.N, a.data(), bb.data(), 0.1,
+                                        MPI_COMM_WORLD, &o, f.data(), g.data(), plan.data(), 0, &info),
+            CONVEYOR_SUCCESS)
+      << conveyor_last_error();
+  EXPECT_EQ(info.status, CONVEYOR_SINKHORN_CONVERGED);
+  EXPECT_GT(info.cost, 0.0);
 }
 
 }  // namespace
