@@ -78,6 +78,23 @@ def main():
                        (dtype, n, k("typical"), k("c2r"), k("blocked"),
                         "holds" if k("typical") > k("c2r") > k("blocked") else "DOES NOT hold",
                         col("typical") / col("blocked")))
+    # Overlap on / off (scripts/bench sinkhorn-overlap).
+    overlap_rows = []
+    for where in ["shm", "cluster"]:
+        files = [os.path.join(args.folder, "sinkhorn-overlap-%s-%s.csv" % (where, m)) for m in ("off", "on")]
+        if not all(os.path.exists(f) for f in files):
+            continue
+        off = {r["impl"].replace(" (no overlap)", ""): r for r in load(files[0])}
+        on = {r["impl"]: r for r in load(files[1])}
+        for impl in ["fused", "blocked", "c2r"]:
+            if impl in off and impl in on:
+                a, b = float(off[impl]["ms_median"]), float(on[impl]["ms_median"])
+                overlap_rows.append("| %s | %s | %.1f | %.1f | %.2fx |" % (on[impl]["config"], impl, a, b, a / b))
+    if overlap_rows:
+        out.append("\n#### Column scaling overlapped with the allreduce (on_chunk), f64 8000^2, ms per iteration\n")
+        out.append("| configuration | variant | overlap off | overlap on | off / on |")
+        out.append("|---|---|---|---|---|")
+        out.extend(overlap_rows)
     with open(args.markdown, "w") as fh:
         fh.write("\n".join(out) + "\n")
     print("\n".join(out))

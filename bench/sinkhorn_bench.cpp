@@ -59,6 +59,7 @@ measured time_variant(local_matrix<T>& m, sk::variant kind, const sinkhorn_bench
   sk::options o;
   o.kind = kind;
   o.threads = opt.threads;
+  o.overlap = opt.overlap;
   o.tol = 0;  // never converged: exactly `iters` iterations
   // The typical variant's column pass takes seconds at 16000^2: one iteration per sample.
   const int iters = kind == sk::variant::typical ? 1 : opt.iters;
@@ -109,7 +110,8 @@ void bench_dtype(const std::string& dtype, std::size_t n, const sinkhorn_bench_o
   add("read_bound", bound, -1);
   for (const auto& name : opt.variants) {
     const measured t = time_variant(m, sk::parse_variant(name), opt);
-    add(name, t.per_iter, t.row_share);
+    add(opt.overlap || !sk::rewrites_matrix(sk::parse_variant(name)) ? name : name + " (no overlap)", t.per_iter,
+        t.row_share);
   }
 }
 

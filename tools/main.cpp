@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   bench_sinkhorn->add_option("--threads", so.threads, "OpenMP threads per rank")->capture_default_str()->check(CLI::Range(1, 1024));
   bench_sinkhorn->add_option("--iters", so.iters, "Iterations per sample")->capture_default_str()->check(CLI::Range(1, 100000));
   bench_sinkhorn->add_option("--reps", so.reps, "Samples")->capture_default_str()->check(CLI::Range(1, 1000));
+  bench_sinkhorn->add_flag("--no-overlap{false}", so.overlap, "In-place variants: scale columns after the allreduce, not during it");
   bench_sinkhorn->add_option("--config", so.config, "Name of this configuration in the output rows");
   bench_sinkhorn->add_option("--json", so.json_path, "Also write the rows as JSON");
   bench_sinkhorn->add_option("--csv", so.csv_path, "Also write the rows as CSV");
