@@ -421,6 +421,29 @@ TEST(SinkhornTransport, TinyEpsPlainFailsLogDomainConverges) {
   check_transport<float>(1.0 / 100, 1.0, true, sk::variant::fused, 2e-5);  // exp(-100) underflows in float
 }
 
+TEST(SinkhornTransport, WarmStartFromPotentialsOrScalings) {
+  const dense_problem p = ot_problem(21, 18, 5, 0.0);
+  const sk::row_block b = my_rows(p.M, true);
+  const auto C = rows_of<double>(p.A, p.N, b, p.N);
+  const auto a = convert<double>(p.r.data() + b.first, b.count);
+  for (bool log_domain : {true, false}) {
+    sk::options o;
+    o.threads = 1;
+    o.tol = 1e-11;
+    o.log_domain = log_domain;
+    const auto cold = sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.05, MPI_COMM_WORLD, o);
+    ASSERT_EQ(cold.state, sk::status::converged);
+    ASSERT_GT(cold.iterations, 2);
+    // Log domain: potentials; plain kernel: scaling vectors u = exp(f/eps), v = exp(g/eps).
+    for (double f : cold.f) o.init_u.push_back(log_domain ? f : std::exp(f / 0.05));
+    for (double g : cold.g) o.init_v.push_back(log_domain ? g : std::exp(g / 0.05));
+    const auto warm = sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.05, MPI_COMM_WORLD, o);
+    EXPECT_EQ(warm.state, sk::status::converged) << log_domain;
+    EXPECT_EQ(warm.iterations, 1) << log_domain;
+    EXPECT_NEAR(warm.cost, cold.cost, 1e-12) << log_domain;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Bad input: the same error on every rank
 // ---------------------------------------------------------------------------
