@@ -295,10 +295,6 @@ const kernel_tables* GetTables() {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <atomic>
-#include <map>
-#include <mutex>
-
 #include "reduce/kernel_table.hpp"
 #include "reduce/reduce_internal.hpp"
 
@@ -311,16 +307,8 @@ HWY_EXPORT(GetTables);
 namespace {
 
 const kernel_tables& tables_for(std::int64_t bit) {
-  static std::mutex mutex;
-  static std::map<std::int64_t, const kernel_tables*> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(bit);
-  if (it == cache.end()) {
-    const kernel_tables* t = nullptr;
-    conveyor::detail::with_only_target(bit, [&] { t = HWY_DYNAMIC_DISPATCH(GetTables)(); });
-    it = cache.emplace(bit, t).first;
-  }
-  return *it->second;
+  static conveyor::detail::per_target_tables<kernel_tables> tables;
+  return tables.get(bit, [] { return HWY_DYNAMIC_DISPATCH(GetTables)(); });
 }
 
 }  // namespace
