@@ -6,6 +6,7 @@
 //   conveyor bench allreduce [options]  allreduce algorithms vs stock MPI_Allreduce
 //   conveyor bench overlap [options]    allreduce + per-chunk compute, overlapped or not
 //   conveyor bench sinkhorn [options]   ms per Sinkhorn iteration per variant vs the one-read bound
+//   conveyor bench dsop [options]       sum of outer products: every algorithm and auto
 //   conveyor sinkhorn [options]         solve a generated or .npy scaling / OT problem
 //   conveyor tune [--output FILE]       measure the allreduce cost model, write a tune file
 //
@@ -19,6 +20,7 @@
 #include "conveyor/types.hpp"
 #include "allreduce_bench.hpp"
 #include "reduce_bench.hpp"
+#include "dsop_bench.hpp"
 #include "sinkhorn_bench.hpp"
 #include "tool.hpp"
 
@@ -88,6 +90,17 @@ int main(int argc, char** argv) {
   bench_sinkhorn->add_option("--json", so.json_path, "Also write the rows as JSON");
   bench_sinkhorn->add_option("--csv", so.csv_path, "Also write the rows as CSV");
 
+  conveyor::bench::dsop_bench_options dso;
+  auto* bench_dsop = bench->add_subcommand("dsop", "Distributed sum of outer products: every algorithm and auto");
+  bench_dsop->add_option("--shapes", dso.shapes, "N (square) or NxM")->delimiter(',')->capture_default_str();
+  bench_dsop->add_option("--algorithms", dso.algorithms, "auto,allgather,allreduce,ring,generalized_rabenseifner")->delimiter(',')->capture_default_str();
+  bench_dsop->add_option("--dtype", dso.dtype, "float64 or float32")->capture_default_str();
+  bench_dsop->add_option("--iterations", dso.iterations, "Calls per row, the first a warm-up")->capture_default_str()->check(CLI::Range(2, 100000));
+  bench_dsop->add_flag("--distributed", dso.distributed, "Each rank receives only its row block of G");
+  bench_dsop->add_option("--config", dso.config, "Name of this configuration in the output rows");
+  bench_dsop->add_option("--json", dso.json_path, "Also write the rows as JSON");
+  bench_dsop->add_option("--csv", dso.csv_path, "Also write the rows as CSV");
+
   conveyor::tool::sinkhorn_cli_options sc;
   auto* sinkhorn = app.add_subcommand("sinkhorn", "Solve a matrix-scaling or entropic-OT problem (generated, or rows of a .npy file)");
   conveyor::tool::add_sinkhorn_options(*sinkhorn, sc);
@@ -123,6 +136,8 @@ int main(int argc, char** argv) {
       if (rank == 0) rc = conveyor::bench::run_reduce_bench(ro);  // a single-process benchmark
     } else if (*bench_sinkhorn) {
       rc = conveyor::bench::run_sinkhorn_bench(so);
+    } else if (*bench_dsop) {
+      rc = conveyor::bench::run_dsop_bench(dso);
     } else if (*sinkhorn) {
       rc = conveyor::tool::run_sinkhorn(sc);
     } else if (*tune) {

@@ -189,6 +189,42 @@ CONVEYOR_C_API int conveyor_sinkhorn_transport(conveyor_dtype t, const void* C, 
                                                const conveyor_sinkhorn_options* options, void* f, void* g,
                                                void* plan, size_t plan_ld, conveyor_sinkhorn_info* info);
 
+/* ---- Distributed sum of outer products (conveyor/outer.hpp) ---- */
+
+enum {
+  CONVEYOR_OUTER_AUTO = 0,
+  CONVEYOR_OUTER_ALLGATHER,
+  CONVEYOR_OUTER_ALLREDUCE,
+  CONVEYOR_OUTER_RING,
+  CONVEYOR_OUTER_GENERALIZED_RABENSEIFNER
+};
+enum { CONVEYOR_ROW_MAJOR = 0, CONVEYOR_COLUMN_MAJOR = 1 };
+
+typedef struct conveyor_outer_options {
+  int algorithm;          /* CONVEYOR_OUTER_* */
+  int order;              /* CONVEYOR_ROW_MAJOR or CONVEYOR_COLUMN_MAJOR */
+  int distributed;        /* non-zero: this rank receives only its row block */
+  int validate;           /* non-zero: N, M, dtype, options checked across ranks */
+  int allreduce_algorithm; /* CONVEYOR_ALLREDUCE_* used by CONVEYOR_OUTER_RING */
+  int ranks_per_node;     /* 0: real nodes */
+} conveyor_outer_options;
+
+typedef struct conveyor_outer_report {
+  int algorithm;          /* the algorithm that ran */
+  size_t first_row;       /* rows of G held by this rank (distributed) */
+  size_t rows;
+  double predicted_seconds;
+} conveyor_outer_report;
+
+CONVEYOR_C_API void conveyor_outer_options_init(conveyor_outer_options* options);
+
+/* G = sum over the ranks of comm of a b^T (a: N, b: M, float32/float64). G_count is
+ * G's capacity in elements (N*M, or rows*M when distributed). options and report
+ * may be NULL. Collective; argument errors are reported on every rank. */
+CONVEYOR_C_API int conveyor_outer_sum(const void* a, size_t N, const void* b, size_t M, void* G, size_t G_count,
+                                      conveyor_dtype t, MPI_Comm comm, const conveyor_outer_options* options,
+                                      conveyor_outer_report* report);
+
 /* Name of the SIMD target the reduction kernels use now, e.g. "AVX3". Never fails;
  * returns "" if it cannot be determined. Valid until the next call. */
 CONVEYOR_C_API const char* conveyor_simd_target(void);

@@ -3,6 +3,7 @@
 
 #include "conveyor/collectives.hpp"
 #include "conveyor/mpi.hpp"
+#include "conveyor/outer.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/sinkhorn.hpp"
 #include "conveyor/types.hpp"

@@ -9,6 +9,7 @@
 #include "conveyor/collectives.hpp"
 #include "conveyor/conveyor.h"
 #include "conveyor/mpi.hpp"
+#include "conveyor/outer.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/sinkhorn.hpp"
 #include "conveyor/version.hpp"
@@ -234,5 +235,29 @@ int conveyor_sinkhorn_transport(conveyor_dtype t, const void* C, size_t rows, si
     const sk::options opt = to_sinkhorn_options(options, rows, cols);
     if (t == CONVEYOR_FLOAT64) transport_as<double>(C, rows, cols, ld, a, b, eps, comm, opt, f, g, plan, plan_ld, info);
     else transport_as<float>(C, rows, cols, ld, a, b, eps, comm, opt, f, g, plan, plan_ld, info);
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Distributed sum of outer products
+// ---------------------------------------------------------------------------
+void conveyor_outer_options_init(conveyor_outer_options* options) {
+  if (options) *options = conveyor_outer_options{CONVEYOR_OUTER_AUTO, CONVEYOR_ROW_MAJOR, 0, 0, CONVEYOR_ALLREDUCE_AUTO, 0};
+}
+
+int conveyor_outer_sum(const void* a, size_t N, const void* b, size_t M, void* G, size_t G_count, conveyor_dtype t,
+                       MPI_Comm comm, const conveyor_outer_options* options, conveyor_outer_report* report) {
+  return guarded([&] {
+    conveyor::outer_options o;
+    if (options) {
+      o.algorithm = static_cast<conveyor::outer_algorithm>(options->algorithm);
+      o.order = static_cast<conveyor::matrix_order>(options->order);
+      o.distributed = options->distributed != 0;
+      o.validate = options->validate != 0;
+      o.allreduce.algorithm = static_cast<conveyor::allreduce_algorithm>(options->allreduce_algorithm);
+      o.allreduce.ranks_per_node = options->ranks_per_node;
+    }
+    const conveyor::outer_report r = conveyor::outer_sum(a, N, b, M, G, G_count, to_dtype(t), comm, o);
+    if (report) *report = {static_cast<int>(r.algorithm), r.first_row, r.rows, r.predicted_seconds};
   });
 }

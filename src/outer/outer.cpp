@@ -1,0 +1,342 @@
+// Distributed sum of outer products: G = sum over P ranks of a_i b_i^T (N x M).
+//
+// Per algorithm, with T-byte elements, rows split N = sum_p n_p (balanced), a
+// ring allgather of k bytes per rank costing (P-1)(alpha + k beta):
+//
+//   allgather:     allgather of the pairs, (N+M) T bytes per rank;
+//                  local: P N M multiply-adds, N M T bytes of G written.
+//   generalized_rabenseifner:
+//                  allgather of the pairs, (N+M) T bytes per rank;
+//                  local: P n_p M multiply-adds (N M / P on average), n_p M T written;
+//                  allgather(v) of the row blocks, n_p M T bytes per rank (skipped
+//                  when `distributed`).
+//   allreduce:     local a b^T (N M multiplies, N M T written); MPI_Allreduce of
+//                  N M T bytes (ring: 2 (P-1)/P N M T per rank, plus the additions);
+//                  distributed: MPI_Reduce_scatter instead (half the bytes).
+//   ring:          the same with conveyor::allreduce / conveyor::reduce_scatter.
+//
+// Column-major G is the row-major G^T = sum b_i a_i^T: the full result swaps the
+// roles of (a, N) and (b, M); the distributed result computes its row block
+// row-major and transposes it locally into column-major storage.
+// Limits: float32 and float64; G must fit in memory on every rank (full mode) and
+// the row-block allgather needs n_p M T bytes of scratch.
+#include "conveyor/outer.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collectives/context.hpp"
+#include "collectives/select.hpp"
+#include "core/agree.hpp"
+#include "outer/kernels.hpp"
+
+namespace conveyor {
+
+namespace {
+
+constexpr std::array<std::string_view, 5> kNames = {"auto", "allgather", "allreduce", "ring", "generalized_rabenseifner"};
+
+}  // namespace
+
+std::string_view outer_algorithm_name(outer_algorithm a) {
+  const auto i = static_cast<std::size_t>(a);
+  return i < kNames.size() ? kNames[i] : "unknown";
+}
+
+outer_algorithm parse_outer_algorithm(std::string_view name) {
+  for (std::size_t i = 0; i < kNames.size(); ++i) {
+    if (kNames[i] == name) return static_cast<outer_algorithm>(i);
+  }
+  throw error(errc::invalid_argument, "unknown DSOP algorithm '" + std::string(name) +
+                                          "' (auto, allgather, allreduce, ring, generalized_rabenseifner)");
+}
+
+outer_block outer_rows(std::size_t N, int rank, int size) {
+  if (size <= 0 || rank < 0 || rank >= size) {
+    throw error(errc::invalid_argument, "outer_rows: rank " + std::to_string(rank) + " of " + std::to_string(size));
+  }
+  const auto p = static_cast<std::size_t>(size), k = static_cast<std::size_t>(rank);
+  const std::size_t base = N / p, extra = N % p;
+  return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Cost model
+// ---------------------------------------------------------------------------
+struct dsop_shape {
+  std::size_t N, M, T;  // rows, columns, element bytes
+  int P;
+  bool distributed;
+};
+
+// Seconds of local work: each multiply-add on cached data costs `gamma * T / 4`
+// (four per streamed element: the kernels run at about a quarter of a byte-rate
+// reduction's cost per element, measured with `conveyor bench dsop`), each element
+// of G written costs `gamma * T`.
+double local_seconds(double fmas, double written, std::size_t T, const cost_model& p) {
+  return p.gamma * static_cast<double>(T) * (fmas / 4 + written);
+}
+
+double allgather_seconds(double block_bytes, int P, const detail::node_layout& layout, const cost_model& p) {
+  const bool inter = layout.nodes > 1;
+  const double alpha = inter ? p.inter_alpha : p.intra_alpha, beta = inter ? p.inter_beta : p.intra_beta;
+  return (P - 1) * (alpha + block_bytes * beta);
+}
+
+double predict_dsop(outer_algorithm a, const dsop_shape& s, const detail::node_layout& layout, const cost_model& p) {
+  const double N = static_cast<double>(s.N), M = static_cast<double>(s.M), P = s.P;
+  const double T = static_cast<double>(s.T), G = N * M;
+  const double pairs = allgather_seconds((N + M) * T, s.P, layout, p);
+  switch (a) {
+    case outer_algorithm::allgather:
+      return pairs + local_seconds(P * G, s.distributed ? G / P : G, s.T, p);
+    case outer_algorithm::generalized_rabenseifner:
+      return pairs + local_seconds(G, G / P, s.T, p) + (s.distributed ? 0 : allgather_seconds(G / P * T, s.P, layout, p));
+    case outer_algorithm::allreduce:
+    case outer_algorithm::ring: {
+      const auto bytes = static_cast<std::size_t>(G * T);
+      const double reduce = s.P == 1 ? 0
+                                     : detail::predict(allreduce_algorithm::ring, bytes, s.P, layout, p.segment_bytes, p);
+      // A reduce-scatter is the first half of a ring allreduce.
+      return local_seconds(G, G, s.T, p) + (s.distributed ? reduce / 2 : reduce);
+    }
+    case outer_algorithm::automatic:
+      break;
+  }
+  return 0;
+}
+
+outer_algorithm env_algorithm() {
+  static const outer_algorithm a = [] {
+    const char* env = std::getenv("CONVEYOR_DSOP_ALGORITHM");
+    return env && *env ? parse_outer_algorithm(env) : outer_algorithm::automatic;
+  }();
+  return a;
+}
+
+// ---------------------------------------------------------------------------
+// The algorithms (row-major G; see the top of this file)
+// ---------------------------------------------------------------------------
+template <class T>
+struct dsop_run {
+  const T* a;
+  std::size_t N;
+  const T* b;
+  std::size_t M;
+  T* out;  // full: N x M; distributed: this rank's rows x M
+  bool distributed;
+  MPI_Comm comm;
+  int rank, size;
+  const outer_options& options;
+  const outer_detail::kernels<T>& k;
+
+  outer_block mine() const { return outer_rows(N, rank, size); }
+  std::vector<std::size_t> block_counts() const {
+    std::vector<std::size_t> c(static_cast<std::size_t>(size));
+    for (int p = 0; p < size; ++p) c[static_cast<std::size_t>(p)] = outer_rows(N, p, size).rows * M;
+    return c;
+  }
+  // Where this rank's rows go: the start of `out` when distributed, else their place in G.
+  T* my_rows_out() const { return distributed ? out : out + mine().first_row * M; }
+
+  // All P pairs [a_p | b_p], rank-major, (N + M) elements each.
+  std::vector<T> gather_pairs() const {
+    std::vector<T> mine_pair(N + M), all(static_cast<std::size_t>(size) * (N + M));
+    std::copy(a, a + N, mine_pair.begin());
+    std::copy(b, b + M, mine_pair.begin() + static_cast<std::ptrdiff_t>(N));
+    allgather(mine_pair.data(), all.data(), N + M, dtype_of_v<T>, comm);
+    return all;
+  }
+
+  void rows_from(const std::vector<T>& pairs, std::size_t row0, std::size_t rows, T* G) const {
+    k.rows_from_pairs(pairs.data(), N + M, pairs.data() + N, N + M, static_cast<std::size_t>(size), row0, rows, M, G, M);
+  }
+
+  void local_outer(T* G) const { k.rows_from_pairs(a, 0, b, 0, 1, 0, N, M, G, M); }
+
+  void run_allgather() const {
+    const auto pairs = gather_pairs();
+    if (distributed) rows_from(pairs, mine().first_row, mine().rows, out);
+    else rows_from(pairs, 0, N, out);
+  }
+
+  void run_generalized_rabenseifner() const {
+    const auto pairs = gather_pairs();
+    rows_from(pairs, mine().first_row, mine().rows, my_rows_out());
+    if (!distributed) allgatherv(MPI_IN_PLACE, out, block_counts(), dtype_of_v<T>, comm);
+  }
+
+  void run_ring() const {
+    if (!distributed) {
+      local_outer(out);
+      allreduce(out, N * M, op::sum, comm, options.allreduce);
+      return;
+    }
+    std::vector<T> local(N * M);
+    local_outer(local.data());
+    reduce_scatter(local.data(), out, block_counts(), dtype_of_v<T>, op::sum, comm);
+  }
+
+  // The paper's baseline: the MPI library's own collectives.
+  void run_allreduce() const {
+    const MPI_Datatype type = sizeof(T) == 4 ? MPI_FLOAT : MPI_DOUBLE;
+    const auto counts = block_counts();
+    const bool fits = std::all_of(counts.begin(), counts.end(), [](std::size_t c) { return c <= INT_MAX; });
+    if (distributed && fits) {
+      std::vector<T> local(N * M);
+      local_outer(local.data());
+      std::vector<int> icounts(counts.begin(), counts.end());
+      detail::check_mpi(MPI_Reduce_scatter(local.data(), out, icounts.data(), type, MPI_SUM, comm), "MPI_Reduce_scatter");
+      return;
+    }
+    std::vector<T> full;
+    T* G = out;
+    if (distributed) {  // counts beyond int: a chunked allreduce, then keep the own rows
+      full.resize(N * M);
+      G = full.data();
+    }
+    local_outer(G);
+    const std::size_t total = N * M, chunk = std::size_t{1} << 30;
+    for (std::size_t off = 0; off < total; off += chunk) {
+      const int n = static_cast<int>(std::min(chunk, total - off));
+      detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, G + off, n, type, MPI_SUM, comm), "MPI_Allreduce");
+    }
+    if (distributed) std::copy(G + mine().first_row * M, G + (mine().first_row + mine().rows) * M, out);
+  }
+
+  void run(outer_algorithm alg) const {
+    switch (alg) {
+      case outer_algorithm::allgather: run_allgather(); break;
+      case outer_algorithm::generalized_rabenseifner: run_generalized_rabenseifner(); break;
+      case outer_algorithm::ring: run_ring(); break;
+      case outer_algorithm::allreduce: run_allreduce(); break;
+      case outer_algorithm::automatic: throw error(errc::internal, "outer_sum: no algorithm chosen");
+    }
+  }
+};
+
+// rows x M row-major block -> the same block column-major (stride rows).
+template <class T>
+void to_column_major(const T* in, std::size_t rows, std::size_t M, T* out) {
+  constexpr std::size_t kTile = 32;
+  for (std::size_t i0 = 0; i0 < rows; i0 += kTile) {
+    for (std::size_t j0 = 0; j0 < M; j0 += kTile) {
+      for (std::size_t i = i0; i < std::min(rows, i0 + kTile); ++i) {
+        for (std::size_t j = j0; j < std::min(M, j0 + kTile); ++j) out[j * rows + i] = in[i * M + j];
+      }
+    }
+  }
+}
+
+template <class T>
+void run_typed(const void* a, std::size_t N, const void* b, std::size_t M, void* G, outer_algorithm alg,
+               const outer_options& o, MPI_Comm comm, int rank, int size) {
+  const auto& tables = outer_detail::active_tables();
+  const auto& k = [&]() -> const outer_detail::kernels<T>& {
+    if constexpr (sizeof(T) == 4) return tables.f32;
+    else return tables.f64;
+  }();
+  const T* ta = static_cast<const T*>(a);
+  const T* tb = static_cast<const T*>(b);
+  T* tG = static_cast<T*>(G);
+  if (o.order == matrix_order::row_major) {
+    dsop_run<T>{ta, N, tb, M, tG, o.distributed, comm, rank, size, o, k}.run(alg);
+  } else if (!o.distributed) {
+    dsop_run<T>{tb, M, ta, N, tG, false, comm, rank, size, o, k}.run(alg);  // G^T row-major
+  } else {
+    const outer_block mine = outer_rows(N, rank, size);
+    std::vector<T> block(mine.rows * M);
+    dsop_run<T>{ta, N, tb, M, block.data(), true, comm, rank, size, o, k}.run(alg);
+    to_column_major(block.data(), mine.rows, M, tG);
+  }
+}
+
+}  // namespace
+
+outer_report outer_sum(const void* a, std::size_t N, const void* b, std::size_t M, void* G, std::size_t G_count,
+                       dtype t, MPI_Comm comm, const outer_options& o) {
+  if (comm == MPI_COMM_NULL) throw error(errc::invalid_argument, "outer_sum: communicator is MPI_COMM_NULL");
+  int rank = 0, size = 1;
+  detail::check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  detail::check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  const outer_block mine = outer_rows(N, rank, size);
+
+  // Local problems, then (validate) the arguments that must agree across ranks.
+  detail::local_problem_report problem;
+  const auto bad = [&](errc code, const std::string& m) {
+    if (!problem) problem = {code, "outer_sum: " + m};
+  };
+  if (t != dtype::float32 && t != dtype::float64) bad(errc::unsupported, "dtype must be float32 or float64");
+  const int alg_value = static_cast<int>(o.algorithm), order_value = static_cast<int>(o.order);
+  if (alg_value < 0 || alg_value >= static_cast<int>(kNames.size())) bad(errc::invalid_argument, "unknown algorithm");
+  if (order_value < 0 || order_value > 1) bad(errc::invalid_argument, "unknown matrix order");
+  if (N != 0 && M != 0 && N > SIZE_MAX / M) bad(errc::invalid_argument, "N * M overflows");
+  if (N > 0 && !a) bad(errc::invalid_argument, "a is null with N = " + std::to_string(N));
+  if (M > 0 && !b) bad(errc::invalid_argument, "b is null with M = " + std::to_string(M));
+  const std::size_t need = (o.distributed ? mine.rows : N) * M;
+  if (!problem && G_count < need) {
+    bad(errc::invalid_argument, "G holds " + std::to_string(G_count) + " elements, " +
+                                    (o.distributed ? "this rank's " + std::to_string(mine.rows) + " rows" : std::string("N x M")) +
+                                    " need " + std::to_string(need));
+  }
+  if (need > 0 && !G) bad(errc::invalid_argument, "G is null");
+  detail::agree_or_throw(comm, problem);
+  if (o.validate) {
+    // max of x and -x: min and max in one allreduce.
+    std::int64_t v[] = {static_cast<std::int64_t>(N), -static_cast<std::int64_t>(N),
+                        static_cast<std::int64_t>(M), -static_cast<std::int64_t>(M),
+                        static_cast<std::int64_t>(t), -static_cast<std::int64_t>(t),
+                        alg_value, -alg_value, order_value, -order_value,
+                        o.distributed, -static_cast<std::int64_t>(o.distributed)};
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 12, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce (validate)");
+    const char* what[] = {"N", "M", "dtypes", "algorithms", "matrix orders", "distributed flags"};
+    for (int i = 0; i < 6; ++i) {
+      if (v[2 * i] != -v[2 * i + 1]) {
+        throw error(errc::invalid_argument, std::string("outer_sum: ranks passed different ") + what[i] +
+                                                (i < 2 ? " (" + std::to_string(-v[2 * i + 1]) + " to " +
+                                                             std::to_string(v[2 * i]) + ")"
+                                                       : std::string()));
+      }
+    }
+  }
+
+  outer_report report;
+  report.first_row = o.distributed ? mine.first_row : 0;
+  report.rows = o.distributed ? mine.rows : N;
+  outer_algorithm alg = o.algorithm == outer_algorithm::automatic ? env_algorithm() : o.algorithm;
+  const auto& ctx = detail::context_for(comm);
+  const int ppn = o.allreduce.ranks_per_node > 0 ? o.allreduce.ranks_per_node : ctx.env_ranks_per_node;
+  const detail::node_layout& layout = detail::context_for(comm).layout(ppn);
+  const dsop_shape shape{N, M, dtype_size(t), size, o.distributed};
+  const cost_model& params = current_cost_model();
+  if (alg == outer_algorithm::automatic) {
+    // Cheapest predicted; ties go to the earlier entry (Conveyor's own before the baseline).
+    double best = 0;
+    for (outer_algorithm c : {outer_algorithm::generalized_rabenseifner, outer_algorithm::allgather,
+                              outer_algorithm::ring, outer_algorithm::allreduce}) {
+      const double s = predict_dsop(c, shape, layout, params);
+      if (alg == outer_algorithm::automatic || s < best) {
+        alg = c;
+        best = s;
+      }
+    }
+  }
+  report.algorithm = alg;
+  report.predicted_seconds = predict_dsop(alg, shape, layout, params);
+  if (N == 0 || M == 0) return report;
+  if (t == dtype::float32) run_typed<float>(a, N, b, M, G, alg, o, comm, rank, size);
+  else run_typed<double>(a, N, b, M, G, alg, o, comm, rank, size);
+  return report;
+}
+
+}  // namespace conveyor
