@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "allreduce_bench.hpp"
+#include "dsop_bench.hpp"
 #include "bench_util.hpp"
 #include "conveyor/collectives.hpp"
 #include "conveyor/mpi.hpp"
@@ -117,9 +118,17 @@ int run_demo() {
     bench::run_sinkhorn_bench(o);
   }
 
+  section("DSOP: G = sum of outer products over the ranks, Conveyor's algorithms vs a local a b^T + MPI_Allreduce");
+  {
+    bench::dsop_bench_options o;
+    o.shapes = {"2000"};
+    o.iterations = 6;
+    bench::run_dsop_bench(o);
+  }
+
   if (world_rank() == 0) {
     std::printf("\nMore: `conveyor bench reduce --all-targets`, `conveyor bench allreduce`,\n"
-                "`conveyor bench sinkhorn`, `conveyor sinkhorn --help`,\n"
+                "`conveyor bench sinkhorn`, `conveyor sinkhorn --help`, `conveyor bench dsop`,\n"
                 "`scripts/cluster run -- ...` for emulated nodes, docs/results.md\n");
   }
   return 0;
