@@ -1,0 +1,105 @@
+// The N-D strided copy/transform kernel (box_copy.hpp). The innermost dimension
+// is the destination's; when both sides are contiguous there the row is a memcpy
+// (plain copies) or a vectorizable loop (the compiler sees unit strides).
+#include "redistribute/box_copy.hpp"
+
+#include <complex>
+#include <cstring>
+
+namespace conveyor::redistribute::detail {
+namespace {
+
+template <class T>
+struct scalar_ops {
+  static T conj(T x) { return x; }
+};
+template <class F>
+struct scalar_ops<std::complex<F>> {
+  static std::complex<F> conj(std::complex<F> x) { return std::conj(x); }
+};
+
+// One row of n elements.
+template <class T, int Mode>
+void row(const T* src, std::int64_t ss, T* dst, std::int64_t ds, std::int64_t n, const scaling& s) {
+  if constexpr (Mode == 0) {  // plain copy
+    if (ss == 1 && ds == 1) {
+      std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) dst[i * ds] = src[i * ss];
+    }
+  } else {
+    using R = decltype(std::abs(T{}));
+    const R alpha = static_cast<R>(s.alpha), beta = static_cast<R>(s.beta);
+    const auto op = [&](T x) { return s.conjugate ? scalar_ops<T>::conj(x) : x; };
+    if constexpr (Mode == 1) {  // beta == 0: dst is not read
+      for (std::int64_t i = 0; i < n; ++i) dst[i * ds] = alpha * op(src[i * ss]);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) dst[i * ds] = alpha * op(src[i * ss]) + beta * dst[i * ds];
+    }
+  }
+}
+
+template <class T, int Mode>
+void walk(const box_copy& c, int d, const T* src, T* dst, const scaling& s) {
+  const auto k = static_cast<std::size_t>(d);
+  if (d == c.ndim - 1) {
+    row<T, Mode>(src, c.src_stride[k], dst, c.dst_stride[k], c.extent[k], s);
+    return;
+  }
+  for (std::int64_t i = 0; i < c.extent[k]; ++i) {
+    walk<T, Mode>(c, d + 1, src + i * c.src_stride[k], dst + i * c.dst_stride[k], s);
+  }
+}
+
+template <class T>
+void apply_typed(const box_copy& c, const void* src, void* dst, const scaling& s) {
+  for (int d = 0; d < c.ndim; ++d) {
+    if (c.extent[static_cast<std::size_t>(d)] == 0) return;
+  }
+  const T* in = static_cast<const T*>(src);
+  T* out = static_cast<T*>(dst);
+  if (s.plain()) walk<T, 0>(c, 0, in, out, s);
+  else if (s.beta == 0) walk<T, 1>(c, 0, in, out, s);
+  else walk<T, 2>(c, 0, in, out, s);
+}
+
+// Plain copies of non-arithmetic types move bytes of the right width.
+template <std::size_t Bytes>
+struct raw {
+  unsigned char b[Bytes];
+};
+template <std::size_t Bytes>
+void apply_raw(const box_copy& c, const void* src, void* dst) {
+  for (int d = 0; d < c.ndim; ++d) {
+    if (c.extent[static_cast<std::size_t>(d)] == 0) return;
+  }
+  scaling s;
+  walk<raw<Bytes>, 0>(c, 0, static_cast<const raw<Bytes>*>(src), static_cast<raw<Bytes>*>(dst), s);
+}
+
+}  // namespace
+
+bool arithmetic_dtype(dtype t) {
+  return t == dtype::float32 || t == dtype::float64 || t == dtype::complex64 || t == dtype::complex128;
+}
+
+void apply(dtype t, const box_copy& c, const void* src, void* dst, const scaling& s) {
+  switch (t) {
+    case dtype::float32: return apply_typed<float>(c, src, dst, s);
+    case dtype::float64: return apply_typed<double>(c, src, dst, s);
+    case dtype::complex64: return apply_typed<std::complex<float>>(c, src, dst, s);
+    case dtype::complex128: return apply_typed<std::complex<double>>(c, src, dst, s);
+    default: break;
+  }
+  if (!s.plain()) throw error(errc::unsupported, "redistribute: alpha, beta and conjugation need a float or complex dtype");
+  switch (dtype_size(t)) {
+    case 1: return apply_raw<1>(c, src, dst);
+    case 2: return apply_raw<2>(c, src, dst);
+    case 4: return apply_raw<4>(c, src, dst);
+    case 8: return apply_raw<8>(c, src, dst);
+    case 16: return apply_raw<16>(c, src, dst);
+    default: throw error(errc::unsupported, "redistribute: unsupported element size");
+  }
+}
+
+}  // namespace conveyor::redistribute::detail

@@ -1,0 +1,38 @@
+// Internal: the one data-movement kernel of the Redistribute engine. Every pack,
+// unpack, local copy and transform is
+//
+//     dst[i] = alpha * op(src[i]) + beta * dst[i]   over an N-D box,
+//
+// with arbitrary element strides on both sides (a transpose is just permuted
+// strides). beta = 0 never reads dst (BLAS semantics: NaN in dst is overwritten).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "conveyor/redistribute.hpp"
+
+namespace conveyor::redistribute::detail {
+
+struct box_copy {
+  int ndim = 1;
+  std::array<std::int64_t, max_dims> extent{};      // elements per dimension (dst order)
+  std::array<std::int64_t, max_dims> src_stride{};  // elements
+  std::array<std::int64_t, max_dims> dst_stride{};
+};
+
+struct scaling {
+  double alpha = 1, beta = 0;
+  bool conjugate = false;
+  bool plain() const { return alpha == 1 && beta == 0 && !conjugate; }
+};
+
+/// Applies the copy for element type t (any dtype for plain copies; float32,
+/// float64, complex64, complex128 for alpha/beta/conjugate).
+void apply(dtype t, const box_copy& c, const void* src, void* dst, const scaling& s);
+
+/// True if `t` supports alpha/beta/conjugation (the floating and complex types).
+bool arithmetic_dtype(dtype t);
+
+}  // namespace conveyor::redistribute::detail

@@ -1,0 +1,356 @@
+// Layouts: split points, owners and local storage (see conveyor/redistribute.hpp).
+// Cartesian and block-cyclic layouts answer every question by formula; only custom
+// layouts keep an owner table (the caller gave one).
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <string>
+
+#include "conveyor/redistribute.hpp"
+
+namespace conveyor::redistribute {
+
+namespace {
+
+[[noreturn]] void invalid(const std::string& what) { throw error(errc::invalid_argument, "layout: " + what); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// axis_splits
+// ---------------------------------------------------------------------------
+axis_splits axis_splits::explicit_points(std::vector<std::int64_t> points) {
+  if (points.size() < 2 || points.front() != 0) invalid("split points must start at 0 and define at least one block");
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    if (points[i] <= points[i - 1]) {
+      invalid("split points must increase strictly (" + std::to_string(points[i - 1]) + " then " +
+              std::to_string(points[i]) + ")");
+    }
+  }
+  axis_splits s;
+  s.extent_ = points.back();
+  s.points_ = std::move(points);
+  return s;
+}
+
+axis_splits axis_splits::regular(std::int64_t extent, std::int64_t size, std::int64_t first) {
+  if (extent <= 0) invalid("extent must be > 0, got " + std::to_string(extent));
+  if (size <= 0) invalid("block size must be > 0, got " + std::to_string(size));
+  if (first == 0) first = size;
+  if (first < 0 || first > size) invalid("first block " + std::to_string(first) + " not in (0, " + std::to_string(size) + "]");
+  axis_splits s;
+  s.extent_ = extent;
+  s.size_ = size;
+  s.first_ = std::min(first, extent);
+  return s;
+}
+
+std::int64_t axis_splits::count() const {
+  if (!points_.empty()) return static_cast<std::int64_t>(points_.size()) - 1;
+  if (extent_ <= first_) return 1;
+  return 1 + (extent_ - first_ + size_ - 1) / size_;
+}
+
+std::int64_t axis_splits::start(std::int64_t k) const {
+  if (!points_.empty()) return points_[static_cast<std::size_t>(k)];
+  if (k == 0) return 0;
+  return std::min(extent_, first_ + (k - 1) * size_);
+}
+
+std::int64_t axis_splits::block_of(std::int64_t x) const {
+  if (!points_.empty()) {
+    return static_cast<std::int64_t>(std::upper_bound(points_.begin(), points_.end(), x) - points_.begin()) - 1;
+  }
+  return x < first_ ? 0 : 1 + (x - first_) / size_;
+}
+
+// ---------------------------------------------------------------------------
+// layout
+// ---------------------------------------------------------------------------
+struct layout::impl {
+  enum class kind { custom, cartesian, block_cyclic } k = kind::custom;
+  std::vector<int> owners;                // custom
+  std::vector<int> grid;                  // cartesian: blocks per dimension = ranks per dimension
+  bool column_major_ranks = false;
+  block_cyclic_params bc;                 // block_cyclic
+  std::int64_t first_row_block = 0, first_col_block = 0;  // global block of the submatrix's block 0
+  void* cart_local = nullptr;             // cartesian: this rank's one block
+  std::vector<std::int64_t> cart_strides;
+  std::vector<int> relabel;               // owner r -> relabel[r] (empty: identity)
+  std::map<block_index, block_storage> storage;  // explicit descriptions
+
+  int grid_rank(int r, int c) const {
+    if (bc.rank_of_grid) return bc.rank_of_grid(r, c);
+    return bc.row_major_grid ? r * bc.pcol + c : c * bc.prow + r;
+  }
+};
+
+namespace {
+
+std::int64_t linear(const std::vector<axis_splits>& splits, const block_index& b) {
+  std::int64_t i = 0;
+  for (std::size_t d = 0; d < splits.size(); ++d) i = i * splits[d].count() + b[d];
+  return i;
+}
+
+block_index unlinear(const std::vector<axis_splits>& splits, std::int64_t i) {
+  block_index b{};
+  for (std::size_t d = splits.size(); d-- > 0;) {
+    b[d] = i % splits[d].count();
+    i /= splits[d].count();
+  }
+  return b;
+}
+
+void check_ndim(std::size_t n) {
+  if (n < 1 || n > static_cast<std::size_t>(max_dims)) {
+    invalid("need 1 to " + std::to_string(max_dims) + " dimensions, got " + std::to_string(n));
+  }
+}
+
+}  // namespace
+
+layout layout::custom(std::vector<axis_splits> splits, std::vector<int> owners) {
+  check_ndim(splits.size());
+  layout l;
+  l.splits_ = std::move(splits);
+  if (static_cast<std::int64_t>(owners.size()) != l.blocks()) {
+    invalid("owner table has " + std::to_string(owners.size()) + " entries for " + std::to_string(l.blocks()) + " blocks");
+  }
+  for (int o : owners) {
+    if (o < 0) invalid("owner " + std::to_string(o) + " is negative");
+  }
+  auto im = std::make_shared<impl>();
+  im->owners = std::move(owners);
+  l.impl_ = std::move(im);
+  return l;
+}
+
+layout layout::cartesian(std::vector<std::int64_t> shape, std::vector<int> grid, void* local, bool column_major_ranks,
+                         std::vector<std::int64_t> local_strides) {
+  check_ndim(shape.size());
+  if (grid.size() != shape.size()) invalid("grid has " + std::to_string(grid.size()) + " dimensions, shape " + std::to_string(shape.size()));
+  layout l;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (grid[d] < 1 || grid[d] > shape[d]) {
+      invalid("grid[" + std::to_string(d) + "] = " + std::to_string(grid[d]) + " must be in [1, " + std::to_string(shape[d]) + "]");
+    }
+    std::vector<std::int64_t> points(static_cast<std::size_t>(grid[d]) + 1);
+    for (int k = 0; k <= grid[d]; ++k) points[static_cast<std::size_t>(k)] = shape[d] * k / grid[d];
+    l.splits_.push_back(axis_splits::explicit_points(std::move(points)));
+  }
+  auto im = std::make_shared<impl>();
+  im->k = impl::kind::cartesian;
+  im->grid = std::move(grid);
+  im->column_major_ranks = column_major_ranks;
+  im->cart_local = local;
+  im->cart_strides = std::move(local_strides);
+  if (!im->cart_strides.empty() && im->cart_strides.size() != shape.size()) invalid("local strides need one entry per dimension");
+  l.impl_ = std::move(im);
+  return l;
+}
+
+layout layout::block_cyclic(const block_cyclic_params& p) {
+  if (p.M <= 0 || p.N <= 0) invalid("block-cyclic matrix must be non-empty, got " + std::to_string(p.M) + " x " + std::to_string(p.N));
+  if (p.mb <= 0 || p.nb <= 0) invalid("block sizes must be > 0");
+  if (p.prow <= 0 || p.pcol <= 0) invalid("process grid must be at least 1 x 1");
+  if (p.rsrc < 0 || p.rsrc >= p.prow || p.csrc < 0 || p.csrc >= p.pcol) invalid("source process outside the grid");
+  if (p.row_offset < 0 || p.col_offset < 0) invalid("submatrix offsets must be >= 0");
+  layout l;
+  l.splits_.push_back(axis_splits::regular(p.M, p.mb, p.mb - p.row_offset % p.mb));
+  l.splits_.push_back(axis_splits::regular(p.N, p.nb, p.nb - p.col_offset % p.nb));
+  auto im = std::make_shared<impl>();
+  im->k = impl::kind::block_cyclic;
+  im->bc = p;
+  im->first_row_block = p.row_offset / p.mb;
+  im->first_col_block = p.col_offset / p.nb;
+  l.impl_ = std::move(im);
+  return l;
+}
+
+std::int64_t layout::blocks() const {
+  std::int64_t n = 1;
+  for (const auto& s : splits_) n *= s.count();
+  return n;
+}
+
+int layout::owner(const block_index& b) const {
+  const impl& im = *impl_;
+  int r = 0;
+  switch (im.k) {
+    case impl::kind::custom:
+      r = im.owners[static_cast<std::size_t>(linear(splits_, b))];
+      break;
+    case impl::kind::cartesian: {
+      r = 0;
+      if (!im.column_major_ranks) {
+        for (std::size_t d = 0; d < im.grid.size(); ++d) r = r * im.grid[d] + static_cast<int>(b[d]);
+      } else {
+        for (std::size_t d = im.grid.size(); d-- > 0;) r = r * im.grid[d] + static_cast<int>(b[d]);
+      }
+      break;
+    }
+    case impl::kind::block_cyclic: {
+      const int pr = static_cast<int>((im.first_row_block + b[0] + im.bc.rsrc) % im.bc.prow);
+      const int pc = static_cast<int>((im.first_col_block + b[1] + im.bc.csrc) % im.bc.pcol);
+      r = im.grid_rank(pr, pc);
+      break;
+    }
+  }
+  return im.relabel.empty() || r < 0 ? r : im.relabel[static_cast<std::size_t>(r)];
+}
+
+std::pair<int, int> layout::owner_range() const {
+  const impl& im = *impl_;
+  std::vector<int> owners;
+  switch (im.k) {
+    case impl::kind::custom:
+      owners = im.owners;
+      break;
+    case impl::kind::cartesian: {
+      int total = 1;
+      for (int g : im.grid) total *= g;
+      owners = {0, total - 1};
+      break;
+    }
+    case impl::kind::block_cyclic:
+      for (int r = 0; r < im.bc.prow; ++r) {
+        for (int c = 0; c < im.bc.pcol; ++c) owners.push_back(im.grid_rank(r, c));
+      }
+      break;
+  }
+  if (!im.relabel.empty()) {
+    for (int& o : owners) o = o < 0 || o >= static_cast<int>(im.relabel.size()) ? o : im.relabel[static_cast<std::size_t>(o)];
+  }
+  const auto [lo, hi] = std::minmax_element(owners.begin(), owners.end());
+  return {*lo, *hi};
+}
+
+std::vector<block_index> layout::blocks_of(int rank) const {
+  const impl& im = *impl_;
+  int base = rank;
+  if (!im.relabel.empty()) {  // the rank whose blocks `rank` received
+    const auto it = std::find(im.relabel.begin(), im.relabel.end(), rank);
+    if (it == im.relabel.end()) return {};
+    base = static_cast<int>(it - im.relabel.begin());
+  }
+  std::vector<block_index> out;
+  switch (im.k) {
+    case impl::kind::custom:
+      for (std::int64_t i = 0; i < blocks(); ++i) {
+        if (im.owners[static_cast<std::size_t>(i)] == base) out.push_back(unlinear(splits_, i));
+      }
+      break;
+    case impl::kind::cartesian: {
+      int total = 1;
+      for (int g : im.grid) total *= g;
+      if (base < 0 || base >= total) break;
+      block_index b{};
+      int r = base;
+      if (!im.column_major_ranks) {
+        for (std::size_t d = im.grid.size(); d-- > 0;) {
+          b[d] = r % im.grid[d];
+          r /= im.grid[d];
+        }
+      } else {
+        for (std::size_t d = 0; d < im.grid.size(); ++d) {
+          b[d] = r % im.grid[d];
+          r /= im.grid[d];
+        }
+      }
+      out.push_back(b);
+      break;
+    }
+    case impl::kind::block_cyclic: {
+      const auto& p = im.bc;
+      for (int pr = 0; pr < p.prow; ++pr) {
+        for (int pc = 0; pc < p.pcol; ++pc) {
+          if (im.grid_rank(pr, pc) != base) continue;
+          // Submatrix blocks k with (first + k + src) % P == coordinate: an arithmetic progression.
+          const auto first_k = [](std::int64_t first, int src, int P, int coord) {
+            return ((coord - src - first) % P + P) % P;
+          };
+          for (std::int64_t i = first_k(im.first_row_block, p.rsrc, p.prow, pr); i < splits_[0].count(); i += p.prow) {
+            for (std::int64_t j = first_k(im.first_col_block, p.csrc, p.pcol, pc); j < splits_[1].count(); j += p.pcol) {
+              block_index b{};
+              b[0] = i;
+              b[1] = j;
+              out.push_back(b);
+            }
+          }
+        }
+      }
+      std::sort(out.begin(), out.end());
+      break;
+    }
+  }
+  return out;
+}
+
+void layout::set_storage(const block_index& b, void* data, const std::vector<std::int64_t>& strides) {
+  if (strides.size() != static_cast<std::size_t>(ndim())) {
+    invalid("storage of a block needs " + std::to_string(ndim()) + " strides, got " + std::to_string(strides.size()));
+  }
+  for (int d = 0; d < ndim(); ++d) {
+    if (b[static_cast<std::size_t>(d)] < 0 || b[static_cast<std::size_t>(d)] >= splits_[static_cast<std::size_t>(d)].count()) {
+      invalid("block index out of range in dimension " + std::to_string(d));
+    }
+  }
+  block_storage s;
+  s.data = data;
+  std::copy(strides.begin(), strides.end(), s.strides.begin());
+  impl_->storage[b] = s;
+}
+
+block_storage layout::storage(const block_index& b) const {
+  const impl& im = *impl_;
+  if (const auto it = im.storage.find(b); it != im.storage.end()) return it->second;
+  block_storage s;
+  if (im.relabel.empty() && im.k == impl::kind::cartesian && im.cart_local) {
+    s.data = im.cart_local;
+    if (!im.cart_strides.empty()) {
+      std::copy(im.cart_strides.begin(), im.cart_strides.end(), s.strides.begin());
+    } else {  // contiguous, row-major over the block's extents
+      std::int64_t stride = 1;
+      for (int d = ndim(); d-- > 0;) {
+        const auto& sp = splits_[static_cast<std::size_t>(d)];
+        s.strides[static_cast<std::size_t>(d)] = stride;
+        stride *= sp.start(b[static_cast<std::size_t>(d)] + 1) - sp.start(b[static_cast<std::size_t>(d)]);
+      }
+    }
+    return s;
+  }
+  if (im.relabel.empty() && im.k == impl::kind::block_cyclic && im.bc.local) {
+    // Local position of the block's first element (ScaLAPACK's indxg2l).
+    const auto& p = im.bc;
+    const auto local_index = [](std::int64_t g, std::int64_t nbk, int P) { return (g / nbk / P) * nbk + g % nbk; };
+    const std::int64_t gr = p.row_offset + splits_[0].start(b[0]);
+    const std::int64_t gc = p.col_offset + splits_[1].start(b[1]);
+    const std::int64_t lr = local_index(gr, p.mb, p.prow), lc = local_index(gc, p.nb, p.pcol);
+    s.data = p.local;
+    s.offset = lr + lc * p.lld;
+    s.strides[0] = 1;
+    s.strides[1] = p.lld;
+    return s;
+  }
+  throw error(errc::invalid_argument, "layout: no storage was described for block (" + std::to_string(b[0]) +
+                                          (ndim() > 1 ? ", " + std::to_string(b[1]) : std::string()) +
+                                          (ndim() > 2 ? ", ..." : "") + ")");
+}
+
+layout layout::relabeled(const std::vector<int>& sigma) const {
+  layout l = *this;
+  auto im = std::make_shared<impl>(*impl_);
+  if (!im->relabel.empty()) {
+    for (int& r : im->relabel) r = sigma[static_cast<std::size_t>(r)];
+  } else {
+    im->relabel = sigma;
+  }
+  im->storage.clear();
+  im->cart_local = nullptr;
+  im->bc.local = nullptr;
+  l.impl_ = std::move(im);
+  return l;
+}
+
+}  // namespace conveyor::redistribute

@@ -1,0 +1,830 @@
+// Planning and executing redistributions (conveyor/redistribute.hpp).
+//
+// Plan (once): for each transform, every rank walks its own source blocks and,
+// per dimension, the range of destination blocks they overlap (binary search or
+// arithmetic on the split points: the grid overlay restricted to what this rank
+// holds), producing pieces = boxes in source coordinates, grouped by destination
+// owner; symmetrically it walks its destination blocks to know what it receives.
+// Both sides sort the pieces of a peer by their global corner, which fixes the
+// byte order of the package without exchanging it. Cost: O(overlapping block
+// pairs of this rank) plus one MPI_Allgather of P int64 (the volume matrix).
+//
+// Execute (many times), per transport:
+//   packed:    Irecv per peer; pack per peer + Isend; local pieces copied (and
+//              transformed) directly; each package unpacked as it arrives.
+//   pipelined: the same with pieces cut into slabs of the outermost dimension and
+//              packages sent in chunks of >= chunk_bytes, so packing the next chunk
+//              overlaps sending the previous one; chunks unpacked on arrival.
+//   datatype:  one MPI struct type per peer over the source blocks (and, for plain
+//              copies, over the destination blocks) built at plan time: no packing
+//              in Conveyor, MPI walks the types (the tensor paper's baseline).
+//   one_sided: packed packages MPI_Put into one window per plan over the receive
+//              buffers (offsets exchanged at plan time), fence, unpack.
+//   alltoallv: all packages in one buffer, one MPI_Alltoallv, unpack.
+// Bytes on the wire: exactly the off-diagonal of volume(); local pieces never
+// touch MPI.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <string>
+
+#include "conveyor/mpi.hpp"
+#include "conveyor/redistribute.hpp"
+#include "collectives/context.hpp"
+#include "core/agree.hpp"
+#include "redistribute/box_copy.hpp"
+#include "redistribute/relabel.hpp"
+
+namespace conveyor::redistribute {
+
+namespace {
+
+constexpr std::array<std::string_view, 6> kTransportNames = {"auto", "datatype", "packed", "pipelined", "one_sided",
+                                                              "alltoallv"};
+constexpr std::int64_t kMaxMessage = std::int64_t{1} << 30;  // bytes per MPI message
+
+using coords = std::array<std::int64_t, max_dims>;
+
+struct piece {
+  coords lo{}, ext{};  // box in source coordinates
+  block_index src_block{}, dst_block{};
+};
+
+std::int64_t volume_of(const coords& ext, int ndim) {
+  std::int64_t v = 1;
+  for (int d = 0; d < ndim; ++d) v *= ext[static_cast<std::size_t>(d)];
+  return v;
+}
+
+bool corner_less(const piece& a, const piece& b) { return a.lo < b.lo; }
+
+}  // namespace
+
+std::string_view transport_name(transport t) {
+  const auto i = static_cast<std::size_t>(t);
+  return i < kTransportNames.size() ? kTransportNames[i] : "unknown";
+}
+
+transport parse_transport(std::string_view name) {
+  for (std::size_t i = 0; i < kTransportNames.size(); ++i) {
+    if (kTransportNames[i] == name) return static_cast<transport>(i);
+  }
+  throw error(errc::invalid_argument, "unknown transport '" + std::string(name) +
+                                          "' (auto, datatype, packed, pipelined, one_sided, alltoallv)");
+}
+
+// ---------------------------------------------------------------------------
+// The plan
+// ---------------------------------------------------------------------------
+struct transform_plan {
+  const layout* src = nullptr;
+  const layout* dst = nullptr;
+  int ndim = 1;
+  std::array<int, max_dims> perm{};  // dst axis k = src axis perm[k]
+  std::size_t esize = 1;
+  dtype type = dtype::float64;
+  detail::scaling scale;
+  std::vector<std::vector<piece>> send, recv;  // per peer rank
+  std::vector<piece> self;
+};
+
+struct plan::impl {
+  MPI_Comm comm = MPI_COMM_NULL;  // private duplicate, created once
+  int rank = 0, size = 1;
+  plan_options options;
+  transport method = transport::packed;
+  std::vector<transform_plan> ts;
+  std::vector<std::int64_t> send_bytes, recv_bytes;  // per peer (all transforms)
+  std::vector<int> send_peers, recv_peers;            // peers with data, in rank order
+  std::vector<std::vector<char>> send_buf, recv_buf;  // per peer, reused
+  std::vector<std::int64_t> volume;                   // P x P
+  std::vector<int> sigma;
+  std::int64_t relabeled_remote = 0;
+  // datatype transport
+  std::vector<MPI_Datatype> send_types, recv_types;   // per peer (MPI_DATATYPE_NULL if none)
+  bool direct_receive = false;
+  // one_sided
+  MPI_Win win = MPI_WIN_NULL;
+  std::vector<char> window_buf;
+  std::vector<std::int64_t> window_offset_of_peer;    // where peer p's data lands in my window
+  std::vector<std::int64_t> remote_offset;            // where my data lands in peer p's window
+  // pipelined: chunk boundaries (piece index ranges) per peer, both directions
+  std::vector<std::vector<std::size_t>> send_chunks, recv_chunks;
+
+  ~impl() {
+    for (auto& t : send_types) if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+    for (auto& t : recv_types) if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+    if (win != MPI_WIN_NULL) MPI_Win_free(&win);
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+
+  // --- addressing -------------------------------------------------------------
+  static char* element_address(const layout& l, const block_index& b, const coords& at_global, std::size_t esize) {
+    const block_storage s = l.storage(b);
+    std::int64_t off = s.offset;
+    for (int d = 0; d < l.ndim(); ++d) {
+      const auto k = static_cast<std::size_t>(d);
+      off += (at_global[k] - l.splits(d).start(b[k])) * s.strides[k];
+    }
+    return static_cast<char*>(s.data) + off * static_cast<std::int64_t>(esize);
+  }
+
+  // Destination coordinates of a source-coordinate corner.
+  static coords to_dst(const transform_plan& t, const coords& src) {
+    coords out{};
+    for (int k = 0; k < t.ndim; ++k) out[static_cast<std::size_t>(k)] = src[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])];
+    return out;
+  }
+
+  // The copy from a contiguous row-major (source order) buffer into the destination block.
+  static detail::box_copy unpack_copy(const transform_plan& t, const piece& p) {
+    detail::box_copy c;
+    c.ndim = t.ndim;
+    coords buf_stride{};
+    std::int64_t s = 1;
+    for (int d = t.ndim; d-- > 0;) {
+      buf_stride[static_cast<std::size_t>(d)] = s;
+      s *= p.ext[static_cast<std::size_t>(d)];
+    }
+    const block_storage ds = t.dst->storage(p.dst_block);
+    for (int k = 0; k < t.ndim; ++k) {
+      const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
+      c.extent[kk] = p.ext[d];
+      c.src_stride[kk] = buf_stride[d];
+      c.dst_stride[kk] = ds.strides[kk];
+    }
+    return c;
+  }
+
+  static detail::box_copy pack_copy(const transform_plan& t, const piece& p) {
+    detail::box_copy c;
+    c.ndim = t.ndim;
+    const block_storage ss = t.src->storage(p.src_block);
+    std::int64_t s = 1;
+    for (int d = t.ndim; d-- > 0;) {
+      const auto k = static_cast<std::size_t>(d);
+      c.extent[k] = p.ext[k];
+      c.src_stride[k] = ss.strides[k];
+      c.dst_stride[k] = s;
+      s *= p.ext[k];
+    }
+    return c;
+  }
+
+  static detail::box_copy local_copy(const transform_plan& t, const piece& p) {
+    detail::box_copy c;
+    c.ndim = t.ndim;
+    const block_storage ss = t.src->storage(p.src_block), ds = t.dst->storage(p.dst_block);
+    for (int k = 0; k < t.ndim; ++k) {
+      const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
+      c.extent[kk] = p.ext[d];
+      c.src_stride[kk] = ss.strides[d];
+      c.dst_stride[kk] = ds.strides[kk];
+    }
+    return c;
+  }
+
+  char* src_corner(const transform_plan& t, const piece& p) const {
+    return element_address(*t.src, p.src_block, p.lo, t.esize);
+  }
+  char* dst_corner(const transform_plan& t, const piece& p) const {
+    return element_address(*t.dst, p.dst_block, to_dst(t, p.lo), t.esize);
+  }
+
+  // --- packing ------------------------------------------------------------------
+  // Packs pieces [first, last) of every transform for `peer` (pieces numbered across
+  // transforms in order) at `out`; returns the bytes written.
+  template <class Fn>
+  void for_pieces(std::vector<std::vector<piece>> transform_plan::*dir, int peer, Fn&& fn) const {
+    std::size_t index = 0;
+    for (const auto& t : ts) {
+      for (const piece& p : (t.*dir)[static_cast<std::size_t>(peer)]) fn(t, p, index++);
+    }
+  }
+
+  std::int64_t piece_bytes(const transform_plan& t, const piece& p) const {
+    return volume_of(p.ext, t.ndim) * static_cast<std::int64_t>(t.esize);
+  }
+
+  void pack_range(int peer, std::size_t first, std::size_t last, char* base, std::int64_t& offset) const {
+    for_pieces(&transform_plan::send, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
+      if (i < first || i >= last) return;
+      detail::apply(t.type, pack_copy(t, p), src_corner(t, p), base + offset, detail::scaling{});
+      offset += piece_bytes(t, p);
+    });
+  }
+
+  void unpack_range(int peer, std::size_t first, std::size_t last, const char* base, std::int64_t& offset) const {
+    for_pieces(&transform_plan::recv, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
+      if (i < first || i >= last) return;
+      detail::apply(t.type, unpack_copy(t, p), base + offset, dst_corner(t, p), t.scale);
+      offset += piece_bytes(t, p);
+    });
+  }
+
+  std::size_t piece_count(std::vector<std::vector<piece>> transform_plan::*dir, int peer) const {
+    std::size_t n = 0;
+    for (const auto& t : ts) n += (t.*dir)[static_cast<std::size_t>(peer)].size();
+    return n;
+  }
+
+  void copy_local() const {
+    for (const auto& t : ts) {
+      for (const piece& p : t.self) detail::apply(t.type, local_copy(t, p), src_corner(t, p), dst_corner(t, p), t.scale);
+    }
+  }
+
+  // --- transports -----------------------------------------------------------------
+  // Splits [0, bytes) of a message into <= kMaxMessage parts.
+  static void post(bool receive, char* buf, std::int64_t bytes, int peer, int tag_base, MPI_Comm comm,
+                   std::vector<MPI_Request>& reqs, std::vector<int>& owner, int owner_value) {
+    int part = 0;
+    for (std::int64_t off = 0; off < bytes; off += kMaxMessage, ++part) {
+      const int n = static_cast<int>(std::min(kMaxMessage, bytes - off));
+      MPI_Request r;
+      if (receive) MPI_Irecv(buf + off, n, MPI_BYTE, peer, tag_base + part, comm, &r);
+      else MPI_Isend(buf + off, n, MPI_BYTE, peer, tag_base + part, comm, &r);
+      reqs.push_back(r);
+      owner.push_back(owner_value);
+    }
+  }
+
+  void run_packed() {
+    std::vector<MPI_Request> rreq, sreq;
+    std::vector<int> rowner, sowner;
+    std::vector<int> parts_left(static_cast<std::size_t>(size), 0);
+    for (int p : recv_peers) {
+      const std::size_t before = rreq.size();
+      post(true, recv_buf[static_cast<std::size_t>(p)].data(), recv_bytes[static_cast<std::size_t>(p)], p, 0, comm, rreq,
+           rowner, p);
+      parts_left[static_cast<std::size_t>(p)] = static_cast<int>(rreq.size() - before);
+    }
+    for (int p : send_peers) {
+      std::int64_t off = 0;
+      char* buf = send_buf[static_cast<std::size_t>(p)].data();
+      pack_range(p, 0, piece_count(&transform_plan::send, p), buf, off);
+      post(false, buf, send_bytes[static_cast<std::size_t>(p)], p, 0, comm, sreq, sowner, p);
+    }
+    copy_local();
+    for (std::size_t done = 0; done < rreq.size(); ++done) {
+      int idx = MPI_UNDEFINED;
+      conveyor::detail::check_mpi(MPI_Waitany(static_cast<int>(rreq.size()), rreq.data(), &idx, MPI_STATUS_IGNORE), "MPI_Waitany");
+      const int p = rowner[static_cast<std::size_t>(idx)];
+      if (--parts_left[static_cast<std::size_t>(p)] == 0) {
+        std::int64_t off = 0;
+        unpack_range(p, 0, piece_count(&transform_plan::recv, p), recv_buf[static_cast<std::size_t>(p)].data(), off);
+      }
+    }
+    conveyor::detail::check_mpi(MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
+
+  // Chunk boundaries: consecutive pieces (slabs) of >= chunk_bytes, per peer.
+  std::vector<std::size_t> chunks_of(std::vector<std::vector<piece>> transform_plan::*dir, int peer) const {
+    std::vector<std::size_t> bounds{0};
+    std::int64_t acc = 0;
+    for_pieces(dir, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
+      acc += piece_bytes(t, p);
+      if (acc >= static_cast<std::int64_t>(options.chunk_bytes)) {
+        bounds.push_back(i + 1);
+        acc = 0;
+      }
+    });
+    const std::size_t n = piece_count(dir, peer);
+    if (bounds.back() != n) bounds.push_back(n);
+    return bounds;
+  }
+
+  std::int64_t range_bytes(std::vector<std::vector<piece>> transform_plan::*dir, int peer, std::size_t first,
+                           std::size_t last) const {
+    std::int64_t b = 0;
+    for_pieces(dir, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
+      if (i >= first && i < last) b += piece_bytes(t, p);
+    });
+    return b;
+  }
+
+  void run_pipelined() {
+    struct pending {
+      int peer;
+      std::size_t chunk;
+      std::int64_t offset;
+    };
+    std::vector<MPI_Request> rreq, sreq;
+    std::vector<pending> rinfo;
+    for (int p : recv_peers) {
+      const auto& bounds = recv_chunks[static_cast<std::size_t>(p)];
+      std::int64_t off = 0;
+      for (std::size_t c = 0; c + 1 < bounds.size(); ++c) {
+        const std::int64_t bytes = range_bytes(&transform_plan::recv, p, bounds[c], bounds[c + 1]);
+        MPI_Request r;
+        MPI_Irecv(recv_buf[static_cast<std::size_t>(p)].data() + off, static_cast<int>(bytes), MPI_BYTE, p,
+                  static_cast<int>(c), comm, &r);
+        rreq.push_back(r);
+        rinfo.push_back({p, c, off});
+        off += bytes;
+      }
+    }
+    // Send chunk by chunk, round-robin over peers, so every peer's first chunk leaves early.
+    std::vector<std::int64_t> soff(static_cast<std::size_t>(size), 0);
+    std::size_t max_chunks = 0;
+    for (int p : send_peers) max_chunks = std::max(max_chunks, send_chunks[static_cast<std::size_t>(p)].size() - 1);
+    for (std::size_t c = 0; c < max_chunks; ++c) {
+      for (int p : send_peers) {
+        const auto& bounds = send_chunks[static_cast<std::size_t>(p)];
+        if (c + 1 >= bounds.size()) continue;
+        char* buf = send_buf[static_cast<std::size_t>(p)].data();
+        const std::int64_t start = soff[static_cast<std::size_t>(p)];
+        pack_range(p, bounds[c], bounds[c + 1], buf, soff[static_cast<std::size_t>(p)]);
+        MPI_Request r;
+        MPI_Isend(buf + start, static_cast<int>(soff[static_cast<std::size_t>(p)] - start), MPI_BYTE, p, static_cast<int>(c),
+                  comm, &r);
+        sreq.push_back(r);
+      }
+    }
+    copy_local();
+    for (std::size_t done = 0; done < rreq.size(); ++done) {
+      int idx = MPI_UNDEFINED;
+      conveyor::detail::check_mpi(MPI_Waitany(static_cast<int>(rreq.size()), rreq.data(), &idx, MPI_STATUS_IGNORE), "MPI_Waitany");
+      const pending& w = rinfo[static_cast<std::size_t>(idx)];
+      const auto& bounds = recv_chunks[static_cast<std::size_t>(w.peer)];
+      std::int64_t off = w.offset;
+      unpack_range(w.peer, bounds[w.chunk], bounds[w.chunk + 1], recv_buf[static_cast<std::size_t>(w.peer)].data(), off);
+    }
+    conveyor::detail::check_mpi(MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
+
+  void run_datatype() {
+    std::vector<MPI_Request> reqs;
+    std::vector<int> rpeer;
+    for (int p : recv_peers) {
+      MPI_Request r;
+      if (direct_receive) MPI_Irecv(MPI_BOTTOM, 1, recv_types[static_cast<std::size_t>(p)], p, 0, comm, &r);
+      else MPI_Irecv(recv_buf[static_cast<std::size_t>(p)].data(), 1, recv_types[static_cast<std::size_t>(p)], p, 0, comm, &r);
+      reqs.push_back(r);
+      rpeer.push_back(p);
+    }
+    std::vector<MPI_Request> sreq;
+    for (int p : send_peers) {
+      MPI_Request r;
+      MPI_Isend(MPI_BOTTOM, 1, send_types[static_cast<std::size_t>(p)], p, 0, comm, &r);
+      sreq.push_back(r);
+    }
+    copy_local();
+    for (std::size_t done = 0; done < reqs.size(); ++done) {
+      int idx = MPI_UNDEFINED;
+      conveyor::detail::check_mpi(MPI_Waitany(static_cast<int>(reqs.size()), reqs.data(), &idx, MPI_STATUS_IGNORE), "MPI_Waitany");
+      if (!direct_receive) {
+        const int p = rpeer[static_cast<std::size_t>(idx)];
+        std::int64_t off = 0;
+        unpack_range(p, 0, piece_count(&transform_plan::recv, p), recv_buf[static_cast<std::size_t>(p)].data(), off);
+      }
+    }
+    conveyor::detail::check_mpi(MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
+
+  void run_one_sided() {
+    conveyor::detail::check_mpi(MPI_Win_fence(MPI_MODE_NOPRECEDE, win), "MPI_Win_fence");
+    for (int p : send_peers) {
+      std::int64_t off = 0;
+      char* buf = send_buf[static_cast<std::size_t>(p)].data();
+      pack_range(p, 0, piece_count(&transform_plan::send, p), buf, off);
+      const std::int64_t bytes = send_bytes[static_cast<std::size_t>(p)];
+      for (std::int64_t o = 0; o < bytes; o += kMaxMessage) {
+        const int n = static_cast<int>(std::min(kMaxMessage, bytes - o));
+        conveyor::detail::check_mpi(MPI_Put(buf + o, n, MPI_BYTE, p, remote_offset[static_cast<std::size_t>(p)] + o, n, MPI_BYTE, win),
+                          "MPI_Put");
+      }
+    }
+    copy_local();
+    conveyor::detail::check_mpi(MPI_Win_fence(MPI_MODE_NOSUCCEED, win), "MPI_Win_fence");
+    for (int p : recv_peers) {
+      std::int64_t off = 0;
+      unpack_range(p, 0, piece_count(&transform_plan::recv, p),
+                   window_buf.data() + window_offset_of_peer[static_cast<std::size_t>(p)], off);
+    }
+  }
+
+  void run_alltoallv() {
+    // Byte counts as int: a package over 2 GiB cannot go through MPI_Alltoallv.
+    std::vector<int> scount(static_cast<std::size_t>(size), 0), sdispl(static_cast<std::size_t>(size), 0);
+    std::vector<int> rcount(static_cast<std::size_t>(size), 0), rdispl(static_cast<std::size_t>(size), 0);
+    std::int64_t stotal = 0, rtotal = 0;
+    for (int p = 0; p < size; ++p) {
+      const auto k = static_cast<std::size_t>(p);
+      const std::int64_t sb = p == rank ? 0 : send_bytes[k], rb = p == rank ? 0 : recv_bytes[k];
+      if (stotal + sb > INT32_MAX || rtotal + rb > INT32_MAX) {
+        throw error(errc::unsupported, "redistribute: alltoallv transport limited to 2 GiB per rank; use packed");
+      }
+      scount[k] = static_cast<int>(sb);
+      sdispl[k] = static_cast<int>(stotal);
+      rcount[k] = static_cast<int>(rb);
+      rdispl[k] = static_cast<int>(rtotal);
+      stotal += sb;
+      rtotal += rb;
+    }
+    std::vector<char>& sbuf = send_buf[0];
+    std::vector<char>& rbuf = recv_buf[0];
+    for (int p : send_peers) {
+      std::int64_t off = sdispl[static_cast<std::size_t>(p)];
+      pack_range(p, 0, piece_count(&transform_plan::send, p), sbuf.data(), off);
+    }
+    copy_local();
+    conveyor::detail::check_mpi(MPI_Alltoallv(sbuf.data(), scount.data(), sdispl.data(), MPI_BYTE, rbuf.data(), rcount.data(),
+                                    rdispl.data(), MPI_BYTE, comm),
+                      "MPI_Alltoallv");
+    for (int p : recv_peers) {
+      std::int64_t off = rdispl[static_cast<std::size_t>(p)];
+      unpack_range(p, 0, piece_count(&transform_plan::recv, p), rbuf.data(), off);
+    }
+  }
+
+  // --- plan-time construction ----------------------------------------------------------
+  void enumerate(transform_plan& t);
+  void build_buffers();
+  void build_datatypes();
+  void build_window();
+  MPI_Datatype piece_type(const transform_plan& t, const piece& p, bool dst_side) const;
+};
+
+namespace {
+
+// Odometer over the per-dimension block ranges [first[k], last[k]].
+template <class Fn>
+void for_each_block(int ndim, const coords& first, const coords& last, Fn&& fn) {
+  block_index b{};
+  for (int d = 0; d < ndim; ++d) b[static_cast<std::size_t>(d)] = first[static_cast<std::size_t>(d)];
+  for (;;) {
+    fn(b);
+    int d = ndim - 1;
+    while (d >= 0) {
+      const auto k = static_cast<std::size_t>(d);
+      if (++b[k] <= last[k]) break;
+      b[k] = first[k];
+      --d;
+    }
+    if (d < 0) return;
+  }
+}
+
+}  // namespace
+
+void plan::impl::enumerate(transform_plan& t) {
+  const layout& S = *t.src;
+  const layout& D = *t.dst;
+  const int n = t.ndim;
+  t.send.assign(static_cast<std::size_t>(size), {});
+  t.recv.assign(static_cast<std::size_t>(size), {});
+  // inv[d]: the dst axis holding src axis d.
+  std::array<int, max_dims> inv{};
+  for (int k = 0; k < n; ++k) inv[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = k;
+
+  // Sending side: my source blocks x the destination blocks they overlap.
+  for (const block_index& bs : S.blocks_of(rank)) {
+    coords lo{}, hi{}, first{}, last{};
+    for (int d = 0; d < n; ++d) {
+      const auto k = static_cast<std::size_t>(d);
+      lo[k] = S.splits(d).start(bs[k]);
+      hi[k] = S.splits(d).start(bs[k] + 1);
+    }
+    for (int k = 0; k < n; ++k) {  // dst axis k covers src axis perm[k]
+      const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
+      first[kk] = D.splits(k).block_of(lo[d]);
+      last[kk] = D.splits(k).block_of(hi[d] - 1);
+    }
+    for_each_block(n, first, last, [&](const block_index& bd) {
+      piece p;
+      p.src_block = bs;
+      p.dst_block = bd;
+      for (int k = 0; k < n; ++k) {
+        const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
+        const std::int64_t a = std::max(lo[d], D.splits(k).start(bd[kk]));
+        const std::int64_t b = std::min(hi[d], D.splits(k).start(bd[kk] + 1));
+        p.lo[d] = a;
+        p.ext[d] = b - a;
+      }
+      const int owner = D.owner(bd);
+      if (owner == rank) t.self.push_back(p);
+      else t.send[static_cast<std::size_t>(owner)].push_back(p);
+    });
+  }
+  // Receiving side: my destination blocks x the source blocks they overlap.
+  for (const block_index& bd : D.blocks_of(rank)) {
+    coords lo{}, hi{}, first{}, last{};
+    for (int k = 0; k < n; ++k) {
+      const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
+      lo[d] = D.splits(k).start(bd[kk]);
+      hi[d] = D.splits(k).start(bd[kk] + 1);
+    }
+    for (int d = 0; d < n; ++d) {
+      const auto k = static_cast<std::size_t>(d);
+      first[k] = S.splits(d).block_of(lo[k]);
+      last[k] = S.splits(d).block_of(hi[k] - 1);
+    }
+    for_each_block(n, first, last, [&](const block_index& bs) {
+      const int owner = S.owner(bs);
+      if (owner == rank) return;  // counted on the sending side
+      piece p;
+      p.src_block = bs;
+      p.dst_block = bd;
+      for (int d = 0; d < n; ++d) {
+        const auto k = static_cast<std::size_t>(d);
+        const std::int64_t a = std::max(lo[k], S.splits(d).start(bs[k]));
+        const std::int64_t b = std::min(hi[k], S.splits(d).start(bs[k] + 1));
+        p.lo[k] = a;
+        p.ext[k] = b - a;
+      }
+      t.recv[static_cast<std::size_t>(owner)].push_back(p);
+    });
+  }
+  for (auto& v : t.send) std::sort(v.begin(), v.end(), corner_less);
+  for (auto& v : t.recv) std::sort(v.begin(), v.end(), corner_less);
+
+  // Pipelined: cut pieces into slabs along the outermost source dimension so no
+  // slab exceeds chunk_bytes (the packed byte order is unchanged by the cut).
+  if (method == transport::pipelined) {
+    const auto cut = [&](std::vector<piece>& v) {
+      std::vector<piece> out;
+      for (const piece& p : v) {
+        const std::int64_t row = volume_of(p.ext, n) / std::max<std::int64_t>(p.ext[0], 1) * static_cast<std::int64_t>(t.esize);
+        const std::int64_t rows_per = std::max<std::int64_t>(1, static_cast<std::int64_t>(options.chunk_bytes) / std::max<std::int64_t>(row, 1));
+        for (std::int64_t r = 0; r < p.ext[0]; r += rows_per) {
+          piece s = p;
+          s.lo[0] = p.lo[0] + r;
+          s.ext[0] = std::min(rows_per, p.ext[0] - r);
+          out.push_back(s);
+        }
+      }
+      v = std::move(out);
+    };
+    for (auto& v : t.send) cut(v);
+    for (auto& v : t.recv) cut(v);
+  }
+}
+
+void plan::impl::build_buffers() {
+  send_bytes.assign(static_cast<std::size_t>(size), 0);
+  recv_bytes.assign(static_cast<std::size_t>(size), 0);
+  std::int64_t self_bytes = 0;
+  for (const auto& t : ts) {
+    for (int p = 0; p < size; ++p) {
+      for (const piece& pc : t.send[static_cast<std::size_t>(p)]) send_bytes[static_cast<std::size_t>(p)] += piece_bytes(t, pc);
+      for (const piece& pc : t.recv[static_cast<std::size_t>(p)]) recv_bytes[static_cast<std::size_t>(p)] += piece_bytes(t, pc);
+    }
+    for (const piece& pc : t.self) self_bytes += piece_bytes(t, pc);
+  }
+  for (int p = 0; p < size; ++p) {
+    if (send_bytes[static_cast<std::size_t>(p)] > 0) send_peers.push_back(p);
+    if (recv_bytes[static_cast<std::size_t>(p)] > 0) recv_peers.push_back(p);
+  }
+  // The volume matrix: row i = what rank i sends to each rank (its own entry: local copies).
+  std::vector<std::int64_t> row(send_bytes);
+  row[static_cast<std::size_t>(rank)] = self_bytes;
+  volume.assign(static_cast<std::size_t>(size) * static_cast<std::size_t>(size), 0);
+  conveyor::detail::check_mpi(MPI_Allgather(row.data(), size, MPI_INT64_T, volume.data(), size, MPI_INT64_T, comm), "MPI_Allgather");
+
+  send_buf.assign(static_cast<std::size_t>(size), {});
+  recv_buf.assign(static_cast<std::size_t>(size), {});
+  if (method == transport::alltoallv) {
+    send_buf[0].resize(static_cast<std::size_t>(std::accumulate(send_bytes.begin(), send_bytes.end(), std::int64_t{0})));
+    recv_buf[0].resize(static_cast<std::size_t>(std::accumulate(recv_bytes.begin(), recv_bytes.end(), std::int64_t{0})));
+    return;
+  }
+  for (int p : send_peers) {
+    if (method != transport::datatype) send_buf[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(send_bytes[static_cast<std::size_t>(p)]));
+  }
+  for (int p : recv_peers) {
+    if (method != transport::one_sided) recv_buf[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(recv_bytes[static_cast<std::size_t>(p)]));
+  }
+  if (method == transport::pipelined) {
+    send_chunks.assign(static_cast<std::size_t>(size), {});
+    recv_chunks.assign(static_cast<std::size_t>(size), {});
+    for (int p : send_peers) send_chunks[static_cast<std::size_t>(p)] = chunks_of(&transform_plan::send, p);
+    for (int p : recv_peers) recv_chunks[static_cast<std::size_t>(p)] = chunks_of(&transform_plan::recv, p);
+  }
+}
+
+// The elements of one piece, in the packed (source row-major) order, as an MPI
+// type at absolute addresses: nested hvectors from the innermost dimension out.
+MPI_Datatype plan::impl::piece_type(const transform_plan& t, const piece& p, bool dst_side) const {
+  const MPI_Datatype elem = mpi_datatype(t.type);
+  coords stride{};
+  char* corner;
+  if (!dst_side) {
+    const block_storage s = t.src->storage(p.src_block);
+    stride = s.strides;
+    corner = src_corner(t, p);
+  } else {
+    const block_storage s = t.dst->storage(p.dst_block);
+    for (int k = 0; k < t.ndim; ++k) stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = s.strides[static_cast<std::size_t>(k)];
+    corner = dst_corner(t, p);
+  }
+  MPI_Datatype type = elem, next;
+  bool owned = false;
+  for (int d = t.ndim; d-- > 0;) {
+    const auto k = static_cast<std::size_t>(d);
+    MPI_Type_create_hvector(static_cast<int>(p.ext[k]), 1, stride[k] * static_cast<MPI_Aint>(t.esize), type, &next);
+    if (owned) MPI_Type_free(&type);
+    type = next;
+    owned = true;
+  }
+  MPI_Aint addr;
+  MPI_Get_address(corner, &addr);
+  MPI_Datatype placed;
+  int one = 1;
+  MPI_Type_create_struct(1, &one, &addr, &type, &placed);
+  MPI_Type_free(&type);
+  return placed;
+}
+
+void plan::impl::build_datatypes() {
+  send_types.assign(static_cast<std::size_t>(size), MPI_DATATYPE_NULL);
+  recv_types.assign(static_cast<std::size_t>(size), MPI_DATATYPE_NULL);
+  direct_receive = std::all_of(ts.begin(), ts.end(), [](const transform_plan& t) { return t.scale.plain(); });
+  const auto combine = [&](std::vector<std::vector<piece>> transform_plan::*dir, int p, bool dst_side) {
+    std::vector<MPI_Datatype> parts;
+    for_pieces(dir, p, [&](const transform_plan& t, const piece& pc, std::size_t) { parts.push_back(piece_type(t, pc, dst_side)); });
+    std::vector<int> ones(parts.size(), 1);
+    std::vector<MPI_Aint> zero(parts.size(), 0);
+    MPI_Datatype all;
+    MPI_Type_create_struct(static_cast<int>(parts.size()), ones.data(), zero.data(), parts.data(), &all);
+    MPI_Type_commit(&all);
+    for (auto& x : parts) MPI_Type_free(&x);
+    return all;
+  };
+  for (int p : send_peers) send_types[static_cast<std::size_t>(p)] = combine(&transform_plan::send, p, false);
+  for (int p : recv_peers) {
+    if (direct_receive) {
+      recv_types[static_cast<std::size_t>(p)] = combine(&transform_plan::recv, p, true);
+    } else {
+      MPI_Type_contiguous(static_cast<int>(recv_bytes[static_cast<std::size_t>(p)]), MPI_BYTE, &recv_types[static_cast<std::size_t>(p)]);
+      MPI_Type_commit(&recv_types[static_cast<std::size_t>(p)]);
+    }
+  }
+}
+
+void plan::impl::build_window() {
+  window_offset_of_peer.assign(static_cast<std::size_t>(size), 0);
+  std::int64_t total = 0;
+  for (int p : recv_peers) {
+    window_offset_of_peer[static_cast<std::size_t>(p)] = total;
+    total += recv_bytes[static_cast<std::size_t>(p)];
+  }
+  window_buf.resize(static_cast<std::size_t>(std::max<std::int64_t>(total, 1)));
+  remote_offset.assign(static_cast<std::size_t>(size), 0);
+  conveyor::detail::check_mpi(MPI_Alltoall(window_offset_of_peer.data(), 1, MPI_INT64_T, remote_offset.data(), 1, MPI_INT64_T, comm),
+                    "MPI_Alltoall");
+  // Open MPI 4.1's osc/rdma cannot create windows over btl/vader without a
+  // single-copy mechanism (open-mpi/ompi#9871): say what to do instead of aborting.
+  if (MPI_Win_create(window_buf.data(), static_cast<MPI_Aint>(window_buf.size()), 1, MPI_INFO_NULL, comm, &win) != MPI_SUCCESS) {
+    win = MPI_WIN_NULL;
+    throw error(errc::mpi, "redistribute: MPI_Win_create failed, so the one_sided transport is unavailable with this MPI "
+                           "setup (Open MPI 4.1: try OMPI_MCA_osc=pt2pt or ucx); other transports work");
+  }
+  MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+}
+
+// ---------------------------------------------------------------------------
+// Validation shared by the constructors (problems agreed on by every rank)
+// ---------------------------------------------------------------------------
+namespace {
+
+std::string check_transform(const transform& t, int index, int rank, int size) {
+  const std::string w = "transform " + std::to_string(index) + ": ";
+  if (!t.src || !t.dst) return w + "source or destination layout is null";
+  const int n = t.src->ndim();
+  if (t.dst->ndim() != n) return w + "source has " + std::to_string(n) + " dimensions, destination " + std::to_string(t.dst->ndim());
+  std::vector<int> perm = t.perm;
+  if (perm.empty()) {
+    perm.resize(static_cast<std::size_t>(n));
+    std::iota(perm.begin(), perm.end(), 0);
+  }
+  if (static_cast<int>(perm.size()) != n) return w + "perm needs " + std::to_string(n) + " entries";
+  std::vector<int> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (int k = 0; k < n; ++k) {
+    if (sorted[static_cast<std::size_t>(k)] != k) return w + "perm is not a permutation of 0.." + std::to_string(n - 1);
+  }
+  for (int k = 0; k < n; ++k) {
+    if (t.dst->extent(k) != t.src->extent(perm[static_cast<std::size_t>(k)])) {
+      return w + "destination extent " + std::to_string(t.dst->extent(k)) + " in dimension " + std::to_string(k) +
+             " != source extent " + std::to_string(t.src->extent(perm[static_cast<std::size_t>(k)])) + " in dimension " +
+             std::to_string(perm[static_cast<std::size_t>(k)]);
+    }
+  }
+  if (!detail::arithmetic_dtype(t.type) && (t.alpha != 1 || t.beta != 0 || t.conjugate)) {
+    return w + "alpha, beta and conjugation need float32/float64/complex64/complex128 (" + std::string(dtype_name(t.type)) +
+           " is copy-only)";
+  }
+  // Owners inside the communicator; my blocks described, with strides that fit.
+  for (const layout* l : {t.src, t.dst}) {
+    const char* which = l == t.src ? "source" : "destination";
+    const auto [lo, hi] = l->owner_range();
+    if (lo < 0 || hi >= size) {
+      return w + which + " layout has owners " + std::to_string(lo) + ".." + std::to_string(hi) + " outside the communicator (size " +
+             std::to_string(size) + ")";
+    }
+    for (const block_index& b : l->blocks_of(rank)) {
+      block_storage s;
+      try {
+        s = l->storage(b);
+      } catch (const error& e) {
+        return w + which + ": " + e.what();
+      }
+      if (!s.data) return w + which + " block storage is null";
+      for (int d = 0; d < n; ++d) {
+        const auto k = static_cast<std::size_t>(d);
+        const std::int64_t ext = l->splits(d).start(b[k] + 1) - l->splits(d).start(b[k]);
+        if (ext > 1 && s.strides[k] == 0) return w + which + " block has stride 0 in dimension " + std::to_string(d);
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+plan::plan(const transform& t, MPI_Comm comm, const plan_options& options)
+    : plan(std::vector<transform>{t}, comm, options) {}
+
+plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_options& options)
+    : impl_(std::make_unique<impl>()) {
+  impl& im = *impl_;
+  if (comm == MPI_COMM_NULL) throw error(errc::invalid_argument, "redistribute::plan: communicator is MPI_COMM_NULL");
+  conveyor::detail::check_mpi(MPI_Comm_rank(comm, &im.rank), "MPI_Comm_rank");
+  conveyor::detail::check_mpi(MPI_Comm_size(comm, &im.size), "MPI_Comm_size");
+  im.options = options;
+  conveyor::detail::local_problem_report problem;
+  const int method = static_cast<int>(options.method);
+  if (method < 0 || method >= static_cast<int>(kTransportNames.size())) problem = {errc::invalid_argument, "redistribute::plan: unknown transport"};
+  if (batch.empty()) problem = {errc::invalid_argument, "redistribute::plan: no transforms"};
+  for (std::size_t i = 0; i < batch.size() && !problem; ++i) {
+    std::string why;
+    try {
+      why = check_transform(batch[i], static_cast<int>(i), im.rank, im.size);
+    } catch (const error& e) {
+      why = e.what();
+    }
+    if (!why.empty()) problem = {errc::invalid_argument, "redistribute::plan: " + why};
+  }
+  conveyor::detail::agree_or_throw(comm, problem);
+
+  // auto: packed (see docs/results.md for the measured comparison).
+  im.method = options.method == transport::automatic ? transport::packed : options.method;
+  conveyor::detail::check_mpi(MPI_Comm_dup(comm, &im.comm), "MPI_Comm_dup");
+  for (const transform& t : batch) {
+    transform_plan tp;
+    tp.src = t.src;
+    tp.dst = t.dst;
+    tp.ndim = t.src->ndim();
+    for (int k = 0; k < tp.ndim; ++k) tp.perm[static_cast<std::size_t>(k)] = t.perm.empty() ? k : t.perm[static_cast<std::size_t>(k)];
+    tp.type = t.type;
+    tp.esize = dtype_size(t.type);
+    tp.scale = {t.alpha, t.beta, t.conjugate};
+    im.ts.push_back(std::move(tp));
+  }
+  for (auto& tp : im.ts) im.enumerate(tp);
+  im.build_buffers();
+  if (im.method == transport::datatype) im.build_datatypes();
+  if (im.method == transport::one_sided) im.build_window();
+
+  // Relabeling of the destination (COSTA): gains from the volume matrix.
+  const conveyor::detail::node_layout* nodes = nullptr;
+  if (options.intra_node_cost != 1.0) {
+    const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : conveyor::detail::context_for(comm).env_ranks_per_node;
+    nodes = &conveyor::detail::context_for(comm).layout(ppn);
+  }
+  const std::vector<double> cost = detail::pair_costs(im.size, nodes, options.intra_node_cost);
+  im.sigma = detail::relabel(im.volume, cost, im.size, options.relabel);
+  im.relabeled_remote = detail::remote_volume(im.volume, im.size, im.sigma);
+}
+
+plan::~plan() = default;
+plan::plan(plan&&) noexcept = default;
+plan& plan::operator=(plan&&) noexcept = default;
+
+void plan::execute() {
+  impl& im = *impl_;
+  switch (im.method) {
+    case transport::packed: im.run_packed(); break;
+    case transport::pipelined: im.run_pipelined(); break;
+    case transport::datatype: im.run_datatype(); break;
+    case transport::one_sided: im.run_one_sided(); break;
+    case transport::alltoallv: im.run_alltoallv(); break;
+    case transport::automatic: break;
+  }
+}
+
+transport plan::method() const { return impl_->method; }
+const std::vector<std::int64_t>& plan::volume() const { return impl_->volume; }
+std::int64_t plan::remote_bytes() const {
+  std::vector<int> id(static_cast<std::size_t>(impl_->size));
+  std::iota(id.begin(), id.end(), 0);
+  return detail::remote_volume(impl_->volume, impl_->size, id);
+}
+const std::vector<int>& plan::sigma() const { return impl_->sigma; }
+std::int64_t plan::relabeled_remote_bytes() const { return impl_->relabeled_remote; }
+layout plan::relabeled_destination(std::size_t k) const { return impl_->ts.at(k).dst->relabeled(impl_->sigma); }
+
+}  // namespace conveyor::redistribute

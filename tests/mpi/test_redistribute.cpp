@@ -1,0 +1,492 @@
+// The Redistribute engine at 1-6 ranks: random N-D layouts (1-D...5-D, random
+// splits, owners, per-block storage order and padding), random axis permutations,
+// alpha/beta (beta = 0 over a NaN-filled destination), every transport, batched
+// plans, repeated execution; block-cyclic and Cartesian layouts; the volume matrix;
+// relabeling against brute force; invalid layouts. Values are position-encoded
+// (each element holds its global index), so any misplaced element is caught.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "../unit/reference.hpp"
+#include "conveyor/redistribute.hpp"
+
+namespace conveyor {
+namespace {
+
+namespace rd = redistribute;
+
+int rank_of() {
+  int r;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int size_of() {
+  int s;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+using index_t = std::vector<std::int64_t>;
+
+// A layout plus the memory this rank allocated for its blocks.
+struct owned_layout {
+  rd::layout l;
+  std::vector<std::vector<double>> storage;  // one buffer per local block (double-sized slots)
+  std::vector<rd::block_index> blocks;
+  std::vector<std::vector<std::int64_t>> strides;
+};
+
+// Random strictly increasing split points of [0, extent].
+rd::axis_splits random_splits(std::int64_t extent, testing::splitmix64& rng) {
+  std::vector<std::int64_t> pts{0};
+  for (std::int64_t x = 1; x < extent; ++x) {
+    if (rng() % 3 == 0) pts.push_back(x);
+  }
+  pts.push_back(extent);
+  return rd::axis_splits::explicit_points(pts);
+}
+
+std::int64_t block_extent(const rd::layout& l, const rd::block_index& b, int d) {
+  return l.splits(d).start(b[static_cast<std::size_t>(d)] + 1) - l.splits(d).start(b[static_cast<std::size_t>(d)]);
+}
+
+// Custom layout of `shape` with random splits/owners; storage per block in random
+// order (row- or column-major) with random padding, in units of `slot` doubles per element.
+owned_layout random_layout(const index_t& shape, std::uint64_t seed, int slots) {
+  testing::splitmix64 rng(seed);
+  std::vector<rd::axis_splits> splits;
+  for (auto e : shape) splits.push_back(random_splits(e, rng));
+  std::int64_t nblocks = 1;
+  for (const auto& s : splits) nblocks *= s.count();
+  std::vector<int> owners(static_cast<std::size_t>(nblocks));
+  for (auto& o : owners) o = static_cast<int>(rng() % static_cast<std::uint64_t>(size_of()));
+  owned_layout out{rd::layout::custom(splits, owners), {}, {}, {}};
+  testing::splitmix64 local(seed * 31 + static_cast<std::uint64_t>(rank_of()));
+  const int n = out.l.ndim();
+  for (const auto& b : out.l.blocks_of(rank_of())) {
+    // Dimension order: identity (row-major) or reversed (column-major); padding of 0-2.
+    const bool reversed = local() % 2;
+    std::vector<std::int64_t> strides(static_cast<std::size_t>(n));
+    std::int64_t s = 1;
+    for (int i = 0; i < n; ++i) {
+      const int d = reversed ? i : n - 1 - i;
+      strides[static_cast<std::size_t>(d)] = s;
+      s *= block_extent(out.l, b, d) + static_cast<std::int64_t>(local() % 3);
+    }
+    out.storage.emplace_back(static_cast<std::size_t>(s * slots), std::nan(""));
+    out.blocks.push_back(b);
+    out.strides.push_back(strides);
+  }
+  for (std::size_t i = 0; i < out.blocks.size(); ++i) out.l.set_storage(out.blocks[i], out.storage[i].data(), out.strides[i]);
+  return out;
+}
+
+std::int64_t linear_index(const index_t& shape, const index_t& at) {
+  std::int64_t v = 0;
+  for (std::size_t d = 0; d < shape.size(); ++d) v = v * shape[d] + at[d];
+  return v;
+}
+
+// Calls fn(global index, element pointer) for every element of this rank's blocks.
+template <class T, class Fn>
+void for_my_elements(const owned_layout& o, Fn&& fn) {
+  const int n = o.l.ndim();
+  for (std::size_t i = 0; i < o.blocks.size(); ++i) {
+    const auto& b = o.blocks[i];
+    index_t lo(static_cast<std::size_t>(n)), ext(static_cast<std::size_t>(n)), at(static_cast<std::size_t>(n));
+    std::int64_t count = 1;
+    for (int d = 0; d < n; ++d) {
+      lo[static_cast<std::size_t>(d)] = o.l.splits(d).start(b[static_cast<std::size_t>(d)]);
+      ext[static_cast<std::size_t>(d)] = block_extent(o.l, b, d);
+      count *= ext[static_cast<std::size_t>(d)];
+    }
+    T* base = reinterpret_cast<T*>(const_cast<double*>(o.storage[i].data()));
+    for (std::int64_t e = 0; e < count; ++e) {
+      std::int64_t r = e, off = 0;
+      for (int d = n; d-- > 0;) {
+        const auto k = static_cast<std::size_t>(d);
+        const std::int64_t x = r % ext[k];
+        r /= ext[k];
+        at[k] = lo[k] + x;
+        off += x * o.strides[i][k];
+      }
+      fn(at, base + off);
+    }
+  }
+}
+
+template <class T>
+T encode(std::int64_t v, int generation) {
+  if constexpr (std::is_same_v<T, std::complex<double>> || std::is_same_v<T, std::complex<float>>) {
+    using F = typename T::value_type;
+    return T(static_cast<F>(v + generation), static_cast<F>(-v));
+  } else {
+    return static_cast<T>(v + generation);
+  }
+}
+
+template <class T>
+bool same(T a, T b) {
+  return a == b;
+}
+
+struct case_params {
+  index_t shape;
+  std::vector<int> perm;
+  double alpha = 1, beta = 0;
+  bool conjugate = false;
+};
+
+template <class T>
+void run_case(const case_params& c, rd::transport method, std::uint64_t seed, const std::string& label, int executions = 1) {
+  const int n = static_cast<int>(c.shape.size());
+  index_t dshape(static_cast<std::size_t>(n));
+  for (int k = 0; k < n; ++k) dshape[static_cast<std::size_t>(k)] = c.shape[static_cast<std::size_t>(c.perm[static_cast<std::size_t>(k)])];
+  const int slots = static_cast<int>((sizeof(T) + sizeof(double) - 1) / sizeof(double));
+  owned_layout src = random_layout(c.shape, seed, slots);
+  owned_layout dst = random_layout(dshape, seed + 977, slots);
+  rd::transform t;
+  t.src = &src.l;
+  t.dst = &dst.l;
+  t.perm = c.perm;
+  t.alpha = c.alpha;
+  t.beta = c.beta;
+  t.conjugate = c.conjugate;
+  t.type = dtype_of_v<T>;
+  rd::plan_options opt;
+  opt.method = method;
+  opt.chunk_bytes = 64;  // many chunks for the pipelined transport
+  rd::plan p(t, MPI_COMM_WORLD, opt);
+
+  // The volume matrix covers every element exactly once.
+  std::int64_t total = 0;
+  for (auto v : p.volume()) total += v;
+  std::int64_t elements = 1;
+  for (auto e : c.shape) elements *= e;
+  EXPECT_EQ(total, elements * static_cast<std::int64_t>(sizeof(T))) << label;
+
+  for (int gen = 0; gen < executions; ++gen) {
+    for_my_elements<T>(src, [&](const index_t& at, T* x) { *x = encode<T>(linear_index(c.shape, at), gen); });
+    // beta = 0: NaN in dst must not leak; otherwise a known old value.
+    for_my_elements<T>(dst, [&](const index_t& at, T* x) {
+      if constexpr (std::is_integral_v<T>) {
+        *x = c.beta == 0 ? T(-12345) : encode<T>(3 * linear_index(dshape, at), 0);
+      } else {
+        *x = c.beta == 0 ? T(std::numeric_limits<double>::quiet_NaN()) : encode<T>(3 * linear_index(dshape, at), 0);
+      }
+    });
+    p.execute();
+    std::int64_t wrong = 0;
+    for_my_elements<T>(dst, [&](const index_t& at, T* x) {
+      index_t sat(static_cast<std::size_t>(n));
+      for (int k = 0; k < n; ++k) sat[static_cast<std::size_t>(c.perm[static_cast<std::size_t>(k)])] = at[static_cast<std::size_t>(k)];
+      T v = encode<T>(linear_index(c.shape, sat), gen);
+      if constexpr (!std::is_integral_v<T>) {
+        if constexpr (!std::is_floating_point_v<T>) {
+          if (c.conjugate) v = std::conj(v);
+        }
+        using R = decltype(std::abs(T{}));
+        T want = static_cast<R>(c.alpha) * v;
+        if (c.beta != 0) want += static_cast<R>(c.beta) * encode<T>(3 * linear_index(dshape, at), 0);
+        wrong += !same(*x, want);
+      } else {
+        wrong += !same(*x, v);
+      }
+    });
+    EXPECT_EQ(wrong, 0) << label << " execution " << gen;
+  }
+}
+
+std::vector<int> random_perm(int n, testing::splitmix64& rng) {
+  std::vector<int> p(static_cast<std::size_t>(n));
+  std::iota(p.begin(), p.end(), 0);
+  for (int i = n - 1; i > 0; --i) std::swap(p[static_cast<std::size_t>(i)], p[rng() % static_cast<std::uint64_t>(i + 1)]);
+  return p;
+}
+
+const rd::transport kTransports[] = {rd::transport::packed, rd::transport::pipelined, rd::transport::datatype,
+                                     rd::transport::one_sided, rd::transport::alltoallv, rd::transport::automatic};
+
+TEST(Redistribute, RandomLayoutsEveryTransport) {
+  testing::splitmix64 rng(2024);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int n = 1 + trial % 5;
+    case_params c;
+    for (int d = 0; d < n; ++d) c.shape.push_back(1 + static_cast<std::int64_t>(rng() % (n <= 2 ? 13 : 5)));
+    c.perm = random_perm(n, rng);
+    c.alpha = trial % 3 == 0 ? 1.0 : 2.0;
+    c.beta = trial % 2 == 0 ? 0.0 : 0.5;
+    for (rd::transport m : kTransports) {
+      const std::string label = "trial " + std::to_string(trial) + " ndim " + std::to_string(n) + " " +
+                                std::string(rd::transport_name(m));
+      run_case<double>(c, m, 100 + static_cast<std::uint64_t>(trial), label);
+    }
+  }
+}
+
+TEST(Redistribute, DtypesConjugateAndRepeatedExecution) {
+  case_params c;
+  c.shape = {7, 5};
+  c.perm = {1, 0};  // transpose
+  c.alpha = 1;
+  c.beta = 0;
+  run_case<float>(c, rd::transport::packed, 5, "float32 transpose", 3);
+  run_case<std::int32_t>(c, rd::transport::pipelined, 6, "int32 transpose (copy only)", 2);
+  c.conjugate = true;
+  c.alpha = 2;
+  c.beta = 0.5;
+  run_case<std::complex<double>>(c, rd::transport::packed, 7, "complex128 conjugate transpose", 3);
+  run_case<std::complex<float>>(c, rd::transport::datatype, 8, "complex64 conjugate transpose", 2);
+}
+
+TEST(Redistribute, BatchedPlanOneMessagePerPeer) {
+  const int slots = 1;
+  owned_layout a = random_layout({9, 4}, 11, slots), b = random_layout({4, 9}, 12, slots);
+  owned_layout c2 = random_layout({6, 6, 3}, 13, slots), d = random_layout({6, 6, 3}, 14, slots);
+  std::vector<rd::transform> batch(2);
+  batch[0].src = &a.l;
+  batch[0].dst = &b.l;
+  batch[0].perm = {1, 0};
+  batch[1].src = &c2.l;
+  batch[1].dst = &d.l;
+  batch[1].alpha = 3;
+  for (rd::transport m : kTransports) {
+    rd::plan_options o;
+    o.method = m;
+    rd::plan p(batch, MPI_COMM_WORLD, o);
+    for_my_elements<double>(a, [&](const index_t& at, double* x) { *x = static_cast<double>(linear_index({9, 4}, at)); });
+    for_my_elements<double>(c2, [&](const index_t& at, double* x) { *x = static_cast<double>(linear_index({6, 6, 3}, at)); });
+    p.execute();
+    std::int64_t wrong = 0;
+    for_my_elements<double>(b, [&](const index_t& at, double* x) { wrong += *x != static_cast<double>(at[1] * 4 + at[0]); });
+    for_my_elements<double>(d, [&](const index_t& at, double* x) { wrong += *x != 3.0 * static_cast<double>(linear_index({6, 6, 3}, at)); });
+    EXPECT_EQ(wrong, 0) << rd::transport_name(m);
+  }
+}
+
+// 2-D block-cyclic (ScaLAPACK storage, submatrix offsets) <-> Cartesian, with transposes.
+TEST(Redistribute, BlockCyclicAndCartesian) {
+  const int P = size_of(), me = rank_of();
+  for (int pr = 1; pr <= P; ++pr) {
+    if (P % pr) continue;
+    const int pc = P / pr;
+    const std::int64_t M = 23, N = 17, mb = 4, nb = 3, ia = 2, ja = 5;  // submatrix M x N at (ia, ja)
+    const std::int64_t GM = M + ia, GN = N + ja;                        // the full global matrix
+    const int myr = me / pc, myc = me % pc;                              // row-major grid
+    const auto numroc = [](std::int64_t n, std::int64_t nbk, int iproc, int nprocs) {
+      const std::int64_t nblocks = n / nbk;
+      std::int64_t count = (nblocks / nprocs) * nbk;
+      const std::int64_t extra = nblocks % nprocs;
+      if (iproc < extra) count += nbk;
+      else if (iproc == extra) count += n % nbk;
+      return count;
+    };
+    const std::int64_t lrows = numroc(GM, mb, myr, pr), lcols = numroc(GN, nb, myc, pc);
+    const std::int64_t lld = std::max<std::int64_t>(1, lrows) + 1;
+    std::vector<double> local(static_cast<std::size_t>(lld * std::max<std::int64_t>(lcols, 1)), -1.0);
+    rd::layout::block_cyclic_params bp;
+    bp.M = M;
+    bp.N = N;
+    bp.mb = mb;
+    bp.nb = nb;
+    bp.prow = pr;
+    bp.pcol = pc;
+    bp.row_offset = ia;
+    bp.col_offset = ja;
+    bp.local = local.data();
+    bp.lld = lld;
+    const rd::layout bc = rd::layout::block_cyclic(bp);
+    // Fill the local array with the global (row, col) encoded, ScaLAPACK's mapping.
+    for (std::int64_t lj = 0; lj < lcols; ++lj) {
+      for (std::int64_t li = 0; li < lrows; ++li) {
+        const std::int64_t gi = (li / mb * pr + myr) * mb + li % mb, gj = (lj / nb * pc + myc) * nb + lj % nb;
+        local[static_cast<std::size_t>(li + lj * lld)] = static_cast<double>(gi * 1000 + gj);
+      }
+    }
+    // Destination: Cartesian over a 1 x P grid of the transposed submatrix (rank = grid column).
+    std::vector<int> grid = {1, P};
+    if (N < P) continue;
+    const rd::layout probe = rd::layout::cartesian({N, M}, grid, nullptr);
+    const auto myblock = probe.blocks_of(me);
+    std::int64_t cols = 0;
+    for (const auto& b : myblock) cols = probe.splits(1).start(b[1] + 1) - probe.splits(1).start(b[1]);
+    std::vector<double> cart(static_cast<std::size_t>(N * std::max<std::int64_t>(cols, 1)), std::nan(""));
+    const rd::layout cl = rd::layout::cartesian({N, M}, grid, cart.data());
+    rd::transform t;
+    t.src = &bc;
+    t.dst = &cl;
+    t.perm = {1, 0};
+    for (rd::transport m : kTransports) {
+      rd::plan_options o;
+      o.method = m;
+      rd::plan p(t, MPI_COMM_WORLD, o);
+      std::fill(cart.begin(), cart.end(), std::nan(""));
+      p.execute();
+      std::int64_t wrong = 0;
+      for (const auto& b : myblock) {
+        const std::int64_t c0 = cl.splits(1).start(b[1]);
+        for (std::int64_t i = 0; i < N; ++i) {
+          for (std::int64_t j = 0; j < cols; ++j) {
+            // dst (i, c0 + j) = src (c0 + j, i) of the submatrix = global (ia + c0 + j, ja + i).
+            const double want = static_cast<double>((ia + c0 + j) * 1000 + (ja + i));
+            wrong += cart[static_cast<std::size_t>(i * cols + j)] != want;
+          }
+        }
+      }
+      EXPECT_EQ(wrong, 0) << pr << "x" << pc << " " << rd::transport_name(m);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Relabeling
+// ---------------------------------------------------------------------------
+double assignment_value(const std::vector<double>& g, int n, const std::vector<int>& s) {
+  double v = 0;
+  for (int i = 0; i < n; ++i) v += g[static_cast<std::size_t>(i * n + s[static_cast<std::size_t>(i)])];
+  return v;
+}
+
+TEST(Redistribute, OptimalAssignmentEqualsBruteForce) {
+  testing::splitmix64 rng(77);
+  for (int n = 1; n <= 7; ++n) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<double> g(static_cast<std::size_t>(n * n));
+      for (auto& x : g) x = static_cast<double>(rng() % 1000) - 300;
+      std::vector<int> perm(static_cast<std::size_t>(n));
+      std::iota(perm.begin(), perm.end(), 0);
+      double best = -1e300;
+      do best = std::max(best, assignment_value(g, n, perm));
+      while (std::next_permutation(perm.begin(), perm.end()));
+      const auto s = rd::max_weight_assignment(g, n);
+      std::vector<int> sorted = s;
+      std::sort(sorted.begin(), sorted.end());
+      for (int i = 0; i < n; ++i) ASSERT_EQ(sorted[static_cast<std::size_t>(i)], i);
+      EXPECT_EQ(assignment_value(g, n, s), best) << "n=" << n << " trial " << trial;
+    }
+  }
+}
+
+TEST(Redistribute, RelabelingNeverMovesMoreThanGreedyOrNone) {
+  // Destination = source with owners rotated: optimal relabeling makes everything local.
+  const int P = size_of();
+  owned_layout src = random_layout({12, 10}, 21, 1);
+  testing::splitmix64 rng(21);
+  std::vector<rd::axis_splits> splits = {random_splits(12, rng), random_splits(10, rng)};
+  std::int64_t nb = splits[0].count() * splits[1].count();
+  std::vector<int> owners(static_cast<std::size_t>(nb));
+  for (auto& o : owners) o = static_cast<int>(rng() % static_cast<std::uint64_t>(P));
+  std::vector<int> rotated(owners);
+  for (auto& o : rotated) o = (o + 1) % P;
+  rd::layout a = rd::layout::custom(splits, owners), b = rd::layout::custom(splits, rotated);
+  std::vector<std::vector<double>> mem;
+  for (auto* l : {&a, &b}) {
+    for (const auto& blk : l->blocks_of(rank_of())) {
+      const std::int64_t r = l->splits(0).start(blk[0] + 1) - l->splits(0).start(blk[0]);
+      const std::int64_t cc = l->splits(1).start(blk[1] + 1) - l->splits(1).start(blk[1]);
+      mem.emplace_back(static_cast<std::size_t>(r * cc));
+      l->set_storage(blk, mem.back().data(), {cc, 1});
+    }
+  }
+  rd::transform t;
+  t.src = &a;
+  t.dst = &b;
+  std::int64_t moved[3];
+  for (auto mode : {rd::relabeling::none, rd::relabeling::greedy, rd::relabeling::optimal}) {
+    rd::plan_options o;
+    o.relabel = mode;
+    rd::plan p(t, MPI_COMM_WORLD, o);
+    moved[static_cast<int>(mode)] = p.relabeled_remote_bytes();
+    if (mode == rd::relabeling::none) {
+      EXPECT_EQ(p.relabeled_remote_bytes(), p.remote_bytes());
+    }
+    if (mode == rd::relabeling::optimal) {
+      EXPECT_EQ(p.relabeled_remote_bytes(), 0);  // the rotation is undone exactly
+      // Adopting the relabeled layout: a plan to it moves nothing between ranks.
+      rd::layout adopted = p.relabeled_destination();
+      EXPECT_EQ(adopted.blocks_of(rank_of()), a.blocks_of(rank_of()));
+    }
+  }
+  (void)src;
+  EXPECT_LE(moved[2], moved[1]);
+  EXPECT_LE(moved[1], moved[0]);
+}
+
+// ---------------------------------------------------------------------------
+// Invalid layouts and transforms
+// ---------------------------------------------------------------------------
+void expect_error_everywhere(const std::function<void()>& call, const std::string& needle) {
+  std::string message;
+  try {
+    call();
+  } catch (const error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find(needle), std::string::npos) << "got: '" << message << "', want '" << needle << "'";
+}
+
+TEST(Redistribute, InvalidLayoutsAndTransforms) {
+  EXPECT_THROW(rd::axis_splits::explicit_points({0, 3, 3, 5}), error);
+  EXPECT_THROW(rd::axis_splits::explicit_points({1, 5}), error);
+  EXPECT_THROW(rd::axis_splits::regular(10, 0), error);
+  EXPECT_THROW(rd::layout::custom({rd::axis_splits::regular(4, 2)}, {0}), error);  // 2 blocks, 1 owner
+  EXPECT_THROW(rd::layout::cartesian({4, 4}, {5, 1}, nullptr), error);
+  const int P = size_of(), me = rank_of();
+  std::vector<double> buf(64);
+  // Owner outside the communicator.
+  {
+    rd::layout a = rd::layout::custom({rd::axis_splits::regular(4, 4)}, {P});
+    rd::layout b = rd::layout::custom({rd::axis_splits::regular(4, 4)}, {0});
+    if (me == 0) b.set_storage(rd::block_index{}, buf.data(), {1});
+    rd::transform t;
+    t.src = &a;
+    t.dst = &b;
+    expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "outside the communicator");
+  }
+  // A block this rank owns without storage (only the last rank forgets).
+  {
+    std::vector<int> owners(static_cast<std::size_t>(P));
+    std::iota(owners.begin(), owners.end(), 0);
+    rd::layout a = rd::layout::custom({rd::axis_splits::regular(P, 1)}, owners);
+    rd::block_index mine{};
+    mine[0] = me;
+    if (me != P - 1) a.set_storage(mine, buf.data(), {1});
+    rd::transform t;
+    t.src = &a;
+    t.dst = &a;
+    if (me == P - 1) {
+      expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "no storage was described");
+    } else {
+      expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "no storage was described");
+    }
+  }
+  // Shapes that do not match under the permutation; not a permutation; copy-only dtype with alpha.
+  {
+    rd::layout a = rd::layout::cartesian({4, 6}, {1, 1}, me == 0 ? buf.data() : nullptr);
+    rd::layout b = rd::layout::cartesian({4, 6}, {1, 1}, me == 0 ? buf.data() : nullptr);
+    rd::transform t;
+    t.src = &a;
+    t.dst = &b;
+    t.perm = {1, 0};
+    expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "destination extent 4 in dimension 0");
+    t.perm = {0, 0};
+    expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "not a permutation");
+    t.perm = {};
+    t.type = dtype::int32;
+    t.alpha = 2;
+    expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "copy-only");
+  }
+}
+
+}  // namespace
+}  // namespace conveyor
