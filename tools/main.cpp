@@ -7,6 +7,7 @@
 //   conveyor bench overlap [options]    allreduce + per-chunk compute, overlapped or not
 //   conveyor bench sinkhorn [options]   ms per Sinkhorn iteration per variant vs the one-read bound
 //   conveyor bench dsop [options]       sum of outer products: every algorithm and auto
+//   conveyor bench redistribute         tensor redistribution per transport; relabeling
 //   conveyor sinkhorn [options]         solve a generated or .npy scaling / OT problem
 //   conveyor tune [--output FILE]       measure the allreduce cost model, write a tune file
 //
@@ -21,6 +22,7 @@
 #include "allreduce_bench.hpp"
 #include "reduce_bench.hpp"
 #include "dsop_bench.hpp"
+#include "redistribute_bench.hpp"
 #include "sinkhorn_bench.hpp"
 #include "tool.hpp"
 
@@ -101,6 +103,13 @@ int main(int argc, char** argv) {
   bench_dsop->add_option("--json", dso.json_path, "Also write the rows as JSON");
   bench_dsop->add_option("--csv", dso.csv_path, "Also write the rows as CSV");
 
+  conveyor::bench::redistribute_bench_options rbo;
+  auto* bench_redistribute = bench->add_subcommand("redistribute", "The tensor paper's 5-D case per transport (4 ranks); relabeling");
+  bench_redistribute->add_option("--iterations", rbo.iterations, "Calls per transport, the first a warm-up")->capture_default_str()->check(CLI::Range(2, 100000));
+  bench_redistribute->add_option("--config", rbo.config, "Name of this configuration in the output rows");
+  bench_redistribute->add_option("--json", rbo.json_path, "Also write the rows as JSON");
+  bench_redistribute->add_option("--csv", rbo.csv_path, "Also write the rows as CSV (relabeling rows: *-relabel.csv)");
+
   conveyor::tool::sinkhorn_cli_options sc;
   auto* sinkhorn = app.add_subcommand("sinkhorn", "Solve a matrix-scaling or entropic-OT problem (generated, or rows of a .npy file)");
   conveyor::tool::add_sinkhorn_options(*sinkhorn, sc);
@@ -138,6 +147,8 @@ int main(int argc, char** argv) {
       rc = conveyor::bench::run_sinkhorn_bench(so);
     } else if (*bench_dsop) {
       rc = conveyor::bench::run_dsop_bench(dso);
+    } else if (*bench_redistribute) {
+      rc = conveyor::bench::run_redistribute_bench(rbo);
     } else if (*sinkhorn) {
       rc = conveyor::tool::run_sinkhorn(sc);
     } else if (*tune) {
