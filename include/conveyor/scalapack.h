@@ -1,0 +1,44 @@
+/* ScaLAPACK drop-ins backed by Conveyor's Redistribute engine, with ScaLAPACK's
+ * exact Fortran calling convention (every argument by pointer; descriptors of 9
+ * integers; BLACS contexts). Library `conveyor_scalapack` (link it together with
+ * the ScaLAPACK/BLACS library that created the contexts).
+ *
+ *   conveyor_p?gemr2d: B(ib:ib+m-1, jb:jb+n-1) = A(ia:ia+m-1, ja:ja+n-1), A and B on
+ *                      any two BLACS grids inside the context ictxt.
+ *   conveyor_p?tran:   C(ic:ic+m-1, jc:jc+n-1) = beta*C + alpha*A(ia:ia+n-1, ja:ja+m-1)^T.
+ *
+ * Not yet (issue 6 is open): p?tranu / p?tranc for complex types and the library
+ * exporting the standard symbols (pdgemr2d_, ...) for link-time interposition. */
+#ifndef CONVEYOR_SCALAPACK_H
+#define CONVEYOR_SCALAPACK_H
+
+#if defined(_WIN32)
+#define CONVEYOR_SCALAPACK_API
+#else
+#define CONVEYOR_SCALAPACK_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+CONVEYOR_SCALAPACK_API void conveyor_psgemr2d(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca,
+                       float* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+CONVEYOR_SCALAPACK_API void conveyor_pdgemr2d(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca,
+                       double* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+/* complex: interleaved (re, im) pairs, as Fortran COMPLEX / COMPLEX*16 */
+CONVEYOR_SCALAPACK_API void conveyor_pcgemr2d(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca,
+                       float* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+CONVEYOR_SCALAPACK_API void conveyor_pzgemr2d(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca,
+                       double* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+
+CONVEYOR_SCALAPACK_API void conveyor_pstran(const int* m, const int* n, const float* alpha, const float* a, const int* ia, const int* ja,
+                     const int* desca, const float* beta, float* c, const int* ic, const int* jc, const int* descc);
+CONVEYOR_SCALAPACK_API void conveyor_pdtran(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
+                     const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CONVEYOR_SCALAPACK_H */

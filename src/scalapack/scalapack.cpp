@@ -1,0 +1,179 @@
+// ScaLAPACK drop-ins (conveyor/scalapack.h) on the Redistribute engine.
+//
+// A descriptor (DTYPE, CTXT, M, N, MB, NB, RSRC, CSRC, LLD) plus its BLACS context
+// becomes a block-cyclic layout of the addressed submatrix: process (r, c) of the
+// grid is the MPI rank (in the context's system communicator) of the process that
+// Cblacs_gridinfo places at (r, c).
+// Processes outside a grid see CTXT = -1 in its descriptor, so the grid's shape and
+// process map come from the grid's members: two MPI_Allreduce and one MPI_Bcast
+// per grid and call. Then one plan, one execute.
+// Errors are printed (the routines have no INFO argument, like ScaLAPACK's) and the
+// destination is left unchanged.
+#include "conveyor/scalapack.h"
+
+#include <mpi.h>
+
+#include <complex>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "conveyor/redistribute.hpp"
+
+extern "C" {
+// BLACS (from the ScaLAPACK library the caller links).
+void Cblacs_gridinfo(int ctxt, int* nprow, int* npcol, int* myrow, int* mycol);
+void Cblacs_get(int ctxt, int what, int* val);
+MPI_Comm Cblacs2sys_handle(int sys_ctxt);
+}
+
+namespace conveyor::scalapack_detail {
+namespace {
+
+namespace rd = conveyor::redistribute;
+
+enum { kCtxt = 1, kM = 2, kN = 3, kMB = 4, kNB = 5, kRsrc = 6, kCsrc = 7, kLld = 8 };
+
+// The MPI communicator of a BLACS context (what= 10: its system handle).
+MPI_Comm communicator_of(int ctxt) {
+  int sys = 0;
+  Cblacs_get(ctxt, 10, &sys);
+  return Cblacs2sys_handle(sys);
+}
+
+struct grid {
+  int M = 0, N = 0, MB = 1, NB = 1, RSRC = 0, CSRC = 0, nprow = 1, npcol = 1;
+  std::vector<int> pnum;  // r * npcol + c -> rank
+  bool mine = false;      // this process is in the grid
+  int lld = 1;
+};
+
+grid describe(const int* desc, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  grid g;
+  int myrow = -1, mycol = -1;
+  if (desc[kCtxt] >= 0) Cblacs_gridinfo(desc[kCtxt], &g.nprow, &g.npcol, &myrow, &mycol);
+  g.mine = myrow >= 0 && mycol >= 0;
+  int root = g.mine ? rank : size;
+  MPI_Allreduce(MPI_IN_PLACE, &root, 1, MPI_INT, MPI_MIN, comm);
+  if (root == size) throw error(errc::invalid_argument, "no process belongs to the descriptor's BLACS grid");
+  int header[8] = {desc[kM], desc[kN], desc[kMB], desc[kNB], desc[kRsrc], desc[kCsrc], g.nprow, g.npcol};
+  MPI_Bcast(header, 8, MPI_INT, root, comm);
+  g.M = header[0], g.N = header[1], g.MB = header[2], g.NB = header[3], g.RSRC = header[4], g.CSRC = header[5];
+  g.nprow = header[6], g.npcol = header[7];
+  // Which rank of `comm` is process (r, c): each grid member writes its own slot.
+  // (Cblacs_pnum numbers processes within the context, not in the system
+  // communicator, so it cannot be used for grids over a subset of processes.)
+  g.pnum.assign(static_cast<std::size_t>(g.nprow) * static_cast<std::size_t>(g.npcol), -1);
+  if (g.mine) g.pnum[static_cast<std::size_t>(myrow * g.npcol + mycol)] = rank;
+  MPI_Allreduce(MPI_IN_PLACE, g.pnum.data(), static_cast<int>(g.pnum.size()), MPI_INT, MPI_MAX, comm);
+  g.lld = g.mine ? desc[kLld] : 1;
+  return g;
+}
+
+// The m x n submatrix at (i, j) (1-based) of a distributed matrix.
+rd::layout submatrix(const grid& g, int m, int n, int i, int j, const void* local) {
+  if (i < 1 || j < 1 || i - 1 + m > g.M || j - 1 + n > g.N) {
+    throw error(errc::invalid_argument, "submatrix (" + std::to_string(i) + ", " + std::to_string(j) + ") of " +
+                                            std::to_string(m) + " x " + std::to_string(n) + " exceeds the " +
+                                            std::to_string(g.M) + " x " + std::to_string(g.N) + " matrix");
+  }
+  rd::layout::block_cyclic_params p;
+  p.M = m;
+  p.N = n;
+  p.mb = g.MB;
+  p.nb = g.NB;
+  p.prow = g.nprow;
+  p.pcol = g.npcol;
+  p.rsrc = g.RSRC;
+  p.csrc = g.CSRC;
+  p.row_offset = i - 1;
+  p.col_offset = j - 1;
+  p.local = g.mine ? const_cast<void*>(local) : nullptr;
+  p.lld = g.lld;
+  const std::vector<int> map = g.pnum;
+  const int npcol = g.npcol;
+  p.rank_of_grid = [map, npcol](int r, int c) { return map[static_cast<std::size_t>(r * npcol + c)]; };
+  return rd::layout::block_cyclic(p);
+}
+
+template <class Body>
+void guarded(const char* name, Body&& body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+  }
+}
+
+void gemr2d(const char* name, dtype t, const int* m, const int* n, const void* a, const int* ia, const int* ja,
+            const int* desca, void* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {
+  guarded(name, [&] {
+    if (*m <= 0 || *n <= 0) return;
+    const MPI_Comm comm = communicator_of(*ictxt);
+    const grid ga = describe(desca, comm), gb = describe(descb, comm);
+    const rd::layout la = submatrix(ga, *m, *n, *ia, *ja, a), lb = submatrix(gb, *m, *n, *ib, *jb, b);
+    rd::transform tr;
+    tr.src = &la;
+    tr.dst = &lb;
+    tr.type = t;
+    rd::plan p(tr, comm);
+    p.execute();
+  });
+}
+
+void tran(const char* name, dtype t, const int* m, const int* n, double alpha, const void* a, const int* ia,
+          const int* ja, const int* desca, double beta, void* c, const int* ic, const int* jc, const int* descc) {
+  guarded(name, [&] {
+    if (*m <= 0 || *n <= 0) return;
+    const MPI_Comm comm = communicator_of(desca[kCtxt]);
+    const grid ga = describe(desca, comm), gc = describe(descc, comm);
+    const rd::layout la = submatrix(ga, *n, *m, *ia, *ja, a), lc = submatrix(gc, *m, *n, *ic, *jc, c);
+    rd::transform tr;
+    tr.src = &la;
+    tr.dst = &lc;
+    tr.perm = {1, 0};
+    tr.alpha = alpha;
+    tr.beta = beta;
+    tr.type = t;
+    rd::plan p(tr, comm);
+    p.execute();
+  });
+}
+
+}  // namespace
+}  // namespace conveyor::scalapack_detail
+
+using conveyor::dtype;
+namespace sd = conveyor::scalapack_detail;
+
+extern "C" {
+
+void conveyor_psgemr2d(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca,
+                       float* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {
+  sd::gemr2d("conveyor_psgemr2d", dtype::float32, m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);
+}
+void conveyor_pdgemr2d(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca,
+                       double* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {
+  sd::gemr2d("conveyor_pdgemr2d", dtype::float64, m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);
+}
+void conveyor_pcgemr2d(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca,
+                       float* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {
+  sd::gemr2d("conveyor_pcgemr2d", dtype::complex64, m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);
+}
+void conveyor_pzgemr2d(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca,
+                       double* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {
+  sd::gemr2d("conveyor_pzgemr2d", dtype::complex128, m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);
+}
+void conveyor_pstran(const int* m, const int* n, const float* alpha, const float* a, const int* ia, const int* ja,
+                     const int* desca, const float* beta, float* c, const int* ic, const int* jc, const int* descc) {
+  sd::tran("conveyor_pstran", dtype::float32, m, n, *alpha, a, ia, ja, desca, *beta, c, ic, jc, descc);
+}
+void conveyor_pdtran(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
+                     const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc) {
+  sd::tran("conveyor_pdtran", dtype::float64, m, n, *alpha, a, ia, ja, desca, *beta, c, ic, jc, descc);
+}
+
+}  // extern "C"

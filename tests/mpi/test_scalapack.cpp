@@ -1,0 +1,210 @@
+// conveyor_p?gemr2d / conveyor_p?tran against Debian's reference ScaLAPACK (the
+// oracle) on many descriptor combinations: grid shapes and orders, block sizes,
+// source processes, submatrix offsets, A and B on different grids and on different
+// process subsets. Values are position-encoded; results must match exactly.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "../unit/reference.hpp"
+#include "conveyor/scalapack.h"
+
+extern "C" {
+void Cblacs_pinfo(int* mypnum, int* nprocs);
+void Cblacs_get(int ctxt, int what, int* val);
+void Cblacs_gridinit(int* ctxt, const char* order, int nprow, int npcol);
+void Cblacs_gridmap(int* ctxt, int* usermap, int ldumap, int nprow, int npcol);
+void Cblacs_gridinfo(int ctxt, int* nprow, int* npcol, int* myrow, int* mycol);
+void Cblacs_gridexit(int ctxt);
+int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
+void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc, const int* icsrc,
+               const int* ictxt, const int* lld, int* info);
+void pdgemr2d_(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca, double* b,
+               const int* ib, const int* jb, const int* descb, const int* ictxt);
+void psgemr2d_(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca, float* b,
+               const int* ib, const int* jb, const int* descb, const int* ictxt);
+void pzgemr2d_(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca, double* b,
+               const int* ib, const int* jb, const int* descb, const int* ictxt);
+void pdtran_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
+             const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
+}
+
+namespace conveyor {
+namespace {
+
+int size_of() {
+  int s;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// A distributed matrix on a BLACS grid over ranks [first, first + pr * pc).
+struct dmatrix {
+  int ctxt = -1;
+  int desc[9] = {0, -1, 0, 0, 1, 1, 0, 0, 1};
+  std::vector<double> local;  // doubles; complex uses 2 per element
+  int myrow = -1, mycol = -1, lrows = 0, lcols = 0;
+};
+
+int system_context() {
+  int ctxt = 0;
+  Cblacs_get(0, 0, &ctxt);
+  return ctxt;
+}
+
+// `on_ctxt` >= 0: use that existing grid (pr x pc) instead of creating one.
+dmatrix make(int M, int N, int mb, int nb, int pr, int pc, int rsrc, int csrc, bool row_order, int first, int slots,
+             double fill, int on_ctxt = -1) {
+  dmatrix d;
+  if (on_ctxt >= 0) {
+    d.ctxt = on_ctxt;
+  } else {
+    std::vector<int> map(static_cast<std::size_t>(pr * pc));
+    for (int r = 0; r < pr; ++r) {
+      for (int c = 0; c < pc; ++c) map[static_cast<std::size_t>(r + c * pr)] = first + (row_order ? r * pc + c : c * pr + r);
+    }
+    d.ctxt = system_context();
+    Cblacs_gridmap(&d.ctxt, map.data(), pr, pr, pc);  // collective over all processes; others get -1
+  }
+  int nprow = 0, npcol = 0;
+  if (d.ctxt >= 0) Cblacs_gridinfo(d.ctxt, &nprow, &npcol, &d.myrow, &d.mycol);
+  if (d.myrow >= 0) {
+    d.lrows = numroc_(&M, &mb, &d.myrow, &rsrc, &pr);
+    d.lcols = numroc_(&N, &nb, &d.mycol, &csrc, &pc);
+    int lld = std::max(1, d.lrows) + 1, info = 0;  // padded leading dimension
+    descinit_(d.desc, &M, &N, &mb, &nb, &rsrc, &csrc, &d.ctxt, &lld, &info);
+    EXPECT_EQ(info, 0);
+    d.local.assign(static_cast<std::size_t>(lld * std::max(1, d.lcols) * slots), fill);
+  } else {
+    d.desc[1] = -1;
+    d.local.assign(static_cast<std::size_t>(slots), fill);
+  }
+  return d;
+}
+
+// Fill with the global (i, j) encoded: i * 10000 + j (+ 0.5 imaginary part for complex).
+void encode(dmatrix& d, int mb, int nb, int pr, int pc, int rsrc, int csrc, int slots) {
+  if (d.myrow < 0) return;
+  const int lld = d.desc[8];
+  for (int lj = 0; lj < d.lcols; ++lj) {
+    for (int li = 0; li < d.lrows; ++li) {
+      const int gi = ((li / mb) * pr + (d.myrow - rsrc + pr) % pr) * mb + li % mb;
+      const int gj = ((lj / nb) * pc + (d.mycol - csrc + pc) % pc) * nb + lj % nb;
+      const std::size_t at = static_cast<std::size_t>((li + lj * lld) * slots);
+      d.local[at] = gi * 10000.0 + gj;
+      if (slots == 2) d.local[at + 1] = -(gi * 10000.0 + gj) - 0.5;
+    }
+  }
+}
+
+struct gemr_case {
+  int M, N, m, n, ia, ja, ib, jb;
+  int mba, nba, pra, pca, rsa, csa, firsta;
+  bool rowa;
+  int mbb, nbb, prb, pcb, rsb, csb, firstb;
+  bool rowb;
+};
+
+std::vector<gemr_case> cases() {
+  const int P = size_of();
+  std::vector<gemr_case> out;
+  testing::splitmix64 rng(4242);
+  for (int k = 0; k < 24; ++k) {
+    gemr_case c{};
+    c.M = 5 + static_cast<int>(rng() % 40);
+    c.N = 5 + static_cast<int>(rng() % 40);
+    c.ia = 1 + static_cast<int>(rng() % 4);
+    c.ja = 1 + static_cast<int>(rng() % 4);
+    c.ib = 1 + static_cast<int>(rng() % 4);
+    c.jb = 1 + static_cast<int>(rng() % 4);
+    c.m = std::min(c.M - c.ia + 1, c.M - c.ib + 1) - static_cast<int>(rng() % 3);
+    c.n = std::min(c.N - c.ja + 1, c.N - c.jb + 1) - static_cast<int>(rng() % 3);
+    // Grids over subsets of the ranks: A on the first pa ranks, B on the last pb ranks.
+    const int pa = 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(P)), pb = 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(P));
+    std::vector<int> fa, fb;
+    for (int r = 1; r <= pa; ++r) if (pa % r == 0) fa.push_back(r);
+    for (int r = 1; r <= pb; ++r) if (pb % r == 0) fb.push_back(r);
+    c.pra = fa[rng() % fa.size()];
+    c.pca = pa / c.pra;
+    c.prb = fb[rng() % fb.size()];
+    c.pcb = pb / c.prb;
+    c.firsta = 0;
+    c.firstb = P - pb;
+    c.mba = 1 + static_cast<int>(rng() % 6);
+    c.nba = 1 + static_cast<int>(rng() % 6);
+    c.mbb = 1 + static_cast<int>(rng() % 6);
+    c.nbb = 1 + static_cast<int>(rng() % 6);
+    c.rsa = static_cast<int>(rng() % static_cast<std::uint64_t>(c.pra));
+    c.csa = static_cast<int>(rng() % static_cast<std::uint64_t>(c.pca));
+    c.rsb = static_cast<int>(rng() % static_cast<std::uint64_t>(c.prb));
+    c.csb = static_cast<int>(rng() % static_cast<std::uint64_t>(c.pcb));
+    c.rowa = rng() % 2;
+    c.rowb = rng() % 2;
+    out.push_back(c);
+  }
+  return out;
+}
+
+TEST(ScaLAPACK, Gemr2dMatchesReference) {
+  int whole = system_context();
+  int all_ctxt = whole;
+  Cblacs_gridinit(&all_ctxt, "R", 1, size_of());  // the context every process is in
+  int k = 0;
+  for (const gemr_case& c : cases()) {
+    for (int slots : {1, 2}) {
+      dmatrix a = make(c.M, c.N, c.mba, c.nba, c.pra, c.pca, c.rsa, c.csa, c.rowa, c.firsta, slots, 0);
+      encode(a, c.mba, c.nba, c.pra, c.pca, c.rsa, c.csa, slots);
+      dmatrix b = make(c.M, c.N, c.mbb, c.nbb, c.prb, c.pcb, c.rsb, c.csb, c.rowb, c.firstb, slots, -7);
+      dmatrix ref = make(c.M, c.N, c.mbb, c.nbb, c.prb, c.pcb, c.rsb, c.csb, c.rowb, c.firstb, slots, -7);
+      if (slots == 1) {
+        pdgemr2d_(&c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, ref.local.data(), &c.ib, &c.jb, ref.desc, &all_ctxt);
+        conveyor_pdgemr2d(&c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, b.local.data(), &c.ib, &c.jb, b.desc, &all_ctxt);
+      } else {
+        pzgemr2d_(&c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, ref.local.data(), &c.ib, &c.jb, ref.desc, &all_ctxt);
+        conveyor_pzgemr2d(&c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, b.local.data(), &c.ib, &c.jb, b.desc, &all_ctxt);
+      }
+      EXPECT_EQ(b.local, ref.local) << "case " << k << (slots == 2 ? " complex" : " double") << ": " << c.M << "x" << c.N
+                                    << " sub " << c.m << "x" << c.n << " A grid " << c.pra << "x" << c.pca << " blocks "
+                                    << c.mba << "x" << c.nba << " B grid " << c.prb << "x" << c.pcb << " blocks " << c.mbb
+                                    << "x" << c.nbb;
+      for (dmatrix* d : {&a, &b, &ref}) {
+        if (d->myrow >= 0) Cblacs_gridexit(d->ctxt);
+      }
+    }
+    ++k;
+  }
+  Cblacs_gridexit(all_ctxt);
+}
+
+TEST(ScaLAPACK, TranMatchesReference) {
+  const int P = size_of();
+  testing::splitmix64 rng(99);
+  for (int k = 0; k < 16; ++k) {
+    std::vector<int> f;
+    for (int r = 1; r <= P; ++r) if (P % r == 0) f.push_back(r);
+    const int pr = f[rng() % f.size()], pc = P / pr;
+    const int m = 3 + static_cast<int>(rng() % 30), n = 3 + static_cast<int>(rng() % 30);
+    const int ia = 1 + static_cast<int>(rng() % 3), ja = 1 + static_cast<int>(rng() % 3);
+    const int ic = 1 + static_cast<int>(rng() % 3), jc = 1 + static_cast<int>(rng() % 3);
+    const int mba = 1 + static_cast<int>(rng() % 5), nba = 1 + static_cast<int>(rng() % 5);
+    const int mbc = mba, nbc = nba;  // pdtran's reference requires square-compatible blocking
+    const double alpha = k % 2 ? 2.0 : 1.0, beta = k % 3 == 0 ? 0.0 : 0.5;
+    // A: (n + ia - 1) x (m + ja - 1); C: (m + ic - 1) x (n + jc - 1), both on the same grid.
+    dmatrix a = make(n + ia - 1, m + ja - 1, mba, nba, pr, pc, 0, 0, true, 0, 1, 0);
+    encode(a, mba, nba, pr, pc, 0, 0, 1);
+    dmatrix c = make(m + ic - 1, n + jc - 1, mbc, nbc, pr, pc, 0, 0, true, 0, 1, 0, a.ctxt);
+    encode(c, mbc, nbc, pr, pc, 0, 0, 1);
+    dmatrix ref = c;
+    pdtran_(&m, &n, &alpha, a.local.data(), &ia, &ja, a.desc, &beta, ref.local.data(), &ic, &jc, ref.desc);
+    conveyor_pdtran(&m, &n, &alpha, a.local.data(), &ia, &ja, a.desc, &beta, c.local.data(), &ic, &jc, c.desc);
+    EXPECT_EQ(c.local, ref.local) << "case " << k << ": " << m << "x" << n << " grid " << pr << "x" << pc << " blocks "
+                                  << mba << "x" << nba;
+    Cblacs_gridexit(a.ctxt);
+  }
+}
+
+}  // namespace
+}  // namespace conveyor
