@@ -154,4 +154,11 @@ std::string format_bytes(std::size_t bytes) {
   return buf;
 }
 
+void report::publish(const std::string& json_path, const std::string& csv_path) const {
+  if (world_rank() != 0) return;
+  print();
+  if (!json_path.empty()) write_json(json_path);
+  if (!csv_path.empty()) write_csv(csv_path);
+}
+
 }  // namespace conveyor::bench

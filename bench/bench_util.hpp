@@ -61,6 +61,8 @@ class report {
   void print() const;                               // aligned text table on stdout
   void write_csv(const std::string& path) const;
   void write_json(const std::string& path) const;  // {"title", "columns", "rows", "notes"}
+  /// On rank 0 of MPI_COMM_WORLD: print, then write the files whose paths are set.
+  void publish(const std::string& json_path, const std::string& csv_path) const;
 
  private:
   std::string title_;

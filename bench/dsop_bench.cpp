@@ -72,11 +72,7 @@ int run_dsop_bench(const dsop_bench_options& opt) {
     else if (opt.dtype == "float32") bench_shape<float>(parse_shape(s), opt, rep);
     else throw error(errc::invalid_argument, "bench dsop: dtype must be float32 or float64");
   }
-  if (world_rank() == 0) {
-    rep.print();
-    if (!opt.json_path.empty()) rep.write_json(opt.json_path);
-    if (!opt.csv_path.empty()) rep.write_csv(opt.csv_path);
-  }
+  rep.publish(opt.json_path, opt.csv_path);
   return 0;
 }
 

@@ -134,11 +134,7 @@ int run_sinkhorn_bench(const sinkhorn_bench_options& opt) {
       if (world_rank() == 0) std::fflush(stdout);
     }
   }
-  if (world_rank() == 0) {
-    rep.print();
-    if (!opt.json_path.empty()) rep.write_json(opt.json_path);
-    if (!opt.csv_path.empty()) rep.write_csv(opt.csv_path);
-  }
+  rep.publish(opt.json_path, opt.csv_path);
   return 0;
 }
 

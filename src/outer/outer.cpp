@@ -36,6 +36,7 @@
 #include "collectives/context.hpp"
 #include "collectives/select.hpp"
 #include "core/agree.hpp"
+#include "core/names.hpp"
 #include "outer/kernels.hpp"
 
 namespace conveyor {
@@ -46,17 +47,10 @@ constexpr std::array<std::string_view, 5> kNames = {"auto", "allgather", "allred
 
 }  // namespace
 
-std::string_view outer_algorithm_name(outer_algorithm a) {
-  const auto i = static_cast<std::size_t>(a);
-  return i < kNames.size() ? kNames[i] : "unknown";
-}
+std::string_view outer_algorithm_name(outer_algorithm a) { return detail::name_of(kNames, a); }
 
 outer_algorithm parse_outer_algorithm(std::string_view name) {
-  for (std::size_t i = 0; i < kNames.size(); ++i) {
-    if (kNames[i] == name) return static_cast<outer_algorithm>(i);
-  }
-  throw error(errc::invalid_argument, "unknown DSOP algorithm '" + std::string(name) +
-                                          "' (auto, allgather, allreduce, ring, generalized_rabenseifner)");
+  return detail::value_of<outer_algorithm>(kNames, name, "DSOP algorithm");
 }
 
 outer_block outer_rows(std::size_t N, int rank, int size) {

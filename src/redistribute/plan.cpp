@@ -34,6 +34,7 @@
 #include "conveyor/redistribute.hpp"
 #include "collectives/context.hpp"
 #include "core/agree.hpp"
+#include "core/names.hpp"
 #include "redistribute/box_copy.hpp"
 #include "redistribute/relabel.hpp"
 
@@ -62,17 +63,10 @@ bool corner_less(const piece& a, const piece& b) { return a.lo < b.lo; }
 
 }  // namespace
 
-std::string_view transport_name(transport t) {
-  const auto i = static_cast<std::size_t>(t);
-  return i < kTransportNames.size() ? kTransportNames[i] : "unknown";
-}
+std::string_view transport_name(transport t) { return conveyor::detail::name_of(kTransportNames, t); }
 
 transport parse_transport(std::string_view name) {
-  for (std::size_t i = 0; i < kTransportNames.size(); ++i) {
-    if (kTransportNames[i] == name) return static_cast<transport>(i);
-  }
-  throw error(errc::invalid_argument, "unknown transport '" + std::string(name) +
-                                          "' (auto, datatype, packed, pipelined, one_sided, alltoallv)");
+  return conveyor::detail::value_of<transport>(kTransportNames, name, "transport");
 }
 
 // ---------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 #include "sinkhorn/common.hpp"
 
+#include "core/names.hpp"
+
 #include <omp.h>
 
 #include <array>
@@ -14,25 +16,15 @@ constexpr std::array<std::string_view, 4> kVariantNames = {"fused", "typical", "
 constexpr std::array<std::string_view, 3> kStatusNames = {"converged", "max_iter", "numerical_failure"};
 }  // namespace
 
-std::string_view variant_name(variant v) {
-  const auto i = static_cast<std::size_t>(v);
-  return i < kVariantNames.size() ? kVariantNames[i] : "unknown";
-}
+std::string_view variant_name(variant v) { return conveyor::detail::name_of(kVariantNames, v); }
 
 variant parse_variant(std::string_view name) {
-  for (std::size_t i = 0; i < kVariantNames.size(); ++i) {
-    if (kVariantNames[i] == name) return static_cast<variant>(i);
-  }
-  throw error(errc::invalid_argument, "unknown Sinkhorn variant '" + std::string(name) +
-                                          "' (fused, typical, c2r, blocked)");
+  return conveyor::detail::value_of<variant>(kVariantNames, name, "Sinkhorn variant");
 }
 
 bool rewrites_matrix(variant v) { return v != variant::fused; }
 
-std::string_view status_name(status s) {
-  const auto i = static_cast<std::size_t>(s);
-  return i < kStatusNames.size() ? kStatusNames[i] : "unknown";
-}
+std::string_view status_name(status s) { return conveyor::detail::name_of(kStatusNames, s); }
 
 row_block balanced_rows(std::size_t M, int rank, int size) {
   if (size <= 0 || rank < 0 || rank >= size) {

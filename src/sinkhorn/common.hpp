@@ -145,6 +145,16 @@ inline bool finish_iteration(iteration_log& log, int it, double err, bool finite
   return false;
 }
 
+/// Moves the log's outcome into a scaling_result or transport_result.
+template <class Result>
+void take_log(Result& res, iteration_log& log, const timing& t) {
+  res.state = log.state;
+  res.iterations = log.iterations;
+  res.error = log.error;
+  res.error_history = std::move(log.history);
+  res.time = t;
+}
+
 template <class T>
 bool all_finite(const std::vector<T>& x) {
   return std::all_of(x.begin(), x.end(), [](T y) { return std::isfinite(y); });

@@ -25,13 +25,9 @@ T factor(T target, T current) {
 template <class T>
 scaling_result<T> make_result(iteration_log& log, std::vector<T> u, std::vector<T> v, const timing& t) {
   scaling_result<T> res;
-  res.state = log.state;
-  res.iterations = log.iterations;
-  res.error = log.error;
-  res.error_history = std::move(log.history);
+  take_log(res, log, t);
   res.u = std::move(u);
   res.v = std::move(v);
-  res.time = t;
   return res;
 }
 

@@ -107,14 +107,10 @@ class log_solver {
       if (it < o_.max_iter) g_.swap(g_new);
     }
     transport_result<T> res;
-    res.state = log.state;
-    res.iterations = log.iterations;
-    res.error = log.error;
-    res.error_history = std::move(log.history);
+    take_log(res, log, t);
     res.cost = cost_and_plan();
     res.f = std::move(f_);
     res.g = std::move(g_);
-    res.time = t;
     return res;
   }
 

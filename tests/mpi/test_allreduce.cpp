@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../unit/reference.hpp"
+#include "mpi_test_util.hpp"
 #include "conveyor/collectives.hpp"
 #include "conveyor/conveyor.h"
 #include "conveyor/reduce.hpp"
@@ -25,16 +26,8 @@ namespace {
 
 using testing::visit_dtype;
 
-int rank_of() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size_of() {
-  int s;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using testing::rank_of;
+using testing::size_of;
 
 // Rank r's contribution: random integers, or floats in [-1, 1].
 template <class T>

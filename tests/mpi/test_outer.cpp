@@ -14,22 +14,15 @@
 #include <vector>
 
 #include "../unit/reference.hpp"
+#include "mpi_test_util.hpp"
 #include "conveyor/conveyor.h"
 #include "conveyor/outer.hpp"
 
 namespace conveyor {
 namespace {
 
-int rank_of() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size_of() {
-  int s;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using testing::rank_of;
+using testing::size_of;
 
 // Rank p's vector of length n: integers in [-4, 4].
 std::vector<double> vec(int p, std::size_t n, std::uint64_t salt) {
@@ -134,15 +127,7 @@ TEST(OuterSum, AutoFollowsTheEnvironmentAndReportsItsChoice) {
   EXPECT_THROW(parse_outer_algorithm("butterfly"), error);
 }
 
-void expect_error_everywhere(const std::function<void()>& call, const std::string& needle) {
-  std::string message;
-  try {
-    call();
-  } catch (const error& e) {
-    message = e.what();
-  }
-  EXPECT_NE(message.find(needle), std::string::npos) << "got: '" << message << "', want '" << needle << "'";
-}
+using testing::expect_error_everywhere;
 
 TEST(OuterSum, BadArgumentsFailOnEveryRank) {
   const int last = size_of() - 1;

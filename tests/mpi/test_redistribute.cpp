@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../unit/reference.hpp"
+#include "mpi_test_util.hpp"
 #include "conveyor/redistribute.hpp"
 
 namespace conveyor {
@@ -25,16 +26,8 @@ namespace {
 
 namespace rd = redistribute;
 
-int rank_of() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size_of() {
-  int s;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using testing::rank_of;
+using testing::size_of;
 
 using index_t = std::vector<std::int64_t>;
 
@@ -425,15 +418,7 @@ TEST(Redistribute, RelabelingNeverMovesMoreThanGreedyOrNone) {
 // ---------------------------------------------------------------------------
 // Invalid layouts and transforms
 // ---------------------------------------------------------------------------
-void expect_error_everywhere(const std::function<void()>& call, const std::string& needle) {
-  std::string message;
-  try {
-    call();
-  } catch (const error& e) {
-    message = e.what();
-  }
-  EXPECT_NE(message.find(needle), std::string::npos) << "got: '" << message << "', want '" << needle << "'";
-}
+using testing::expect_error_everywhere;
 
 TEST(Redistribute, InvalidLayoutsAndTransforms) {
   EXPECT_THROW(rd::axis_splits::explicit_points({0, 3, 3, 5}), error);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../unit/reference.hpp"
+#include "mpi_test_util.hpp"
 #include "conveyor/scalapack.h"
 
 extern "C" {
@@ -35,11 +36,7 @@ void pdtran_(const int* m, const int* n, const double* alpha, const double* a, c
 namespace conveyor {
 namespace {
 
-int size_of() {
-  int s;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using testing::size_of;
 
 // A distributed matrix on a BLACS grid over ranks [first, first + pr * pc).
 struct dmatrix {

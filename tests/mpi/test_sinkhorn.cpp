@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../unit/reference.hpp"
+#include "mpi_test_util.hpp"
 #include "conveyor/conveyor.h"
 #include "conveyor/reduce.hpp"
 #include "conveyor/sinkhorn.hpp"
@@ -23,16 +24,8 @@ namespace {
 
 namespace sk = sinkhorn;
 
-int rank_of() {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size_of() {
-  int s;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using testing::rank_of;
+using testing::size_of;
 
 double uniform(testing::splitmix64& rng) { return double(rng() >> 11) / 9007199254740992.0; }
 
@@ -447,15 +440,7 @@ TEST(SinkhornTransport, WarmStartFromPotentialsOrScalings) {
 // ---------------------------------------------------------------------------
 // Bad input: the same error on every rank
 // ---------------------------------------------------------------------------
-void expect_error_everywhere(const std::function<void()>& call, const std::string& needle) {
-  std::string message;
-  try {
-    call();
-  } catch (const error& e) {
-    message = e.what();
-  }
-  EXPECT_NE(message.find(needle), std::string::npos) << "got: '" << message << "', want '" << needle << "'";
-}
+using testing::expect_error_everywhere;
 
 struct bad_input_case {
   dense_problem p = scaling_problem(10, 6, 21, false);
