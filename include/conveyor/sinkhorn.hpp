@@ -62,9 +62,9 @@ struct options {
   variant kind = variant::fused;
   double tol = 1e-9;  // on the L1 column-marginal error
   int max_iter = 1000;
-  /// OpenMP threads per rank; 0: OpenMP's default, fewer for small local blocks
-  /// (one per 64 Ki elements). With several ranks per core, set
-  /// OMP_WAIT_POLICY=passive so idle threads sleep instead of spinning.
+  /// OpenMP threads per rank; 0: OpenMP's default divided by the ranks sharing this
+  /// node, fewer for small local blocks (one per 64 Ki elements). With more
+  /// threads than cores, set OMP_WAIT_POLICY=passive so idle threads sleep.
   int threads = 0;
   /// Entropic OT only: iterate on potentials with log-sum-exp (any eps).
   bool log_domain = false;

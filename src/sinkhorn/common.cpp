@@ -1,5 +1,6 @@
 #include "sinkhorn/common.hpp"
 
+#include "collectives/context.hpp"
 #include "core/names.hpp"
 
 #include <omp.h>
@@ -93,13 +94,19 @@ run_context start(MPI_Comm comm, const call_shape& call, const local_problem_rep
   MPI_Allreduce(&rows, &total, 1, MPI_UINT64_T, MPI_SUM, comm);
   ctx.first_row = ctx.rank == 0 ? 0 : static_cast<std::size_t>(before);  // Exscan leaves rank 0 undefined
   ctx.total_rows = static_cast<std::size_t>(total);
-  // Asked for: as many threads as asked. Automatic: OpenMP's default, but no more
-  // than one thread per 64 Ki elements, where a parallel region costs more than it saves.
+  // Asked for: as many threads as asked. Automatic: OpenMP's default shared by the
+  // ranks of this node (ranks x threads never exceeds it: oversubscribed OpenMP
+  // threads spin), and no more than one thread per 64 Ki elements, where a parallel
+  // region costs more than it saves.
+  // (The node layout is collective the first time: every rank asks for it.)
+  const conveyor::detail::node_layout& nodes = conveyor::detail::context_for(comm).layout(0);
   if (threads > 0) {
     ctx.threads = threads;
   } else {
+    const auto local_ranks = nodes.members[static_cast<std::size_t>(nodes.node_of[static_cast<std::size_t>(ctx.rank)])].size();
+    const auto available = std::max<std::size_t>(1, static_cast<std::size_t>(omp_get_max_threads()) / std::max<std::size_t>(local_ranks, 1));
     const std::size_t work = call.rows * call.cols / (std::size_t{64} << 10);
-    ctx.threads = static_cast<int>(std::clamp<std::size_t>(work, 1, static_cast<std::size_t>(omp_get_max_threads())));
+    ctx.threads = static_cast<int>(std::clamp<std::size_t>(work, 1, available));
   }
   return ctx;
 }
