@@ -149,31 +149,38 @@ void tran(const char* name, dtype t, const int* m, const int* n, double alpha, c
 using conveyor::dtype;
 namespace sd = conveyor::scalapack_detail;
 
+// The entry points, once: CONVEYOR_SCALAPACK_NAME(x) is conveyor_x here and x_ in
+// compat.cpp (the library that interposes on ScaLAPACK's own symbols).
+#ifndef CONVEYOR_SCALAPACK_NAME
+#define CONVEYOR_SCALAPACK_NAME(x) conveyor_##x
+#define CONVEYOR_SCALAPACK_EXPORT CONVEYOR_SCALAPACK_API
+#endif
+#define CONVEYOR_STR2(x) #x
+#define CONVEYOR_STR(x) CONVEYOR_STR2(x)
+
 extern "C" {
 
-void conveyor_psgemr2d(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca,
-                       float* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {
-  sd::gemr2d("conveyor_psgemr2d", dtype::float32, m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);
-}
-void conveyor_pdgemr2d(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca,
-                       double* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {
-  sd::gemr2d("conveyor_pdgemr2d", dtype::float64, m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);
-}
-void conveyor_pcgemr2d(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca,
-                       float* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {
-  sd::gemr2d("conveyor_pcgemr2d", dtype::complex64, m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);
-}
-void conveyor_pzgemr2d(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca,
-                       double* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {
-  sd::gemr2d("conveyor_pzgemr2d", dtype::complex128, m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);
-}
-void conveyor_pstran(const int* m, const int* n, const float* alpha, const float* a, const int* ia, const int* ja,
-                     const int* desca, const float* beta, float* c, const int* ic, const int* jc, const int* descc) {
-  sd::tran("conveyor_pstran", dtype::float32, m, n, *alpha, a, ia, ja, desca, *beta, c, ic, jc, descc);
-}
-void conveyor_pdtran(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
-                     const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc) {
-  sd::tran("conveyor_pdtran", dtype::float64, m, n, *alpha, a, ia, ja, desca, *beta, c, ic, jc, descc);
-}
+#define CONVEYOR_GEMR2D(x, T, dt)                                                                                    \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(x)(const int* m, const int* n, const T* a, const int* ia,     \
+                                                            const int* ja, const int* desca, T* b, const int* ib,     \
+                                                            const int* jb, const int* descb, const int* ictxt) {      \
+    sd::gemr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);         \
+  }
+CONVEYOR_GEMR2D(psgemr2d, float, dtype::float32)
+CONVEYOR_GEMR2D(pdgemr2d, double, dtype::float64)
+CONVEYOR_GEMR2D(pcgemr2d, float, dtype::complex64)
+CONVEYOR_GEMR2D(pzgemr2d, double, dtype::complex128)
+#undef CONVEYOR_GEMR2D
+
+#define CONVEYOR_TRAN(x, T, dt)                                                                                      \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(x)(const int* m, const int* n, const T* alpha, const T* a,    \
+                                                            const int* ia, const int* ja, const int* desca,           \
+                                                            const T* beta, T* c, const int* ic, const int* jc,        \
+                                                            const int* descc) {                                       \
+    sd::tran(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, m, n, *alpha, a, ia, ja, desca, *beta, c, ic, jc, descc);  \
+  }
+CONVEYOR_TRAN(pstran, float, dtype::float32)
+CONVEYOR_TRAN(pdtran, double, dtype::float64)
+#undef CONVEYOR_TRAN
 
 }  // extern "C"
