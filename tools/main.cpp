@@ -23,6 +23,9 @@
 #include "reduce_bench.hpp"
 #include "dsop_bench.hpp"
 #include "redistribute_bench.hpp"
+#ifdef CONVEYOR_HAVE_SCALAPACK
+#include "scalapack_bench.hpp"
+#endif
 #include "sinkhorn_bench.hpp"
 #include "tool.hpp"
 
@@ -110,6 +113,16 @@ int main(int argc, char** argv) {
   bench_redistribute->add_option("--json", rbo.json_path, "Also write the rows as JSON");
   bench_redistribute->add_option("--csv", rbo.csv_path, "Also write the rows as CSV (relabeling rows: *-relabel.csv)");
 
+#ifdef CONVEYOR_HAVE_SCALAPACK
+  conveyor::bench::scalapack_bench_options sbo;
+  auto* bench_scalapack = bench->add_subcommand("scalapack", "conveyor_pdgemr2d / pdtran vs reference ScaLAPACK (2 or 4 ranks)");
+  bench_scalapack->add_option("--sizes", sbo.sizes, "Matrix orders")->delimiter(',')->capture_default_str();
+  bench_scalapack->add_option("--iterations", sbo.iterations, "Calls per row, the first a warm-up")->capture_default_str()->check(CLI::Range(2, 100000));
+  bench_scalapack->add_option("--config", sbo.config, "Name of this configuration in the output rows");
+  bench_scalapack->add_option("--json", sbo.json_path, "Also write the rows as JSON");
+  bench_scalapack->add_option("--csv", sbo.csv_path, "Also write the rows as CSV");
+#endif
+
   conveyor::tool::sinkhorn_cli_options sc;
   auto* sinkhorn = app.add_subcommand("sinkhorn", "Solve a matrix-scaling or entropic-OT problem (generated, or rows of a .npy file)");
   conveyor::tool::add_sinkhorn_options(*sinkhorn, sc);
@@ -149,6 +162,10 @@ int main(int argc, char** argv) {
       rc = conveyor::bench::run_dsop_bench(dso);
     } else if (*bench_redistribute) {
       rc = conveyor::bench::run_redistribute_bench(rbo);
+#ifdef CONVEYOR_HAVE_SCALAPACK
+    } else if (*bench_scalapack) {
+      rc = conveyor::bench::run_scalapack_bench(sbo);
+#endif
     } else if (*sinkhorn) {
       rc = conveyor::tool::run_sinkhorn(sc);
     } else if (*tune) {

@@ -14,6 +14,11 @@
 #include <mpi.h>
 
 #include <complex>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <list>
+#include <memory>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -99,6 +104,77 @@ rd::layout submatrix(const grid& g, int m, int n, int i, int j, const void* loca
   return rd::layout::block_cyclic(p);
 }
 
+// Plans of recent calls, reused when a call repeats with the same arguments and
+// buffers (the common case: an application redistributing the same matrices every
+// step). A plan keeps its layouts, communicator and buffers; the cache is emptied
+// in MPI_Finalize through an attribute on MPI_COMM_SELF, before MPI goes away.
+struct cached_plan {
+  std::vector<long long> key;
+  std::unique_ptr<rd::layout> src, dst;
+  std::unique_ptr<rd::plan> plan;
+};
+
+struct plan_cache {
+  static constexpr std::size_t kEntries = 8;
+  std::list<cached_plan> entries;  // most recent first
+  int keyval = MPI_KEYVAL_INVALID;
+
+  static int clear_at_finalize(MPI_Comm, int, void*, void*) {
+    instance().entries.clear();
+    return MPI_SUCCESS;
+  }
+  static plan_cache& instance() {
+    static plan_cache c;
+    return c;
+  }
+  rd::plan* find(const std::vector<long long>& key) {
+    for (auto it = entries.begin(); it != entries.end(); ++it) {
+      if (it->key == key) {
+        entries.splice(entries.begin(), entries, it);
+        return entries.front().plan.get();
+      }
+    }
+    return nullptr;
+  }
+  void add(cached_plan entry) {
+    if (keyval == MPI_KEYVAL_INVALID) {
+      MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, clear_at_finalize, &keyval, nullptr);
+      MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
+    }
+    entries.push_front(std::move(entry));
+    if (entries.size() > kEntries) entries.pop_back();
+  }
+};
+
+// Everything a call's plan depends on: sizes, offsets, descriptors, buffers, scalars.
+std::vector<long long> call_key(std::initializer_list<long long> scalars, const int* d1, const int* d2,
+                                const void* p1, const void* p2) {
+  std::vector<long long> k(scalars);
+  for (int i = 0; i < 9; ++i) k.push_back(d1[i]);
+  for (int i = 0; i < 9; ++i) k.push_back(d2[i]);
+  k.push_back(static_cast<long long>(reinterpret_cast<std::uintptr_t>(p1)));
+  k.push_back(static_cast<long long>(reinterpret_cast<std::uintptr_t>(p2)));
+  return k;
+}
+
+// Runs the cached plan for `key`, or builds (collectively) and caches a new one.
+// Every rank takes the same branch: a hit needs the same arguments everywhere,
+// which ScaLAPACK requires anyway; an allreduce makes the decision agree.
+void run_cached(std::vector<long long> key, MPI_Comm comm, const std::function<cached_plan()>& build) {
+  plan_cache& cache = plan_cache::instance();
+  rd::plan* p = cache.find(key);
+  int hit = p ? 1 : 0, all = 0;
+  MPI_Allreduce(&hit, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (!all) {
+    cached_plan entry = build();
+    entry.key = std::move(key);
+    p = entry.plan.get();
+    if (!hit) cache.add(std::move(entry));
+    else { entry.plan->execute(); return; }  // this rank had it, another did not: use the fresh one once
+  }
+  p->execute();
+}
+
 template <class Body>
 void guarded(const char* name, Body&& body) {
   try {
@@ -113,14 +189,18 @@ void gemr2d(const char* name, dtype t, const int* m, const int* n, const void* a
   guarded(name, [&] {
     if (*m <= 0 || *n <= 0) return;
     const MPI_Comm comm = communicator_of(*ictxt);
-    const grid ga = describe(desca, comm), gb = describe(descb, comm);
-    const rd::layout la = submatrix(ga, *m, *n, *ia, *ja, a), lb = submatrix(gb, *m, *n, *ib, *jb, b);
-    rd::transform tr;
-    tr.src = &la;
-    tr.dst = &lb;
-    tr.type = t;
-    rd::plan p(tr, comm);
-    p.execute();
+    run_cached(call_key({static_cast<int>(t), *m, *n, *ia, *ja, *ib, *jb, *ictxt}, desca, descb, a, b), comm, [&] {
+      const grid ga = describe(desca, comm), gb = describe(descb, comm);
+      cached_plan c;
+      c.src = std::make_unique<rd::layout>(submatrix(ga, *m, *n, *ia, *ja, a));
+      c.dst = std::make_unique<rd::layout>(submatrix(gb, *m, *n, *ib, *jb, b));
+      rd::transform tr;
+      tr.src = c.src.get();
+      tr.dst = c.dst.get();
+      tr.type = t;
+      c.plan = std::make_unique<rd::plan>(tr, comm);
+      return c;
+    });
   });
 }
 
@@ -129,17 +209,25 @@ void tran(const char* name, dtype t, const int* m, const int* n, double alpha, c
   guarded(name, [&] {
     if (*m <= 0 || *n <= 0) return;
     const MPI_Comm comm = communicator_of(desca[kCtxt]);
-    const grid ga = describe(desca, comm), gc = describe(descc, comm);
-    const rd::layout la = submatrix(ga, *n, *m, *ia, *ja, a), lc = submatrix(gc, *m, *n, *ic, *jc, c);
-    rd::transform tr;
-    tr.src = &la;
-    tr.dst = &lc;
-    tr.perm = {1, 0};
-    tr.alpha = alpha;
-    tr.beta = beta;
-    tr.type = t;
-    rd::plan p(tr, comm);
-    p.execute();
+    // alpha and beta are part of the key by their bits.
+    long long abits = 0, bbits = 0;
+    std::memcpy(&abits, &alpha, sizeof alpha);
+    std::memcpy(&bbits, &beta, sizeof beta);
+    run_cached(call_key({100 + static_cast<int>(t), *m, *n, *ia, *ja, *ic, *jc, abits, bbits}, desca, descc, a, c), comm, [&] {
+      const grid ga = describe(desca, comm), gc = describe(descc, comm);
+      cached_plan cp;
+      cp.src = std::make_unique<rd::layout>(submatrix(ga, *n, *m, *ia, *ja, a));
+      cp.dst = std::make_unique<rd::layout>(submatrix(gc, *m, *n, *ic, *jc, c));
+      rd::transform tr;
+      tr.src = cp.src.get();
+      tr.dst = cp.dst.get();
+      tr.perm = {1, 0};
+      tr.alpha = alpha;
+      tr.beta = beta;
+      tr.type = t;
+      cp.plan = std::make_unique<rd::plan>(tr, comm);
+      return cp;
+    });
   });
 }
 

@@ -1,0 +1,121 @@
+#include "scalapack_bench.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "conveyor/scalapack.h"
+
+extern "C" {
+void Cblacs_get(int ctxt, int what, int* val);
+void Cblacs_gridinit(int* ctxt, const char* order, int nprow, int npcol);
+void Cblacs_gridinfo(int ctxt, int* nprow, int* npcol, int* myrow, int* mycol);
+void Cblacs_gridexit(int ctxt);
+int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
+void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc, const int* icsrc,
+               const int* ictxt, const int* lld, int* info);
+void pdgemr2d_(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca, double* b,
+               const int* ib, const int* jb, const int* descb, const int* ictxt);
+void pdtran_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
+             const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
+}
+
+namespace conveyor::bench {
+namespace {
+
+struct grid_matrix {
+  int ctxt = -1;
+  int desc[9] = {};
+  std::vector<double> local;
+};
+
+grid_matrix make(int n, int nb, int pr, int pc, int on_ctxt = -1) {
+  grid_matrix g;
+  if (on_ctxt >= 0) {
+    g.ctxt = on_ctxt;
+  } else {
+    Cblacs_get(0, 0, &g.ctxt);
+    Cblacs_gridinit(&g.ctxt, "R", pr, pc);
+  }
+  int nprow, npcol, myrow, mycol;
+  Cblacs_gridinfo(g.ctxt, &nprow, &npcol, &myrow, &mycol);
+  const int zero = 0;
+  const int lr = numroc_(&n, &nb, &myrow, &zero, &pr), lc = numroc_(&n, &nb, &mycol, &zero, &pc);
+  int lld = std::max(1, lr), info = 0;
+  descinit_(g.desc, &n, &n, &nb, &nb, &zero, &zero, &g.ctxt, &lld, &info);
+  g.local.assign(static_cast<std::size_t>(lld) * static_cast<std::size_t>(std::max(1, lc)), 0.0);
+  for (std::size_t i = 0; i < g.local.size(); ++i) g.local[i] = static_cast<double>(i % 1000);
+  return g;
+}
+
+summary time_it(const std::function<void()>& f, int iterations) {
+  std::vector<double> samples;
+  for (int it = 0; it < iterations; ++it) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    f();
+    const double slowest = max_over_ranks(MPI_Wtime() - t0);
+    if (it > 0) samples.push_back(slowest);
+  }
+  return summarize(samples);
+}
+
+}  // namespace
+
+int run_scalapack_bench(const scalapack_bench_options& opt) {
+  report rep("conveyor bench scalapack: ms per call vs reference ScaLAPACK (slowest rank; median)",
+             {"config", "routine", "n", "blocks", "grids", "scalapack_ms", "conveyor_ms", "speedup"});
+  const int P = world_size();
+  struct grids {
+    int pra, pca, prb, pcb;
+  };
+  // The issue's grids: 1x2, 2x1 and a shape change on 2 ranks; 2x2 and 1x4 -> 2x2 on 4.
+  const std::vector<grids> layouts = P == 2   ? std::vector<grids>{{1, 2, 1, 2}, {2, 1, 2, 1}, {1, 2, 2, 1}}
+                                     : P == 4 ? std::vector<grids>{{2, 2, 2, 2}, {1, 4, 2, 2}}
+                                              : std::vector<grids>{{1, P, 1, P}};
+  const std::string config = opt.config.empty() ? std::to_string(P) + " ranks" : opt.config;
+  int whole = 0;
+  Cblacs_get(0, 0, &whole);
+  Cblacs_gridinit(&whole, "R", 1, P);
+  for (int n : opt.sizes) {
+    for (const grids& g : layouts) {
+      grid_matrix a = make(n, 32, g.pra, g.pca), b = make(n, 128, g.prb, g.pcb);
+      const int one = 1;
+      const std::string gname = std::to_string(g.pra) + "x" + std::to_string(g.pca) + " -> " + std::to_string(g.prb) + "x" +
+                                std::to_string(g.pcb);
+      const auto row = [&](const std::string& routine, const summary& ref, const summary& ours) {
+        rep.add_row({config, routine, std::to_string(n), "32 -> 128", gname, format_fixed(ref.median * 1e3, 1),
+                     format_fixed(ours.median * 1e3, 1), format_fixed(ref.median / ours.median, 2)});
+        if (world_rank() == 0) {
+          std::printf("  %-8s n=%-6d %-12s scalapack %9.1f ms  conveyor %9.1f ms  %5.2fx\n", routine.c_str(), n,
+                      gname.c_str(), ref.median * 1e3, ours.median * 1e3, ref.median / ours.median);
+          std::fflush(stdout);
+        }
+      };
+      const summary ref = time_it([&] { pdgemr2d_(&n, &n, a.local.data(), &one, &one, a.desc, b.local.data(), &one, &one, b.desc, &whole); }, opt.iterations);
+      const summary ours = time_it([&] { conveyor_pdgemr2d(&n, &n, a.local.data(), &one, &one, a.desc, b.local.data(), &one, &one, b.desc, &whole); }, opt.iterations);
+      row("pdgemr2d", ref, ours);
+      if (g.pra == g.prb && g.pca == g.pcb) {  // p?tran: A and C on one grid
+        for (double beta : {0.0, 1.0}) {
+          const double alpha = 1.0;
+          grid_matrix c = make(n, 32, g.pra, g.pca, a.ctxt);  // p?tran: one context
+          const summary rt = time_it([&] { pdtran_(&n, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, c.local.data(), &one, &one, c.desc); }, opt.iterations);
+          const summary ct = time_it([&] { conveyor_pdtran(&n, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, c.local.data(), &one, &one, c.desc); }, opt.iterations);
+          row(beta == 0 ? "pdtran b=0" : "pdtran b=1", rt, ct);
+        }
+      }
+      Cblacs_gridexit(a.ctxt);
+      Cblacs_gridexit(b.ctxt);
+    }
+  }
+  Cblacs_gridexit(whole);
+  rep.publish(opt.json_path, opt.csv_path);
+  return 0;
+}
+
+}  // namespace conveyor::bench
