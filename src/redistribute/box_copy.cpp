@@ -3,7 +3,9 @@
 // (plain copies) or a vectorizable loop (the compiler sees unit strides).
 #include "redistribute/box_copy.hpp"
 
+#include <algorithm>
 #include <complex>
+#include <cstdlib>
 #include <cstring>
 
 namespace conveyor::redistribute::detail {
@@ -39,6 +41,25 @@ void row(const T* src, std::int64_t ss, T* dst, std::int64_t ds, std::int64_t n,
   }
 }
 
+// The two innermost dimensions in square tiles: when the source is strided along
+// the innermost one (a transpose), each tile's source and destination lines stay
+// in cache while the tile is copied.
+template <class T, int Mode>
+void tiled(const box_copy& c, int d, const T* src, T* dst, const scaling& s) {
+  constexpr std::int64_t kTile = 32;
+  const auto o = static_cast<std::size_t>(d), i = o + 1;
+  for (std::int64_t a0 = 0; a0 < c.extent[o]; a0 += kTile) {
+    const std::int64_t a1 = std::min(c.extent[o], a0 + kTile);
+    for (std::int64_t b0 = 0; b0 < c.extent[i]; b0 += kTile) {
+      const std::int64_t n = std::min(c.extent[i] - b0, kTile);
+      for (std::int64_t a = a0; a < a1; ++a) {
+        row<T, Mode>(src + a * c.src_stride[o] + b0 * c.src_stride[i], c.src_stride[i],
+                     dst + a * c.dst_stride[o] + b0 * c.dst_stride[i], c.dst_stride[i], n, s);
+      }
+    }
+  }
+}
+
 template <class T, int Mode>
 void walk(const box_copy& c, int d, const T* src, T* dst, const scaling& s) {
   const auto k = static_cast<std::size_t>(d);
@@ -46,16 +67,41 @@ void walk(const box_copy& c, int d, const T* src, T* dst, const scaling& s) {
     row<T, Mode>(src, c.src_stride[k], dst, c.dst_stride[k], c.extent[k], s);
     return;
   }
+  if (d == c.ndim - 2 && c.src_stride[k + 1] != 1 && c.extent[k] > 1) {
+    tiled<T, Mode>(c, d, src, dst, s);
+    return;
+  }
   for (std::int64_t i = 0; i < c.extent[k]; ++i) {
     walk<T, Mode>(c, d + 1, src + i * c.src_stride[k], dst + i * c.dst_stride[k], s);
   }
 }
 
-template <class T>
-void apply_typed(const box_copy& c, const void* src, void* dst, const scaling& s) {
+// The same copy with dimensions ordered by decreasing destination stride, so the
+// innermost loop writes contiguously (the order of a loop nest does not change
+// what is copied where).
+box_copy by_destination_stride(const box_copy& c) {
+  std::array<int, max_dims> order{};
+  for (int d = 0; d < c.ndim; ++d) order[static_cast<std::size_t>(d)] = d;
+  std::stable_sort(order.begin(), order.begin() + c.ndim, [&](int x, int y) {
+    return std::abs(c.dst_stride[static_cast<std::size_t>(x)]) > std::abs(c.dst_stride[static_cast<std::size_t>(y)]);
+  });
+  box_copy out;
+  out.ndim = c.ndim;
   for (int d = 0; d < c.ndim; ++d) {
-    if (c.extent[static_cast<std::size_t>(d)] == 0) return;
+    const auto from = static_cast<std::size_t>(order[static_cast<std::size_t>(d)]), to = static_cast<std::size_t>(d);
+    out.extent[to] = c.extent[from];
+    out.src_stride[to] = c.src_stride[from];
+    out.dst_stride[to] = c.dst_stride[from];
   }
+  return out;
+}
+
+template <class T>
+void apply_typed(const box_copy& given, const void* src, void* dst, const scaling& s) {
+  for (int d = 0; d < given.ndim; ++d) {
+    if (given.extent[static_cast<std::size_t>(d)] == 0) return;
+  }
+  const box_copy c = by_destination_stride(given);
   const T* in = static_cast<const T*>(src);
   T* out = static_cast<T*>(dst);
   if (s.plain()) walk<T, 0>(c, 0, in, out, s);
@@ -69,10 +115,11 @@ struct raw {
   unsigned char b[Bytes];
 };
 template <std::size_t Bytes>
-void apply_raw(const box_copy& c, const void* src, void* dst) {
-  for (int d = 0; d < c.ndim; ++d) {
-    if (c.extent[static_cast<std::size_t>(d)] == 0) return;
+void apply_raw(const box_copy& in, const void* src, void* dst) {
+  for (int d = 0; d < in.ndim; ++d) {
+    if (in.extent[static_cast<std::size_t>(d)] == 0) return;
   }
+  const box_copy c = by_destination_stride(in);
   scaling s;
   walk<raw<Bytes>, 0>(c, 0, static_cast<const raw<Bytes>*>(src), static_cast<raw<Bytes>*>(dst), s);
 }
