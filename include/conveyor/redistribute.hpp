@@ -147,7 +147,9 @@ struct transform {
   /// dst axis k is src axis perm[k]; empty: identity. {1, 0} is a 2-D transpose.
   std::vector<int> perm;
   bool conjugate = false;
-  double alpha = 1, beta = 0;  // real scalars (complex dtypes scale both parts)
+  double alpha = 1, beta = 0;
+  /// Imaginary parts of alpha and beta (complex dtypes only).
+  double alpha_imag = 0, beta_imag = 0;
   dtype type = dtype::float64;
 };
 

@@ -5,10 +5,11 @@
  *
  *   conveyor_p?gemr2d: B(ib:ib+m-1, jb:jb+n-1) = A(ia:ia+m-1, ja:ja+n-1), A and B on
  *                      any two BLACS grids inside the context ictxt.
- *   conveyor_p?tran:   C(ic:ic+m-1, jc:jc+n-1) = beta*C + alpha*A(ia:ia+n-1, ja:ja+m-1)^T.
+ *   conveyor_p?tran:   C(ic:ic+m-1, jc:jc+n-1) = beta*C + alpha*A(ia:ia+n-1, ja:ja+m-1)^T
+ *                      (p{s,d}tran; p{c,z}tranu the same for complex; p{c,z}tranc with A^H).
  *
- * Not yet (issue 6 is open): p?tranu / p?tranc for complex types and the library
- * exporting the standard symbols (pdgemr2d_, ...) for link-time interposition. */
+ * Library `conveyor_scalapack_compat` exports the same routines under ScaLAPACK's
+ * own names (pdgemr2d_, pztranc_, ...) for link-time interposition. */
 #ifndef CONVEYOR_SCALAPACK_H
 #define CONVEYOR_SCALAPACK_H
 
@@ -36,6 +37,21 @@ CONVEYOR_SCALAPACK_API void conveyor_pstran(const int* m, const int* n, const fl
                      const int* desca, const float* beta, float* c, const int* ic, const int* jc, const int* descc);
 CONVEYOR_SCALAPACK_API void conveyor_pdtran(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
                      const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
+
+/* complex alpha, beta, A and C as interleaved (re, im); tranu: C = beta*C + alpha*A^T,
+ * tranc: C = beta*C + alpha*A^H */
+CONVEYOR_SCALAPACK_API void conveyor_pctranu(const int* m, const int* n, const float* alpha, const float* a,
+                                             const int* ia, const int* ja, const int* desca, const float* beta,
+                                             float* c, const int* ic, const int* jc, const int* descc);
+CONVEYOR_SCALAPACK_API void conveyor_pztranu(const int* m, const int* n, const double* alpha, const double* a,
+                                             const int* ia, const int* ja, const int* desca, const double* beta,
+                                             double* c, const int* ic, const int* jc, const int* descc);
+CONVEYOR_SCALAPACK_API void conveyor_pctranc(const int* m, const int* n, const float* alpha, const float* a,
+                                             const int* ia, const int* ja, const int* desca, const float* beta,
+                                             float* c, const int* ic, const int* jc, const int* descc);
+CONVEYOR_SCALAPACK_API void conveyor_pztranc(const int* m, const int* n, const double* alpha, const double* a,
+                                             const int* ia, const int* ja, const int* desca, const double* beta,
+                                             double* c, const int* ic, const int* jc, const int* descc);
 
 #ifdef __cplusplus
 }

@@ -14,10 +14,12 @@ namespace {
 template <class T>
 struct scalar_ops {
   static T conj(T x) { return x; }
+  static T scalar(double re, double) { return static_cast<T>(re); }
 };
 template <class F>
 struct scalar_ops<std::complex<F>> {
   static std::complex<F> conj(std::complex<F> x) { return std::conj(x); }
+  static std::complex<F> scalar(double re, double im) { return {static_cast<F>(re), static_cast<F>(im)}; }
 };
 
 // One row of n elements.
@@ -30,8 +32,7 @@ void row(const T* src, std::int64_t ss, T* dst, std::int64_t ds, std::int64_t n,
       for (std::int64_t i = 0; i < n; ++i) dst[i * ds] = src[i * ss];
     }
   } else {
-    using R = decltype(std::abs(T{}));
-    const R alpha = static_cast<R>(s.alpha), beta = static_cast<R>(s.beta);
+    const T alpha = scalar_ops<T>::scalar(s.alpha, s.alpha_imag), beta = scalar_ops<T>::scalar(s.beta, s.beta_imag);
     const auto op = [&](T x) { return s.conjugate ? scalar_ops<T>::conj(x) : x; };
     if constexpr (Mode == 1) {  // beta == 0: dst is not read
       for (std::int64_t i = 0; i < n; ++i) dst[i * ds] = alpha * op(src[i * ss]);
@@ -105,7 +106,7 @@ void apply_typed(const box_copy& given, const void* src, void* dst, const scalin
   const T* in = static_cast<const T*>(src);
   T* out = static_cast<T*>(dst);
   if (s.plain()) walk<T, 0>(c, 0, in, out, s);
-  else if (s.beta == 0) walk<T, 1>(c, 0, in, out, s);
+  else if (s.beta_zero()) walk<T, 1>(c, 0, in, out, s);
   else walk<T, 2>(c, 0, in, out, s);
 }
 

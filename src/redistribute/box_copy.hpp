@@ -25,7 +25,9 @@ struct box_copy {
 struct scaling {
   double alpha = 1, beta = 0;
   bool conjugate = false;
-  bool plain() const { return alpha == 1 && beta == 0 && !conjugate; }
+  double alpha_imag = 0, beta_imag = 0;  // complex dtypes
+  bool beta_zero() const { return beta == 0 && beta_imag == 0; }
+  bool plain() const { return alpha == 1 && alpha_imag == 0 && beta_zero() && !conjugate; }
 };
 
 /// Applies the copy for element type t (any dtype for plain copies; float32,

@@ -707,6 +707,10 @@ std::string check_transform(const transform& t, int index, int rank, int size) {
              std::to_string(perm[static_cast<std::size_t>(k)]);
     }
   }
+  const bool complex_type = t.type == dtype::complex64 || t.type == dtype::complex128;
+  if (!complex_type && (t.alpha_imag != 0 || t.beta_imag != 0)) {
+    return w + "complex alpha or beta need a complex dtype (" + std::string(dtype_name(t.type)) + ")";
+  }
   if (!detail::arithmetic_dtype(t.type) && (t.alpha != 1 || t.beta != 0 || t.conjugate)) {
     return w + "alpha, beta and conjugation need float32/float64/complex64/complex128 (" + std::string(dtype_name(t.type)) +
            " is copy-only)";
@@ -775,7 +779,7 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_option
     for (int k = 0; k < tp.ndim; ++k) tp.perm[static_cast<std::size_t>(k)] = t.perm.empty() ? k : t.perm[static_cast<std::size_t>(k)];
     tp.type = t.type;
     tp.esize = dtype_size(t.type);
-    tp.scale = {t.alpha, t.beta, t.conjugate};
+    tp.scale = {t.alpha, t.beta, t.conjugate, t.alpha_imag, t.beta_imag};
     im.ts.push_back(std::move(tp));
   }
   for (auto& tp : im.ts) im.enumerate(tp);

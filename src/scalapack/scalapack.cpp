@@ -204,16 +204,20 @@ void gemr2d(const char* name, dtype t, const int* m, const int* n, const void* a
   });
 }
 
-void tran(const char* name, dtype t, const int* m, const int* n, double alpha, const void* a, const int* ia,
-          const int* ja, const int* desca, double beta, void* c, const int* ic, const int* jc, const int* descc) {
+// C = beta * C + alpha * op(A)^T; alpha, beta complex (imaginary parts 0 for real types).
+void tran(const char* name, dtype t, const int* m, const int* n, std::complex<double> alpha, const void* a, const int* ia,
+          const int* ja, const int* desca, std::complex<double> beta, void* c, const int* ic, const int* jc,
+          const int* descc, bool conjugate) {
   guarded(name, [&] {
     if (*m <= 0 || *n <= 0) return;
     const MPI_Comm comm = communicator_of(desca[kCtxt]);
     // alpha and beta are part of the key by their bits.
-    long long abits = 0, bbits = 0;
-    std::memcpy(&abits, &alpha, sizeof alpha);
-    std::memcpy(&bbits, &beta, sizeof beta);
-    run_cached(call_key({100 + static_cast<int>(t), *m, *n, *ia, *ja, *ic, *jc, abits, bbits}, desca, descc, a, c), comm, [&] {
+    long long bits[4] = {};
+    const double scalars[4] = {alpha.real(), alpha.imag(), beta.real(), beta.imag()};
+    std::memcpy(bits, scalars, sizeof scalars);
+    run_cached(call_key({100 + static_cast<int>(t), *m, *n, *ia, *ja, *ic, *jc, bits[0], bits[1], bits[2], bits[3], conjugate},
+                        desca, descc, a, c),
+               comm, [&] {
       const grid ga = describe(desca, comm), gc = describe(descc, comm);
       cached_plan cp;
       cp.src = std::make_unique<rd::layout>(submatrix(ga, *n, *m, *ia, *ja, a));
@@ -222,8 +226,11 @@ void tran(const char* name, dtype t, const int* m, const int* n, double alpha, c
       tr.src = cp.src.get();
       tr.dst = cp.dst.get();
       tr.perm = {1, 0};
-      tr.alpha = alpha;
-      tr.beta = beta;
+      tr.alpha = alpha.real();
+      tr.alpha_imag = alpha.imag();
+      tr.beta = beta.real();
+      tr.beta_imag = beta.imag();
+      tr.conjugate = conjugate;
       tr.type = t;
       cp.plan = std::make_unique<rd::plan>(tr, comm);
       return cp;
@@ -265,10 +272,26 @@ CONVEYOR_GEMR2D(pzgemr2d, double, dtype::complex128)
                                                             const int* ia, const int* ja, const int* desca,           \
                                                             const T* beta, T* c, const int* ic, const int* jc,        \
                                                             const int* descc) {                                       \
-    sd::tran(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, m, n, *alpha, a, ia, ja, desca, *beta, c, ic, jc, descc);  \
+    sd::tran(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, m, n, *alpha, a, ia, ja, desca, *beta, c, ic, jc, descc,  \
+             false);                                                                                                  \
   }
 CONVEYOR_TRAN(pstran, float, dtype::float32)
 CONVEYOR_TRAN(pdtran, double, dtype::float64)
 #undef CONVEYOR_TRAN
+
+// Complex: alpha and beta are (re, im) pairs; tranu transposes, tranc also conjugates.
+#define CONVEYOR_CTRAN(x, F, dt, conj)                                                                               \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(x)(const int* m, const int* n, const F* alpha, const F* a,    \
+                                                            const int* ia, const int* ja, const int* desca,           \
+                                                            const F* beta, F* c, const int* ic, const int* jc,        \
+                                                            const int* descc) {                                       \
+    sd::tran(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, m, n, {alpha[0], alpha[1]}, a, ia, ja, desca,              \
+             {beta[0], beta[1]}, c, ic, jc, descc, conj);                                                             \
+  }
+CONVEYOR_CTRAN(pctranu, float, dtype::complex64, false)
+CONVEYOR_CTRAN(pztranu, double, dtype::complex128, false)
+CONVEYOR_CTRAN(pctranc, float, dtype::complex64, true)
+CONVEYOR_CTRAN(pztranc, double, dtype::complex128, true)
+#undef CONVEYOR_CTRAN
 
 }  // extern "C"

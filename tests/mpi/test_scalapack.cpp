@@ -31,6 +31,10 @@ void pzgemr2d_(const int* m, const int* n, const double* a, const int* ia, const
                const int* ib, const int* jb, const int* descb, const int* ictxt);
 void pdtran_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
              const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
+void pztranu_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
+              const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
+void pztranc_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
+              const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
 }
 
 namespace conveyor {
@@ -199,6 +203,39 @@ TEST(ScaLAPACK, TranMatchesReference) {
     conveyor_pdtran(&m, &n, &alpha, a.local.data(), &ia, &ja, a.desc, &beta, c.local.data(), &ic, &jc, c.desc);
     EXPECT_EQ(c.local, ref.local) << "case " << k << ": " << m << "x" << n << " grid " << pr << "x" << pc << " blocks "
                                   << mba << "x" << nba;
+    Cblacs_gridexit(a.ctxt);
+  }
+}
+
+TEST(ScaLAPACK, ComplexTranuTrancMatchReference) {
+  const int P = size_of();
+  testing::splitmix64 rng(7);
+  for (int k = 0; k < 12; ++k) {
+    std::vector<int> f;
+    for (int r = 1; r <= P; ++r) if (P % r == 0) f.push_back(r);
+    const int pr = f[rng() % f.size()], pc = P / pr;
+    const int m = 3 + static_cast<int>(rng() % 20), n = 3 + static_cast<int>(rng() % 20);
+    const int ia = 1 + static_cast<int>(rng() % 3), ja = 1 + static_cast<int>(rng() % 3);
+    const int ic = 1 + static_cast<int>(rng() % 3), jc = 1 + static_cast<int>(rng() % 3);
+    const int mb = 1 + static_cast<int>(rng() % 5), nb = mb;
+    const double alpha[2] = {k % 2 ? 2.0 : 1.0, k % 3 ? 0.5 : 0.0}, beta[2] = {k % 4 ? 0.5 : 0.0, k % 5 ? -1.0 : 0.0};
+    dmatrix a = make(n + ia - 1, m + ja - 1, mb, nb, pr, pc, 0, 0, true, 0, 2, 0);
+    encode(a, mb, nb, pr, pc, 0, 0, 2);
+    for (bool conj : {false, true}) {
+      dmatrix c = make(m + ic - 1, n + jc - 1, mb, nb, pr, pc, 0, 0, true, 0, 2, 0, a.ctxt);
+      encode(c, mb, nb, pr, pc, 0, 0, 2);
+      dmatrix ref = c;
+      if (conj) {
+        pztranc_(&m, &n, alpha, a.local.data(), &ia, &ja, a.desc, beta, ref.local.data(), &ic, &jc, ref.desc);
+        conveyor_pztranc(&m, &n, alpha, a.local.data(), &ia, &ja, a.desc, beta, c.local.data(), &ic, &jc, c.desc);
+      } else {
+        pztranu_(&m, &n, alpha, a.local.data(), &ia, &ja, a.desc, beta, ref.local.data(), &ic, &jc, ref.desc);
+        conveyor_pztranu(&m, &n, alpha, a.local.data(), &ia, &ja, a.desc, beta, c.local.data(), &ic, &jc, c.desc);
+      }
+      EXPECT_EQ(c.local, ref.local) << "case " << k << (conj ? " tranc" : " tranu") << ": " << m << "x" << n << " grid "
+                                    << pr << "x" << pc << " alpha (" << alpha[0] << ", " << alpha[1] << ") beta ("
+                                    << beta[0] << ", " << beta[1] << ")";
+    }
     Cblacs_gridexit(a.ctxt);
   }
 }
