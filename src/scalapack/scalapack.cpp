@@ -25,12 +25,7 @@
 
 #include "conveyor/redistribute.hpp"
 
-extern "C" {
-// BLACS (from the ScaLAPACK library the caller links).
-void Cblacs_gridinfo(int ctxt, int* nprow, int* npcol, int* myrow, int* mycol);
-void Cblacs_get(int ctxt, int what, int* val);
-MPI_Comm Cblacs2sys_handle(int sys_ctxt);
-}
+#include "scalapack/reference.h"
 
 namespace conveyor::scalapack_detail {
 namespace {

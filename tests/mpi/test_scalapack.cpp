@@ -11,31 +11,8 @@
 
 #include "../unit/reference.hpp"
 #include "mpi_test_util.hpp"
+#include "scalapack/reference.h"
 #include "conveyor/scalapack.h"
-
-extern "C" {
-void Cblacs_pinfo(int* mypnum, int* nprocs);
-void Cblacs_get(int ctxt, int what, int* val);
-void Cblacs_gridinit(int* ctxt, const char* order, int nprow, int npcol);
-void Cblacs_gridmap(int* ctxt, int* usermap, int ldumap, int nprow, int npcol);
-void Cblacs_gridinfo(int ctxt, int* nprow, int* npcol, int* myrow, int* mycol);
-void Cblacs_gridexit(int ctxt);
-int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
-void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc, const int* icsrc,
-               const int* ictxt, const int* lld, int* info);
-void pdgemr2d_(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca, double* b,
-               const int* ib, const int* jb, const int* descb, const int* ictxt);
-void psgemr2d_(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca, float* b,
-               const int* ib, const int* jb, const int* descb, const int* ictxt);
-void pzgemr2d_(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca, double* b,
-               const int* ib, const int* jb, const int* descb, const int* ictxt);
-void pdtran_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
-             const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
-void pztranu_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
-              const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
-void pztranc_(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
-              const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
-}
 
 namespace conveyor {
 namespace {

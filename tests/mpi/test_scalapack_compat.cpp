@@ -10,19 +10,7 @@
 #include <vector>
 
 #include "mpi_test_util.hpp"
-
-extern "C" {
-void Cblacs_get(int ctxt, int what, int* val);
-void Cblacs_gridinit(int* ctxt, const char* order, int nprow, int npcol);
-void Cblacs_gridinfo(int ctxt, int* nprow, int* npcol, int* myrow, int* mycol);
-void Cblacs_gridexit(int ctxt);
-int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
-void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc, const int* icsrc,
-               const int* ictxt, const int* lld, int* info);
-void pdgemr2d_(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca, double* b,
-               const int* ib, const int* jb, const int* descb, const int* ictxt);
-void Cpdgemr2d(int m, int n, double* a, int ia, int ja, int* desca, double* b, int ib, int jb, int* descb, int ictxt);
-}
+#include "scalapack/reference.h"
 
 namespace conveyor {
 namespace {
