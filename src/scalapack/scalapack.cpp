@@ -21,6 +21,7 @@
 #include <memory>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conveyor/redistribute.hpp"
@@ -170,6 +171,17 @@ void run_cached(std::vector<long long> key, MPI_Comm comm, const std::function<c
   p->execute();
 }
 
+// A cache entry owning the two layouts and the plan of `tr` between them.
+cached_plan planned(rd::layout src, rd::layout dst, rd::transform tr, MPI_Comm comm) {
+  cached_plan c;
+  c.src = std::make_unique<rd::layout>(std::move(src));
+  c.dst = std::make_unique<rd::layout>(std::move(dst));
+  tr.src = c.src.get();
+  tr.dst = c.dst.get();
+  c.plan = std::make_unique<rd::plan>(tr, comm);
+  return c;
+}
+
 template <class Body>
 void guarded(const char* name, Body&& body) {
   try {
@@ -186,15 +198,9 @@ void gemr2d(const char* name, dtype t, const int* m, const int* n, const void* a
     const MPI_Comm comm = communicator_of(*ictxt);
     run_cached(call_key({static_cast<int>(t), *m, *n, *ia, *ja, *ib, *jb, *ictxt}, desca, descb, a, b), comm, [&] {
       const grid ga = describe(desca, comm), gb = describe(descb, comm);
-      cached_plan c;
-      c.src = std::make_unique<rd::layout>(submatrix(ga, *m, *n, *ia, *ja, a));
-      c.dst = std::make_unique<rd::layout>(submatrix(gb, *m, *n, *ib, *jb, b));
       rd::transform tr;
-      tr.src = c.src.get();
-      tr.dst = c.dst.get();
       tr.type = t;
-      c.plan = std::make_unique<rd::plan>(tr, comm);
-      return c;
+      return planned(submatrix(ga, *m, *n, *ia, *ja, a), submatrix(gb, *m, *n, *ib, *jb, b), tr, comm);
     });
   });
 }
@@ -214,12 +220,7 @@ void tran(const char* name, dtype t, const int* m, const int* n, std::complex<do
                         desca, descc, a, c),
                comm, [&] {
       const grid ga = describe(desca, comm), gc = describe(descc, comm);
-      cached_plan cp;
-      cp.src = std::make_unique<rd::layout>(submatrix(ga, *n, *m, *ia, *ja, a));
-      cp.dst = std::make_unique<rd::layout>(submatrix(gc, *m, *n, *ic, *jc, c));
       rd::transform tr;
-      tr.src = cp.src.get();
-      tr.dst = cp.dst.get();
       tr.perm = {1, 0};
       tr.alpha = alpha.real();
       tr.alpha_imag = alpha.imag();
@@ -227,8 +228,7 @@ void tran(const char* name, dtype t, const int* m, const int* n, std::complex<do
       tr.beta_imag = beta.imag();
       tr.conjugate = conjugate;
       tr.type = t;
-      cp.plan = std::make_unique<rd::plan>(tr, comm);
-      return cp;
+      return planned(submatrix(ga, *n, *m, *ia, *ja, a), submatrix(gc, *m, *n, *ic, *jc, c), tr, comm);
     });
   });
 }

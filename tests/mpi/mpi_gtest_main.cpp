@@ -12,19 +12,12 @@
 #include <cstdio>
 #include <string>
 
+#include "mpi_test_util.hpp"
+
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using conveyor::testing::rank_of;
+using conveyor::testing::size_of;
 
 // Printer for ranks other than 0: failures only.
 class RankFailurePrinter : public testing::EmptyTestEventListener {
@@ -45,12 +38,12 @@ class RankFailurePrinter : public testing::EmptyTestEventListener {
 class CollectiveVerdict : public testing::EmptyTestEventListener {
  public:
   void OnTestEnd(const testing::TestInfo& info) override {
-    const int size = world_size();
+    const int size = size_of();
     const int mine = info.result()->Failed() ? 1 : 0;
     std::string failed(static_cast<std::size_t>(size), '\0');
     char flag = static_cast<char>(mine);
     MPI_Gather(&flag, 1, MPI_CHAR, failed.data(), 1, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (world_rank() != 0) return;
+    if (rank_of() != 0) return;
     std::string list;
     for (int r = 0; r < size; ++r) {
       if (failed[static_cast<std::size_t>(r)]) list += " " + std::to_string(r);
@@ -70,13 +63,13 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   testing::InitGoogleTest(&argc, argv);
 
-  const int rank = world_rank();
+  const int rank = rank_of();
   auto& listeners = testing::UnitTest::GetInstance()->listeners();
   if (rank != 0) {
     delete listeners.Release(listeners.default_result_printer());
     listeners.Append(new RankFailurePrinter(rank));
   } else {
-    std::printf("MPI tests on %d rank(s)\n", world_size());
+    std::printf("MPI tests on %d rank(s)\n", size_of());
   }
   listeners.Append(new CollectiveVerdict);
 
