@@ -132,7 +132,8 @@ enum class transport : int {
   datatype,       // MPI_Type per block + non-blocking send/recv (the tensor paper's baseline)
   packed,         // one contiguous package per peer; unpack-and-transform as packages arrive
   pipelined,      // packages in chunks so packing overlaps sending
-  one_sided,      // packing + MPI_Put into windows created once per plan
+  one_sided,      // windows created once per plan: peers sharing my memory get their package
+                  // packed straight into their shared-window segment; others by MPI_Put
   alltoallv,      // packing + one MPI_Alltoallv
 };
 CONVEYOR_API std::string_view transport_name(transport t);
@@ -158,7 +159,8 @@ struct plan_options {
   relabeling relabel = relabeling::none;
   /// Moves between ranks of one node cost `intra_node_cost` per byte relative to
   /// moves between nodes (1: no topology). Nodes come from MPI_COMM_TYPE_SHARED or
-  /// ranks_per_node, as in the Reduce engine.
+  /// ranks_per_node, as in the Reduce engine (the one_sided transport also uses
+  /// them to decide which peers it reaches through shared memory).
   double intra_node_cost = 1.0;
   int ranks_per_node = 0;
   std::size_t chunk_bytes = std::size_t{8} << 20;  // pipelined transport

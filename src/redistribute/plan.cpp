@@ -18,8 +18,11 @@
 //   datatype:  one MPI struct type per peer over the source blocks (and, for plain
 //              copies, over the destination blocks) built at plan time: no packing
 //              in Conveyor, MPI walks the types (the tensor paper's baseline).
-//   one_sided: packed packages MPI_Put into one window per plan over the receive
-//              buffers (offsets exchanged at plan time), fence, unpack.
+//   one_sided: windows created once per plan over the receive buffers (offsets
+//              exchanged at plan time). Peers on my node: a shared-memory window
+//              (MPI_Win_allocate_shared); I pack straight into the peer's segment,
+//              so a byte is copied twice (pack, unpack) instead of three times.
+//              Other peers: pack + MPI_Put. Fence, unpack.
 //   alltoallv: all packages in one buffer, one MPI_Alltoallv, unpack.
 // Bytes on the wire: exactly the off-diagonal of volume(); local pieces never
 // touch MPI.
@@ -100,8 +103,13 @@ struct plan::impl {
   std::vector<MPI_Datatype> send_types, recv_types;   // per peer (MPI_DATATYPE_NULL if none)
   bool direct_receive = false;
   // one_sided
-  MPI_Win win = MPI_WIN_NULL;
+  MPI_Win win = MPI_WIN_NULL;                         // MPI_Put window (peers off my node)
   std::vector<char> window_buf;
+  MPI_Comm node_comm = MPI_COMM_NULL;                 // ranks sharing my memory
+  MPI_Win shm_win = MPI_WIN_NULL;                     // shared window (peers on my node)
+  char* shm_mine = nullptr;                           // my segment of it
+  std::vector<char*> shm_target;                      // per peer: where I pack its package (null: MPI_Put)
+  std::vector<char> shm_source;                       // per peer: its package is in my shared segment
   std::vector<std::int64_t> window_offset_of_peer;    // where peer p's data lands in my window
   std::vector<std::int64_t> remote_offset;            // where my data lands in peer p's window
   // pipelined: chunk boundaries (piece index ranges) per peer, both directions
@@ -111,6 +119,8 @@ struct plan::impl {
     for (auto& t : send_types) if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
     for (auto& t : recv_types) if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
     if (win != MPI_WIN_NULL) MPI_Win_free(&win);
+    if (shm_win != MPI_WIN_NULL) MPI_Win_free(&shm_win);
+    if (node_comm != MPI_COMM_NULL) MPI_Comm_free(&node_comm);
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   }
 
@@ -379,11 +389,19 @@ struct plan::impl {
   }
 
   void run_one_sided() {
-    conveyor::detail::check_mpi(MPI_Win_fence(MPI_MODE_NOPRECEDE, win), "MPI_Win_fence");
+    // Fences with assert 0 on both ends: the opening one orders my peers' unpacking
+    // of the previous execution before my writes into their segments.
+    if (shm_win != MPI_WIN_NULL) conveyor::detail::check_mpi(MPI_Win_fence(0, shm_win), "MPI_Win_fence");
+    if (win != MPI_WIN_NULL) conveyor::detail::check_mpi(MPI_Win_fence(0, win), "MPI_Win_fence");
     for (int p : send_peers) {
       std::int64_t off = 0;
+      const std::size_t pieces = piece_count(&transform_plan::send, p);
+      if (char* target = shm_target[static_cast<std::size_t>(p)]) {
+        pack_range(p, 0, pieces, target, off);
+        continue;
+      }
       char* buf = send_buf[static_cast<std::size_t>(p)].data();
-      pack_range(p, 0, piece_count(&transform_plan::send, p), buf, off);
+      pack_range(p, 0, pieces, buf, off);
       const std::int64_t bytes = send_bytes[static_cast<std::size_t>(p)];
       for (std::int64_t o = 0; o < bytes; o += kMaxMessage) {
         const int n = static_cast<int>(std::min(kMaxMessage, bytes - o));
@@ -392,11 +410,12 @@ struct plan::impl {
       }
     }
     copy_local();
-    conveyor::detail::check_mpi(MPI_Win_fence(MPI_MODE_NOSUCCEED, win), "MPI_Win_fence");
+    if (win != MPI_WIN_NULL) conveyor::detail::check_mpi(MPI_Win_fence(MPI_MODE_NOSUCCEED, win), "MPI_Win_fence");
+    if (shm_win != MPI_WIN_NULL) conveyor::detail::check_mpi(MPI_Win_fence(0, shm_win), "MPI_Win_fence");
     for (int p : recv_peers) {
       std::int64_t off = 0;
-      unpack_range(p, 0, piece_count(&transform_plan::recv, p),
-                   window_buf.data() + window_offset_of_peer[static_cast<std::size_t>(p)], off);
+      const char* base = shm_source[static_cast<std::size_t>(p)] ? shm_mine : window_buf.data();
+      unpack_range(p, 0, piece_count(&transform_plan::recv, p), base + window_offset_of_peer[static_cast<std::size_t>(p)], off);
     }
   }
 
@@ -438,7 +457,7 @@ struct plan::impl {
   void enumerate(transform_plan& t);
   void build_buffers();
   void build_datatypes();
-  void build_window();
+  void build_window(int node_color);
   MPI_Datatype piece_type(const transform_plan& t, const piece& p, bool dst_side) const;
 };
 
@@ -658,23 +677,81 @@ void plan::impl::build_datatypes() {
   }
 }
 
-void plan::impl::build_window() {
-  window_offset_of_peer.assign(static_cast<std::size_t>(size), 0);
-  std::int64_t total = 0;
-  for (int p : recv_peers) {
-    window_offset_of_peer[static_cast<std::size_t>(p)] = total;
-    total += recv_bytes[static_cast<std::size_t>(p)];
+// node_color: my node's number if the caller set ranks per node, else -1 (the
+// shared-memory domains MPI reports).
+void plan::impl::build_window(int node_color) {
+  using conveyor::detail::check_mpi;
+  const auto sz = static_cast<std::size_t>(size);
+  // My node's ranks, and each plan rank's number in the node communicator.
+  if (node_color >= 0) check_mpi(MPI_Comm_split(comm, node_color, rank, &node_comm), "MPI_Comm_split");
+  else check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm), "MPI_Comm_split_type");
+  MPI_Comm_set_errhandler(node_comm, MPI_ERRORS_RETURN);
+  std::vector<int> node_rank(sz, MPI_UNDEFINED), all(sz);
+  std::iota(all.begin(), all.end(), 0);
+  MPI_Group group, node_group;
+  MPI_Comm_group(comm, &group);
+  MPI_Comm_group(node_comm, &node_group);
+  MPI_Group_translate_ranks(group, size, all.data(), node_group, node_rank.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&node_group);
+
+  // Where each peer's package lands: node peers in my shared segment, the others
+  // in my MPI_Put window; every sender learns its offsets with one MPI_Alltoall.
+  std::int64_t shm_total = 0, put_total = 0;
+  const auto place = [&] {
+    shm_total = put_total = 0;
+    window_offset_of_peer.assign(sz, 0);
+    shm_source.assign(sz, 0);
+    for (int p : recv_peers) {
+      const auto k = static_cast<std::size_t>(p);
+      shm_source[k] = node_rank[k] != MPI_UNDEFINED;
+      std::int64_t& total = shm_source[k] ? shm_total : put_total;
+      window_offset_of_peer[k] = total;
+      total += recv_bytes[k];
+    }
+    remote_offset.assign(sz, 0);
+    check_mpi(MPI_Alltoall(window_offset_of_peer.data(), 1, MPI_INT64_T, remote_offset.data(), 1, MPI_INT64_T, comm), "MPI_Alltoall");
+  };
+  place();
+  // The shared window; if any node cannot have one (MPI_Win_allocate_shared fails,
+  // e.g. Open MPI with its osc/sm component excluded), every package goes by MPI_Put.
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");  // each segment in its owner's NUMA domain
+  int ok = MPI_Win_allocate_shared(std::max<std::int64_t>(shm_total, 1), 1, info, node_comm, &shm_mine, &shm_win) == MPI_SUCCESS;
+  MPI_Info_free(&info);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  if (!ok) {
+    if (shm_win != MPI_WIN_NULL) MPI_Win_free(&shm_win);
+    shm_win = MPI_WIN_NULL;
+    node_rank.assign(sz, MPI_UNDEFINED);
+    place();
   }
-  window_buf.resize(static_cast<std::size_t>(std::max<std::int64_t>(total, 1)));
-  remote_offset.assign(static_cast<std::size_t>(size), 0);
-  conveyor::detail::check_mpi(MPI_Alltoall(window_offset_of_peer.data(), 1, MPI_INT64_T, remote_offset.data(), 1, MPI_INT64_T, comm),
-                    "MPI_Alltoall");
+  shm_target.assign(sz, nullptr);
+  int off_node = 0;
+  for (int p : send_peers) {
+    const auto k = static_cast<std::size_t>(p);
+    if (node_rank[k] == MPI_UNDEFINED) {
+      off_node = 1;
+      continue;
+    }
+    MPI_Aint bytes;
+    int disp;
+    char* base = nullptr;
+    check_mpi(MPI_Win_shared_query(shm_win, node_rank[k], &bytes, &disp, &base), "MPI_Win_shared_query");
+    shm_target[k] = base + remote_offset[k];
+    send_buf[k] = {};  // packed in place: no staging buffer
+  }
+  for (int p : recv_peers) off_node |= shm_source[static_cast<std::size_t>(p)] ? 0 : 1;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &off_node, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  if (!off_node) return;  // every package moves through shared memory
+  window_buf.resize(static_cast<std::size_t>(std::max<std::int64_t>(put_total, 1)));
   // Open MPI 4.1's osc/rdma cannot create windows over btl/vader without a
   // single-copy mechanism (open-mpi/ompi#9871): say what to do instead of aborting.
   if (MPI_Win_create(window_buf.data(), static_cast<MPI_Aint>(window_buf.size()), 1, MPI_INFO_NULL, comm, &win) != MPI_SUCCESS) {
     win = MPI_WIN_NULL;
     throw error(errc::mpi, "redistribute: MPI_Win_create failed, so the one_sided transport is unavailable with this MPI "
-                           "setup (Open MPI 4.1: try OMPI_MCA_osc=pt2pt or ucx); other transports work");
+                           "setup (Open MPI 4.1: try OMPI_MCA_osc=sm,pt2pt or ucx); other transports work");
   }
   MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
 }
@@ -785,14 +862,14 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_option
   for (auto& tp : im.ts) im.enumerate(tp);
   im.build_buffers();
   if (im.method == transport::datatype) im.build_datatypes();
-  if (im.method == transport::one_sided) im.build_window();
+  const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : conveyor::detail::context_for(comm).env_ranks_per_node;
+  if (im.method == transport::one_sided) {
+    im.build_window(ppn > 0 ? conveyor::detail::context_for(comm).layout(ppn).node_of[static_cast<std::size_t>(im.rank)] : -1);
+  }
 
   // Relabeling of the destination (COSTA): gains from the volume matrix.
   const conveyor::detail::node_layout* nodes = nullptr;
-  if (options.intra_node_cost != 1.0) {
-    const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : conveyor::detail::context_for(comm).env_ranks_per_node;
-    nodes = &conveyor::detail::context_for(comm).layout(ppn);
-  }
+  if (options.intra_node_cost != 1.0) nodes = &conveyor::detail::context_for(comm).layout(ppn);
   const std::vector<double> cost = detail::pair_costs(im.size, nodes, options.intra_node_cost);
   im.sigma = detail::relabel(im.volume, cost, im.size, options.relabel);
   im.relabeled_remote = detail::remote_volume(im.volume, im.size, im.sigma);
