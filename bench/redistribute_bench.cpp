@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -32,8 +33,19 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
   t.dst = &b;
   t.type = dtype::int32;
   double datatype_ms = 0;
+  const std::string config = opt.config.empty() ? std::to_string(world_size()) + " ranks" : opt.config;
+  const auto add = [&](const std::string& name, const summary& s, double remote) {
+    rep.add_row({config, "tensor 5-D int32", name, format_fixed(s.median * 1e3, 2), format_fixed(s.p10 * 1e3, 2),
+                 format_fixed(s.p90 * 1e3, 2), format_fixed(datatype_ms / (s.median * 1e3), 2), format_fixed(remote / 1e6, 1),
+                 format_fixed(remote / s.median / 1e9, 2)});
+  };
   for (rd::transport m : {rd::transport::datatype, rd::transport::packed, rd::transport::pipelined, rd::transport::one_sided,
                           rd::transport::alltoallv, rd::transport::automatic}) {
+    const std::string name(rd::transport_name(m));
+    if (m != rd::transport::datatype && !opt.transports.empty() &&
+        std::find(opt.transports.begin(), opt.transports.end(), name) == opt.transports.end()) {
+      continue;
+    }
     rd::plan_options o;
     o.method = m;
     rd::plan p(t, MPI_COMM_WORLD, o);
@@ -47,13 +59,21 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
     }
     const summary s = summarize(samples);
     if (m == rd::transport::datatype) datatype_ms = s.median * 1e3;
-    const double remote = static_cast<double>(p.remote_bytes());
-    rep.add_row({opt.config.empty() ? std::to_string(world_size()) + " ranks" : opt.config, "tensor 5-D int32",
-                 std::string(rd::transport_name(m)) + (m == rd::transport::automatic ? " (" + std::string(rd::transport_name(p.method())) + ")" : ""),
-                 format_fixed(s.median * 1e3, 2), format_fixed(s.p10 * 1e3, 2), format_fixed(s.p90 * 1e3, 2),
-                 format_fixed(datatype_ms / (s.median * 1e3), 2), format_fixed(remote / 1e6, 1),
-                 format_fixed(remote / s.median / 1e9, 2)});
+    add(name + (m == rd::transport::automatic ? " (" + std::string(rd::transport_name(p.method())) + ")" : ""), s,
+        static_cast<double>(p.remote_bytes()));
   }
+  // The physical limit: every element must be read once and written once, so no
+  // redistribution beats every rank copying its whole share at once (memcpy, all
+  // ranks together, same buffers).
+  std::vector<double> samples;
+  for (int it = 0; it < opt.iterations; ++it) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    std::memcpy(dst.data(), src.data(), local * sizeof(std::int32_t));
+    const double slowest = max_over_ranks(MPI_Wtime() - t0);
+    if (it > 0) samples.push_back(slowest);
+  }
+  add("memcpy bound (one copy of every byte)", summarize(samples), 0);
 }
 
 // Relabeling: bytes between ranks with none / greedy / optimal, and the brute-force optimum.

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace conveyor::bench {
 
 struct redistribute_bench_options {
   int iterations = 21;  // per transport; the first is a warm-up
   std::string config;
+  std::vector<std::string> transports;  // empty: all (datatype always runs: the baseline)
   std::string json_path, csv_path;
 };
 

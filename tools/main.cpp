@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
   auto* bench_redistribute = bench->add_subcommand("redistribute", "The tensor paper's 5-D case per transport (4 ranks); relabeling");
   bench_redistribute->add_option("--iterations", rbo.iterations, "Calls per transport, the first a warm-up")->capture_default_str()->check(CLI::Range(2, 100000));
   bench_redistribute->add_option("--config", rbo.config, "Name of this configuration in the output rows");
+  bench_redistribute->add_option("--transports", rbo.transports, "Only these transports (and the datatype baseline)");
   bench_redistribute->add_option("--json", rbo.json_path, "Also write the rows as JSON");
   bench_redistribute->add_option("--csv", rbo.csv_path, "Also write the rows as CSV (relabeling rows: *-relabel.csv)");
 

@@ -7,6 +7,7 @@
 #include <complex>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 namespace conveyor::redistribute::detail {
 namespace {
@@ -125,7 +126,63 @@ void apply_raw(const box_copy& in, const void* src, void* dst) {
   walk<raw<Bytes>, 0>(c, 0, static_cast<const raw<Bytes>*>(src), static_cast<raw<Bytes>*>(dst), s);
 }
 
+template <class T>
+constexpr bool kArithmetic = std::is_floating_point_v<T> || std::is_same_v<T, std::complex<float>> ||
+                             std::is_same_v<T, std::complex<double>>;
+
+template <class T>
+void apply_rows(const row_group& g) {
+  std::array<std::int64_t, max_dims> at{};
+  std::vector<std::int64_t> dst_off(g.members.size(), 0);
+  const T* src = static_cast<const T*>(g.src);
+  std::int64_t src_off = 0;
+  for (;;) {
+    for (std::size_t m = 0; m < g.members.size(); ++m) {
+      const row_group::member& mb = g.members[m];
+      const T* in = src + src_off + mb.src_shift;
+      T* out = static_cast<T*>(mb.dst) + dst_off[m];
+      if (mb.scale.plain()) row<T, 0>(in, 1, out, 1, mb.length, mb.scale);
+      else if constexpr (kArithmetic<T>) {  // (copy-only types are never scaled: the plan checks)
+        if (mb.scale.beta_zero()) row<T, 1>(in, 1, out, 1, mb.length, mb.scale);
+        else row<T, 2>(in, 1, out, 1, mb.length, mb.scale);
+      }
+    }
+    int d = g.outer_dims - 1;  // odometer over the outer dimensions
+    for (; d >= 0; --d) {
+      const auto k = static_cast<std::size_t>(d);
+      src_off += g.src_stride[k];
+      for (std::size_t m = 0; m < g.members.size(); ++m) dst_off[m] += g.members[m].dst_stride[k];
+      if (++at[k] < g.extent[k]) break;
+      src_off -= g.src_stride[k] * g.extent[k];
+      for (std::size_t m = 0; m < g.members.size(); ++m) dst_off[m] -= g.members[m].dst_stride[k] * g.extent[k];
+      at[k] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
 }  // namespace
+
+void apply(const row_group& g) {
+  for (int d = 0; d < g.outer_dims; ++d) {
+    if (g.extent[static_cast<std::size_t>(d)] == 0) return;
+  }
+  switch (g.type) {
+    case dtype::float32: return apply_rows<float>(g);
+    case dtype::float64: return apply_rows<double>(g);
+    case dtype::complex64: return apply_rows<std::complex<float>>(g);
+    case dtype::complex128: return apply_rows<std::complex<double>>(g);
+    default: break;
+  }
+  switch (dtype_size(g.type)) {  // copy-only types: plain rows of bytes of the right width
+    case 1: return apply_rows<raw<1>>(g);
+    case 2: return apply_rows<raw<2>>(g);
+    case 4: return apply_rows<raw<4>>(g);
+    case 8: return apply_rows<raw<8>>(g);
+    case 16: return apply_rows<raw<16>>(g);
+    default: throw error(errc::unsupported, "redistribute: unsupported element size");
+  }
+}
 
 bool arithmetic_dtype(dtype t) {
   return t == dtype::float32 || t == dtype::float64 || t == dtype::complex64 || t == dtype::complex128;

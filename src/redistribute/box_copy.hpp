@@ -10,6 +10,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "conveyor/redistribute.hpp"
 
@@ -33,6 +34,28 @@ struct scaling {
 /// Applies the copy for element type t (any dtype for plain copies; float32,
 /// float64, complex64, complex128 for alpha/beta/conjugate).
 void apply(dtype t, const box_copy& c, const void* src, void* dst, const scaling& s);
+
+/// Pieces of one source block that share every dimension but the last (in the
+/// source's order) and are contiguous along it on both sides: their rows are
+/// copied interleaved, row by row of the source, so the source streams from memory
+/// once however many pieces it is cut into (the tensor paper's case: 4 pieces of
+/// 288 bytes in every 1152-byte row). Member m's row i goes from
+/// src + m.src_shift + sum_d i_d * src_stride[d] to m.dst + sum_d i_d * m.dst_stride[d].
+struct row_group {
+  struct member {
+    std::int64_t src_shift = 0;  // elements from the group's source corner
+    void* dst = nullptr;
+    std::array<std::int64_t, max_dims> dst_stride{};
+    std::int64_t length = 0;  // elements per row
+    scaling scale;
+  };
+  dtype type = dtype::float64;
+  int outer_dims = 0;  // dimensions before the last
+  std::array<std::int64_t, max_dims> extent{}, src_stride{};
+  const void* src = nullptr;
+  std::vector<member> members;
+};
+void apply(const row_group& g);
 
 /// True if `t` supports alpha/beta/conjugation (the floating and complex types).
 bool arithmetic_dtype(dtype t);
