@@ -91,6 +91,7 @@ struct cost_model {
   double inter_alpha = 30e-6;       // seconds per message between nodes
   double inter_beta = 1.0 / 1.1e9;  // seconds per byte between nodes
   double gamma = 1.0 / 12e9;        // seconds per byte of a local reduction
+  double copy_beta = 1.0 / 5e9;     // seconds per byte of a strided local copy out of memory (pack, unpack)
   std::size_t segment_bytes = std::size_t{1} << 20;  // pipeline chunk
   int window = 4;                   // pipeline chunks in flight
 };

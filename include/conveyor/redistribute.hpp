@@ -179,6 +179,9 @@ class CONVEYOR_API plan {
   void execute();
 
   transport method() const;  // the transport that runs (auto resolved)
+  /// automatic plans: the cost model's seconds for transport t (slowest rank;
+  /// model from current_cost_model(), i.e. defaults or `conveyor tune`); else 0.
+  double predicted_seconds(transport t) const;
   /// Bytes rank i sends to rank j (i != j: over MPI; i == j: local copies), every rank.
   const std::vector<std::int64_t>& volume() const;  // row-major P x P
   std::int64_t remote_bytes() const;                // sum of volume off the diagonal

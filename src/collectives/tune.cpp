@@ -7,8 +7,10 @@
 // the first rank of node 1. gamma is the slowest rank's time for a 4 MiB float32
 // sum divided by 4 MiB. The pipeline segment is chosen so one segment's transfer
 // time is ~16 message latencies (latency is then ~6% of a step), within
-// [64 KiB, 4 MiB].
+// [64 KiB, 4 MiB]. copy_beta: the slowest rank's time per byte packing 64 MiB in
+// 288-byte rows (the Redistribute engine's local work).
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "collectives/context.hpp"
@@ -75,6 +77,20 @@ cost_model measure_cost_model(MPI_Comm comm, int ranks_per_node) {
   double t = median(samples);
   detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, ctx.comm), "MPI_Allreduce");
   m.gamma = t / static_cast<double>(kFloats * sizeof(float));
+
+  // copy_beta: the slowest rank copying 64 MiB (larger than any cache) in rows of
+  // 288 bytes out of rows of 1152 (a pack: what the Redistribute transports do).
+  constexpr std::size_t kBytes = std::size_t{64} << 20, kRow = 288, kPitch = 4 * kRow;
+  std::vector<char> from(kBytes * 4, 1), to(kBytes);
+  samples.clear();
+  for (int r = 0; r < 3; ++r) {
+    const double t0 = MPI_Wtime();
+    for (std::size_t i = 0; i < kBytes / kRow; ++i) std::memcpy(to.data() + i * kRow, from.data() + i * kPitch + (i % 4) * kRow, kRow);
+    samples.push_back(MPI_Wtime() - t0);
+  }
+  t = median(samples);
+  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, ctx.comm), "MPI_Allreduce");
+  m.copy_beta = t / static_cast<double>(kBytes);
 
   const double alpha = layout.nodes > 1 ? m.inter_alpha : m.intra_alpha;
   const double beta = layout.nodes > 1 ? m.inter_beta : m.intra_beta;

@@ -40,6 +40,7 @@
 #include "core/agree.hpp"
 #include "core/names.hpp"
 #include "redistribute/box_copy.hpp"
+#include "redistribute/choose.hpp"
 #include "redistribute/relabel.hpp"
 
 namespace conveyor::redistribute {
@@ -126,13 +127,12 @@ struct plan::impl {
   };
   std::vector<copy_op> source_order;
   std::vector<detail::row_group> row_groups;  // run before source_order
+  std::array<double, 6> predicted{};          // auto: the model's seconds per transport (slowest rank)
 
   ~impl() {
     for (auto& t : send_types) if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
     for (auto& t : recv_types) if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
-    if (win != MPI_WIN_NULL) MPI_Win_free(&win);
-    if (shm_win != MPI_WIN_NULL) MPI_Win_free(&shm_win);
-    if (node_comm != MPI_COMM_NULL) MPI_Comm_free(&node_comm);
+    release_windows();
     if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   }
 
@@ -464,6 +464,10 @@ struct plan::impl {
 
   // --- plan-time construction ----------------------------------------------------------
   void enumerate(transform_plan& t);
+  void cut_for_pipelining(transform_plan& t);
+  void count_bytes();
+  void choose_transport(MPI_Comm user_comm, int ranks_per_node);
+  void release_windows();
   void build_buffers();
   void build_datatypes();
   void build_window(int node_color);
@@ -564,29 +568,68 @@ void plan::impl::enumerate(transform_plan& t) {
   for (auto& v : t.send) std::sort(v.begin(), v.end(), corner_less);
   for (auto& v : t.recv) std::sort(v.begin(), v.end(), corner_less);
 
-  // Pipelined: cut pieces into slabs along the outermost source dimension so no
-  // slab exceeds chunk_bytes (the packed byte order is unchanged by the cut).
-  if (method == transport::pipelined) {
-    const auto cut = [&](std::vector<piece>& v) {
-      std::vector<piece> out;
-      for (const piece& p : v) {
-        const std::int64_t row = volume_of(p.ext, n) / std::max<std::int64_t>(p.ext[0], 1) * static_cast<std::int64_t>(t.esize);
-        const std::int64_t rows_per = std::max<std::int64_t>(1, static_cast<std::int64_t>(options.chunk_bytes) / std::max<std::int64_t>(row, 1));
-        for (std::int64_t r = 0; r < p.ext[0]; r += rows_per) {
-          piece s = p;
-          s.lo[0] = p.lo[0] + r;
-          s.ext[0] = std::min(rows_per, p.ext[0] - r);
-          out.push_back(s);
-        }
-      }
-      v = std::move(out);
-    };
-    for (auto& v : t.send) cut(v);
-    for (auto& v : t.recv) cut(v);
-  }
 }
 
-void plan::impl::build_buffers() {
+void plan::impl::cut_for_pipelining(transform_plan& t) {
+  const int n = t.ndim;
+  // Pipelined: cut pieces into slabs along the outermost source dimension so no
+  // slab exceeds chunk_bytes (the packed byte order is unchanged by the cut).
+  const auto cut = [&](std::vector<piece>& v) {
+    std::vector<piece> out;
+    for (const piece& p : v) {
+      const std::int64_t row = volume_of(p.ext, n) / std::max<std::int64_t>(p.ext[0], 1) * static_cast<std::int64_t>(t.esize);
+      const std::int64_t rows_per = std::max<std::int64_t>(1, static_cast<std::int64_t>(options.chunk_bytes) / std::max<std::int64_t>(row, 1));
+      for (std::int64_t r = 0; r < p.ext[0]; r += rows_per) {
+        piece s = p;
+        s.lo[0] = p.lo[0] + r;
+        s.ext[0] = std::min(rows_per, p.ext[0] - r);
+        out.push_back(s);
+      }
+    }
+    v = std::move(out);
+  };
+  for (auto& v : t.send) cut(v);
+  for (auto& v : t.recv) cut(v);
+}
+
+// auto: the cheapest transport for the slowest rank under the cost model, the
+// same on every rank (one MPI_Allreduce of the predictions).
+void plan::impl::choose_transport(MPI_Comm user_comm, int ranks_per_node) {
+  const conveyor::detail::node_layout& nodes = conveyor::detail::context_for(user_comm).layout(ranks_per_node);
+  const int my_node = nodes.node_of[static_cast<std::size_t>(rank)];
+  detail::traffic t;
+  t.ranks = size;
+  t.node_ranks = static_cast<int>(nodes.members[static_cast<std::size_t>(my_node)].size());
+  t.chunk_bytes = static_cast<std::int64_t>(options.chunk_bytes);
+  for (int p : send_peers) {
+    const bool same = nodes.node_of[static_cast<std::size_t>(p)] == my_node;
+    (same ? t.sent_intra : t.sent_inter) += send_bytes[static_cast<std::size_t>(p)];
+    ++(same ? t.peers_intra : t.peers_inter);
+  }
+  for (int p : recv_peers) t.received += recv_bytes[static_cast<std::size_t>(p)];
+  t.local = volume[static_cast<std::size_t>(rank) * static_cast<std::size_t>(size) + static_cast<std::size_t>(rank)];
+  predicted = detail::predict_transports(t, current_cost_model());
+  conveyor::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, predicted.data(), static_cast<int>(predicted.size()), MPI_DOUBLE, MPI_MAX, comm),
+                              "MPI_Allreduce");
+  method = detail::cheapest(predicted);
+}
+
+void plan::impl::release_windows() {
+  if (win != MPI_WIN_NULL) MPI_Win_free(&win);
+  if (shm_win != MPI_WIN_NULL) MPI_Win_free(&shm_win);
+  if (node_comm != MPI_COMM_NULL) MPI_Comm_free(&node_comm);
+  shm_mine = nullptr;
+  shm_target.clear();
+  shm_source.clear();
+  window_buf = {};
+  source_order.clear();
+  row_groups.clear();
+}
+
+// Bytes per peer, the peers, and the volume matrix (collective).
+void plan::impl::count_bytes() {
+  send_peers.clear();
+  recv_peers.clear();
   send_bytes.assign(static_cast<std::size_t>(size), 0);
   recv_bytes.assign(static_cast<std::size_t>(size), 0);
   std::int64_t self_bytes = 0;
@@ -606,7 +649,10 @@ void plan::impl::build_buffers() {
   row[static_cast<std::size_t>(rank)] = self_bytes;
   volume.assign(static_cast<std::size_t>(size) * static_cast<std::size_t>(size), 0);
   conveyor::detail::check_mpi(MPI_Allgather(row.data(), size, MPI_INT64_T, volume.data(), size, MPI_INT64_T, comm), "MPI_Allgather");
+}
 
+// The buffers the chosen transport reuses on every execution.
+void plan::impl::build_buffers() {
   send_buf.assign(static_cast<std::size_t>(size), {});
   recv_buf.assign(static_cast<std::size_t>(size), {});
   if (method == transport::alltoallv) {
@@ -1011,8 +1057,7 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_option
   }
   conveyor::detail::agree_or_throw(comm, problem);
 
-  // auto: packed (see docs/results.md for the measured comparison).
-  im.method = options.method == transport::automatic ? transport::packed : options.method;
+  im.method = options.method;
   conveyor::detail::check_mpi(MPI_Comm_dup(comm, &im.comm), "MPI_Comm_dup");
   for (const transform& t : batch) {
     transform_plan tp;
@@ -1026,11 +1071,22 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_option
     im.ts.push_back(std::move(tp));
   }
   for (auto& tp : im.ts) im.enumerate(tp);
+  im.count_bytes();
+  const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : conveyor::detail::context_for(comm).env_ranks_per_node;
+  if (im.method == transport::automatic) im.choose_transport(comm, ppn);
+  if (im.method == transport::pipelined) {
+    for (auto& tp : im.ts) im.cut_for_pipelining(tp);
+  }
   im.build_buffers();
   if (im.method == transport::datatype) im.build_datatypes();
-  const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : conveyor::detail::context_for(comm).env_ranks_per_node;
   if (im.method == transport::one_sided) {
     im.build_window(ppn > 0 ? conveyor::detail::context_for(comm).layout(ppn).node_of[static_cast<std::size_t>(im.rank)] : -1);
+    // auto counted on shared memory; without it (agreed by every rank) packed is cheaper.
+    if (options.method == transport::automatic && im.shm_win == MPI_WIN_NULL) {
+      im.release_windows();
+      im.method = transport::packed;
+      im.build_buffers();
+    }
   }
 
   // Relabeling of the destination (COSTA): gains from the volume matrix.
@@ -1058,6 +1114,10 @@ void plan::execute() {
 }
 
 transport plan::method() const { return impl_->method; }
+double plan::predicted_seconds(transport t) const {
+  const int i = static_cast<int>(t);
+  return i > 0 && i < static_cast<int>(impl_->predicted.size()) ? impl_->predicted[static_cast<std::size_t>(i)] : 0.0;
+}
 const std::vector<std::int64_t>& plan::volume() const { return impl_->volume; }
 std::int64_t plan::remote_bytes() const {
   std::vector<int> id(static_cast<std::size_t>(impl_->size));

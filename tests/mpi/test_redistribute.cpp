@@ -313,6 +313,51 @@ TEST(Redistribute, VolumeEqualsBytesSent) {
   }
 }
 
+// auto runs the cheapest transport under the cost model and says which: shared
+// memory (one_sided) when the peers share a node, not when every peer is remote.
+TEST(Redistribute, AutoChoosesTheCheapestPredictedTransport) {
+  const int rank = rank_of(MPI_COMM_WORLD), size = size_of(MPI_COMM_WORLD);
+  const std::int64_t n = std::int64_t{1} << 16;  // per rank
+  std::vector<double> a(static_cast<std::size_t>(n), rank), b(static_cast<std::size_t>(n), -1);
+  std::vector<int> owners(static_cast<std::size_t>(size)), rotated(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    owners[static_cast<std::size_t>(r)] = r;
+    rotated[static_cast<std::size_t>(r)] = (r + 1) % size;
+  }
+  const auto splits = rd::axis_splits::regular(n * size, n);
+  rd::layout src = rd::layout::custom({splits}, owners), dst = rd::layout::custom({splits}, rotated);
+  src.set_storage({rank}, a.data(), {1});
+  dst.set_storage({(rank + size - 1) % size}, b.data(), {1});
+  rd::transform t;
+  t.src = &src;
+  t.dst = &dst;
+  for (int ppn : {0, 1}) {
+    rd::plan_options opt;
+    opt.ranks_per_node = ppn;
+    rd::plan p(t, MPI_COMM_WORLD, opt);
+    const rd::transport chosen = p.method();
+    ASSERT_NE(chosen, rd::transport::automatic);
+    EXPECT_NE(chosen, rd::transport::datatype);
+    for (rd::transport m : {rd::transport::packed, rd::transport::pipelined, rd::transport::one_sided, rd::transport::alltoallv}) {
+      EXPECT_GT(p.predicted_seconds(m), 0.0);
+      EXPECT_LE(p.predicted_seconds(chosen), p.predicted_seconds(m)) << rd::transport_name(m);
+    }
+    if (size > 1 && ppn == 0) {
+      EXPECT_EQ(chosen, rd::transport::one_sided);  // one node: no wire at all
+    }
+    if (size > 1 && ppn == 1) {
+      EXPECT_NE(chosen, rd::transport::one_sided);  // every peer on another node
+    }
+    std::fill(b.begin(), b.end(), -1.0);
+    p.execute();
+    EXPECT_EQ(b.front(), (rank + size - 1) % size);  // rank r's block lands on r + 1
+    EXPECT_EQ(b.back(), (rank + size - 1) % size);
+  }
+  rd::plan_options fixed;
+  fixed.method = rd::transport::packed;
+  EXPECT_EQ(rd::plan(t, MPI_COMM_WORLD, fixed).predicted_seconds(rd::transport::packed), 0.0);
+}
+
 TEST(Redistribute, DtypesConjugateAndRepeatedExecution) {
   case_params c;
   c.shape = {7, 5};

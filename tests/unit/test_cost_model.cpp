@@ -11,12 +11,14 @@ TEST(CostModel, FormatParseRoundTrip) {
   m.intra_alpha = 1.5e-6;
   m.inter_beta = 8e-9;
   m.gamma = 4e-11;
+  m.copy_beta = 3e-10;
   m.segment_bytes = 65536;
   m.window = 3;
   const cost_model back = parse_cost_model(format_cost_model(m));
   EXPECT_DOUBLE_EQ(back.intra_alpha, m.intra_alpha);
   EXPECT_DOUBLE_EQ(back.inter_beta, m.inter_beta);
   EXPECT_DOUBLE_EQ(back.gamma, m.gamma);
+  EXPECT_DOUBLE_EQ(back.copy_beta, m.copy_beta);
   EXPECT_EQ(back.segment_bytes, m.segment_bytes);
   EXPECT_EQ(back.window, m.window);
   EXPECT_DOUBLE_EQ(back.inter_alpha, cost_model{}.inter_alpha);  // untouched keys keep defaults
