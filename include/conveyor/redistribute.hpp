@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -115,6 +116,13 @@ class CONVEYOR_API layout {
   std::vector<block_index> blocks_of(int rank) const;
   /// Where block b (owned by this rank) is stored; throws if it was never described.
   block_storage storage(const block_index& b) const;
+
+  /// Why this rank's storage descriptions are invalid for elements of
+  /// `element_bytes` (empty if they are fine): a described block this rank does not
+  /// own; blocks that overlap in memory, each other or themselves (exact, from the
+  /// sorted byte runs of every block, up to 2^24 runs per rank); block-cyclic lld
+  /// below the local rows. plan() checks this on every rank.
+  std::string storage_problem(std::size_t element_bytes, int rank) const;
 
   /// A copy whose owners are relabeled: block of rank r now belongs to sigma[r].
   /// Storage descriptions are dropped (the new owners describe theirs).

@@ -2,6 +2,7 @@
 // Cartesian and block-cyclic layouts answer every question by formula; only custom
 // layouts keep an owner table (the caller gave one).
 #include <algorithm>
+#include <set>
 #include <map>
 #include <numeric>
 #include <string>
@@ -336,6 +337,129 @@ block_storage layout::storage(const block_index& b) const {
   throw error(errc::invalid_argument, "layout: no storage was described for block (" + std::to_string(b[0]) +
                                           (ndim() > 1 ? ", " + std::to_string(b[1]) : std::string()) +
                                           (ndim() > 2 ? ", ..." : "") + ")");
+}
+
+namespace {
+
+// A byte range [lo, hi) of one block's memory, and the block it belongs to.
+struct byte_run {
+  std::uintptr_t lo, hi;
+  std::size_t block;
+};
+
+constexpr std::size_t kMaxRuns = std::size_t{1} << 24;  // beyond: per-block checks only
+
+// The runs of a block: along its unit-stride dimension if it has one (else one
+// element per run), in block order. Returns false if there would be more than `budget`.
+bool runs_of(const block_storage& s, const std::array<std::int64_t, max_dims>& ext, int n, std::size_t esize,
+             std::size_t block, std::size_t budget, std::vector<byte_run>& out) {
+  int run_dim = -1;
+  for (int d = 0; d < n; ++d) {
+    const auto k = static_cast<std::size_t>(d);
+    if ((s.strides[k] == 1 || s.strides[k] == -1) && (run_dim < 0 || ext[k] > ext[static_cast<std::size_t>(run_dim)])) run_dim = d;
+  }
+  std::int64_t count = 1, len = 1;
+  for (int d = 0; d < n; ++d) {
+    if (d == run_dim) len = ext[static_cast<std::size_t>(d)];
+    else count *= ext[static_cast<std::size_t>(d)];
+  }
+  if (static_cast<std::size_t>(count) > budget) return false;
+  const auto base = reinterpret_cast<std::uintptr_t>(s.data);
+  const std::int64_t e = static_cast<std::int64_t>(esize);
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::int64_t r = i, off = s.offset;
+    for (int d = n; d-- > 0;) {
+      if (d == run_dim) continue;
+      const auto k = static_cast<std::size_t>(d);
+      off += (r % ext[k]) * s.strides[k];
+      r /= ext[k];
+    }
+    std::int64_t first = off, last = off;
+    if (run_dim >= 0) (s.strides[static_cast<std::size_t>(run_dim)] > 0 ? last : first) += (s.strides[static_cast<std::size_t>(run_dim)] > 0 ? 1 : -1) * (len - 1);
+    out.push_back({base + static_cast<std::uintptr_t>(first * e), base + static_cast<std::uintptr_t>((last + 1) * e), block});
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string layout::storage_problem(std::size_t element_bytes, int rank) const {
+  const impl& im = *impl_;
+  const int n = ndim();
+  for (const auto& [b, st] : im.storage) {
+    if (owner(b) != rank) {
+      return "rank " + std::to_string(rank) + " describes storage for block (" + std::to_string(b[0]) +
+             (n > 1 ? ", " + std::to_string(b[1]) : std::string()) + (n > 2 ? ", ..." : "") + "), which rank " +
+             std::to_string(owner(b)) + " owns";
+    }
+  }
+  const std::vector<block_index> mine = blocks_of(rank);
+  if (im.k == impl::kind::block_cyclic && im.storage.empty() && im.relabel.empty() && im.bc.local) {
+    // ScaLAPACK's rule, which makes the blocks of the local array disjoint: lld >= local rows.
+    std::set<std::int64_t> block_rows;
+    std::int64_t rows = 0;
+    for (const block_index& b : mine) {
+      if (block_rows.insert(b[0]).second) rows += splits_[0].start(b[0] + 1) - splits_[0].start(b[0]);
+    }
+    if (im.bc.lld < std::max<std::int64_t>(1, rows)) {
+      return "block-cyclic lld " + std::to_string(im.bc.lld) + " is below the " + std::to_string(rows) +
+             " local rows of rank " + std::to_string(rank);
+    }
+    return {};
+  }
+  // Cheap first: a block whose strides nest (each at least the span of the smaller
+  // ones, as lda >= m in BLAS) cannot overlap itself, and one whose byte hull meets
+  // no other hull cannot overlap another block. Only the remaining "suspects" are
+  // checked exactly: every run of contiguous bytes, sorted; two that intersect mean
+  // blocks that overlap (each other, or themselves).
+  std::vector<std::array<std::int64_t, max_dims>> ext(mine.size());
+  std::vector<byte_run> hulls;
+  std::vector<char> suspect(mine.size(), 0);
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const block_storage st = storage(mine[i]);
+    std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (|stride|, extent)
+    std::int64_t lo = st.offset, hi = st.offset;
+    for (int d = 0; d < n; ++d) {
+      const auto k = static_cast<std::size_t>(d);
+      ext[i][k] = splits_[k].start(mine[i][k] + 1) - splits_[k].start(mine[i][k]);
+      if (ext[i][k] == 0) return {};  // (empty blocks do not exist: splits are increasing)
+      (st.strides[k] > 0 ? hi : lo) += st.strides[k] * (ext[i][k] - 1);
+      if (ext[i][k] > 1) dims.emplace_back(std::abs(st.strides[k]), ext[i][k]);
+    }
+    std::sort(dims.begin(), dims.end());
+    std::int64_t span = 0;  // elements spanned by the smaller strides
+    for (const auto& [stride, extent] : dims) {
+      if (stride <= span) suspect[i] = 1;
+      span += stride * (extent - 1);
+    }
+    const auto base = reinterpret_cast<std::uintptr_t>(st.data);
+    const auto e = static_cast<std::int64_t>(element_bytes);
+    hulls.push_back({base + static_cast<std::uintptr_t>(lo * e), base + static_cast<std::uintptr_t>((hi + 1) * e), i});
+  }
+  std::sort(hulls.begin(), hulls.end(), [](const byte_run& a, const byte_run& b) { return a.lo < b.lo; });
+  // Clusters of hulls that chain into one interval: all suspects if more than one.
+  for (std::size_t first = 0, i = 0; first < hulls.size(); first = i) {
+    std::uintptr_t reach = hulls[first].hi;
+    for (i = first + 1; i < hulls.size() && hulls[i].lo < reach; ++i) reach = std::max(reach, hulls[i].hi);
+    if (i - first > 1) {
+      for (std::size_t j = first; j < i; ++j) suspect[hulls[j].block] = 1;
+    }
+  }
+  std::vector<byte_run> runs;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    if (!suspect[i]) continue;
+    if (!runs_of(storage(mine[i]), ext[i], n, element_bytes, i, kMaxRuns - std::min(kMaxRuns, runs.size()), runs)) return {};
+  }
+  std::sort(runs.begin(), runs.end(), [](const byte_run& a, const byte_run& b) { return a.lo < b.lo; });
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    if (runs[i].lo < runs[i - 1].hi) {
+      const std::size_t a = runs[i - 1].block, b = runs[i].block;
+      if (a == b) return "the storage of block " + std::to_string(a) + " of rank " + std::to_string(rank) + " overlaps itself (strides do not fit its extents)";
+      return "blocks " + std::to_string(std::min(a, b)) + " and " + std::to_string(std::max(a, b)) + " of rank " +
+             std::to_string(rank) + " overlap in memory";
+    }
+  }
+  return {};
 }
 
 layout layout::relabeled(const std::vector<int>& sigma) const {

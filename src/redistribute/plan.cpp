@@ -668,7 +668,8 @@ void plan::impl::build_buffers() {
     return;
   }
   for (int p : send_peers) {
-    if (method != transport::datatype) send_buf[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(send_bytes[static_cast<std::size_t>(p)]));
+    // (one_sided stages only packages for other nodes: build_window allocates those.)
+    if (method != transport::datatype && method != transport::one_sided) send_buf[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(send_bytes[static_cast<std::size_t>(p)]));
   }
   for (int p : recv_peers) {
     if (method != transport::one_sided) recv_buf[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(recv_bytes[static_cast<std::size_t>(p)]));
@@ -939,14 +940,14 @@ void plan::impl::build_window(int node_color) {
     const auto k = static_cast<std::size_t>(p);
     if (node_rank[k] == MPI_UNDEFINED) {
       off_node = 1;
+      send_buf[k].resize(static_cast<std::size_t>(send_bytes[k]));  // staged for MPI_Put
       continue;
     }
     MPI_Aint bytes;
     int disp;
     char* base = nullptr;
     check_mpi(MPI_Win_shared_query(shm_win, node_rank[k], &bytes, &disp, &base), "MPI_Win_shared_query");
-    shm_target[k] = base + remote_offset[k];
-    send_buf[k] = {};  // packed in place: no staging buffer
+    shm_target[k] = base + remote_offset[k];  // packed in place: no staging buffer
   }
   std::vector<char*> package(sz, nullptr);
   for (int p : send_peers) {
@@ -1026,6 +1027,7 @@ std::string check_transform(const transform& t, int index, int rank, int size) {
         if (ext > 1 && s.strides[k] == 0) return w + which + " block has stride 0 in dimension " + std::to_string(d);
       }
     }
+    if (std::string why = l->storage_problem(dtype_size(t.type), rank); !why.empty()) return w + which + ": " + why;
   }
   return {};
 }

@@ -481,6 +481,56 @@ double assignment_value(const std::vector<double>& g, int n, const std::vector<i
   return v;
 }
 
+// Topology-aware relabeling (2 ranks per emulated node; moves within a node free):
+// destination rank 0 gets 6 elements from rank 0 and 5 + 5 from ranks 2 and 3
+// (node 1), rank 1 the same with rank 1, ranks 2 and 3 one element each from
+// themselves. Counting bytes alone keeps the identity (14 elements stay local, 20
+// cross nodes); counting nodes moves destinations 0 and 1 onto node 1 (12 + 2 cross).
+TEST(Redistribute, TopologyAwareRelabelingKeepsBytesOnTheNode) {
+  const int P = size_of();
+  if (P < 4) GTEST_SKIP() << "needs two nodes of two ranks";
+  struct run {
+    int from, to;
+    std::int64_t length;
+  };
+  const run runs[] = {{0, 0, 6}, {2, 0, 5}, {3, 0, 5}, {1, 1, 6}, {2, 1, 5}, {3, 1, 5}, {2, 2, 1}, {3, 3, 1}};
+  std::vector<std::int64_t> points{0};
+  std::vector<int> from, to;
+  for (const run& r : runs) {
+    points.push_back(points.back() + r.length);
+    from.push_back(r.from);
+    to.push_back(r.to);
+  }
+  rd::layout a = rd::layout::custom({rd::axis_splits::explicit_points(points)}, from);
+  rd::layout b = rd::layout::custom({rd::axis_splits::explicit_points(points)}, to);
+  std::vector<double> src_mem(64), dst_mem(64);  // each block at its global position
+  for (auto [l, mem] : {std::pair{&a, &src_mem}, std::pair{&b, &dst_mem}}) {
+    for (const auto& blk : l->blocks_of(rank_of())) l->set_storage(blk, mem->data() + points[static_cast<std::size_t>(blk[0])], {1});
+  }
+  rd::transform t;
+  t.src = &a;
+  t.dst = &b;
+  rd::plan_options blind, aware;
+  blind.relabel = aware.relabel = rd::relabeling::optimal;
+  aware.ranks_per_node = blind.ranks_per_node = 2;
+  aware.intra_node_cost = 0;
+  rd::plan pb(t, MPI_COMM_WORLD, blind), pa(t, MPI_COMM_WORLD, aware);
+  // Elements crossing nodes when destination rank j's data goes to sigma[j].
+  const auto across_nodes = [&](const rd::plan& p) {
+    std::int64_t bytes = 0;
+    for (int i = 0; i < P; ++i) {
+      for (int j = 0; j < P; ++j) {
+        if (i / 2 != p.sigma()[static_cast<std::size_t>(j)] / 2) bytes += p.volume()[static_cast<std::size_t>(i * P + j)];
+      }
+    }
+    return bytes / static_cast<std::int64_t>(sizeof(double));
+  };
+  EXPECT_EQ(across_nodes(pb), 20);
+  EXPECT_EQ(across_nodes(pa), 14);
+  EXPECT_EQ(pb.relabeled_remote_bytes() / 8, 20);      // the byte-count optimum: the identity
+  EXPECT_GE(pa.relabeled_remote_bytes(), pb.relabeled_remote_bytes());  // aware gives up local bytes for node-local ones
+}
+
 TEST(Redistribute, OptimalAssignmentEqualsBruteForce) {
   testing::splitmix64 rng(77);
   for (int n = 1; n <= 7; ++n) {
@@ -580,11 +630,46 @@ TEST(Redistribute, InvalidLayoutsAndTransforms) {
     rd::transform t;
     t.src = &a;
     t.dst = &a;
-    if (me == P - 1) {
-      expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "no storage was described");
-    } else {
-      expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "no storage was described");
+    expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "no storage was described");
+  }
+  // Storage that overlaps: two blocks of rank 0 sharing an element, then a block
+  // whose strides do not fit its extents.
+  {
+    rd::layout a = rd::layout::custom({rd::axis_splits::regular(4, 2), rd::axis_splits::regular(2, 2)}, {0, 0});
+    rd::transform t;
+    t.src = &a;
+    t.dst = &a;
+    if (me == 0) {
+      a.set_storage({0, 0}, buf.data(), {2, 1});      // elements 0..3
+      a.set_storage({1, 0}, buf.data() + 3, {2, 1});  // elements 3..6
     }
+    expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "blocks 0 and 1 of rank 0 overlap in memory");
+    if (me == 0) a.set_storage({1, 0}, buf.data() + 4, {2, 1});  // 4..7: fine
+    EXPECT_NO_THROW(rd::plan(t, MPI_COMM_WORLD));
+    if (me == 0) a.set_storage({1, 0}, buf.data() + 4, {1, 1});  // 2 x 2 on 3 elements
+    expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "overlaps itself");
+  }
+  // A rank describing a block it does not own.
+  if (P > 1) {
+    rd::layout a = rd::layout::custom({rd::axis_splits::regular(4, 4)}, {0});
+    if (me == 0 || me == P - 1) a.set_storage(rd::block_index{}, buf.data(), {1});
+    rd::transform t;
+    t.src = &a;
+    t.dst = &a;
+    expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "which rank 0 owns");
+  }
+  // Block-cyclic: lld below the local rows (8 x 8 in 2 x 2 blocks, all on rank 0).
+  {
+    rd::layout::block_cyclic_params bc;
+    bc.M = bc.N = 8;
+    bc.mb = bc.nb = 2;
+    bc.local = buf.data();
+    bc.lld = 4;
+    rd::layout a = rd::layout::block_cyclic(bc);
+    rd::transform t;
+    t.src = &a;
+    t.dst = &a;
+    expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "lld 4 is below the 8 local rows");
   }
   // Shapes that do not match under the permutation; not a permutation; copy-only dtype with alpha.
   {
