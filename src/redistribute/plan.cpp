@@ -52,6 +52,7 @@ constexpr std::array<std::string_view, 6> kTransportNames = {"auto", "datatype",
 constexpr std::int64_t kMaxMessage = std::int64_t{1} << 30;  // bytes per MPI message
 
 using coords = std::array<std::int64_t, max_dims>;
+using axis_order = std::array<int, max_dims>;
 
 struct piece {
   coords lo{}, ext{};  // box in source coordinates
@@ -87,6 +88,11 @@ struct transform_plan {
   detail::scaling scale;
   std::vector<std::vector<piece>> send, recv;  // per peer rank
   std::vector<piece> self;
+  // Element order inside a packed piece, source axes from outermost to innermost:
+  // mine follows my source storage (largest stride outermost), so packing streams;
+  // peer_order[q] is rank q's, which its packages to me follow.
+  axis_order order{};
+  std::vector<axis_order> peer_order;
 };
 
 struct plan::impl {
@@ -154,16 +160,23 @@ struct plan::impl {
     return out;
   }
 
-  // The copy from a contiguous row-major (source order) buffer into the destination block.
-  static detail::box_copy unpack_copy(const transform_plan& t, const piece& p) {
+  // Element strides of a piece packed contiguously in `order` (per source axis).
+  static coords packed_strides(const piece& p, const axis_order& order, int ndim) {
+    coords st{};
+    std::int64_t s = 1;
+    for (int k = ndim; k-- > 0;) {
+      const auto d = static_cast<std::size_t>(order[static_cast<std::size_t>(k)]);
+      st[d] = s;
+      s *= p.ext[d];
+    }
+    return st;
+  }
+
+  // The copy from a packed piece (packed in `order`) into the destination block.
+  static detail::box_copy unpack_copy(const transform_plan& t, const piece& p, const axis_order& order) {
     detail::box_copy c;
     c.ndim = t.ndim;
-    coords buf_stride{};
-    std::int64_t s = 1;
-    for (int d = t.ndim; d-- > 0;) {
-      buf_stride[static_cast<std::size_t>(d)] = s;
-      s *= p.ext[static_cast<std::size_t>(d)];
-    }
+    const coords buf_stride = packed_strides(p, order, t.ndim);
     const block_storage ds = t.dst->storage(p.dst_block);
     for (int k = 0; k < t.ndim; ++k) {
       const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
@@ -178,13 +191,11 @@ struct plan::impl {
     detail::box_copy c;
     c.ndim = t.ndim;
     const block_storage ss = t.src->storage(p.src_block);
-    std::int64_t s = 1;
-    for (int d = t.ndim; d-- > 0;) {
+    c.dst_stride = packed_strides(p, t.order, t.ndim);
+    for (int d = 0; d < t.ndim; ++d) {
       const auto k = static_cast<std::size_t>(d);
       c.extent[k] = p.ext[k];
       c.src_stride[k] = ss.strides[k];
-      c.dst_stride[k] = s;
-      s *= p.ext[k];
     }
     return c;
   }
@@ -235,7 +246,7 @@ struct plan::impl {
   void unpack_range(int peer, std::size_t first, std::size_t last, const char* base, std::int64_t& offset) const {
     for_pieces(&transform_plan::recv, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
       if (i < first || i >= last) return;
-      detail::apply(t.type, unpack_copy(t, p), base + offset, dst_corner(t, p), t.scale);
+      detail::apply(t.type, unpack_copy(t, p, t.peer_order[static_cast<std::size_t>(peer)]), base + offset, dst_corner(t, p), t.scale);
       offset += piece_bytes(t, p);
     });
   }
@@ -472,7 +483,8 @@ struct plan::impl {
   void build_datatypes();
   void build_window(int node_color);
   void build_source_order(const std::vector<char*>& package_of_peer);
-  MPI_Datatype piece_type(const transform_plan& t, const piece& p, bool dst_side) const;
+  MPI_Datatype piece_type(const transform_plan& t, const piece& p, bool dst_side, const axis_order& order) const;
+  void agree_orders();
 };
 
 namespace {
@@ -571,25 +583,55 @@ void plan::impl::enumerate(transform_plan& t) {
 }
 
 void plan::impl::cut_for_pipelining(transform_plan& t) {
+  // Pipelined: cut pieces into slabs along the outermost packed axis (the sender's
+  // order) so no slab exceeds chunk_bytes; the packed byte order is unchanged by the cut.
   const int n = t.ndim;
-  // Pipelined: cut pieces into slabs along the outermost source dimension so no
-  // slab exceeds chunk_bytes (the packed byte order is unchanged by the cut).
-  const auto cut = [&](std::vector<piece>& v) {
+  const auto cut = [&](std::vector<piece>& v, const axis_order& order) {
+    const auto a = static_cast<std::size_t>(order[0]);
     std::vector<piece> out;
     for (const piece& p : v) {
-      const std::int64_t row = volume_of(p.ext, n) / std::max<std::int64_t>(p.ext[0], 1) * static_cast<std::int64_t>(t.esize);
+      const std::int64_t row = volume_of(p.ext, n) / std::max<std::int64_t>(p.ext[a], 1) * static_cast<std::int64_t>(t.esize);
       const std::int64_t rows_per = std::max<std::int64_t>(1, static_cast<std::int64_t>(options.chunk_bytes) / std::max<std::int64_t>(row, 1));
-      for (std::int64_t r = 0; r < p.ext[0]; r += rows_per) {
+      for (std::int64_t r = 0; r < p.ext[a]; r += rows_per) {
         piece s = p;
-        s.lo[0] = p.lo[0] + r;
-        s.ext[0] = std::min(rows_per, p.ext[0] - r);
+        s.lo[a] = p.lo[a] + r;
+        s.ext[a] = std::min(rows_per, p.ext[a] - r);
         out.push_back(s);
       }
     }
     v = std::move(out);
   };
-  for (auto& v : t.send) cut(v);
-  for (auto& v : t.recv) cut(v);
+  for (auto& v : t.send) cut(v, t.order);
+  for (std::size_t q = 0; q < t.recv.size(); ++q) cut(t.recv[q], t.peer_order[q]);
+}
+
+// Every rank's packing order of every transform (one MPI_Allgather): mine from my
+// first source block's strides, largest outermost (ties: the lower axis outside).
+void plan::impl::agree_orders() {
+  const std::size_t nt = ts.size();
+  std::vector<std::int64_t> mine(nt, 0), all(nt * static_cast<std::size_t>(size), 0);
+  for (std::size_t i = 0; i < nt; ++i) {
+    transform_plan& t = ts[i];
+    std::iota(t.order.begin(), t.order.begin() + t.ndim, 0);
+    const std::vector<block_index> blocks = t.src->blocks_of(rank);
+    if (!blocks.empty()) {
+      const block_storage s = t.src->storage(blocks.front());
+      std::stable_sort(t.order.begin(), t.order.begin() + t.ndim, [&](int x, int y) {
+        return std::abs(s.strides[static_cast<std::size_t>(x)]) > std::abs(s.strides[static_cast<std::size_t>(y)]);
+      });
+    }
+    for (int k = 0; k < t.ndim; ++k) mine[i] |= std::int64_t{t.order[static_cast<std::size_t>(k)]} << (4 * k);
+  }
+  conveyor::detail::check_mpi(MPI_Allgather(mine.data(), static_cast<int>(nt), MPI_INT64_T, all.data(), static_cast<int>(nt), MPI_INT64_T, comm),
+                              "MPI_Allgather");
+  for (std::size_t i = 0; i < nt; ++i) {
+    transform_plan& t = ts[i];
+    t.peer_order.assign(static_cast<std::size_t>(size), axis_order{});
+    for (int q = 0; q < size; ++q) {
+      const std::int64_t code = all[static_cast<std::size_t>(q) * nt + i];
+      for (int k = 0; k < t.ndim; ++k) t.peer_order[static_cast<std::size_t>(q)][static_cast<std::size_t>(k)] = static_cast<int>((code >> (4 * k)) & 15);
+    }
+  }
 }
 
 // auto: the cheapest transport for the slowest rank under the cost model, the
@@ -682,9 +724,9 @@ void plan::impl::build_buffers() {
   }
 }
 
-// The elements of one piece, in the packed (source row-major) order, as an MPI
+// The elements of one piece, in the packed order (`order`), as an MPI
 // type at absolute addresses: nested hvectors from the innermost dimension out.
-MPI_Datatype plan::impl::piece_type(const transform_plan& t, const piece& p, bool dst_side) const {
+MPI_Datatype plan::impl::piece_type(const transform_plan& t, const piece& p, bool dst_side, const axis_order& order) const {
   const MPI_Datatype elem = mpi_datatype(t.type);
   coords stride{};
   char* corner;
@@ -699,8 +741,8 @@ MPI_Datatype plan::impl::piece_type(const transform_plan& t, const piece& p, boo
   }
   MPI_Datatype type = elem, next;
   bool owned = false;
-  for (int d = t.ndim; d-- > 0;) {
-    const auto k = static_cast<std::size_t>(d);
+  for (int j = t.ndim; j-- > 0;) {  // innermost packed axis first
+    const auto k = static_cast<std::size_t>(order[static_cast<std::size_t>(j)]);
     MPI_Type_create_hvector(static_cast<int>(p.ext[k]), 1, stride[k] * static_cast<MPI_Aint>(t.esize), type, &next);
     if (owned) MPI_Type_free(&type);
     type = next;
@@ -721,7 +763,9 @@ void plan::impl::build_datatypes() {
   direct_receive = std::all_of(ts.begin(), ts.end(), [](const transform_plan& t) { return t.scale.plain(); });
   const auto combine = [&](std::vector<std::vector<piece>> transform_plan::*dir, int p, bool dst_side) {
     std::vector<MPI_Datatype> parts;
-    for_pieces(dir, p, [&](const transform_plan& t, const piece& pc, std::size_t) { parts.push_back(piece_type(t, pc, dst_side)); });
+    for_pieces(dir, p, [&](const transform_plan& t, const piece& pc, std::size_t) {
+      parts.push_back(piece_type(t, pc, dst_side, dst_side ? t.peer_order[static_cast<std::size_t>(p)] : t.order));
+    });
     std::vector<int> ones(parts.size(), 1);
     std::vector<MPI_Aint> zero(parts.size(), 0);
     MPI_Datatype all;
@@ -757,32 +801,33 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer) {
   // piece's packed (row-major) bytes; fn(slab, element offset of the slab in the piece).
   const auto for_slabs = [](const transform_plan& t, const piece& p, auto&& fn) {
     const int n = t.ndim;
-    coords tail{};  // elements in dimensions d.. of the piece
+    const auto axis = [&](int j) { return static_cast<std::size_t>(t.order[static_cast<std::size_t>(j)]); };
+    coords tail{};  // elements in packed positions j.. of the piece
     std::int64_t v = 1;
-    for (int d = n; d-- > 0;) {
-      v *= p.ext[static_cast<std::size_t>(d)];
-      tail[static_cast<std::size_t>(d)] = v;
+    for (int j = n; j-- > 0;) {
+      v *= p.ext[axis(j)];
+      tail[static_cast<std::size_t>(j)] = v;
     }
     const auto esize = static_cast<std::int64_t>(t.esize);
-    int d = 0;  // the dimension cut into runs
-    while (d + 1 < n && tail[static_cast<std::size_t>(d + 1)] * esize > kSlabBytes) ++d;
-    const std::int64_t inner = d + 1 < n ? tail[static_cast<std::size_t>(d + 1)] : 1;
+    int c = 0;  // the packed position cut into runs
+    while (c + 1 < n && tail[static_cast<std::size_t>(c + 1)] * esize > kSlabBytes) ++c;
+    const std::int64_t inner = c + 1 < n ? tail[static_cast<std::size_t>(c + 1)] : 1;
     const std::int64_t rows = std::max<std::int64_t>(1, kSlabBytes / (inner * esize));
-    const std::int64_t outer = volume_of(p.ext, d);  // slabs' index combinations before d
+    const std::int64_t outer = v / tail[static_cast<std::size_t>(c)];  // index combinations before c
+    const std::size_t a = axis(c);
     for (std::int64_t o = 0; o < outer; ++o) {
       piece s = p;
       std::int64_t r = o;
-      for (int k = d; k-- > 0;) {
-        const auto kk = static_cast<std::size_t>(k);
-        s.lo[kk] = p.lo[kk] + r % p.ext[kk];
-        s.ext[kk] = 1;
-        r /= p.ext[kk];
+      for (int j = c; j-- > 0;) {
+        const std::size_t k = axis(j);
+        s.lo[k] = p.lo[k] + r % p.ext[k];
+        s.ext[k] = 1;
+        r /= p.ext[k];
       }
-      const auto dd = static_cast<std::size_t>(d);
-      for (std::int64_t x = 0; x < p.ext[dd]; x += rows) {
-        s.lo[dd] = p.lo[dd] + x;
-        s.ext[dd] = std::min(rows, p.ext[dd] - x);
-        fn(s, o * tail[dd] + x * inner);
+      for (std::int64_t x = 0; x < p.ext[a]; x += rows) {
+        s.lo[a] = p.lo[a] + x;
+        s.ext[a] = std::min(rows, p.ext[a] - x);
+        fn(s, o * tail[static_cast<std::size_t>(c)] + x * inner);
       }
     }
   };
@@ -804,40 +849,41 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer) {
       out += piece_bytes(t, p);
     });
   }
-  // Row groups: pieces of one source block with the same box in every dimension
-  // but the last, the source contiguous along the last and each destination too.
+  // Row groups: pieces of one source block with the same box in every axis but the
+  // innermost packed one (`last`, the source's unit-stride axis), contiguous along
+  // it on both sides. Group axes are listed in packed order, outermost first.
+  const auto last_of = [](const transform_plan& t) { return static_cast<std::size_t>(t.order[static_cast<std::size_t>(t.ndim - 1)]); };
   const auto group_key = [](const job& j) {
     std::vector<std::int64_t> k{static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(j.t))};
     for (int d = 0; d < j.t->ndim; ++d) k.push_back(j.p->src_block[static_cast<std::size_t>(d)]);
-    for (int d = 0; d + 1 < j.t->ndim; ++d) {
-      k.push_back(j.p->lo[static_cast<std::size_t>(d)]);
-      k.push_back(j.p->ext[static_cast<std::size_t>(d)]);
+    for (int o = 0; o + 1 < j.t->ndim; ++o) {
+      const auto d = static_cast<std::size_t>(j.t->order[static_cast<std::size_t>(o)]);
+      k.push_back(j.p->lo[d]);
+      k.push_back(j.p->ext[d]);
     }
     return k;
   };
   const auto member_of = [&](const job& j, detail::row_group::member& m) {
     const transform_plan& t = *j.t;
     const int n = t.ndim;
-    if (j.out) {  // packed: row-major over the piece
-      std::int64_t v = 1;
-      for (int d = n; d-- > 0;) {
-        m.dst_stride[static_cast<std::size_t>(d)] = v;
-        v *= j.p->ext[static_cast<std::size_t>(d)];
-      }
+    coords stride{};  // per source axis
+    if (j.out) {
+      stride = packed_strides(*j.p, t.order, n);
       m.dst = j.out;
     } else {
       const block_storage ds = t.dst->storage(j.p->dst_block);
-      for (int k = 0; k < n; ++k) m.dst_stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = ds.strides[static_cast<std::size_t>(k)];
+      for (int k = 0; k < n; ++k) stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = ds.strides[static_cast<std::size_t>(k)];
       m.dst = dst_corner(t, *j.p);
       m.scale = t.scale;
     }
-    m.length = j.p->ext[static_cast<std::size_t>(n - 1)];
-    return m.dst_stride[static_cast<std::size_t>(n - 1)] == 1 || m.length == 1;
+    for (int o = 0; o + 1 < n; ++o) m.dst_stride[static_cast<std::size_t>(o)] = stride[static_cast<std::size_t>(t.order[static_cast<std::size_t>(o)])];
+    m.length = j.p->ext[last_of(t)];
+    return stride[last_of(t)] == 1 || m.length == 1;
   };
   std::map<std::vector<std::int64_t>, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const transform_plan& t = *jobs[i].t;
-    if (t.ndim < 2 || t.src->storage(jobs[i].p->src_block).strides[static_cast<std::size_t>(t.ndim - 1)] != 1) continue;
+    if (t.ndim < 2 || t.src->storage(jobs[i].p->src_block).strides[last_of(t)] != 1) continue;
     groups[group_key(jobs[i])].push_back(i);
   }
   std::vector<char> grouped(jobs.size(), 0);
@@ -845,7 +891,7 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer) {
     if (members.size() < 2) continue;
     const job& first = jobs[members.front()];
     const transform_plan& t = *first.t;
-    const auto last = static_cast<std::size_t>(t.ndim - 1);
+    const std::size_t last = last_of(t);
     detail::row_group g;
     g.type = t.type;
     g.outer_dims = t.ndim - 1;
@@ -855,15 +901,16 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer) {
     piece corner = *first.p;
     corner.lo[last] = lo_last;
     g.src = src_corner(t, corner);
-    for (int d = 0; d < g.outer_dims; ++d) {
-      g.extent[static_cast<std::size_t>(d)] = first.p->ext[static_cast<std::size_t>(d)];
-      g.src_stride[static_cast<std::size_t>(d)] = ss.strides[static_cast<std::size_t>(d)];
+    for (int o = 0; o < g.outer_dims; ++o) {
+      const auto d = static_cast<std::size_t>(t.order[static_cast<std::size_t>(o)]);
+      g.extent[static_cast<std::size_t>(o)] = first.p->ext[d];
+      g.src_stride[static_cast<std::size_t>(o)] = ss.strides[d];
     }
     bool ok = true;
     for (std::size_t i : members) {
       detail::row_group::member m;
       ok = ok && member_of(jobs[i], m);
-      m.src_shift = jobs[i].p->lo[last] - lo_last;
+      m.src_shift = (jobs[i].p->lo[last] - lo_last) * ss.strides[last];
       g.members.push_back(m);
     }
     if (!ok) continue;
@@ -1073,6 +1120,7 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_option
     im.ts.push_back(std::move(tp));
   }
   for (auto& tp : im.ts) im.enumerate(tp);
+  im.agree_orders();
   im.count_bytes();
   const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : conveyor::detail::context_for(comm).env_ranks_per_node;
   if (im.method == transport::automatic) im.choose_transport(comm, ppn);
