@@ -1,13 +1,17 @@
 // Counts beyond 2^31 elements (MPI's int counts): an int8 allreduce of 2^31 + 17
-// elements, which Conveyor must split into messages MPI accepts. Label "long";
-// run at 2 ranks (about 4 GiB of memory per rank with scratch).
+// elements, which Conveyor must split into messages MPI accepts, and a
+// redistribution of an int8 array of 2^31 + 17 elements whose packages exceed
+// the 1 GiB per-message limit. Label "long"; run at 2 ranks (about 4.3 GiB of
+// memory per rank).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "conveyor/collectives.hpp"
+#include "conveyor/redistribute.hpp"
 
 namespace conveyor {
 namespace {
@@ -32,6 +36,40 @@ TEST(Large, Int8AllreduceBeyondIntCount) {
       wrong += buf[i] != static_cast<std::int8_t>(sum & 0xFF);
     }
     EXPECT_EQ(wrong, 0u) << algorithm_name(rep.algorithm);
+  }
+}
+
+// Rank r's half of [0, 2^31 + 17) moves to the other rank: 1 GiB + 8 bytes per
+// package, so every transport splits or (datatype) sends it whole within int counts.
+TEST(Large, Int8RedistributionBeyondIntCount) {
+  namespace rd = redistribute;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != 2) GTEST_SKIP() << "written for 2 ranks";
+  const std::int64_t n = (std::int64_t{1} << 31) + 17, half = n / 2;
+  const auto splits = rd::axis_splits::explicit_points({0, half, n});
+  rd::layout src = rd::layout::custom({splits}, {0, 1}), dst = rd::layout::custom({splits}, {1, 0});
+  const std::int64_t mine_lo = rank == 0 ? 0 : half, mine = rank == 0 ? half : n - half;
+  const std::int64_t gets_lo = rank == 0 ? half : 0, gets = rank == 0 ? n - half : half;
+  std::vector<std::int8_t> a(static_cast<std::size_t>(mine)), b(static_cast<std::size_t>(gets));
+  for (std::int64_t i = 0; i < mine; ++i) a[static_cast<std::size_t>(i)] = value(static_cast<std::size_t>(mine_lo + i), 0);
+  src.set_storage({rank}, a.data(), {1});
+  dst.set_storage({1 - rank}, b.data(), {1});
+  rd::transform t;
+  t.src = &src;
+  t.dst = &dst;
+  t.type = dtype::int8;
+  for (rd::transport m : {rd::transport::packed, rd::transport::one_sided, rd::transport::datatype}) {
+    rd::plan_options opt;
+    opt.method = m;
+    rd::plan p(t, MPI_COMM_WORLD, opt);
+    EXPECT_EQ(p.remote_bytes(), n);
+    std::fill(b.begin(), b.end(), std::int8_t{0});
+    p.execute();
+    std::size_t wrong = 0;
+    for (std::int64_t i = 0; i < gets; ++i) wrong += b[static_cast<std::size_t>(i)] != value(static_cast<std::size_t>(gets_lo + i), 0);
+    EXPECT_EQ(wrong, 0u) << rd::transport_name(m);
   }
 }
 
