@@ -32,48 +32,57 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
   t.src = &a;
   t.dst = &b;
   t.type = dtype::int32;
-  double datatype_ms = 0;
   const std::string config = opt.config.empty() ? std::to_string(world_size()) + " ranks" : opt.config;
-  const auto add = [&](const std::string& name, const summary& s, double remote) {
-    rep.add_row({config, "tensor 5-D int32", name, format_fixed(s.median * 1e3, 2), format_fixed(s.p10 * 1e3, 2),
-                 format_fixed(s.p90 * 1e3, 2), format_fixed(datatype_ms / (s.median * 1e3), 2), format_fixed(remote / 1e6, 1),
-                 format_fixed(remote / s.median / 1e9, 2)});
-  };
+  std::vector<rd::transport> methods;
   for (rd::transport m : {rd::transport::datatype, rd::transport::packed, rd::transport::pipelined, rd::transport::one_sided,
                           rd::transport::alltoallv, rd::transport::automatic}) {
     const std::string name(rd::transport_name(m));
-    if (m != rd::transport::datatype && !opt.transports.empty() &&
-        std::find(opt.transports.begin(), opt.transports.end(), name) == opt.transports.end()) {
-      continue;
+    if (m == rd::transport::datatype || opt.transports.empty() ||
+        std::find(opt.transports.begin(), opt.transports.end(), name) != opt.transports.end()) {
+      methods.push_back(m);
     }
-    rd::plan_options o;
-    o.method = m;
-    rd::plan p(t, MPI_COMM_WORLD, o);
-    std::vector<double> samples;
-    for (int it = 0; it < opt.iterations; ++it) {
+  }
+  // This machine drifts between states for seconds at a time (the datatype baseline
+  // alone was 420 or 850 ms in different runs), so the calls are spread over
+  // `rounds` rounds, each running every transport in turn (and the memcpy bound):
+  // a slow phase hits all of them alike. Each round plans anew and discards its
+  // first call (warm-up); a plan's buffers live only during its turn.
+  const int rounds = std::max(1, std::min(opt.rounds, opt.iterations - 1));
+  const int per_round = (opt.iterations - 1 + rounds - 1) / rounds + 1;  // >= iterations - 1 samples in all
+  std::vector<std::vector<double>> samples(methods.size() + 1);
+  std::vector<std::string> names(methods.size());
+  std::vector<double> remote(methods.size(), 0);
+  const auto timed = [&](std::vector<double>& out, auto&& call) {
+    for (int it = 0; it < per_round; ++it) {
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
-      p.execute();
+      call();
       const double slowest = max_over_ranks(MPI_Wtime() - t0);
-      if (it > 0) samples.push_back(slowest);
+      if (it > 0) out.push_back(slowest);
     }
-    const summary s = summarize(samples);
-    if (m == rd::transport::datatype) datatype_ms = s.median * 1e3;
-    add(name + (m == rd::transport::automatic ? " (" + std::string(rd::transport_name(p.method())) + ")" : ""), s,
-        static_cast<double>(p.remote_bytes()));
+  };
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < methods.size(); ++i) {
+      rd::plan_options o;
+      o.method = methods[i];
+      rd::plan p(t, MPI_COMM_WORLD, o);
+      names[i] = std::string(rd::transport_name(methods[i])) +
+                 (methods[i] == rd::transport::automatic ? " (" + std::string(rd::transport_name(p.method())) + ")" : "");
+      remote[i] = static_cast<double>(p.remote_bytes());
+      timed(samples[i], [&] { p.execute(); });
+    }
+    // The physical limit: every element must be read once and written once, so no
+    // redistribution beats every rank copying its whole share at once.
+    timed(samples.back(), [&] { std::memcpy(dst.data(), src.data(), local * sizeof(std::int32_t)); });
   }
-  // The physical limit: every element must be read once and written once, so no
-  // redistribution beats every rank copying its whole share at once (memcpy, all
-  // ranks together, same buffers).
-  std::vector<double> samples;
-  for (int it = 0; it < opt.iterations; ++it) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = MPI_Wtime();
-    std::memcpy(dst.data(), src.data(), local * sizeof(std::int32_t));
-    const double slowest = max_over_ranks(MPI_Wtime() - t0);
-    if (it > 0) samples.push_back(slowest);
-  }
-  add("memcpy bound (one copy of every byte)", summarize(samples), 0);
+  const double datatype_ms = summarize(samples[0]).median * 1e3;
+  const auto add = [&](const std::string& name, const summary& s, double bytes) {
+    rep.add_row({config, "tensor 5-D int32", name, format_fixed(s.median * 1e3, 2), format_fixed(s.p10 * 1e3, 2),
+                 format_fixed(s.p90 * 1e3, 2), format_fixed(datatype_ms / (s.median * 1e3), 2), format_fixed(bytes / 1e6, 1),
+                 format_fixed(bytes / s.median / 1e9, 2)});
+  };
+  for (std::size_t i = 0; i < methods.size(); ++i) add(names[i], summarize(samples[i]), remote[i]);
+  add("memcpy bound (one copy of every byte)", summarize(samples.back()), 0);
 }
 
 // Relabeling: bytes between ranks with none / greedy / optimal, and the brute-force optimum.
@@ -152,7 +161,8 @@ void relabel_cases(report& rep) {
 int run_redistribute_bench(const redistribute_bench_options& opt) {
   report rep("conveyor bench redistribute: tensor paper case, ms per redistribution (slowest rank)",
              {"config", "case", "transport", "ms_median", "ms_p10", "ms_p90", "x_datatype", "MB_between_ranks", "GB_per_s"});
-  rep.add_note("barrier before each call; first of " + std::to_string(opt.iterations) + " calls is a warm-up");
+  rep.add_note("barrier before each call; " + std::to_string(opt.rounds) + " rounds over all transports, " +
+               std::to_string(opt.iterations) + " calls per transport in all, the first of each round a warm-up");
   if (world_size() == 4) {
     tensor_case(opt, rep);
   } else if (world_rank() == 0) {

@@ -10,7 +10,8 @@
 namespace conveyor::bench {
 
 struct redistribute_bench_options {
-  int iterations = 21;  // per transport; the first is a warm-up
+  int iterations = 21;  // per transport, over all rounds
+  int rounds = 3;       // every transport runs in each round (first call of a round: warm-up)
   std::string config;
   std::vector<std::string> transports;  // empty: all (datatype always runs: the baseline)
   std::string json_path, csv_path;

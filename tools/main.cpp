@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   bench_redistribute->add_option("--iterations", rbo.iterations, "Calls per transport, the first a warm-up")->capture_default_str()->check(CLI::Range(2, 100000));
   bench_redistribute->add_option("--config", rbo.config, "Name of this configuration in the output rows");
   bench_redistribute->add_option("--transports", rbo.transports, "Only these transports (and the datatype baseline)");
+  bench_redistribute->add_option("--rounds", rbo.rounds, "Rounds over all transports (calls spread evenly)")->capture_default_str()->check(CLI::Range(1, 1000));
   bench_redistribute->add_option("--json", rbo.json_path, "Also write the rows as JSON");
   bench_redistribute->add_option("--csv", rbo.csv_path, "Also write the rows as CSV (relabeling rows: *-relabel.csv)");
 
