@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -34,6 +35,16 @@ namespace {
 constexpr std::array<std::string_view, 6> kTransportNames = {"auto", "datatype", "packed", "pipelined", "one_sided",
                                                               "alltoallv"};
 bool corner_less(const piece& a, const piece& b) { return a.lo < b.lo; }
+
+// CONVEYOR_REDISTRIBUTE_TRANSPORT: what `automatic` plans run instead of the cost
+// model's choice (read once, like the other engines' overrides).
+transport env_transport() {
+  static const transport t = [] {
+    const char* env = std::getenv("CONVEYOR_REDISTRIBUTE_TRANSPORT");
+    return env && *env ? parse_transport(env) : transport::automatic;
+  }();
+  return t;
+}
 
 }  // namespace
 
@@ -380,6 +391,7 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_option
   im.agree_orders();
   im.count_bytes();
   const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : conveyor::detail::context_for(comm).env_ranks_per_node;
+  if (im.method == transport::automatic) im.method = env_transport();
   if (im.method == transport::automatic) im.choose_transport(comm, ppn);
   if (im.method == transport::pipelined) {
     for (auto& tp : im.ts) im.cut_for_pipelining(tp);

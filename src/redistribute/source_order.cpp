@@ -1,6 +1,7 @@
 // Packing in source order (one_sided, alltoallv): see build_source_order below
 // and docs/algorithms.md ("Packing in source order").
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -73,19 +74,38 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer) {
       out += piece_bytes(t, p);
     });
   }
-  // Row groups: pieces of one source block with the same box in every axis but the
-  // innermost packed one (`last`, the source's unit-stride axis), contiguous along
-  // it on both sides. Group axes are listed in packed order, outermost first.
+  // Row groups: pieces whose rows lie in the same source rows — same storage (data,
+  // strides), same extents in every axis but the innermost packed one (`last`, the
+  // source's unit-stride axis), first rows in the same period of the next-innermost
+  // stride — and that are contiguous along `last` on both sides. Within one block
+  // these are the tensor case's 288-byte pieces of every 1152-byte row; across the
+  // blocks of a ScaLAPACK local array, the 32-row pieces that make up each local
+  // column. Group axes are listed in packed order, outermost first.
   const auto last_of = [](const transform_plan& t) { return static_cast<std::size_t>(t.order[static_cast<std::size_t>(t.ndim - 1)]); };
-  const auto group_key = [](const job& j) {
-    std::vector<std::int64_t> k{static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(j.t))};
-    for (int d = 0; d < j.t->ndim; ++d) k.push_back(j.p->src_block[static_cast<std::size_t>(d)]);
-    for (int o = 0; o + 1 < j.t->ndim; ++o) {
-      const auto d = static_cast<std::size_t>(j.t->order[static_cast<std::size_t>(o)]);
-      k.push_back(j.p->lo[d]);
-      k.push_back(j.p->ext[d]);
-    }
+  const auto corner_offset = [&](const job& j) {  // elements from the storage's data pointer
+    const block_storage ss = j.t->src->storage(j.p->src_block);
+    return (src_corner(*j.t, *j.p) - static_cast<const char*>(ss.data)) / static_cast<std::ptrdiff_t>(j.t->esize);
+  };
+  const auto group_key = [&](const job& j) {
+    const transform_plan& t = *j.t;
+    const block_storage ss = t.src->storage(j.p->src_block);
+    std::vector<std::int64_t> k{static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(j.t)),
+                                static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(ss.data))};
+    for (int d = 0; d < t.ndim; ++d) k.push_back(ss.strides[static_cast<std::size_t>(d)]);
+    for (int o = 0; o + 1 < t.ndim; ++o) k.push_back(j.p->ext[static_cast<std::size_t>(t.order[static_cast<std::size_t>(o)])]);
+    const std::int64_t period = ss.strides[static_cast<std::size_t>(t.order[static_cast<std::size_t>(t.ndim - 2)])];
+    const std::int64_t at = corner_offset(j);
+    k.push_back(at - at % std::max<std::int64_t>(period, 1));
     return k;
+  };
+  const auto groupable = [&](const job& j) {
+    const transform_plan& t = *j.t;
+    if (t.ndim < 2) return false;
+    const block_storage ss = t.src->storage(j.p->src_block);
+    for (int d = 0; d < t.ndim; ++d) {
+      if (ss.strides[static_cast<std::size_t>(d)] <= 0) return false;
+    }
+    return ss.strides[last_of(t)] == 1 && corner_offset(j) >= 0;
   };
   const auto member_of = [&](const job& j, detail::row_group::member& m) {
     const transform_plan& t = *j.t;
@@ -106,25 +126,20 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer) {
   };
   std::map<std::vector<std::int64_t>, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    const transform_plan& t = *jobs[i].t;
-    if (t.ndim < 2 || t.src->storage(jobs[i].p->src_block).strides[last_of(t)] != 1) continue;
-    groups[group_key(jobs[i])].push_back(i);
+    if (groupable(jobs[i])) groups[group_key(jobs[i])].push_back(i);
   }
   std::vector<char> grouped(jobs.size(), 0);
   for (const auto& [key, members] : groups) {
     if (members.size() < 2) continue;
     const job& first = jobs[members.front()];
     const transform_plan& t = *first.t;
-    const std::size_t last = last_of(t);
     detail::row_group g;
     g.type = t.type;
     g.outer_dims = t.ndim - 1;
     const block_storage ss = t.src->storage(first.p->src_block);
-    std::int64_t lo_last = first.p->lo[last];
-    for (std::size_t i : members) lo_last = std::min(lo_last, jobs[i].p->lo[last]);
-    piece corner = *first.p;
-    corner.lo[last] = lo_last;
-    g.src = src_corner(t, corner);
+    std::int64_t base = corner_offset(first);
+    for (std::size_t i : members) base = std::min<std::int64_t>(base, corner_offset(jobs[i]));
+    g.src = static_cast<const char*>(ss.data) + base * static_cast<std::int64_t>(t.esize);
     for (int o = 0; o < g.outer_dims; ++o) {
       const auto d = static_cast<std::size_t>(t.order[static_cast<std::size_t>(o)]);
       g.extent[static_cast<std::size_t>(o)] = first.p->ext[d];
@@ -134,10 +149,13 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer) {
     for (std::size_t i : members) {
       detail::row_group::member m;
       ok = ok && member_of(jobs[i], m);
-      m.src_shift = (jobs[i].p->lo[last] - lo_last) * ss.strides[last];
+      m.src_shift = corner_offset(jobs[i]) - base;
       g.members.push_back(m);
     }
     if (!ok) continue;
+    // Members in source order, so each row is read front to back.
+    std::sort(g.members.begin(), g.members.end(),
+              [](const detail::row_group::member& a, const detail::row_group::member& b) { return a.src_shift < b.src_shift; });
     for (std::size_t i : members) grouped[i] = 1;
     row_groups.push_back(std::move(g));
   }
