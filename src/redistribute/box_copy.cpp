@@ -133,13 +133,12 @@ constexpr bool kArithmetic = std::is_floating_point_v<T> || std::is_same_v<T, st
 template <class T>
 void apply_rows(const row_group& g) {
   std::array<std::int64_t, max_dims> at{};
-  std::vector<std::int64_t> dst_off(g.members.size(), 0);
-  const T* src = static_cast<const T*>(g.src);
-  std::int64_t src_off = 0;
+  const std::size_t n = g.members.size();
+  std::vector<std::int64_t> src_off(n, 0), dst_off(n, 0);
   for (;;) {
-    for (std::size_t m = 0; m < g.members.size(); ++m) {
+    for (std::size_t m = 0; m < n; ++m) {
       const row_group::member& mb = g.members[m];
-      const T* in = src + src_off + mb.src_shift;
+      const T* in = static_cast<const T*>(mb.src) + src_off[m];
       T* out = static_cast<T*>(mb.dst) + dst_off[m];
       if (mb.scale.plain()) row<T, 0>(in, 1, out, 1, mb.length, mb.scale);
       else if constexpr (kArithmetic<T>) {  // (copy-only types are never scaled: the plan checks)
@@ -147,14 +146,18 @@ void apply_rows(const row_group& g) {
         else row<T, 2>(in, 1, out, 1, mb.length, mb.scale);
       }
     }
-    int d = g.outer_dims - 1;  // odometer over the outer dimensions
+    int d = g.outer_dims - 1;  // odometer over the outer axes
     for (; d >= 0; --d) {
       const auto k = static_cast<std::size_t>(d);
-      src_off += g.src_stride[k];
-      for (std::size_t m = 0; m < g.members.size(); ++m) dst_off[m] += g.members[m].dst_stride[k];
+      for (std::size_t m = 0; m < n; ++m) {
+        src_off[m] += g.members[m].src_stride[k];
+        dst_off[m] += g.members[m].dst_stride[k];
+      }
       if (++at[k] < g.extent[k]) break;
-      src_off -= g.src_stride[k] * g.extent[k];
-      for (std::size_t m = 0; m < g.members.size(); ++m) dst_off[m] -= g.members[m].dst_stride[k] * g.extent[k];
+      for (std::size_t m = 0; m < n; ++m) {
+        src_off[m] -= g.members[m].src_stride[k] * g.extent[k];
+        dst_off[m] -= g.members[m].dst_stride[k] * g.extent[k];
+      }
       at[k] = 0;
     }
     if (d < 0) return;

@@ -35,24 +35,25 @@ struct scaling {
 /// float64, complex64, complex128 for alpha/beta/conjugate).
 void apply(dtype t, const box_copy& c, const void* src, void* dst, const scaling& s);
 
-/// Pieces of one source block that share every dimension but the last (in the
-/// source's order) and are contiguous along it on both sides: their rows are
-/// copied interleaved, row by row of the source, so the source streams from memory
-/// once however many pieces it is cut into (the tensor paper's case: 4 pieces of
-/// 288 bytes in every 1152-byte row). Member m's row i goes from
-/// src + m.src_shift + sum_d i_d * src_stride[d] to m.dst + sum_d i_d * m.dst_stride[d].
+/// Pieces whose rows are copied interleaved: they share their extents in every
+/// axis but the innermost, along which each is contiguous on both sides, and their
+/// rows lie in the same rows of one side (the source when packing, the destination
+/// when unpacking). Copying row by row of that side makes it stream from (or to)
+/// memory once however many pieces it is cut into — the tensor paper's case: 4
+/// pieces of 288 bytes in every 1152-byte row. Member m's row i goes from
+/// m.src + sum_d i_d * m.src_stride[d] to m.dst + sum_d i_d * m.dst_stride[d]
+/// (d over the outer axes, outermost first), m.length elements.
 struct row_group {
   struct member {
-    std::int64_t src_shift = 0;  // elements from the group's source corner
+    const void* src = nullptr;
     void* dst = nullptr;
-    std::array<std::int64_t, max_dims> dst_stride{};
+    std::array<std::int64_t, max_dims> src_stride{}, dst_stride{};
     std::int64_t length = 0;  // elements per row
     scaling scale;
   };
   dtype type = dtype::float64;
-  int outer_dims = 0;  // dimensions before the last
-  std::array<std::int64_t, max_dims> extent{}, src_stride{};
-  const void* src = nullptr;
+  int outer_dims = 0;  // axes before the innermost
+  std::array<std::int64_t, max_dims> extent{};
   std::vector<member> members;
 };
 void apply(const row_group& g);

@@ -10,6 +10,65 @@
 
 namespace conveyor::redistribute {
 
+namespace {
+
+// A piece that may join a row group: its rows (member), the extents of its outer
+// axes in packed order, and the key of the source rows it shares (storage,
+// strides, outer extents, and which period of the next-innermost stride its first
+// row starts in).
+struct row_candidate {
+  std::vector<std::int64_t> key;
+  detail::row_group::member m;
+  std::array<std::int64_t, max_dims> extent{};
+  int outer = 0;
+  dtype type = dtype::float64;
+  std::size_t job = 0;
+};
+
+// Candidates with equal keys (two or more) become row groups, members in source
+// order (each row read front to back); returns which jobs joined a group.
+std::vector<char> form_row_groups(std::vector<row_candidate>& c, std::size_t jobs, std::vector<detail::row_group>& out) {
+  std::map<std::vector<std::int64_t>, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < c.size(); ++i) groups[c[i].key].push_back(i);
+  std::vector<char> joined(jobs, 0);
+  for (const auto& [key, members] : groups) {
+    if (members.size() < 2) continue;
+    detail::row_group g;
+    g.type = c[members.front()].type;
+    g.outer_dims = c[members.front()].outer;
+    g.extent = c[members.front()].extent;
+    for (std::size_t i : members) {
+      g.members.push_back(c[i].m);
+      joined[c[i].job] = 1;
+    }
+    std::sort(g.members.begin(), g.members.end(), [](const detail::row_group::member& a, const detail::row_group::member& b) {
+      return static_cast<const char*>(a.src) < static_cast<const char*>(b.src);
+    });
+    out.push_back(std::move(g));
+  }
+  return joined;
+}
+
+// The key part every candidate shares: transform, storage, strides; then the
+// outer extents and the row period of the corner (elements from data).
+std::vector<std::int64_t> rows_key(const void* t, const block_storage& s, int ndim, std::int64_t corner,
+                                   std::int64_t period) {
+  std::vector<std::int64_t> k{static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(t)),
+                              static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(s.data))};
+  for (int d = 0; d < ndim; ++d) k.push_back(s.strides[static_cast<std::size_t>(d)]);
+  k.push_back(corner - corner % std::max<std::int64_t>(period, 1));
+  return k;
+}
+
+bool positive_strides(const block_storage& s, int ndim) {
+  for (int d = 0; d < ndim; ++d) {
+    if (s.strides[static_cast<std::size_t>(d)] <= 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // Packing in source order. Packing peer by peer reads each source block once per
 // peer, a fraction of every row at a time (the tensor case: 288 of every 1152
 // bytes), which streams from memory at a fraction of its bandwidth. Instead, every
@@ -74,91 +133,50 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer) {
       out += piece_bytes(t, p);
     });
   }
-  // Row groups: pieces whose rows lie in the same source rows — same storage (data,
-  // strides), same extents in every axis but the innermost packed one (`last`, the
-  // source's unit-stride axis), first rows in the same period of the next-innermost
-  // stride — and that are contiguous along `last` on both sides. Within one block
-  // these are the tensor case's 288-byte pieces of every 1152-byte row; across the
-  // blocks of a ScaLAPACK local array, the 32-row pieces that make up each local
-  // column. Group axes are listed in packed order, outermost first.
-  const auto last_of = [](const transform_plan& t) { return static_cast<std::size_t>(t.order[static_cast<std::size_t>(t.ndim - 1)]); };
-  const auto corner_offset = [&](const job& j) {  // elements from the storage's data pointer
-    const block_storage ss = j.t->src->storage(j.p->src_block);
-    return (src_corner(*j.t, *j.p) - static_cast<const char*>(ss.data)) / static_cast<std::ptrdiff_t>(j.t->esize);
-  };
-  const auto group_key = [&](const job& j) {
-    const transform_plan& t = *j.t;
-    const block_storage ss = t.src->storage(j.p->src_block);
-    std::vector<std::int64_t> k{static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(j.t)),
-                                static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(ss.data))};
-    for (int d = 0; d < t.ndim; ++d) k.push_back(ss.strides[static_cast<std::size_t>(d)]);
-    for (int o = 0; o + 1 < t.ndim; ++o) k.push_back(j.p->ext[static_cast<std::size_t>(t.order[static_cast<std::size_t>(o)])]);
-    const std::int64_t period = ss.strides[static_cast<std::size_t>(t.order[static_cast<std::size_t>(t.ndim - 2)])];
-    const std::int64_t at = corner_offset(j);
-    k.push_back(at - at % std::max<std::int64_t>(period, 1));
-    return k;
-  };
-  const auto groupable = [&](const job& j) {
-    const transform_plan& t = *j.t;
-    if (t.ndim < 2) return false;
-    const block_storage ss = t.src->storage(j.p->src_block);
-    for (int d = 0; d < t.ndim; ++d) {
-      if (ss.strides[static_cast<std::size_t>(d)] <= 0) return false;
-    }
-    return ss.strides[last_of(t)] == 1 && corner_offset(j) >= 0;
-  };
-  const auto member_of = [&](const job& j, detail::row_group::member& m) {
+  // Row groups on the source side: pieces whose rows lie in the same source rows —
+  // same storage and strides, same extents in every axis but the innermost packed
+  // one (`last`, the source's unit-stride axis), first rows in the same period of
+  // the next-innermost stride — each contiguous along `last` on both sides. Within
+  // one block these are the tensor case's 288-byte pieces of every 1152-byte row;
+  // across the blocks of a ScaLAPACK local array, the 32-row pieces that make up
+  // each local column.
+  std::vector<row_candidate> cands;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const job& j = jobs[i];
     const transform_plan& t = *j.t;
     const int n = t.ndim;
-    coords stride{};  // per source axis
+    const block_storage ss = t.src->storage(j.p->src_block);
+    const auto last = static_cast<std::size_t>(t.order[static_cast<std::size_t>(n - 1)]);
+    if (n < 2 || !positive_strides(ss, n) || ss.strides[last] != 1) continue;
+    row_candidate c;
+    c.m.src = src_corner(t, *j.p);
+    coords dst_stride{};  // per source axis
     if (j.out) {
-      stride = packed_strides(*j.p, t.order, n);
-      m.dst = j.out;
+      dst_stride = packed_strides(*j.p, t.order, n);
+      c.m.dst = j.out;
     } else {
       const block_storage ds = t.dst->storage(j.p->dst_block);
-      for (int k = 0; k < n; ++k) stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = ds.strides[static_cast<std::size_t>(k)];
-      m.dst = dst_corner(t, *j.p);
-      m.scale = t.scale;
+      for (int k = 0; k < n; ++k) dst_stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = ds.strides[static_cast<std::size_t>(k)];
+      c.m.dst = dst_corner(t, *j.p);
+      c.m.scale = t.scale;
     }
-    for (int o = 0; o + 1 < n; ++o) m.dst_stride[static_cast<std::size_t>(o)] = stride[static_cast<std::size_t>(t.order[static_cast<std::size_t>(o)])];
-    m.length = j.p->ext[last_of(t)];
-    return stride[last_of(t)] == 1 || m.length == 1;
-  };
-  std::map<std::vector<std::int64_t>, std::vector<std::size_t>> groups;
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    if (groupable(jobs[i])) groups[group_key(jobs[i])].push_back(i);
-  }
-  std::vector<char> grouped(jobs.size(), 0);
-  for (const auto& [key, members] : groups) {
-    if (members.size() < 2) continue;
-    const job& first = jobs[members.front()];
-    const transform_plan& t = *first.t;
-    detail::row_group g;
-    g.type = t.type;
-    g.outer_dims = t.ndim - 1;
-    const block_storage ss = t.src->storage(first.p->src_block);
-    std::int64_t base = corner_offset(first);
-    for (std::size_t i : members) base = std::min<std::int64_t>(base, corner_offset(jobs[i]));
-    g.src = static_cast<const char*>(ss.data) + base * static_cast<std::int64_t>(t.esize);
-    for (int o = 0; o < g.outer_dims; ++o) {
+    c.m.length = j.p->ext[last];
+    if (dst_stride[last] != 1 && c.m.length != 1) continue;
+    const std::int64_t corner = (static_cast<const char*>(c.m.src) - static_cast<const char*>(ss.data)) / static_cast<std::ptrdiff_t>(t.esize);
+    c.key = rows_key(&t, ss, n, corner, ss.strides[static_cast<std::size_t>(t.order[static_cast<std::size_t>(n - 2)])]);
+    c.outer = n - 1;
+    for (int o = 0; o + 1 < n; ++o) {
       const auto d = static_cast<std::size_t>(t.order[static_cast<std::size_t>(o)]);
-      g.extent[static_cast<std::size_t>(o)] = first.p->ext[d];
-      g.src_stride[static_cast<std::size_t>(o)] = ss.strides[d];
+      c.extent[static_cast<std::size_t>(o)] = j.p->ext[d];
+      c.key.push_back(j.p->ext[d]);
+      c.m.src_stride[static_cast<std::size_t>(o)] = ss.strides[d];
+      c.m.dst_stride[static_cast<std::size_t>(o)] = dst_stride[d];
     }
-    bool ok = true;
-    for (std::size_t i : members) {
-      detail::row_group::member m;
-      ok = ok && member_of(jobs[i], m);
-      m.src_shift = corner_offset(jobs[i]) - base;
-      g.members.push_back(m);
-    }
-    if (!ok) continue;
-    // Members in source order, so each row is read front to back.
-    std::sort(g.members.begin(), g.members.end(),
-              [](const detail::row_group::member& a, const detail::row_group::member& b) { return a.src_shift < b.src_shift; });
-    for (std::size_t i : members) grouped[i] = 1;
-    row_groups.push_back(std::move(g));
+    c.type = t.type;
+    c.job = i;
+    cands.push_back(std::move(c));
   }
+  const std::vector<char> grouped = form_row_groups(cands, jobs.size(), row_groups);
   // The rest: slabs in source-address order.
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (grouped[i]) continue;
