@@ -2,6 +2,7 @@
 // is the destination's; when both sides are contiguous there the row is a memcpy
 // (plain copies) or a vectorizable loop (the compiler sees unit strides).
 #include "redistribute/box_copy.hpp"
+#include "redistribute/transpose.hpp"
 
 #include <algorithm>
 #include <complex>
@@ -45,15 +46,21 @@ void row(const T* src, std::int64_t ss, T* dst, std::int64_t ds, std::int64_t n,
 
 // The two innermost dimensions in square tiles: when the source is strided along
 // the innermost one (a transpose), each tile's source and destination lines stay
-// in cache while the tile is copied.
+// in cache while the tile is copied. Plain copies of 8-byte elements whose source
+// is contiguous along the other axis go through the SIMD transpose kernel (t8).
 template <class T, int Mode>
-void tiled(const box_copy& c, int d, const T* src, T* dst, const scaling& s) {
+void tiled(const box_copy& c, int d, const T* src, T* dst, const scaling& s, transpose8_fn t8) {
   constexpr std::int64_t kTile = 32;
   const auto o = static_cast<std::size_t>(d), i = o + 1;
+  const bool simd = sizeof(T) == 8 && Mode == 0 && t8 && c.src_stride[o] == 1 && c.dst_stride[i] == 1;
   for (std::int64_t a0 = 0; a0 < c.extent[o]; a0 += kTile) {
     const std::int64_t a1 = std::min(c.extent[o], a0 + kTile);
     for (std::int64_t b0 = 0; b0 < c.extent[i]; b0 += kTile) {
       const std::int64_t n = std::min(c.extent[i] - b0, kTile);
+      if (simd) {
+        t8(src + a0 + b0 * c.src_stride[i], c.src_stride[i], dst + a0 * c.dst_stride[o] + b0, c.dst_stride[o], a1 - a0, n);
+        continue;
+      }
       for (std::int64_t a = a0; a < a1; ++a) {
         row<T, Mode>(src + a * c.src_stride[o] + b0 * c.src_stride[i], c.src_stride[i],
                      dst + a * c.dst_stride[o] + b0 * c.dst_stride[i], c.dst_stride[i], n, s);
@@ -63,18 +70,18 @@ void tiled(const box_copy& c, int d, const T* src, T* dst, const scaling& s) {
 }
 
 template <class T, int Mode>
-void walk(const box_copy& c, int d, const T* src, T* dst, const scaling& s) {
+void walk(const box_copy& c, int d, const T* src, T* dst, const scaling& s, transpose8_fn t8) {
   const auto k = static_cast<std::size_t>(d);
   if (d == c.ndim - 1) {
     row<T, Mode>(src, c.src_stride[k], dst, c.dst_stride[k], c.extent[k], s);
     return;
   }
   if (d == c.ndim - 2 && c.src_stride[k + 1] != 1 && c.extent[k] > 1) {
-    tiled<T, Mode>(c, d, src, dst, s);
+    tiled<T, Mode>(c, d, src, dst, s, t8);
     return;
   }
   for (std::int64_t i = 0; i < c.extent[k]; ++i) {
-    walk<T, Mode>(c, d + 1, src + i * c.src_stride[k], dst + i * c.dst_stride[k], s);
+    walk<T, Mode>(c, d + 1, src + i * c.src_stride[k], dst + i * c.dst_stride[k], s, t8);
   }
 }
 
@@ -106,9 +113,10 @@ void apply_typed(const box_copy& given, const void* src, void* dst, const scalin
   const box_copy c = by_destination_stride(given);
   const T* in = static_cast<const T*>(src);
   T* out = static_cast<T*>(dst);
-  if (s.plain()) walk<T, 0>(c, 0, in, out, s);
-  else if (s.beta_zero()) walk<T, 1>(c, 0, in, out, s);
-  else walk<T, 2>(c, 0, in, out, s);
+  const transpose8_fn t8 = sizeof(T) == 8 && c.ndim > 1 ? transpose8() : nullptr;
+  if (s.plain()) walk<T, 0>(c, 0, in, out, s, t8);
+  else if (s.beta_zero()) walk<T, 1>(c, 0, in, out, s, t8);
+  else walk<T, 2>(c, 0, in, out, s, t8);
 }
 
 // Plain copies of non-arithmetic types move bytes of the right width.
@@ -123,7 +131,8 @@ void apply_raw(const box_copy& in, const void* src, void* dst) {
   }
   const box_copy c = by_destination_stride(in);
   scaling s;
-  walk<raw<Bytes>, 0>(c, 0, static_cast<const raw<Bytes>*>(src), static_cast<raw<Bytes>*>(dst), s);
+  walk<raw<Bytes>, 0>(c, 0, static_cast<const raw<Bytes>*>(src), static_cast<raw<Bytes>*>(dst), s,
+                      Bytes == 8 && c.ndim > 1 ? transpose8() : nullptr);
 }
 
 template <class T>

@@ -20,6 +20,7 @@
 #include "../unit/reference.hpp"
 #include "mpi_test_util.hpp"
 #include "conveyor/redistribute.hpp"
+#include "conveyor/reduce.hpp"
 
 // Bytes Conveyor hands to MPI per destination rank (MPI_COMM_WORLD numbering; the
 // plans below duplicate it), through the MPI profiling interface: the library's
@@ -356,6 +357,21 @@ TEST(Redistribute, AutoChoosesTheCheapestPredictedTransport) {
   rd::plan_options fixed;
   fixed.method = rd::transport::packed;
   EXPECT_EQ(rd::plan(t, MPI_COMM_WORLD, fixed).predicted_seconds(rd::transport::packed), 0.0);
+}
+
+// Plain copies of 8-byte elements that transpose go through the SIMD transpose
+// kernel (4 x 4 in registers, 2 x 2 on 128-bit targets): every target this CPU runs.
+TEST(Redistribute, TransposesOnEverySimdTarget) {
+  case_params c;
+  c.shape = {37, 29};
+  c.perm = {1, 0};
+  for (const std::string& target : simd_targets().supported) {
+    set_simd_target(target);
+    run_case<double>(c, rd::transport::packed, 900, "float64 transpose, " + target, 2);
+    run_case<std::complex<float>>(c, rd::transport::one_sided, 901, "complex64 transpose, " + target);
+    run_case<std::int64_t>(c, rd::transport::alltoallv, 902, "int64 transpose, " + target);
+  }
+  set_simd_target("");
 }
 
 TEST(Redistribute, DtypesConjugateAndRepeatedExecution) {

@@ -1,0 +1,95 @@
+// The transpose kernel (transpose.hpp), for every Highway target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "redistribute/transpose.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <cstdint>
+
+#include "redistribute/transpose.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace conveyor {
+namespace redistribute_detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// dst[a * dld + b] = src[a + b * sld]: blocks of L x L (L = lanes of a vector of up
+// to four 64-bit values) loaded as L source columns, transposed in registers and
+// stored as L destination rows; the edges element by element.
+template <class D>
+void TransposeBlocks(D d, const std::uint64_t* src, std::int64_t sld, std::uint64_t* dst, std::int64_t dld,
+                     std::int64_t rows, std::int64_t cols) {
+  constexpr std::int64_t L = static_cast<std::int64_t>(hn::MaxLanes(D()));
+  const auto at_src = [&](std::int64_t a, std::int64_t b) { return src + a + b * sld; };
+  const auto at_dst = [&](std::int64_t a, std::int64_t b) { return dst + a * dld + b; };
+  std::int64_t a = 0;
+#if HWY_TARGET != HWY_SCALAR  // (the 1-lane target has no interleaving ops)
+  if constexpr (L == 4 || L == 2) {
+    for (; a + L <= rows; a += L) {
+      std::int64_t b = 0;
+      for (; b + L <= cols; b += L) {
+        if constexpr (L == 4) {
+          const auto c0 = hn::LoadU(d, at_src(a, b)), c1 = hn::LoadU(d, at_src(a, b + 1));
+          const auto c2 = hn::LoadU(d, at_src(a, b + 2)), c3 = hn::LoadU(d, at_src(a, b + 3));
+          // t0 = [c0[0] c1[0] | c0[2] c1[2]], t1 = [c0[1] c1[1] | c0[3] c1[3]], ...
+          const auto t0 = hn::InterleaveLower(d, c0, c1), t1 = hn::InterleaveUpper(d, c0, c1);
+          const auto t2 = hn::InterleaveLower(d, c2, c3), t3 = hn::InterleaveUpper(d, c2, c3);
+          hn::StoreU(hn::ConcatLowerLower(d, t2, t0), d, at_dst(a, b));
+          hn::StoreU(hn::ConcatLowerLower(d, t3, t1), d, at_dst(a + 1, b));
+          hn::StoreU(hn::ConcatUpperUpper(d, t2, t0), d, at_dst(a + 2, b));
+          hn::StoreU(hn::ConcatUpperUpper(d, t3, t1), d, at_dst(a + 3, b));
+        } else {
+          const auto c0 = hn::LoadU(d, at_src(a, b)), c1 = hn::LoadU(d, at_src(a, b + 1));
+          hn::StoreU(hn::InterleaveLower(d, c0, c1), d, at_dst(a, b));
+          hn::StoreU(hn::InterleaveUpper(d, c0, c1), d, at_dst(a + 1, b));
+        }
+      }
+      for (; b < cols; ++b) {
+        for (std::int64_t x = a; x < a + L; ++x) *at_dst(x, b) = *at_src(x, b);
+      }
+    }
+  }
+#else
+  (void)d;
+  (void)L;
+#endif
+  for (; a < rows; ++a) {
+    for (std::int64_t b = 0; b < cols; ++b) *at_dst(a, b) = *at_src(a, b);
+  }
+}
+
+void Transpose8(const void* src, std::int64_t sld, void* dst, std::int64_t dld, std::int64_t rows, std::int64_t cols) {
+  TransposeBlocks(hn::CappedTag<std::uint64_t, 4>(), static_cast<const std::uint64_t*>(src), sld,
+                  static_cast<std::uint64_t*>(dst), dld, rows, cols);
+}
+
+const redistribute::detail::transpose8_fn* GetTranspose8() {
+  static const redistribute::detail::transpose8_fn fn = &Transpose8;
+  return &fn;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace redistribute_detail
+}  // namespace conveyor
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "reduce/kernel_table.hpp"
+#include "reduce/reduce_internal.hpp"
+
+namespace conveyor {
+namespace redistribute_detail {
+HWY_EXPORT(GetTranspose8);
+}  // namespace redistribute_detail
+
+namespace redistribute::detail {
+
+transpose8_fn transpose8() {
+  static conveyor::detail::per_target_tables<transpose8_fn> table;  // one lookup per target
+  return table.get(conveyor::detail::active_target(), [] { return HWY_DYNAMIC_DISPATCH(redistribute_detail::GetTranspose8)(); });
+}
+
+}  // namespace redistribute::detail
+}  // namespace conveyor
+#endif  // HWY_ONCE
