@@ -46,19 +46,24 @@ void row(const T* src, std::int64_t ss, T* dst, std::int64_t ds, std::int64_t n,
 
 // The two innermost dimensions in square tiles: when the source is strided along
 // the innermost one (a transpose), each tile's source and destination lines stay
-// in cache while the tile is copied. Plain copies of 8-byte elements whose source
-// is contiguous along the other axis go through the SIMD transpose kernel (t8).
+// in cache while the tile is copied. Plain copies of 8-byte elements, and float64
+// with alpha/beta, whose source is contiguous along the other axis go through the
+// SIMD transpose kernel (t8).
 template <class T, int Mode>
 void tiled(const box_copy& c, int d, const T* src, T* dst, const scaling& s, transpose8_fn t8) {
   constexpr std::int64_t kTile = 32;
   const auto o = static_cast<std::size_t>(d), i = o + 1;
-  const bool simd = sizeof(T) == 8 && Mode == 0 && t8 && c.src_stride[o] == 1 && c.dst_stride[i] == 1;
+  const bool simd = ((sizeof(T) == 8 && Mode == 0) || std::is_same_v<T, double>) && t8 && c.src_stride[o] == 1 &&
+                    c.dst_stride[i] == 1;
+  transpose_scale scale{s.alpha, s.beta, Mode == 2};
+  const transpose_scale* scaled = Mode == 0 ? nullptr : &scale;
   for (std::int64_t a0 = 0; a0 < c.extent[o]; a0 += kTile) {
     const std::int64_t a1 = std::min(c.extent[o], a0 + kTile);
     for (std::int64_t b0 = 0; b0 < c.extent[i]; b0 += kTile) {
       const std::int64_t n = std::min(c.extent[i] - b0, kTile);
       if (simd) {
-        t8(src + a0 + b0 * c.src_stride[i], c.src_stride[i], dst + a0 * c.dst_stride[o] + b0, c.dst_stride[o], a1 - a0, n);
+        t8(src + a0 + b0 * c.src_stride[i], c.src_stride[i], dst + a0 * c.dst_stride[o] + b0, c.dst_stride[o], a1 - a0, n,
+           scaled);
         continue;
       }
       for (std::int64_t a = a0; a < a1; ++a) {

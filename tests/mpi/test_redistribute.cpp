@@ -359,8 +359,9 @@ TEST(Redistribute, AutoChoosesTheCheapestPredictedTransport) {
   EXPECT_EQ(rd::plan(t, MPI_COMM_WORLD, fixed).predicted_seconds(rd::transport::packed), 0.0);
 }
 
-// Plain copies of 8-byte elements that transpose go through the SIMD transpose
-// kernel (4 x 4 in registers, 2 x 2 on 128-bit targets): every target this CPU runs.
+// Transposing copies of 8-byte elements (plain, or float64 with alpha/beta) go
+// through the SIMD transpose kernel (4 x 4 in registers, 2 x 2 on 128-bit
+// targets): every target this CPU runs, results identical to the scalar kernel.
 TEST(Redistribute, TransposesOnEverySimdTarget) {
   case_params c;
   c.shape = {37, 29};
@@ -370,6 +371,12 @@ TEST(Redistribute, TransposesOnEverySimdTarget) {
     run_case<double>(c, rd::transport::packed, 900, "float64 transpose, " + target, 2);
     run_case<std::complex<float>>(c, rd::transport::one_sided, 901, "complex64 transpose, " + target);
     run_case<std::int64_t>(c, rd::transport::alltoallv, 902, "int64 transpose, " + target);
+    case_params scaled = c;
+    scaled.shape = {64, 48};  // larger pieces: full 4 x 4 blocks for every seed
+    scaled.alpha = 2;
+    run_case<double>(scaled, rd::transport::packed, 903, "float64 2 * transpose, " + target);
+    scaled.beta = 0.5;
+    run_case<double>(scaled, rd::transport::one_sided, 904, "float64 2 * transpose + 0.5 * dst, " + target, 2);
   }
   set_simd_target("");
 }
