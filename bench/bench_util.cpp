@@ -26,6 +26,16 @@ double max_over_ranks(double t) {
   return t;
 }
 
+void collective_samples(std::vector<double>& out, int calls, const std::function<void()>& f) {
+  for (int it = 0; it < calls; ++it) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    f();
+    const double slowest = max_over_ranks(MPI_Wtime() - t0);
+    if (it > 0) out.push_back(slowest);
+  }
+}
+
 summary summarize(std::vector<double> s) {
   summary out;
   if (s.empty()) return out;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,10 @@ int world_rank();
 int world_size();
 /// The largest value of `t` over MPI_COMM_WORLD (the slowest rank's time).
 double max_over_ranks(double t);
+
+/// Collective over MPI_COMM_WORLD: `calls` calls of f, each after a barrier, timed
+/// on the slowest rank; the first is a warm-up, the others are appended to `out`.
+void collective_samples(std::vector<double>& out, int calls, const std::function<void()>& f);
 
 inline double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();

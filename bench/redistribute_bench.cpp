@@ -52,15 +52,6 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
   std::vector<std::vector<double>> samples(methods.size() + 1);
   std::vector<std::string> names(methods.size());
   std::vector<double> remote(methods.size(), 0);
-  const auto timed = [&](std::vector<double>& out, auto&& call) {
-    for (int it = 0; it < per_round; ++it) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = MPI_Wtime();
-      call();
-      const double slowest = max_over_ranks(MPI_Wtime() - t0);
-      if (it > 0) out.push_back(slowest);
-    }
-  };
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t i = 0; i < methods.size(); ++i) {
       rd::plan_options o;
@@ -69,11 +60,11 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
       names[i] = std::string(rd::transport_name(methods[i])) +
                  (methods[i] == rd::transport::automatic ? " (" + std::string(rd::transport_name(p.method())) + ")" : "");
       remote[i] = static_cast<double>(p.remote_bytes());
-      timed(samples[i], [&] { p.execute(); });
+      collective_samples(samples[i], per_round, [&] { p.execute(); });
     }
     // The physical limit: every element must be read once and written once, so no
     // redistribution beats every rank copying its whole share at once.
-    timed(samples.back(), [&] { std::memcpy(dst.data(), src.data(), local * sizeof(std::int32_t)); });
+    collective_samples(samples.back(), per_round, [&] { std::memcpy(dst.data(), src.data(), local * sizeof(std::int32_t)); });
   }
   const double datatype_ms = summarize(samples[0]).median * 1e3;
   const auto add = [&](const std::string& name, const summary& s, double bytes) {

@@ -43,13 +43,7 @@ grid_matrix make(int n, int nb, int pr, int pc, int on_ctxt = -1) {
 
 summary time_it(const std::function<void()>& f, int iterations) {
   std::vector<double> samples;
-  for (int it = 0; it < iterations; ++it) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = MPI_Wtime();
-    f();
-    const double slowest = max_over_ranks(MPI_Wtime() - t0);
-    if (it > 0) samples.push_back(slowest);
-  }
+  collective_samples(samples, iterations, f);
   return summarize(samples);
 }
 
