@@ -14,6 +14,9 @@
 #include "conveyor/mpi.hpp"
 #include "conveyor/reduce.hpp"
 #include "reduce_bench.hpp"
+#ifdef CONVEYOR_HAVE_SCALAPACK
+#include "scalapack_bench.hpp"
+#endif
 #include "sinkhorn_bench.hpp"
 #include "tool.hpp"
 
@@ -126,9 +129,20 @@ int run_demo() {
     bench::run_dsop_bench(o);
   }
 
+#ifdef CONVEYOR_HAVE_SCALAPACK
+  if (bench::world_size() == 2 || bench::world_size() == 4) {
+    section("Redistribute: conveyor_pdgemr2d / conveyor_pdtran drop-ins vs reference ScaLAPACK (same descriptors)");
+    bench::scalapack_bench_options o;
+    o.sizes = {4000};
+    o.iterations = 6;
+    bench::run_scalapack_bench(o);
+  }
+#endif
+
   if (world_rank() == 0) {
     std::printf("\nMore: `conveyor bench reduce --all-targets`, `conveyor bench allreduce`,\n"
                 "`conveyor bench sinkhorn`, `conveyor sinkhorn --help`, `conveyor bench dsop`,\n"
+                "`conveyor bench redistribute` (4 ranks: the tensor paper's case),\n"
                 "`scripts/cluster run -- ...` for emulated nodes, docs/results.md\n");
   }
   return 0;
