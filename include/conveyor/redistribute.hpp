@@ -10,7 +10,8 @@
 // column-major, padded and leading-dimension storage are all expressible).
 // Cartesian block distributions (the tensor paper's) and 2-D block-cyclic ones
 // (ScaLAPACK's) compute owners and local positions by formula: no rank stores a
-// table of all blocks.
+// table of all blocks. An array with a zero extent has no blocks; plans over it
+// move nothing (and are still collective).
 //
 // plan() computes the grid overlay, the package each rank sends to each other
 // rank, and the communication-volume matrix; a plan is built once and executed
@@ -49,9 +50,11 @@ struct block_storage {
 /// `first` (ScaLAPACK's blocking with an offset), stored in O(1).
 class CONVEYOR_API axis_splits {
  public:
-  /// Points {0, ..., extent}, strictly increasing (empty blocks are not allowed).
+  /// Points {0, ..., extent}, strictly increasing (empty blocks are not allowed);
+  /// {0} alone is an empty dimension with no blocks.
   static axis_splits explicit_points(std::vector<std::int64_t> points);
-  /// Blocks of `size`, the first one `first` long (0 < first <= size), covering `extent`.
+  /// Blocks of `size`, the first one `first` long (0 < first <= size), covering
+  /// `extent` (0: no blocks).
   static axis_splits regular(std::int64_t extent, std::int64_t size, std::int64_t first = 0);
 
   std::int64_t extent() const { return extent_; }

@@ -21,7 +21,8 @@ namespace {
 // axis_splits
 // ---------------------------------------------------------------------------
 axis_splits axis_splits::explicit_points(std::vector<std::int64_t> points) {
-  if (points.size() < 2 || points.front() != 0) invalid("split points must start at 0 and define at least one block");
+  // {0} alone: an empty dimension (no blocks), so a layout of an empty array.
+  if (points.empty() || points.front() != 0) invalid("split points must start at 0");
   for (std::size_t i = 1; i < points.size(); ++i) {
     if (points[i] <= points[i - 1]) {
       invalid("split points must increase strictly (" + std::to_string(points[i - 1]) + " then " +
@@ -35,7 +36,7 @@ axis_splits axis_splits::explicit_points(std::vector<std::int64_t> points) {
 }
 
 axis_splits axis_splits::regular(std::int64_t extent, std::int64_t size, std::int64_t first) {
-  if (extent <= 0) invalid("extent must be > 0, got " + std::to_string(extent));
+  if (extent < 0) invalid("extent must be >= 0, got " + std::to_string(extent));
   if (size <= 0) invalid("block size must be > 0, got " + std::to_string(size));
   if (first == 0) first = size;
   if (first < 0 || first > size) invalid("first block " + std::to_string(first) + " not in (0, " + std::to_string(size) + "]");
@@ -48,6 +49,7 @@ axis_splits axis_splits::regular(std::int64_t extent, std::int64_t size, std::in
 
 std::int64_t axis_splits::count() const {
   if (!points_.empty()) return static_cast<std::int64_t>(points_.size()) - 1;
+  if (extent_ == 0) return 0;
   if (extent_ <= first_) return 1;
   return 1 + (extent_ - first_ + size_ - 1) / size_;
 }
@@ -133,8 +135,13 @@ layout layout::cartesian(std::vector<std::int64_t> shape, std::vector<int> grid,
   if (grid.size() != shape.size()) invalid("grid has " + std::to_string(grid.size()) + " dimensions, shape " + std::to_string(shape.size()));
   layout l;
   for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (grid[d] < 1 || grid[d] > shape[d]) {
+    if (shape[d] < 0) invalid("shape[" + std::to_string(d) + "] = " + std::to_string(shape[d]) + " is negative");
+    if (grid[d] < 1 || (shape[d] > 0 && grid[d] > shape[d])) {
       invalid("grid[" + std::to_string(d) + "] = " + std::to_string(grid[d]) + " must be in [1, " + std::to_string(shape[d]) + "]");
+    }
+    if (shape[d] == 0) {  // an empty array: no blocks (any grid)
+      l.splits_.push_back(axis_splits::explicit_points({0}));
+      continue;
     }
     std::vector<std::int64_t> points(static_cast<std::size_t>(grid[d]) + 1);
     for (int k = 0; k <= grid[d]; ++k) points[static_cast<std::size_t>(k)] = shape[d] * k / grid[d];
@@ -152,7 +159,7 @@ layout layout::cartesian(std::vector<std::int64_t> shape, std::vector<int> grid,
 }
 
 layout layout::block_cyclic(const block_cyclic_params& p) {
-  if (p.M <= 0 || p.N <= 0) invalid("block-cyclic matrix must be non-empty, got " + std::to_string(p.M) + " x " + std::to_string(p.N));
+  if (p.M < 0 || p.N < 0) invalid("block-cyclic matrix must be at least 0 x 0, got " + std::to_string(p.M) + " x " + std::to_string(p.N));
   if (p.mb <= 0 || p.nb <= 0) invalid("block sizes must be > 0");
   if (p.prow <= 0 || p.pcol <= 0) invalid("process grid must be at least 1 x 1");
   if (p.rsrc < 0 || p.rsrc >= p.prow || p.csrc < 0 || p.csrc >= p.pcol) invalid("source process outside the grid");
@@ -220,6 +227,7 @@ std::pair<int, int> layout::owner_range() const {
       }
       break;
   }
+  if (owners.empty()) return {0, 0};  // an empty custom layout
   if (!im.relabel.empty()) {
     for (int& o : owners) o = o < 0 || o >= static_cast<int>(im.relabel.size()) ? o : im.relabel[static_cast<std::size_t>(o)];
   }
@@ -236,6 +244,7 @@ std::vector<block_index> layout::blocks_of(int rank) const {
     base = static_cast<int>(it - im.relabel.begin());
   }
   std::vector<block_index> out;
+  if (blocks() == 0) return out;  // an empty array
   switch (im.k) {
     case impl::kind::custom:
       for (std::int64_t i = 0; i < blocks(); ++i) {

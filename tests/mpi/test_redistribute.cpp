@@ -2,7 +2,7 @@
 // splits, owners, per-block storage order and padding), random axis permutations,
 // alpha/beta (beta = 0 over a NaN-filled destination), every transport, batched
 // plans, repeated execution; block-cyclic and Cartesian layouts; the volume matrix;
-// relabeling against brute force; invalid layouts. Values are position-encoded
+// relabeling against brute force; empty arrays; invalid layouts. Values are position-encoded
 // (each element holds its global index), so any misplaced element is caught.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -495,6 +495,58 @@ TEST(Redistribute, BlockCyclicAndCartesian) {
   }
 }
 
+// Arrays with a zero extent: layouts without blocks, plans that move nothing, on
+// every transport; in a batch beside a transform that does move data.
+TEST(Redistribute, EmptyArraysMoveNothing) {
+  const int P = size_of();
+  double unused = 7;
+  const rd::layout cart_src = rd::layout::cartesian({0, 5}, {P, 1}, nullptr);
+  const rd::layout cart_dst = rd::layout::cartesian({5, 0}, {1, P}, &unused);
+  rd::layout::block_cyclic_params bp;
+  bp.N = 7;
+  bp.mb = bp.nb = 2;
+  bp.pcol = P;
+  bp.local = &unused;
+  const rd::layout bc_src = rd::layout::block_cyclic(bp);
+  bp.nb = 3;
+  const rd::layout bc_dst = rd::layout::block_cyclic(bp);
+  const rd::layout custom = rd::layout::custom({rd::axis_splits::regular(0, 3), rd::axis_splits::explicit_points({0, 2, 4})}, {});
+  EXPECT_EQ(cart_src.blocks(), 0);
+  EXPECT_TRUE(cart_dst.blocks_of(rank_of()).empty());
+  EXPECT_EQ(custom.blocks(), 0);
+  owned_layout a = random_layout({6, 5}, 21, 1), b = random_layout({6, 5}, 22, 1);
+  std::vector<rd::transform> batch(4);
+  batch[0].src = &cart_src;
+  batch[0].dst = &cart_dst;
+  batch[0].perm = {1, 0};
+  batch[1].src = &bc_src;
+  batch[1].dst = &bc_dst;
+  batch[2].src = &custom;
+  batch[2].dst = &custom;
+  batch[2].beta = 1;
+  batch[3].src = &a.l;
+  batch[3].dst = &b.l;
+  for (rd::transport m : kTransports) {
+    rd::plan_options o;
+    o.method = m;
+    for (std::size_t k = 0; k < 3; ++k) {  // each empty transform alone
+      rd::plan p(batch[k], MPI_COMM_WORLD, o);
+      p.execute();
+      p.execute();
+      EXPECT_EQ(std::count(p.volume().begin(), p.volume().end(), 0), static_cast<std::ptrdiff_t>(P) * P) << k;
+    }
+    rd::plan p(batch, MPI_COMM_WORLD, o);
+    for_my_elements<double>(a, [&](const index_t& at, double* x) { *x = static_cast<double>(linear_index({6, 5}, at)); });
+    p.execute();
+    std::int64_t wrong = 0;
+    for_my_elements<double>(b, [&](const index_t& at, double* x) { wrong += *x != static_cast<double>(linear_index({6, 5}, at)); });
+    EXPECT_EQ(wrong, 0) << rd::transport_name(m);
+    EXPECT_EQ(unused, 7);
+  }
+  EXPECT_THROW(rd::axis_splits::regular(-1, 2), error);
+  EXPECT_THROW(rd::layout::cartesian({4, -1}, {1, 1}, nullptr), error);
+}
+
 // ---------------------------------------------------------------------------
 // Relabeling
 // ---------------------------------------------------------------------------
@@ -627,6 +679,7 @@ using testing::expect_error_everywhere;
 TEST(Redistribute, InvalidLayoutsAndTransforms) {
   EXPECT_THROW(rd::axis_splits::explicit_points({0, 3, 3, 5}), error);
   EXPECT_THROW(rd::axis_splits::explicit_points({1, 5}), error);
+  EXPECT_THROW(rd::axis_splits::explicit_points({}), error);
   EXPECT_THROW(rd::axis_splits::regular(10, 0), error);
   EXPECT_THROW(rd::layout::custom({rd::axis_splits::regular(4, 2)}, {0}), error);  // 2 blocks, 1 owner
   EXPECT_THROW(rd::layout::cartesian({4, 4}, {5, 1}, nullptr), error);
