@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -362,6 +363,13 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_option
   conveyor::detail::local_problem_report problem;
   const int method = static_cast<int>(options.method);
   if (method < 0 || method >= static_cast<int>(kTransportNames.size())) problem = {errc::invalid_argument, "redistribute::plan: unknown transport"};
+  const int relabel = static_cast<int>(options.relabel);
+  if (relabel < 0 || relabel > static_cast<int>(relabeling::optimal)) problem = {errc::invalid_argument, "redistribute::plan: unknown relabeling"};
+  if (!(options.intra_node_cost > 0) || !std::isfinite(options.intra_node_cost)) {
+    problem = {errc::invalid_argument, "redistribute::plan: intra_node_cost must be finite and > 0"};
+  }
+  if (options.chunk_bytes == 0) problem = {errc::invalid_argument, "redistribute::plan: chunk_bytes must be > 0"};
+  if (options.ranks_per_node < 0) problem = {errc::invalid_argument, "redistribute::plan: ranks_per_node must be >= 0"};
   if (batch.empty()) problem = {errc::invalid_argument, "redistribute::plan: no transforms"};
   for (std::size_t i = 0; i < batch.size() && !problem; ++i) {
     std::string why;

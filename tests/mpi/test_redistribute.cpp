@@ -19,6 +19,7 @@
 
 #include "../unit/reference.hpp"
 #include "mpi_test_util.hpp"
+#include "conveyor/conveyor.h"
 #include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
 
@@ -545,6 +546,138 @@ TEST(Redistribute, EmptyArraysMoveNothing) {
   }
   EXPECT_THROW(rd::axis_splits::regular(-1, 2), error);
   EXPECT_THROW(rd::layout::cartesian({4, -1}, {1, 1}, nullptr), error);
+}
+
+// The C API: block-cyclic (1 x P grid, column-major local arrays) -> transposed
+// Cartesian (P x 1) with alpha = 2 on every transport, then a custom layout with
+// storage set per block, relabeling, and errors. The layout handles are freed
+// before the plans run (plans keep their own references).
+TEST(Redistribute, CApi) {
+  const int P = size_of(), me = rank_of();
+  const int64_t M = 13, N = 11, mb = 2, nb = 3;
+  // Source: N in blocks of nb over P columns; this rank's local columns.
+  int64_t lcols = 0;
+  for (int64_t j = 0; j < N; ++j) lcols += (j / nb) % P == me;
+  std::vector<double> a(static_cast<std::size_t>(M * std::max<int64_t>(lcols, 1)));
+  for (int64_t j = 0, lj = 0; j < N; ++j) {
+    if ((j / nb) % P != me) continue;
+    for (int64_t i = 0; i < M; ++i) a[static_cast<std::size_t>(i + lj * M)] = static_cast<double>(i * 100 + j);
+    ++lj;
+  }
+  conveyor_block_cyclic bc;
+  conveyor_block_cyclic_init(&bc);
+  bc.M = M;
+  bc.N = N;
+  bc.mb = mb;
+  bc.nb = nb;
+  bc.pcol = P;
+  bc.local = a.data();
+  bc.lld = M;
+  // Destination: N x M cut into P row blocks (N = 11 >= P).
+  const int64_t dshape[2] = {N, M};
+  const int grid[2] = {P, 1};
+  const int64_t r0 = N * me / P, r1 = N * (me + 1) / P;
+  std::vector<double> c(static_cast<std::size_t>(std::max<int64_t>(r1 - r0, 1) * M));
+  const int perm[2] = {1, 0};
+  for (int method = CONVEYOR_TRANSPORT_AUTO; method <= CONVEYOR_TRANSPORT_ALLTOALLV; ++method) {
+    conveyor_layout src = nullptr, dst = nullptr;
+    ASSERT_EQ(conveyor_layout_block_cyclic(&bc, &src), CONVEYOR_SUCCESS) << conveyor_last_error();
+    ASSERT_EQ(conveyor_layout_cartesian(2, dshape, grid, c.data(), 0, nullptr, &dst), CONVEYOR_SUCCESS) << conveyor_last_error();
+    conveyor_transform t;
+    conveyor_transform_init(&t);
+    t.src = src;
+    t.dst = dst;
+    t.perm = perm;
+    t.alpha = 2;
+    conveyor_redistribute_options o;
+    conveyor_redistribute_options_init(&o);
+    o.transport = method;
+    conveyor_redistribution plan = nullptr;
+    ASSERT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_SUCCESS) << conveyor_last_error();
+    conveyor_layout_free(src);
+    conveyor_layout_free(dst);
+    int ran = -1;
+    ASSERT_EQ(conveyor_redistribution_transport(plan, &ran), CONVEYOR_SUCCESS);
+    if (method != CONVEYOR_TRANSPORT_AUTO) {
+      EXPECT_EQ(ran, method);
+    }
+    EXPECT_GT(ran, CONVEYOR_TRANSPORT_AUTO);
+    std::fill(c.begin(), c.end(), std::nan(""));
+    ASSERT_EQ(conveyor_redistribution_execute(plan), CONVEYOR_SUCCESS) << conveyor_last_error();
+    std::int64_t wrong = 0;
+    for (int64_t i = r0; i < r1; ++i) {
+      for (int64_t j = 0; j < M; ++j) wrong += c[static_cast<std::size_t>((i - r0) * M + j)] != 2.0 * static_cast<double>(j * 100 + i);
+    }
+    EXPECT_EQ(wrong, 0) << "transport " << method;
+    std::vector<int64_t> volume(static_cast<std::size_t>(P) * static_cast<std::size_t>(P));
+    ASSERT_EQ(conveyor_redistribution_volume(plan, volume.data(), volume.size()), CONVEYOR_SUCCESS);
+    EXPECT_EQ(std::accumulate(volume.begin(), volume.end(), int64_t{0}), M * N * 8);
+    EXPECT_EQ(conveyor_redistribution_volume(plan, volume.data(), volume.size() - 1), CONVEYOR_ERR_INVALID_ARGUMENT);
+    conveyor_redistribution_free(plan);
+  }
+
+  // Custom 1-D layout: P blocks of 3, block k on rank (k + 1) % P -> identity owners,
+  // storage described per block; optimal relabeling finds the rotation.
+  std::vector<int64_t> points;
+  for (int k = 0; k <= P; ++k) points.push_back(3 * k);
+  const int64_t* pts = points.data();
+  const int64_t count = P + 1;
+  std::vector<int> rotated(static_cast<std::size_t>(P)), identity(static_cast<std::size_t>(P));
+  for (int k = 0; k < P; ++k) {
+    rotated[static_cast<std::size_t>(k)] = (k + 1) % P;
+    identity[static_cast<std::size_t>(k)] = k;
+  }
+  conveyor_layout x = nullptr, y = nullptr;
+  ASSERT_EQ(conveyor_layout_custom(1, &pts, &count, rotated.data(), P, &x), CONVEYOR_SUCCESS) << conveyor_last_error();
+  ASSERT_EQ(conveyor_layout_custom(1, &pts, &count, identity.data(), P, &y), CONVEYOR_SUCCESS) << conveyor_last_error();
+  double xs[3], ys[3];
+  const int64_t unit = 1, mine_x = (me + P - 1) % P, mine_y = me;
+  ASSERT_EQ(conveyor_layout_set_storage(x, &mine_x, xs, &unit), CONVEYOR_SUCCESS) << conveyor_last_error();
+  ASSERT_EQ(conveyor_layout_set_storage(y, &mine_y, ys, &unit), CONVEYOR_SUCCESS) << conveyor_last_error();
+  for (int i = 0; i < 3; ++i) xs[i] = static_cast<double>(3 * mine_x + i);
+  int64_t nblocks = -1;
+  ASSERT_EQ(conveyor_layout_local_blocks(x, me, &nblocks), CONVEYOR_SUCCESS);
+  EXPECT_EQ(nblocks, 1);
+  conveyor_transform t;
+  conveyor_transform_init(&t);
+  t.src = x;
+  t.dst = y;
+  conveyor_redistribute_options o;
+  conveyor_redistribute_options_init(&o);
+  o.relabel = CONVEYOR_RELABEL_OPTIMAL;
+  conveyor_redistribution plan = nullptr;
+  ASSERT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_SUCCESS) << conveyor_last_error();
+  ASSERT_EQ(conveyor_redistribution_execute(plan), CONVEYOR_SUCCESS) << conveyor_last_error();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(ys[i], static_cast<double>(3 * me + i));
+  std::vector<int> sigma(static_cast<std::size_t>(P));
+  ASSERT_EQ(conveyor_redistribution_sigma(plan, sigma.data(), sigma.size()), CONVEYOR_SUCCESS);
+  EXPECT_EQ(sigma, rotated);  // destination block of rank r goes to the rank holding it
+  conveyor_layout relabeled = nullptr;
+  ASSERT_EQ(conveyor_redistribution_relabeled_destination(plan, 0, &relabeled), CONVEYOR_SUCCESS);
+  ASSERT_EQ(conveyor_layout_local_blocks(relabeled, me, &nblocks), CONVEYOR_SUCCESS);
+  EXPECT_EQ(nblocks, 1);
+  EXPECT_EQ(conveyor_redistribution_relabeled_destination(plan, 1, &relabeled), CONVEYOR_ERR_INVALID_ARGUMENT);
+  conveyor_layout_free(relabeled);
+  conveyor_redistribution_free(plan);
+
+  // Errors: local ones at once, the plan's on every rank.
+  conveyor_layout bad = nullptr;
+  const int64_t shape9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  const int grid9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(conveyor_layout_cartesian(9, shape9, grid9, nullptr, 0, nullptr, &bad), CONVEYOR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(conveyor_layout_cartesian(2, shape9, grid9, nullptr, 0, nullptr, nullptr), CONVEYOR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(conveyor_layout_set_storage(x, &mine_x, xs, nullptr), CONVEYOR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad, nullptr);
+  o.relabel = 7;
+  EXPECT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(conveyor_last_error()).find("unknown relabeling"), std::string::npos) << conveyor_last_error();
+  EXPECT_EQ(plan, nullptr);
+  conveyor_redistribute_options_init(&o);
+  o.transport = 99;
+  EXPECT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(conveyor_last_error()).find("unknown transport"), std::string::npos) << conveyor_last_error();
+  conveyor_layout_free(x);
+  conveyor_layout_free(y);
 }
 
 // ---------------------------------------------------------------------------
