@@ -365,8 +365,8 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_option
   if (method < 0 || method >= static_cast<int>(kTransportNames.size())) problem = {errc::invalid_argument, "redistribute::plan: unknown transport"};
   const int relabel = static_cast<int>(options.relabel);
   if (relabel < 0 || relabel > static_cast<int>(relabeling::optimal)) problem = {errc::invalid_argument, "redistribute::plan: unknown relabeling"};
-  if (!(options.intra_node_cost > 0) || !std::isfinite(options.intra_node_cost)) {
-    problem = {errc::invalid_argument, "redistribute::plan: intra_node_cost must be finite and > 0"};
+  if (!(options.intra_node_cost >= 0) || !std::isfinite(options.intra_node_cost)) {
+    problem = {errc::invalid_argument, "redistribute::plan: intra_node_cost must be finite and >= 0"};
   }
   if (options.chunk_bytes == 0) problem = {errc::invalid_argument, "redistribute::plan: chunk_bytes must be > 0"};
   if (options.ranks_per_node < 0) problem = {errc::invalid_argument, "redistribute::plan: ranks_per_node must be >= 0"};
