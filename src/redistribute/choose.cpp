@@ -7,9 +7,10 @@
 //              (R + L) c. (Within a node the "wire" is a memory copy by the same
 //              cores, so it does not overlap packing.)
 //   alltoallv: (P - 1) alpha + (S + R + L) c + wire (no overlap)
-//   one_sided: two fences (log2 of the node, and of P if any peer is off-node) +
-//              (S + R + L) c + only the off-node wire: on a node the package is
-//              packed straight into the receiver's shared segment.
+//   one_sided: a counter handshake per node peer (alpha_intra each), two fences
+//              (log2 P) if any peer is off-node, + (S + R + L) c + only the
+//              off-node wire: on a node the package is packed straight into the
+//              receiver's shared segment.
 //   datatype:  as packed (MPI packs and unpacks); reported, never chosen.
 #include "redistribute/choose.hpp"
 
@@ -34,8 +35,8 @@ std::array<double, 6> predict_transports(const traffic& t, const cost_model& p) 
                                                 std::max(d(t.sent_inter) * p.copy_beta, wire_inter) +
                                                 d(t.sent_intra + t.received + t.local) * p.copy_beta + wire_intra;
   out[static_cast<int>(transport::alltoallv)] = (t.ranks - 1) * alpha_any + copy + wire_intra + wire_inter;
-  const double fences = 2 * (log2_of(t.node_ranks) * p.intra_alpha + (t.peers_inter > 0 ? log2_of(t.ranks) * p.inter_alpha : 0));
-  out[static_cast<int>(transport::one_sided)] = fences + copy + wire_inter + t.peers_inter * p.inter_alpha;
+  const double sync = t.peers_intra * p.intra_alpha + (t.peers_inter > 0 ? 2 * log2_of(t.ranks) * p.inter_alpha : 0);
+  out[static_cast<int>(transport::one_sided)] = sync + copy + wire_inter + t.peers_inter * p.inter_alpha;
   return out;
 }
 

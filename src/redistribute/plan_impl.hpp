@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -76,11 +77,21 @@ struct plan::impl {
   std::vector<char> window_buf;
   MPI_Comm node_comm = MPI_COMM_NULL;                 // ranks sharing my memory
   MPI_Win shm_win = MPI_WIN_NULL;                     // shared window (peers on my node)
-  char* shm_mine = nullptr;                           // my segment of it
+  char* shm_mine = nullptr;                           // my segment's packages (after my flags)
   std::vector<char*> shm_target;                      // per peer: where I pack its package (null: MPI_Put)
   std::vector<char> shm_source;                       // per peer: its package is in my shared segment
   std::vector<std::int64_t> window_offset_of_peer;    // where peer p's data lands in my window
   std::vector<std::int64_t> remote_offset;            // where my data lands in peer p's window
+  // Point-to-point synchronization through shared memory (no fences on the
+  // shared window): every rank's segment starts with its two counters.
+  struct shm_flags {
+    alignas(64) std::atomic<std::uint64_t> packed{0};    // executions whose packages for node peers are written
+    alignas(64) std::atomic<std::uint64_t> unpacked{0};  // executions whose packages from node peers are unpacked
+  };
+  static constexpr std::int64_t kFlagsBytes = sizeof(shm_flags);
+  std::vector<shm_flags*> flags_of;                   // per plan rank on my node (null: another node)
+  std::uint64_t executions = 0;
+  std::vector<int> unpack_pending;                    // one_sided: node peers not yet unpacked (reused)
   // pipelined: chunk boundaries (piece index ranges) per peer, both directions
   std::vector<std::vector<std::size_t>> send_chunks, recv_chunks;
   // one_sided and alltoallv: every pack and local copy of this rank as slabs in
@@ -94,6 +105,10 @@ struct plan::impl {
   };
   std::vector<copy_op> source_order;
   std::vector<detail::row_group> row_groups;  // run before source_order
+  // With local_last: row_groups[0, packing_groups) and source_order[0, packing_ops)
+  // fill packages; the rest are local copies only.
+  std::size_t packing_groups = 0, packing_ops = 0;
+  enum class copies { all, packing, local };
   std::array<double, 6> predicted{};          // auto: the model's seconds per transport (slowest rank)
 
   ~impl() {
@@ -239,7 +254,7 @@ struct plan::impl {
   void run_pipelined();
   void run_datatype();
   void run_one_sided();
-  void run_source_order() const;  // row groups, then slabs (source_order.cpp)
+  void run_source_order(copies which = copies::all) const;  // row groups, then slabs (source_order.cpp)
   void run_alltoallv();
 
   // --- plan-time construction ----------------------------------------------------------
@@ -251,7 +266,7 @@ struct plan::impl {
   void build_buffers();
   void build_datatypes();
   void build_window(int node_color);
-  void build_source_order(const std::vector<char*>& package_of_peer);
+  void build_source_order(const std::vector<char*>& package_of_peer, bool local_last = false);
   MPI_Datatype piece_type(const transform_plan& t, const piece& p, bool dst_side, const axis_order& order) const;
   void agree_orders();
 };

@@ -23,11 +23,14 @@ struct row_candidate {
   int outer = 0;
   dtype type = dtype::float64;
   std::size_t job = 0;
+  bool local = false;  // a local copy (not packing)
 };
 
 // Candidates with equal keys (two or more) become row groups, members in source
 // order (each row read front to back); returns which jobs joined a group.
-std::vector<char> form_row_groups(std::vector<row_candidate>& c, std::size_t jobs, std::vector<detail::row_group>& out) {
+// local_groups[i]: group i has only local copies.
+std::vector<char> form_row_groups(std::vector<row_candidate>& c, std::size_t jobs, std::vector<detail::row_group>& out,
+                                  std::vector<char>& local_groups) {
   std::map<std::vector<std::int64_t>, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < c.size(); ++i) groups[c[i].key].push_back(i);
   std::vector<char> joined(jobs, 0);
@@ -37,10 +40,13 @@ std::vector<char> form_row_groups(std::vector<row_candidate>& c, std::size_t job
     g.type = c[members.front()].type;
     g.outer_dims = c[members.front()].outer;
     g.extent = c[members.front()].extent;
+    char local = 1;
     for (std::size_t i : members) {
       g.members.push_back(c[i].m);
       joined[c[i].job] = 1;
+      local &= c[i].local ? 1 : 0;
     }
+    local_groups.push_back(local);
     std::sort(g.members.begin(), g.members.end(), [](const detail::row_group::member& a, const detail::row_group::member& b) {
       return static_cast<const char*>(a.src) < static_cast<const char*>(b.src);
     });
@@ -76,7 +82,8 @@ bool positive_strides(const block_storage& s, int ndim) {
 // its leading source dimensions and the slabs run in order of source address, so
 // the pieces cut from one source region are all served while it is in cache.
 // package_of_peer[p]: where peer p's package is packed (null: p gets nothing).
-void plan::impl::build_source_order(const std::vector<char*>& package_of_peer) {
+// local_last: the purely local copies after all packing (run_source_order's parts).
+void plan::impl::build_source_order(const std::vector<char*>& package_of_peer, bool local_last) {
   constexpr std::int64_t kSlabBytes = 16 << 10;
   source_order.clear();
   row_groups.clear();
@@ -174,9 +181,11 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer) {
     }
     c.type = t.type;
     c.job = i;
+    c.local = j.out == nullptr;
     cands.push_back(std::move(c));
   }
-  const std::vector<char> grouped = form_row_groups(cands, jobs.size(), row_groups);
+  std::vector<char> local_groups;
+  const std::vector<char> grouped = form_row_groups(cands, jobs.size(), row_groups, local_groups);
   // The rest: slabs in source-address order.
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (grouped[i]) continue;
@@ -189,11 +198,32 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer) {
   }
   std::stable_sort(source_order.begin(), source_order.end(),
                    [](const copy_op& a, const copy_op& b) { return a.src < b.src; });
+  packing_groups = row_groups.size();
+  packing_ops = source_order.size();
+  if (local_last) {
+    // Everything that fills a package first (each part still in source order),
+    // then the local copies: one_sided publishes its packages before them.
+    std::vector<detail::row_group> groups;
+    for (int local = 0; local < 2; ++local) {
+      for (std::size_t i = 0; i < row_groups.size(); ++i) {
+        if (local_groups[i] == local) groups.push_back(std::move(row_groups[i]));
+      }
+    }
+    packing_groups = static_cast<std::size_t>(std::count(local_groups.begin(), local_groups.end(), 0));
+    row_groups = std::move(groups);
+    const auto local_begin = std::stable_partition(source_order.begin(), source_order.end(), [](const copy_op& op) { return !op.local; });
+    packing_ops = static_cast<std::size_t>(local_begin - source_order.begin());
+  }
 }
 
-void plan::impl::run_source_order() const {
-  for (const auto& g : row_groups) detail::apply(g);
-  for (const copy_op& op : source_order) {
+void plan::impl::run_source_order(copies which) const {
+  const std::size_t g0 = which == copies::local ? packing_groups : 0;
+  const std::size_t g1 = which == copies::packing ? packing_groups : row_groups.size();
+  const std::size_t o0 = which == copies::local ? packing_ops : 0;
+  const std::size_t o1 = which == copies::packing ? packing_ops : source_order.size();
+  for (std::size_t i = g0; i < g1; ++i) detail::apply(row_groups[i]);
+  for (std::size_t i = o0; i < o1; ++i) {
+    const copy_op& op = source_order[i];
     detail::apply(op.t->type, op.copy, op.src, op.dst, op.local ? op.t->scale : detail::scaling{});
   }
 }

@@ -10,14 +10,18 @@
 //              copies, over the destination blocks) built at plan time: no packing
 //              in Conveyor, MPI walks the types (the tensor paper's baseline).
 //   one_sided: peers on my node: packed straight into their segment of a shared
-//              window; others: pack + MPI_Put; fence, unpack.
+//              window, synchronized point to point by counters in the segments
+//              (no fences); others: pack + MPI_Put between fences; unpack.
 //   alltoallv: all packages in one buffer, one MPI_Alltoallv, unpack.
 // Bytes on the wire: exactly the off-diagonal of volume(); local pieces never
 // touch MPI.
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
+#include <new>
 #include <numeric>
+#include <thread>
 
 #include "conveyor/mpi.hpp"
 #include "collectives/context.hpp"
@@ -172,12 +176,32 @@ void plan::impl::run_datatype() {
   conveyor::detail::check_mpi(MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
 }
 
+namespace {
+
+// Waits until a peer's counter reaches `value`, yielding the core (ranks may
+// outnumber cores; the peer may need this one to get there).
+void wait_for(const std::atomic<std::uint64_t>& counter, std::uint64_t value) {
+  while (counter.load(std::memory_order_acquire) < value) std::this_thread::yield();
+}
+
+}  // namespace
+
+// Execution e: (1) wait until each node peer I pack for has unpacked execution
+// e - 1 (its segment is free again); (2) pack: node peers straight into their
+// segments, the others into staging buffers sent by MPI_Put between fences;
+// (3) publish "packed e"; (4) my local copies, while peers still pack; (5) unpack
+// each node peer's package as soon as it has published "packed e", then the
+// MPI_Put window; (6) publish "unpacked e". No rank waits for ranks it exchanges
+// nothing with; only the MPI_Put window (peers on other nodes) uses fences.
 void plan::impl::run_one_sided() {
-  // Fences with assert 0 on both ends: the opening one orders my peers' unpacking
-  // of the previous execution before my writes into their segments.
-  if (shm_win != MPI_WIN_NULL) conveyor::detail::check_mpi(MPI_Win_fence(0, shm_win), "MPI_Win_fence");
+  const std::uint64_t e = ++executions;
+  if (shm_win != MPI_WIN_NULL) {
+    for (int p : send_peers) {
+      if (shm_target[static_cast<std::size_t>(p)]) wait_for(flags_of[static_cast<std::size_t>(p)]->unpacked, e - 1);
+    }
+  }
   if (win != MPI_WIN_NULL) conveyor::detail::check_mpi(MPI_Win_fence(0, win), "MPI_Win_fence");
-  run_source_order();
+  run_source_order(copies::packing);
   for (int p : send_peers) {
     if (shm_target[static_cast<std::size_t>(p)]) continue;
     char* buf = send_buf[static_cast<std::size_t>(p)].data();
@@ -188,13 +212,32 @@ void plan::impl::run_one_sided() {
                         "MPI_Put");
     }
   }
+  shm_flags* mine = shm_win != MPI_WIN_NULL ? flags_of[static_cast<std::size_t>(rank)] : nullptr;
+  if (mine) mine->packed.store(e, std::memory_order_release);
+  run_source_order(copies::local);
   if (win != MPI_WIN_NULL) conveyor::detail::check_mpi(MPI_Win_fence(MPI_MODE_NOSUCCEED, win), "MPI_Win_fence");
-  if (shm_win != MPI_WIN_NULL) conveyor::detail::check_mpi(MPI_Win_fence(0, shm_win), "MPI_Win_fence");
-  for (int p : recv_peers) {
+  const auto unpack = [&](int p) {
     std::int64_t off = 0;
     const char* base = shm_source[static_cast<std::size_t>(p)] ? shm_mine : window_buf.data();
     unpack_range(p, 0, piece_count(&transform_plan::recv, p), base + window_offset_of_peer[static_cast<std::size_t>(p)], off);
+  };
+  unpack_pending.clear();
+  for (int p : recv_peers) {
+    if (shm_source[static_cast<std::size_t>(p)]) unpack_pending.push_back(p);
+    else unpack(p);
   }
+  while (!unpack_pending.empty()) {  // in the order the peers finish packing
+    const auto ready = std::find_if(unpack_pending.begin(), unpack_pending.end(), [&](int p) {
+      return flags_of[static_cast<std::size_t>(p)]->packed.load(std::memory_order_acquire) >= e;
+    });
+    if (ready == unpack_pending.end()) {
+      std::this_thread::yield();
+      continue;
+    }
+    unpack(*ready);
+    unpack_pending.erase(ready);
+  }
+  if (mine) mine->unpacked.store(e, std::memory_order_release);
 }
 
 void plan::impl::run_alltoallv() {
@@ -329,12 +372,32 @@ void plan::impl::build_window(int node_color) {
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");  // each segment in its owner's NUMA domain
-  int ok = MPI_Win_allocate_shared(std::max<std::int64_t>(shm_total, 1), 1, info, node_comm, &shm_mine, &shm_win) == MPI_SUCCESS;
+  // My segment: my counters, then the packages (a multiple of 64 bytes, so the
+  // next rank's counters stay aligned where segments are contiguous).
+  const std::int64_t segment = kFlagsBytes + (shm_total + 63) / 64 * 64;
+  char* segment_base = nullptr;
+  int ok = MPI_Win_allocate_shared(segment, 1, info, node_comm, &segment_base, &shm_win) == MPI_SUCCESS;
   MPI_Info_free(&info);
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  flags_of.assign(sz, nullptr);
+  for (std::size_t k = 0; ok && k < sz; ++k) {
+    if (node_rank[k] == MPI_UNDEFINED) continue;
+    MPI_Aint bytes;
+    int disp;
+    char* base = nullptr;
+    ok = MPI_Win_shared_query(shm_win, node_rank[k], &bytes, &disp, &base) == MPI_SUCCESS &&
+         reinterpret_cast<std::uintptr_t>(base) % alignof(std::atomic<std::uint64_t>) == 0;
+    flags_of[k] = reinterpret_cast<shm_flags*>(base);
+  }
+  if (ok) {
+    new (segment_base) shm_flags();
+    shm_mine = segment_base + kFlagsBytes;
+  }
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");  // (also: counters set)
   if (!ok) {
     if (shm_win != MPI_WIN_NULL) MPI_Win_free(&shm_win);
     shm_win = MPI_WIN_NULL;
+    shm_mine = nullptr;
+    flags_of.assign(sz, nullptr);
     node_rank.assign(sz, MPI_UNDEFINED);
     place();
   }
@@ -347,18 +410,14 @@ void plan::impl::build_window(int node_color) {
       send_buf[k].resize(static_cast<std::size_t>(send_bytes[k]));  // staged for MPI_Put
       continue;
     }
-    MPI_Aint bytes;
-    int disp;
-    char* base = nullptr;
-    check_mpi(MPI_Win_shared_query(shm_win, node_rank[k], &bytes, &disp, &base), "MPI_Win_shared_query");
-    shm_target[k] = base + remote_offset[k];  // packed in place: no staging buffer
+    shm_target[k] = reinterpret_cast<char*>(flags_of[k]) + kFlagsBytes + remote_offset[k];  // packed in place: no staging buffer
   }
   std::vector<char*> package(sz, nullptr);
   for (int p : send_peers) {
     const auto k = static_cast<std::size_t>(p);
     package[k] = shm_target[k] ? shm_target[k] : send_buf[k].data();
   }
-  build_source_order(package);
+  build_source_order(package, /*local_last=*/true);
   for (int p : recv_peers) off_node |= shm_source[static_cast<std::size_t>(p)] ? 0 : 1;
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &off_node, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
   if (!off_node) return;  // every package moves through shared memory
@@ -378,6 +437,7 @@ void plan::impl::release_windows() {
   if (shm_win != MPI_WIN_NULL) MPI_Win_free(&shm_win);
   if (node_comm != MPI_COMM_NULL) MPI_Comm_free(&node_comm);
   shm_mine = nullptr;
+  flags_of.clear();
   shm_target.clear();
   shm_source.clear();
   window_buf = {};

@@ -286,6 +286,20 @@ TEST(Redistribute, OneSidedSharedMemoryAndPut) {
   }
 }
 
+// one_sided synchronizes node peers through counters, not fences: executions back
+// to back (no barrier between them, new values each time) must never let a sender
+// overwrite a package its receiver is still unpacking. Uneven random layouts make
+// some ranks unpack much more than others.
+TEST(Redistribute, OneSidedBackToBackExecutions) {
+  for (int ppn : {0, 2}) {
+    case_params c;
+    c.shape = {64, 48};
+    c.perm = {1, 0};
+    c.ranks_per_node = ppn;
+    run_case<double>(c, rd::transport::one_sided, 555 + static_cast<std::uint64_t>(ppn), "ranks per node " + std::to_string(ppn), 40);
+  }
+}
+
 // The volume matrix a plan claims is what it sends: per peer, over MPI, per call
 // (its own row; local pieces never reach MPI).
 TEST(Redistribute, VolumeEqualsBytesSent) {
