@@ -36,6 +36,16 @@ void collective_samples(std::vector<double>& out, int calls, const std::function
   }
 }
 
+std::vector<std::vector<double>> interleaved_samples(const std::vector<std::function<void()>>& fns, int iterations, int rounds) {
+  rounds = std::max(1, std::min(rounds, iterations - 1));
+  const int per_round = (iterations - 1 + rounds - 1) / rounds + 1;
+  std::vector<std::vector<double>> out(fns.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < fns.size(); ++i) collective_samples(out[i], per_round, fns[i]);
+  }
+  return out;
+}
+
 summary summarize(std::vector<double> s) {
   summary out;
   if (s.empty()) return out;

@@ -20,6 +20,12 @@ double max_over_ranks(double t);
 /// on the slowest rank; the first is a warm-up, the others are appended to `out`.
 void collective_samples(std::vector<double>& out, int calls, const std::function<void()>& f);
 
+/// Collective: the calls of several functions spread over `rounds` rounds, each
+/// round running every function `per_round` times in turn (the first call of each
+/// turn a warm-up), so a slow phase of a shared machine hits all of them alike.
+/// Returns each function's samples (>= iterations - 1 of them).
+std::vector<std::vector<double>> interleaved_samples(const std::vector<std::function<void()>>& fns, int iterations, int rounds);
+
 inline double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_util.hpp"
@@ -41,10 +42,11 @@ grid_matrix make(int n, int nb, int pr, int pc, int on_ctxt = -1) {
   return g;
 }
 
-summary time_it(const std::function<void()>& f, int iterations) {
-  std::vector<double> samples;
-  collective_samples(samples, iterations, f);
-  return summarize(samples);
+// Reference and Conveyor calls alternate in rounds (bench_util's interleaved_samples).
+std::pair<summary, summary> time_pair(const std::function<void()>& reference, const std::function<void()>& ours,
+                                      const scalapack_bench_options& opt) {
+  const auto s = interleaved_samples({reference, ours}, opt.iterations, opt.rounds);
+  return {summarize(s[0]), summarize(s[1])};
 }
 
 }  // namespace
@@ -79,15 +81,17 @@ int run_scalapack_bench(const scalapack_bench_options& opt) {
           std::fflush(stdout);
         }
       };
-      const summary ref = time_it([&] { pdgemr2d_(&n, &n, a.local.data(), &one, &one, a.desc, b.local.data(), &one, &one, b.desc, &whole); }, opt.iterations);
-      const summary ours = time_it([&] { conveyor_pdgemr2d(&n, &n, a.local.data(), &one, &one, a.desc, b.local.data(), &one, &one, b.desc, &whole); }, opt.iterations);
+      const auto [ref, ours] = time_pair([&] { pdgemr2d_(&n, &n, a.local.data(), &one, &one, a.desc, b.local.data(), &one, &one, b.desc, &whole); },
+                                         [&] { conveyor_pdgemr2d(&n, &n, a.local.data(), &one, &one, a.desc, b.local.data(), &one, &one, b.desc, &whole); },
+                                         opt);
       row("pdgemr2d", ref, ours);
       if (g.pra == g.prb && g.pca == g.pcb) {  // p?tran: A and C on one grid
         for (double beta : {0.0, 1.0}) {
           const double alpha = 1.0;
           grid_matrix c = make(n, 32, g.pra, g.pca, a.ctxt);  // p?tran: one context
-          const summary rt = time_it([&] { pdtran_(&n, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, c.local.data(), &one, &one, c.desc); }, opt.iterations);
-          const summary ct = time_it([&] { conveyor_pdtran(&n, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, c.local.data(), &one, &one, c.desc); }, opt.iterations);
+          const auto [rt, ct] = time_pair([&] { pdtran_(&n, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, c.local.data(), &one, &one, c.desc); },
+                                          [&] { conveyor_pdtran(&n, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, c.local.data(), &one, &one, c.desc); },
+                                          opt);
           row(beta == 0 ? "pdtran b=0" : "pdtran b=1", rt, ct);
         }
       }

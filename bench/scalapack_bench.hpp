@@ -9,7 +9,8 @@ namespace conveyor::bench {
 
 struct scalapack_bench_options {
   std::vector<int> sizes = {4000, 10000};
-  int iterations = 11;  // per row; the first is a warm-up
+  int iterations = 21;  // per routine and row, over all rounds
+  int rounds = 4;       // reference and Conveyor alternate, one turn each per round (first call: warm-up)
   std::string config;
   std::string json_path, csv_path;
 };

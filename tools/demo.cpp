@@ -134,7 +134,8 @@ int run_demo() {
     section("Redistribute: conveyor_pdgemr2d / conveyor_pdtran drop-ins vs reference ScaLAPACK (same descriptors)");
     bench::scalapack_bench_options o;
     o.sizes = {4000};
-    o.iterations = 6;
+    o.iterations = 7;
+    o.rounds = 2;
     bench::run_scalapack_bench(o);
   }
 #endif
