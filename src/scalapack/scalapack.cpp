@@ -10,6 +10,7 @@
 // Errors are printed (the routines have no INFO argument, like ScaLAPACK's) and the
 // destination is left unchanged.
 #include "conveyor/scalapack.h"
+#include "conveyor/scalapack.hpp"
 
 #include <mpi.h>
 
@@ -235,6 +236,20 @@ void tran(const char* name, dtype t, const int* m, const int* n, std::complex<do
 
 }  // namespace
 }  // namespace conveyor::scalapack_detail
+
+#ifndef CONVEYOR_SCALAPACK_NAME  // (the C++ entry points: in conveyor_scalapack only, not the compat library)
+namespace conveyor::scalapack {
+
+MPI_Comm context_communicator(int ctxt) { return scalapack_detail::communicator_of(ctxt); }
+
+redistribute::layout layout_from_descriptor(const int* desc, void* local, MPI_Comm comm, int m, int n, int ia, int ja) {
+  if (!desc) throw error(errc::invalid_argument, "layout_from_descriptor: descriptor is null");
+  const scalapack_detail::grid g = scalapack_detail::describe(desc, comm);
+  return scalapack_detail::submatrix(g, m < 0 ? g.M - ia + 1 : m, n < 0 ? g.N - ja + 1 : n, ia, ja, local);
+}
+
+}  // namespace conveyor::scalapack
+#endif
 
 using conveyor::dtype;
 namespace sd = conveyor::scalapack_detail;

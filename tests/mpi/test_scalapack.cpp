@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,12 @@
 #include "mpi_test_util.hpp"
 #include "scalapack/reference.h"
 #include "conveyor/scalapack.h"
+#include "conveyor/scalapack.hpp"
 
 namespace conveyor {
 namespace {
 
+using testing::rank_of;
 using testing::size_of;
 
 // A distributed matrix on a BLACS grid over ranks [first, first + pr * pc).
@@ -155,6 +158,62 @@ TEST(ScaLAPACK, Gemr2dMatchesReference) {
     ++k;
   }
   Cblacs_gridexit(all_ctxt);
+}
+
+// A layout from a descriptor feeds any Redistribute transform: the submatrix at
+// (ia, ja) of A (on a grid over all ranks but the last, which calls from outside
+// the grid), transposed and scaled into a Cartesian layout over every rank; then
+// the whole matrix (m = n = -1) copied into row blocks; and the errors.
+TEST(ScaLAPACK, LayoutFromDescriptor) {
+  namespace rd = redistribute;
+  const int P = size_of(), me = rank_of();
+  const int pa = std::max(1, P - 1), pr = pa % 2 == 0 ? 2 : 1, pc = pa / pr;
+  const int M = 17, N = 13, mb = 3, nb = 2, ia = 2, ja = 3, m = 11, n = 9;
+  dmatrix a = make(M, N, mb, nb, pr, pc, pr - 1, 0, true, 0, 1, 0);
+  encode(a, mb, nb, pr, pc, pr - 1, 0, 1);
+  const MPI_Comm comm = MPI_COMM_WORLD;
+  const rd::layout sub = scalapack::layout_from_descriptor(a.desc, a.local.data(), comm, m, n, ia, ja);
+  const rd::layout whole = scalapack::layout_from_descriptor(a.desc, a.local.data(), comm);
+  EXPECT_EQ(sub.extent(0), m);
+  EXPECT_EQ(sub.extent(1), n);
+  EXPECT_EQ(whole.extent(0), M);
+  EXPECT_EQ(whole.extent(1), N);
+  if (a.myrow < 0) {
+    EXPECT_TRUE(sub.blocks_of(me).empty());
+  }
+
+  // dst (i, j) = 2 * A(ia - 1 + j, ja - 1 + i): n x m in P row blocks, row-major.
+  const int r0 = n * me / P, r1 = n * (me + 1) / P;
+  std::vector<double> t(static_cast<std::size_t>(std::max(1, (r1 - r0) * m)), std::nan(""));
+  const rd::layout tl = rd::layout::cartesian({n, m}, {P, 1}, t.data());
+  rd::transform tr;
+  tr.src = &sub;
+  tr.dst = &tl;
+  tr.perm = {1, 0};
+  tr.alpha = 2;
+  rd::plan(tr, comm).execute();
+  int wrong = 0;
+  for (int i = r0; i < r1; ++i) {
+    for (int j = 0; j < m; ++j) wrong += t[static_cast<std::size_t>((i - r0) * m + j)] != 2.0 * ((ia - 1 + j) * 10000.0 + (ja - 1 + i));
+  }
+  EXPECT_EQ(wrong, 0);
+
+  const int w0 = M * me / P, w1 = M * (me + 1) / P;
+  std::vector<double> w(static_cast<std::size_t>(std::max(1, (w1 - w0) * N)), std::nan(""));
+  const rd::layout wl = rd::layout::cartesian({M, N}, {P, 1}, w.data());
+  rd::transform copy;
+  copy.src = &whole;
+  copy.dst = &wl;
+  rd::plan(copy, comm).execute();
+  wrong = 0;
+  for (int i = w0; i < w1; ++i) {
+    for (int j = 0; j < N; ++j) wrong += w[static_cast<std::size_t>((i - w0) * N + j)] != i * 10000.0 + j;
+  }
+  EXPECT_EQ(wrong, 0);
+
+  testing::expect_error_everywhere([&] { scalapack::layout_from_descriptor(a.desc, a.local.data(), comm, m, n, M, 1); },
+                                   "exceeds the 17 x 13 matrix");
+  if (a.myrow >= 0) Cblacs_gridexit(a.ctxt);
 }
 
 TEST(ScaLAPACK, TranMatchesReference) {
