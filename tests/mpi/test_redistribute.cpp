@@ -28,13 +28,15 @@
 // calls to MPI_Isend, MPI_Put and MPI_Alltoallv resolve to these definitions.
 namespace wire {
 bool counting = false;
-std::vector<std::int64_t> bytes;
+std::vector<std::int64_t> bytes, messages;  // per destination rank
 void add(int peer, int count, MPI_Datatype type) {
-  if (!counting || peer < 0) return;
+  if (!counting || peer < 0 || count == 0) return;
   int size = 0;
   PMPI_Type_size(type, &size);
   if (bytes.size() <= static_cast<std::size_t>(peer)) bytes.resize(static_cast<std::size_t>(peer) + 1, 0);
+  if (messages.size() <= static_cast<std::size_t>(peer)) messages.resize(static_cast<std::size_t>(peer) + 1, 0);
   bytes[static_cast<std::size_t>(peer)] += static_cast<std::int64_t>(size) * count;
+  ++messages[static_cast<std::size_t>(peer)];
 }
 }  // namespace wire
 
@@ -422,13 +424,25 @@ TEST(Redistribute, BatchedPlanOneMessagePerPeer) {
   batch[1].src = &c2.l;
   batch[1].dst = &d.l;
   batch[1].alpha = 3;
+  const int rank = rank_of(), size = size_of();
   for (rd::transport m : kTransports) {
     rd::plan_options o;
     o.method = m;
+    o.ranks_per_node = 1;  // one_sided: MPI_Put, so the messages can be counted
     rd::plan p(batch, MPI_COMM_WORLD, o);
     for_my_elements<double>(a, [&](const index_t& at, double* x) { *x = static_cast<double>(linear_index({9, 4}, at)); });
     for_my_elements<double>(c2, [&](const index_t& at, double* x) { *x = static_cast<double>(linear_index({6, 6, 3}, at)); });
+    wire::bytes.assign(static_cast<std::size_t>(size), 0);
+    wire::messages.assign(static_cast<std::size_t>(size), 0);
+    wire::counting = true;
     p.execute();
+    wire::counting = false;
+    // Both transforms' pieces for a peer travel as one message (pipelined: one per
+    // chunk of >= chunk_bytes, 8 MiB here, so one).
+    for (int j = 0; j < size; ++j) {
+      const bool sends = j != rank && p.volume()[static_cast<std::size_t>(rank * size + j)] > 0;
+      EXPECT_EQ(wire::messages[static_cast<std::size_t>(j)], sends ? 1 : 0) << rd::transport_name(m) << " to rank " << j;
+    }
     std::int64_t wrong = 0;
     for_my_elements<double>(b, [&](const index_t& at, double* x) { wrong += *x != static_cast<double>(at[1] * 4 + at[0]); });
     for_my_elements<double>(d, [&](const index_t& at, double* x) { wrong += *x != 3.0 * static_cast<double>(linear_index({6, 6, 3}, at)); });
