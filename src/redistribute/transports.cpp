@@ -372,9 +372,14 @@ void plan::impl::build_window(int node_color) {
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "alloc_shared_noncontig", "true");  // each segment in its owner's NUMA domain
-  // My segment: my counters, then the packages (a multiple of 64 bytes, so the
-  // next rank's counters stay aligned where segments are contiguous).
-  const std::int64_t segment = kFlagsBytes + (shm_total + 63) / 64 * 64;
+  // My segment: my counters at its first 64-byte boundary (MPIs do not promise
+  // aligned segments: Open MPI's osc/sm may start one 8 bytes past a boundary),
+  // then the packages.
+  constexpr std::uintptr_t kAlign = alignof(shm_flags);
+  const auto flags_in = [&](char* base) {
+    return reinterpret_cast<shm_flags*>((reinterpret_cast<std::uintptr_t>(base) + kAlign - 1) / kAlign * kAlign);
+  };
+  const std::int64_t segment = static_cast<std::int64_t>(kAlign) + kFlagsBytes + shm_total;
   char* segment_base = nullptr;
   int ok = MPI_Win_allocate_shared(segment, 1, info, node_comm, &segment_base, &shm_win) == MPI_SUCCESS;
   MPI_Info_free(&info);
@@ -384,13 +389,12 @@ void plan::impl::build_window(int node_color) {
     MPI_Aint bytes;
     int disp;
     char* base = nullptr;
-    ok = MPI_Win_shared_query(shm_win, node_rank[k], &bytes, &disp, &base) == MPI_SUCCESS &&
-         reinterpret_cast<std::uintptr_t>(base) % alignof(std::atomic<std::uint64_t>) == 0;
-    flags_of[k] = reinterpret_cast<shm_flags*>(base);
+    ok = MPI_Win_shared_query(shm_win, node_rank[k], &bytes, &disp, &base) == MPI_SUCCESS;
+    flags_of[k] = flags_in(base);
   }
   if (ok) {
-    new (segment_base) shm_flags();
-    shm_mine = segment_base + kFlagsBytes;
+    new (flags_in(segment_base)) shm_flags();
+    shm_mine = reinterpret_cast<char*>(flags_in(segment_base)) + kFlagsBytes;
   }
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");  // (also: counters set)
   if (!ok) {
