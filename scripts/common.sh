@@ -12,7 +12,12 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 configure_and_build() {
   local dir=$1 mpi=$2
   shift 2
-  cmake -S "$ROOT" -B "$dir" -G Ninja -DCONVEYOR_MPI="$mpi" "$@" >"$dir.configure.log" 2>&1 ||
+  # The Python package: Debian's python3, nanobind (and MPICH's mpi4py) from
+  # scripts/setup's pip installs in the build tree.
+  local pypath="$BUILD_ROOT/pydeps/common"
+  [ "$mpi" = mpich ] && pypath="$BUILD_ROOT/pydeps/mpich:$pypath"
+  cmake -S "$ROOT" -B "$dir" -G Ninja -DCONVEYOR_MPI="$mpi" -DPython_EXECUTABLE=/usr/bin/python3 \
+    -DCONVEYOR_PYTHON_PATH="$pypath" "$@" >"$dir.configure.log" 2>&1 ||
     { cat "$dir.configure.log"; return 1; }
   cmake --build "$dir" -j "$JOBS"
 }

@@ -17,6 +17,12 @@ unsigned ucp_worker_progress(ucp_worker_h worker) {
   static unsigned (*real)(ucp_worker_h) = 0;
   if (!real) {
     real = (unsigned (*)(ucp_worker_h))dlsym(RTLD_NEXT, "ucp_worker_progress");
+    if (!real) {
+      /* MPICH loaded with RTLD_LOCAL (e.g. by mpi4py inside Python): UCX is not
+       * in the global scope RTLD_NEXT searches; ask the loaded library itself. */
+      void* ucp = dlopen("libucp.so.0", RTLD_LAZY | RTLD_NOLOAD);
+      if (ucp) real = (unsigned (*)(ucp_worker_h))dlsym(ucp, "ucp_worker_progress");
+    }
     if (!real) return 0;
   }
   const unsigned progressed = real(worker);
