@@ -1,7 +1,8 @@
 """Conveyor from Python: NumPy arrays in and out, communicators from mpi4py.
 
 The first part of the Python package: the Reduce engine's local reductions and
-its allreduce. Every function works on C-contiguous NumPy arrays of int8-64,
+its allreduce, and the Redistribute engine for Cartesian and block-cyclic
+layouts. The reductions work on C-contiguous NumPy arrays of int8-64,
 uint8-64, float16/32/64 and complex64/128, with MPI's operations by name
 ("sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor").
 Errors from Conveyor arrive as ValueError (bad arguments), NotImplementedError
@@ -14,7 +15,7 @@ import numpy as np
 from . import _conveyor
 
 __version__ = _conveyor.__version__
-__all__ = ["__version__", "simd_target", "reduce_local", "allreduce"]
+__all__ = ["__version__", "simd_target", "reduce_local", "allreduce", "Layout", "Plan"]
 
 
 def simd_target():
@@ -46,3 +47,132 @@ def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", determinist
         out = np.empty_like(send)
     _conveyor.allreduce(send, out, op, comm, algorithm, deterministic)
     return out
+
+
+# ---------------------------------------------------------------------------
+# Redistribute
+# ---------------------------------------------------------------------------
+_DTYPES = {np.dtype(t): i for i, t in enumerate(
+    [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+     np.float16, None, np.float32, np.float64, np.complex64, np.complex128]) if t is not None}
+
+
+def _numroc(n, nb, iproc, isrc, nprocs):
+    """ScaLAPACK's NUMROC: rows (or columns) of an n-long dimension in blocks of
+    nb that process iproc holds."""
+    mydist = (nprocs + iproc - isrc) % nprocs
+    nblocks = n // nb
+    count = (nblocks // nprocs) * nb
+    extra = nblocks % nprocs
+    if mydist < extra:
+        count += nb
+    elif mydist == extra:
+        count += n % nb
+    return count
+
+
+class Layout:
+    """How an N-D array is spread over the ranks of a communicator: its global
+    shape, the blocks, their owners, and this rank's local array (which the
+    layout keeps alive). Build with Layout.cartesian or Layout.block_cyclic."""
+
+    def __init__(self, impl, local, comm):
+        self._impl, self.local, self.comm = impl, local, comm
+
+    @property
+    def shape(self):
+        return tuple(self._impl.shape)
+
+    @classmethod
+    def cartesian(cls, shape, grid, local, comm=None, column_major_ranks=False):
+        """The tensor paper's distribution: dimension d cut into grid[d] near-equal
+        blocks; the block at grid coordinates c belongs to the rank whose row-major
+        (or column-major) index in the grid is c. `local`: this rank's block, any
+        strides (None on ranks outside the grid); its shape must be the block's."""
+        comm = MPI.COMM_WORLD if comm is None else comm
+        shape, grid = [int(x) for x in shape], [int(g) for g in grid]
+        if len(shape) != len(grid):
+            raise ValueError("conveyor: shape and grid need the same number of dimensions")
+        rank, cells = comm.Get_rank(), int(np.prod(grid))
+        if rank < cells and all(n > 0 for n in shape):
+            coords, r = [], rank
+            for g in (reversed(grid) if not column_major_ranks else grid):
+                coords.append(r % g)
+                r //= g
+            if not column_major_ranks:
+                coords.reverse()
+            want = tuple(shape[d] * (coords[d] + 1) // grid[d] - shape[d] * coords[d] // grid[d] for d in range(len(shape)))
+            if local is None or tuple(local.shape) != want:
+                raise ValueError(f"conveyor: rank {rank} holds a block of shape {want}, got "
+                                 f"{None if local is None else tuple(local.shape)}")
+        else:
+            local = None
+        return cls(_conveyor._Layout.cartesian(shape, grid, local, column_major_ranks), local, comm)
+
+    @classmethod
+    def block_cyclic(cls, M, N, mb, nb, prow, pcol, local, comm=None, rsrc=0, csrc=0, row_major_grid=True):
+        """ScaLAPACK's 2-D block-cyclic distribution of an M x N matrix in mb x nb
+        blocks over a prow x pcol grid (process (r, c) is rank r*pcol + c, or
+        c*prow + r). `local`: this rank's local matrix, column-major (order='F'),
+        shape (NUMROC rows, NUMROC columns); None on ranks outside the grid."""
+        comm = MPI.COMM_WORLD if comm is None else comm
+        rank = comm.Get_rank()
+        if rank < prow * pcol:
+            r, c = (rank // pcol, rank % pcol) if row_major_grid else (rank % prow, rank // prow)
+            want = (_numroc(M, mb, r, rsrc, prow), _numroc(N, nb, c, csrc, pcol))
+            if local is None or tuple(local.shape) != want:
+                raise ValueError(f"conveyor: rank {rank} holds a {want[0]} x {want[1]} local matrix, got "
+                                 f"{None if local is None else tuple(local.shape)}")
+            if want[0] * want[1] == 0:
+                local = None
+        else:
+            local = None
+        impl = _conveyor._Layout.block_cyclic(M, N, mb, nb, prow, pcol, row_major_grid, rsrc, csrc, local)
+        return cls(impl, local, comm)
+
+
+class Plan:
+    """dst = alpha * op(src) + beta * dst between two layouts, op = an axis
+    permutation (perm[k]: the source axis that becomes destination axis k; None:
+    identity), with complex conjugation if asked. Built once (collective), then
+    execute() as often as the local arrays change. transport: "auto" (cost
+    model), "datatype", "packed", "pipelined", "one_sided", "alltoallv";
+    relabel: "none", "greedy", "optimal" (see .sigma)."""
+
+    def __init__(self, src, dst, perm=None, alpha=1.0, beta=0.0, conjugate=False, transport="auto", relabel="none"):
+        dtypes = {a.dtype for a in (src.local, dst.local) if a is not None}
+        dtype = np.dtype(np.float64) if not dtypes else dtypes.pop()
+        if dtypes:
+            raise TypeError("conveyor: source and destination arrays differ in dtype")
+        if dtype not in _DTYPES:
+            raise TypeError(f"conveyor: unsupported dtype {dtype}")
+        # Every rank must agree on the dtype (a rank without blocks has no array).
+        codes = src.comm.allgather(_DTYPES[dtype] if (src.local is not None or dst.local is not None) else -1)
+        known = {c for c in codes if c >= 0}
+        if len(known) > 1:
+            raise TypeError("conveyor: ranks hold arrays of different dtypes")
+        code = known.pop() if known else _DTYPES[np.dtype(np.float64)]
+        self.src, self.dst = src, dst  # keep the arrays alive
+        self._impl = _conveyor._Plan(src._impl, dst._impl, src.comm, list(perm or []), float(alpha), float(beta),
+                                     bool(conjugate), code, transport, relabel)
+
+    def execute(self):
+        """Moves (and transforms) the data. Collective."""
+        self._impl.execute()
+
+    @property
+    def transport(self):
+        """The transport that runs ("auto" resolved)."""
+        return self._impl.transport
+
+    @property
+    def volume(self):
+        """P x P bytes: row i = what rank i sends to each rank (diagonal: local copies)."""
+        v = np.array(self._impl.volume, dtype=np.int64)
+        n = int(round(len(v) ** 0.5))
+        return v.reshape(n, n)
+
+    @property
+    def sigma(self):
+        """The relabeling asked for: destination blocks of rank r would go to sigma[r]."""
+        return list(self._impl.sigma)

@@ -6,11 +6,16 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstring>
+#include <deque>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "conveyor/collectives.hpp"
+#include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/types.hpp"
 #include "conveyor/version.hpp"
@@ -22,8 +27,7 @@ namespace {
 using array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
 
 // NumPy's dtype of an array as Conveyor's (bfloat16 has no NumPy dtype).
-conveyor::dtype dtype_of(const array& a) {
-  const nb::dlpack::dtype t = a.dtype();
+conveyor::dtype dtype_of(nb::dlpack::dtype t) {
   const auto code = static_cast<nb::dlpack::dtype_code>(t.code);
   const int bits = t.bits;
   if (t.lanes != 1) throw nb::type_error("conveyor: vector dtypes are not supported");
@@ -58,8 +62,8 @@ conveyor::dtype dtype_of(const array& a) {
 
 // The two arrays of a binary operation: same dtype and element count.
 conveyor::dtype matching(const array& a, const array& b, const char* what) {
-  const conveyor::dtype t = dtype_of(a);
-  if (dtype_of(b) != t) throw nb::type_error((std::string("conveyor.") + what + ": arrays differ in dtype").c_str());
+  const conveyor::dtype t = dtype_of(a.dtype());
+  if (dtype_of(b.dtype()) != t) throw nb::type_error((std::string("conveyor.") + what + ": arrays differ in dtype").c_str());
   if (a.size() != b.size()) {
     throw nb::value_error((std::string("conveyor.") + what + ": arrays differ in size (" + std::to_string(a.size()) + " vs " +
                            std::to_string(b.size()) + ")").c_str());
@@ -71,6 +75,29 @@ conveyor::dtype matching(const array& a, const array& b, const char* what) {
 MPI_Comm comm_of(nb::handle comm) {
   if (!PyObject_TypeCheck(comm.ptr(), &PyMPIComm_Type)) throw nb::type_error("conveyor: comm must be an mpi4py communicator");
   return *PyMPIComm_Get(comm.ptr());
+}
+
+namespace rd = conveyor::redistribute;
+
+// Any-strided NumPy array (layouts take their storage from its strides).
+using strided = nb::ndarray<nb::numpy, nb::device::cpu>;
+
+// A layout and the dtype of the array it describes on this rank (none: no blocks here).
+struct py_layout {
+  rd::layout l;
+  int dtype = -1;
+};
+
+// A plan owns copies of its layouts (they share the storage descriptions).
+struct py_plan {
+  std::deque<rd::layout> layouts;
+  std::unique_ptr<rd::plan> p;
+};
+
+std::vector<std::int64_t> element_strides(const strided& a) {
+  std::vector<std::int64_t> s(a.ndim());
+  for (std::size_t d = 0; d < a.ndim(); ++d) s[d] = a.stride(d);  // nanobind: strides in elements
+  return s;
 }
 
 }  // namespace
@@ -122,4 +149,88 @@ NB_MODULE(_conveyor, m) {
       },
       nb::arg("send"), nb::arg("recv").noconvert(), nb::arg("op"), nb::arg("comm"), nb::arg("algorithm"),
       nb::arg("deterministic"));
+
+  // --- Redistribute (the Python layer checks shapes against the rank's blocks) ---
+  nb::class_<py_layout>(m, "_Layout")
+      .def_static("cartesian",
+                  [](std::vector<std::int64_t> shape, std::vector<int> grid, nb::object local, bool column_major_ranks) {
+                    auto out = std::make_unique<py_layout>();
+                    void* data = nullptr;
+                    std::vector<std::int64_t> strides;
+                    if (!local.is_none()) {
+                      const strided a = nb::cast<strided>(local);
+                      data = a.data();
+                      strides = element_strides(a);
+                      out->dtype = static_cast<int>(dtype_of(a.dtype()));
+                    }
+                    out->l = rd::layout::cartesian(std::move(shape), std::move(grid), data, column_major_ranks, std::move(strides));
+                    return out.release();
+                  })
+      .def_static("block_cyclic",
+                  [](std::int64_t M, std::int64_t N, std::int64_t mb, std::int64_t nb_, int prow, int pcol, bool row_major_grid,
+                     int rsrc, int csrc, nb::object local) {
+                    auto out = std::make_unique<py_layout>();
+                    rd::layout::block_cyclic_params p;
+                    p.M = M;
+                    p.N = N;
+                    p.mb = mb;
+                    p.nb = nb_;
+                    p.prow = prow;
+                    p.pcol = pcol;
+                    p.row_major_grid = row_major_grid;
+                    p.rsrc = rsrc;
+                    p.csrc = csrc;
+                    if (!local.is_none()) {  // column-major local array (Fortran order): lld = its column stride
+                      const strided a = nb::cast<strided>(local);
+                      if (a.ndim() != 2 || (a.shape(0) > 1 && a.stride(0) != 1)) {
+                        throw nb::value_error("conveyor: a block-cyclic local array must be 2-D and column-major (order='F')");
+                      }
+                      p.local = a.data();
+                      p.lld = std::max<std::int64_t>(a.stride(1), std::max<std::int64_t>(1, static_cast<std::int64_t>(a.shape(0))));
+                      out->dtype = static_cast<int>(dtype_of(a.dtype()));
+                    }
+                    out->l = rd::layout::block_cyclic(p);
+                    return out.release();
+                  })
+      .def("blocks_of", [](const py_layout& l, int rank) { return l.l.blocks_of(rank).size(); })
+      .def_prop_ro("dtype", [](const py_layout& l) { return l.dtype; })
+      .def_prop_ro("shape", [](const py_layout& l) {
+        std::vector<std::int64_t> s(static_cast<std::size_t>(l.l.ndim()));
+        for (int d = 0; d < l.l.ndim(); ++d) s[static_cast<std::size_t>(d)] = l.l.extent(d);
+        return s;
+      });
+
+  nb::class_<py_plan>(m, "_Plan")
+      .def("__init__",
+           [](py_plan* self, const py_layout& src, const py_layout& dst, nb::handle comm, std::vector<int> perm, double alpha,
+              double beta, bool conjugate, int dtype, const std::string& transport, const std::string& relabel) {
+             new (self) py_plan();
+             rd::transform t;
+             t.src = &self->layouts.emplace_back(src.l);
+             t.dst = &self->layouts.emplace_back(dst.l);
+             t.perm = std::move(perm);
+             t.alpha = alpha;
+             t.beta = beta;
+             t.conjugate = conjugate;
+             t.type = static_cast<conveyor::dtype>(dtype);
+             rd::plan_options o;
+             o.method = rd::parse_transport(transport);
+             if (relabel == "none") o.relabel = rd::relabeling::none;
+             else if (relabel == "greedy") o.relabel = rd::relabeling::greedy;
+             else if (relabel == "optimal") o.relabel = rd::relabeling::optimal;
+             else throw nb::value_error("conveyor: relabel must be 'none', 'greedy' or 'optimal'");
+             const MPI_Comm c = comm_of(comm);
+             nb::gil_scoped_release unlocked;
+             self->p = std::make_unique<rd::plan>(t, c, o);
+           })
+      .def("execute",
+           [](py_plan& p) {
+             nb::gil_scoped_release unlocked;
+             p.p->execute();
+           })
+      .def_prop_ro("transport", [](const py_plan& p) { return std::string(rd::transport_name(p.p->method())); })
+      .def_prop_ro("volume", [](const py_plan& p) { return p.p->volume(); })
+      .def_prop_ro("sigma", [](const py_plan& p) { return p.p->sigma(); })
+      .def_prop_ro("remote_bytes", [](const py_plan& p) { return p.p->remote_bytes(); })
+      .def_prop_ro("relabeled_remote_bytes", [](const py_plan& p) { return p.p->relabeled_remote_bytes(); });
 }
