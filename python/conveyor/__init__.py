@@ -1,21 +1,24 @@
 """Conveyor from Python: NumPy arrays in and out, communicators from mpi4py.
 
-The first part of the Python package: the Reduce engine's local reductions and
-its allreduce, and the Redistribute engine for Cartesian and block-cyclic
-layouts. The reductions work on C-contiguous NumPy arrays of int8-64,
+The Python package: the Reduce engine's local reductions and allreduce, the
+distributed Sinkhorn / entropic-OT solver, the distributed sum of outer products,
+and the Redistribute engine for Cartesian and block-cyclic layouts. The reductions work on C-contiguous NumPy arrays of int8-64,
 uint8-64, float16/32/64 and complex64/128, with MPI's operations by name
 ("sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor").
 Errors from Conveyor arrive as ValueError (bad arguments), NotImplementedError
 (an operation that means nothing for the dtype, e.g. "band" on floats) or
 RuntimeError (MPI).
 """
+from collections import namedtuple
+
 from mpi4py import MPI  # noqa: F401  (initializes MPI before Conveyor needs it)
 import numpy as np
 
 from . import _conveyor
 
 __version__ = _conveyor.__version__
-__all__ = ["__version__", "simd_target", "reduce_local", "allreduce", "Layout", "Plan"]
+__all__ = ["__version__", "simd_target", "reduce_local", "allreduce", "sinkhorn_scale", "sinkhorn_transport",
+           "balanced_rows", "outer_sum", "outer_rows", "Layout", "Plan"]
 
 
 def simd_target():
@@ -46,6 +49,84 @@ def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", determinist
     if out is None:
         out = np.empty_like(send)
     _conveyor.allreduce(send, out, op, comm, algorithm, deterministic)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Sinkhorn and entropic optimal transport (rows of the matrix spread over ranks)
+# ---------------------------------------------------------------------------
+ScalingResult = namedtuple("ScalingResult", "u v status iterations error")
+TransportResult = namedtuple("TransportResult", "f g status iterations error cost plan")
+
+
+def _comm(comm):
+    return MPI.COMM_WORLD if comm is None else comm
+
+
+def _agree(comm, problem):
+    """Raises ValueError on every rank if any rank found a problem (before a
+    collective call, so a bad argument on one rank cannot leave the others waiting)."""
+    problems = [p for p in comm.allgather(problem) if p]
+    if problems:
+        raise ValueError(f"conveyor: {problems[0]}")
+
+
+def balanced_rows(M, comm=None):
+    """(first, count): the rows of an M-row matrix this rank holds in the
+    balanced block partition the solvers expect (the first M % P ranks get one more)."""
+    comm = _comm(comm)
+    return _conveyor.balanced_rows(M, comm.Get_rank(), comm.Get_size())
+
+
+def sinkhorn_scale(A, r, c, comm=None, in_place=False, variant="fused", tol=1e-9, max_iter=1000, threads=0):
+    """Matrix scaling: u, v with diag(u) A diag(v) having row sums r and column
+    sums c. A: this rank's rows (C-contiguous float32/float64); r: their row
+    marginals; c: all column marginals. in_place: also rescale A (any variant:
+    "fused", "typical", "c2r", "blocked"). Collective. Returns ScalingResult
+    (status "converged", "max_iter" or "numerical_failure")."""
+    comm, dtype = _comm(comm), A.dtype
+    r, c = np.ascontiguousarray(r, dtype), np.ascontiguousarray(c, dtype)
+    _agree(comm, None if A.ndim == 2 and r.shape == A.shape[:1] and c.shape == A.shape[1:] else
+           f"rank {comm.Get_rank()}: A {A.shape} with r {r.shape} and c {c.shape}")
+    u, v, status, iterations, error = _conveyor.sinkhorn_scale(A, r, c, comm, in_place, variant, tol, max_iter, threads)
+    return ScalingResult(u, v, status, iterations, error)
+
+
+def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_domain=False, threads=0, plan=False):
+    """Entropic optimal transport on this rank's rows of the cost matrix C: the
+    dual potentials f (this rank's rows), g (all columns), <P, C> over all ranks,
+    and this rank's rows of the plan P if plan=True. log_domain: stable for any
+    eps. Collective. Returns TransportResult."""
+    comm, C = _comm(comm), np.ascontiguousarray(C)
+    a, b = np.ascontiguousarray(a, C.dtype), np.ascontiguousarray(b, C.dtype)
+    _agree(comm, None if C.ndim == 2 and a.shape == C.shape[:1] and b.shape == C.shape[1:] else
+           f"rank {comm.Get_rank()}: C {C.shape} with a {a.shape} and b {b.shape}")
+    P = np.empty_like(C) if plan else None
+    f, g, status, iterations, error, cost = _conveyor.sinkhorn_transport(C, a, b, float(eps), comm, tol, max_iter,
+                                                                         log_domain, threads, P)
+    return TransportResult(f, g, status, iterations, error, cost, P)
+
+
+# ---------------------------------------------------------------------------
+# Distributed sum of outer products
+# ---------------------------------------------------------------------------
+def outer_rows(N, comm=None):
+    """(first_row, rows): the rows of G this rank receives with distributed=True."""
+    comm = _comm(comm)
+    return _conveyor.outer_rows(N, comm.Get_rank(), comm.Get_size())
+
+
+def outer_sum(a, b, comm=None, algorithm="auto", distributed=False, out=None):
+    """G = the sum over the ranks of outer(a, b) (a: N, b: M, float32/float64),
+    row-major; with distributed=True only this rank's rows (outer_rows).
+    algorithm: "auto", "allgather", "allreduce", "ring", "generalized_rabenseifner".
+    Collective; bad arguments on any rank raise on every rank."""
+    comm = _comm(comm)
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b, a.dtype)
+    rows = outer_rows(a.size, comm)[1] if distributed else a.size
+    if out is None:
+        out = np.empty((rows, b.size), dtype=a.dtype)
+    _conveyor.outer_sum(a, b, out, comm, algorithm, distributed)
     return out
 
 

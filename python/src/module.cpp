@@ -7,6 +7,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+#include <nanobind/stl/tuple.h>
 
 #include <cstring>
 #include <deque>
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "conveyor/collectives.hpp"
+#include "conveyor/outer.hpp"
+#include "conveyor/sinkhorn.hpp"
 #include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/types.hpp"
@@ -100,6 +103,86 @@ std::vector<std::int64_t> element_strides(const strided& a) {
   return s;
 }
 
+namespace sk = conveyor::sinkhorn;
+
+// A 2-D C-contiguous float32/float64 NumPy matrix and vectors of the same type.
+template <class T>
+using matrix = nb::ndarray<nb::numpy, T, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+template <class T>
+using vector = nb::ndarray<nb::numpy, T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+template <class T>
+nb::ndarray<nb::numpy, T> to_numpy(std::vector<T> v) {
+  auto* owned = new std::vector<T>(std::move(v));
+  nb::capsule free_it(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(owned->data(), {owned->size()}, free_it);
+}
+
+sk::options sinkhorn_options(const std::string& variant, double tol, int max_iter, int threads, bool log_domain) {
+  sk::options o;
+  o.kind = sk::parse_variant(variant);
+  o.tol = tol;
+  o.max_iter = max_iter;
+  o.threads = threads;
+  o.log_domain = log_domain;
+  return o;
+}
+
+template <class T>
+void require_length(const vector<T>& v, std::size_t n, const char* what) {
+  if (v.shape(0) != n) {
+    throw nb::value_error((std::string("conveyor: ") + what + " has " + std::to_string(v.shape(0)) + " entries, needs " +
+                           std::to_string(n)).c_str());
+  }
+}
+
+template <class T>
+void bind_sinkhorn(nb::module_& m) {
+  m.def(
+      "sinkhorn_scale",
+      [](matrix<T> A, vector<T> r, vector<T> c, nb::handle comm, bool in_place, const std::string& variant, double tol,
+         int max_iter, int threads) {
+        require_length(r, A.shape(0), "r");
+        require_length(c, A.shape(1), "c");
+        const sk::options o = sinkhorn_options(variant, tol, max_iter, threads, false);
+        const MPI_Comm cm = comm_of(comm);
+        sk::scaling_result<T> res;
+        {
+          nb::gil_scoped_release unlocked;
+          res = in_place ? sk::scale_in_place(A.data(), A.shape(0), A.shape(1), A.shape(1), r.data(), c.data(), cm, o)
+                         : sk::scale(A.data(), A.shape(0), A.shape(1), A.shape(1), r.data(), c.data(), cm, o);
+        }
+        return nb::make_tuple(to_numpy(std::move(res.u)), to_numpy(std::move(res.v)), std::string(sk::status_name(res.state)),
+                              res.iterations, res.error);
+      },
+      nb::arg("A").noconvert(), nb::arg("r"), nb::arg("c"), nb::arg("comm"), nb::arg("in_place"), nb::arg("variant"),
+      nb::arg("tol"), nb::arg("max_iter"), nb::arg("threads"));
+  m.def(
+      "sinkhorn_transport",
+      [](matrix<T> C, vector<T> a, vector<T> b, double eps, nb::handle comm, double tol, int max_iter, bool log_domain,
+         int threads, nb::object plan) {
+        require_length(a, C.shape(0), "a");
+        require_length(b, C.shape(1), "b");
+        T* plan_data = nullptr;
+        if (!plan.is_none()) {
+          const matrix<T> p = nb::cast<matrix<T>>(plan);
+          if (p.shape(0) != C.shape(0) || p.shape(1) != C.shape(1)) throw nb::value_error("conveyor: plan must have C's shape");
+          plan_data = p.data();
+        }
+        const sk::options o = sinkhorn_options("fused", tol, max_iter, threads, log_domain);
+        const MPI_Comm cm = comm_of(comm);
+        sk::transport_result<T> res;
+        {
+          nb::gil_scoped_release unlocked;
+          res = sk::transport(C.data(), C.shape(0), C.shape(1), C.shape(1), a.data(), b.data(), eps, cm, o, plan_data, C.shape(1));
+        }
+        return nb::make_tuple(to_numpy(std::move(res.f)), to_numpy(std::move(res.g)), std::string(sk::status_name(res.state)),
+                              res.iterations, res.error, res.cost);
+      },
+      nb::arg("C"), nb::arg("a"), nb::arg("b"), nb::arg("eps"), nb::arg("comm"), nb::arg("tol"), nb::arg("max_iter"),
+      nb::arg("log_domain"), nb::arg("threads"), nb::arg("plan").none());
+}
+
 }  // namespace
 
 NB_MODULE(_conveyor, m) {
@@ -149,6 +232,36 @@ NB_MODULE(_conveyor, m) {
       },
       nb::arg("send"), nb::arg("recv").noconvert(), nb::arg("op"), nb::arg("comm"), nb::arg("algorithm"),
       nb::arg("deterministic"));
+
+  bind_sinkhorn<double>(m);
+  bind_sinkhorn<float>(m);
+  m.def("balanced_rows", [](std::size_t M, int rank, int size) {
+    const sk::row_block b = sk::balanced_rows(M, rank, size);
+    return nb::make_tuple(b.first, b.count);
+  });
+
+  m.def(
+      "outer_sum",
+      [](array a, array b, array G, nb::handle comm, const std::string& algorithm, bool distributed) {
+        const conveyor::dtype t = dtype_of(a.dtype());
+        if (dtype_of(b.dtype()) != t || dtype_of(G.dtype()) != t) throw nb::type_error("conveyor.outer_sum: arrays differ in dtype");
+        conveyor::outer_options o;
+        o.algorithm = conveyor::parse_outer_algorithm(algorithm);
+        o.distributed = distributed;
+        o.validate = true;
+        const MPI_Comm c = comm_of(comm);
+        conveyor::outer_report r;
+        {
+          nb::gil_scoped_release unlocked;
+          r = conveyor::outer_sum(a.data(), a.size(), b.data(), b.size(), G.data(), G.size(), t, c, o);
+        }
+        return std::string(conveyor::outer_algorithm_name(r.algorithm));
+      },
+      nb::arg("a"), nb::arg("b"), nb::arg("G").noconvert(), nb::arg("comm"), nb::arg("algorithm"), nb::arg("distributed"));
+  m.def("outer_rows", [](std::size_t N, int rank, int size) {
+    const conveyor::outer_block b = conveyor::outer_rows(N, rank, size);
+    return nb::make_tuple(b.first_row, b.rows);
+  });
 
   // --- Redistribute (the Python layer checks shapes against the rank's blocks) ---
   nb::class_<py_layout>(m, "_Layout")
