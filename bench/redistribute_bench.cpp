@@ -147,6 +147,51 @@ void relabel_cases(report& rep) {
   }
 }
 
+// A local transpose (one rank, MPI_COMM_SELF): a 4000 x 2000 float64 block-cyclic
+// matrix into its 2000 x 4000 transpose, in 32 x 32 blocks (ScaLAPACK's case: every
+// piece one tile) and as one block (one piece: the kernel tiles it), next to a
+// memcpy of the same 64 MB (the physical limit: one read and one write of every byte).
+void local_transpose_case(const redistribute_bench_options& opt, report& rep) {
+  const std::int64_t R = 4000, C = 2000;
+  std::vector<double> a(static_cast<std::size_t>(R * C), 1.0), c(static_cast<std::size_t>(R * C), 0.0);
+  const auto median_ms = [&](auto&& fn) {
+    std::vector<double> t;
+    for (int i = 0; i <= opt.iterations; ++i) {
+      const double t0 = MPI_Wtime();
+      fn();
+      if (i > 0) t.push_back(MPI_Wtime() - t0);
+    }
+    return summarize(t).median * 1e3;
+  };
+  const double bound = median_ms([&] { std::memcpy(c.data(), a.data(), a.size() * sizeof(double)); });
+  for (std::int64_t blk : {std::int64_t{32}, R}) {
+    rd::layout::block_cyclic_params p;
+    p.M = R;
+    p.N = C;
+    p.mb = blk;
+    p.nb = std::min(blk, C);
+    p.local = a.data();
+    p.lld = R;
+    rd::layout::block_cyclic_params q = p;
+    q.M = C;
+    q.N = R;
+    q.mb = p.nb;
+    q.nb = p.mb;
+    q.local = c.data();
+    q.lld = C;
+    const rd::layout src = rd::layout::block_cyclic(p), dst = rd::layout::block_cyclic(q);
+    rd::transform t;
+    t.src = &src;
+    t.dst = &dst;
+    t.perm = {1, 0};
+    rd::plan_options o;
+    o.method = rd::transport::one_sided;
+    rd::plan plan(t, MPI_COMM_SELF, o);
+    const double ms = median_ms([&] { plan.execute(); });
+    rep.add_row({blk == R ? "one block" : "32 x 32 blocks", format_fixed(ms, 2), format_fixed(bound, 2), format_fixed(ms / bound, 2)});
+  }
+}
+
 }  // namespace
 
 int run_redistribute_bench(const redistribute_bench_options& opt) {
@@ -161,9 +206,14 @@ int run_redistribute_bench(const redistribute_bench_options& opt) {
   }
   report rel("conveyor bench redistribute: MB moved between ranks by relabeling", {"config", "case", "none", "greedy", "optimal", "brute_force"});
   relabel_cases(rel);
+  report tr("conveyor bench redistribute: local transpose, 4000 x 2000 float64 on one rank (median ms)",
+            {"pieces", "transpose_ms", "memcpy_ms", "x_memcpy"});
+  if (world_rank() == 0) local_transpose_case(opt, tr);
+  MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) {
     rep.print();
     rel.print();
+    tr.print();
     if (!opt.json_path.empty()) rep.write_json(opt.json_path);
     if (!opt.csv_path.empty()) {
       rep.write_csv(opt.csv_path);
