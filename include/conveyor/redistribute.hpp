@@ -53,8 +53,8 @@ class CONVEYOR_API axis_splits {
   /// Points {0, ..., extent}, strictly increasing (empty blocks are not allowed);
   /// {0} alone is an empty dimension with no blocks.
   static axis_splits explicit_points(std::vector<std::int64_t> points);
-  /// Blocks of `size`, the first one `first` long (0 < first <= size), covering
-  /// `extent` (0: no blocks).
+  /// Blocks of `size`, the first one `first` long (first > 0; 0 means `size`),
+  /// covering `extent` (0: no blocks).
   static axis_splits regular(std::int64_t extent, std::int64_t size, std::int64_t first = 0);
 
   std::int64_t extent() const { return extent_; }
@@ -93,9 +93,12 @@ class CONVEYOR_API layout {
   /// array `local` with leading dimension lld, as ScaLAPACK stores them.
   /// `rank_of_grid` (optional) maps grid coordinates to ranks of the communicator
   /// (BLACS contexts over other process sets; -1: not in the communicator) and
-  /// overrides the grid order.
+  /// overrides the grid order. `imb` / `inb` (optional, 0 = mb / nb): the sizes of
+  /// the whole matrix's first row and column block (PBLAS's 11-integer descriptors,
+  /// DTYPE 2); row_offset / col_offset count from the whole matrix's first element.
   struct block_cyclic_params {
     std::int64_t M = 0, N = 0, mb = 1, nb = 1;
+    std::int64_t imb = 0, inb = 0;
     int prow = 1, pcol = 1;
     bool row_major_grid = true;
     int rsrc = 0, csrc = 0;

@@ -8,6 +8,9 @@
  *   conveyor_p?tran:   C(ic:ic+m-1, jc:jc+n-1) = beta*C + alpha*A(ia:ia+n-1, ja:ja+m-1)^T
  *                      (p{s,d}tran; p{c,z}tranu the same for complex; p{c,z}tranc with A^H).
  *
+ * Descriptors: ScaLAPACK's 9 integers (DTYPE 1) or PBLAS's 11 (DTYPE 2, with the first
+ * block sizes IMB, INB). Processes outside a grid pass CTXT = -1 in its descriptor.
+ *
  * Library `conveyor_scalapack_compat` exports the same routines under ScaLAPACK's
  * own names (pdgemr2d_, pztranc_, ...) for link-time interposition. */
 #ifndef CONVEYOR_SCALAPACK_H
@@ -32,6 +35,37 @@ CONVEYOR_SCALAPACK_API void conveyor_pcgemr2d(const int* m, const int* n, const 
                        float* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
 CONVEYOR_SCALAPACK_API void conveyor_pzgemr2d(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca,
                        double* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+
+CONVEYOR_SCALAPACK_API void conveyor_pigemr2d(const int* m, const int* n, const int* a, const int* ia, const int* ja,
+                                              const int* desca, int* b, const int* ib, const int* jb, const int* descb,
+                                              const int* ictxt);
+
+/* p?trmr2d: only the trapezoid of the m x n submatrix (ScaLAPACK's rule: UPLO 'U'
+ * copies rows i <= j + max(m - n, 0), 'L' rows i >= j - max(n - m, 0), 0-based
+ * within the submatrix; DIAG 'U' leaves the diagonal out). s, d, c, z, i as above. */
+#define CONVEYOR_SCALAPACK_TRMR2D(x, T)                                                                              \
+  CONVEYOR_SCALAPACK_API void conveyor_p##x##trmr2d(const char* uplo, const char* diag, const int* m, const int* n,  \
+                                                    const T* a, const int* ia, const int* ja, const int* desca, T* b, \
+                                                    const int* ib, const int* jb, const int* descb, const int* ictxt);
+CONVEYOR_SCALAPACK_TRMR2D(s, float)
+CONVEYOR_SCALAPACK_TRMR2D(d, double)
+CONVEYOR_SCALAPACK_TRMR2D(c, float)
+CONVEYOR_SCALAPACK_TRMR2D(z, double)
+CONVEYOR_SCALAPACK_TRMR2D(i, int)
+#undef CONVEYOR_SCALAPACK_TRMR2D
+
+/* ScaLAPACK's C entry points (arguments by value): conveyor_Cp?gemr2d, conveyor_Cp?trmr2d. */
+#define CONVEYOR_SCALAPACK_C(x, T)                                                                                    \
+  CONVEYOR_SCALAPACK_API void conveyor_Cp##x##gemr2d(int m, int n, T* a, int ia, int ja, int* desca, T* b, int ib,    \
+                                                     int jb, int* descb, int ictxt);                                  \
+  CONVEYOR_SCALAPACK_API void conveyor_Cp##x##trmr2d(char* uplo, char* diag, int m, int n, T* a, int ia, int ja,     \
+                                                     int* desca, T* b, int ib, int jb, int* descb, int ictxt);
+CONVEYOR_SCALAPACK_C(s, float)
+CONVEYOR_SCALAPACK_C(d, double)
+CONVEYOR_SCALAPACK_C(c, float)
+CONVEYOR_SCALAPACK_C(z, double)
+CONVEYOR_SCALAPACK_C(i, int)
+#undef CONVEYOR_SCALAPACK_C
 
 CONVEYOR_SCALAPACK_API void conveyor_pstran(const int* m, const int* n, const float* alpha, const float* a, const int* ia, const int* ja,
                      const int* desca, const float* beta, float* c, const int* ic, const int* jc, const int* descc);

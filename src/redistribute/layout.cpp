@@ -39,7 +39,7 @@ axis_splits axis_splits::regular(std::int64_t extent, std::int64_t size, std::in
   if (extent < 0) invalid("extent must be >= 0, got " + std::to_string(extent));
   if (size <= 0) invalid("block size must be > 0, got " + std::to_string(size));
   if (first == 0) first = size;
-  if (first < 0 || first > size) invalid("first block " + std::to_string(first) + " not in (0, " + std::to_string(size) + "]");
+  if (first < 0) invalid("first block " + std::to_string(first) + " is negative");
   axis_splits s;
   s.extent_ = extent;
   s.size_ = size;
@@ -158,20 +158,52 @@ layout layout::cartesian(std::vector<std::int64_t> shape, std::vector<int> grid,
   return l;
 }
 
+namespace {
+
+// One axis of a block-cyclic matrix whose first block is `first` long and the
+// others `size` (ScaLAPACK: IMB/MB, or MB/MB for 9-integer descriptors), over P
+// processes: which block holds a global index, where it starts globally and in the
+// local array of its owner.
+struct cyclic_axis {
+  std::int64_t first, size;
+  int P;
+  std::int64_t block_of(std::int64_t g) const { return g < first ? 0 : 1 + (g - first) / size; }
+  std::int64_t start(std::int64_t k) const { return k == 0 ? 0 : first + (k - 1) * size; }
+  // Blocks k' < k on k's owner: k / P of them, each `size` long, except that the
+  // owner of block 0 holds it at `first` long.
+  std::int64_t local_start(std::int64_t k) const {
+    if (k == 0) return 0;
+    return (k / P) * size + (k % P == 0 ? first - size : 0);
+  }
+  std::int64_t local_index(std::int64_t g) const {
+    const std::int64_t k = block_of(g);
+    return local_start(k) + (g - start(k));
+  }
+};
+
+cyclic_axis row_axis(const layout::block_cyclic_params& p) { return {p.imb > 0 ? p.imb : p.mb, p.mb, p.prow}; }
+cyclic_axis col_axis(const layout::block_cyclic_params& p) { return {p.inb > 0 ? p.inb : p.nb, p.nb, p.pcol}; }
+
+}  // namespace
+
 layout layout::block_cyclic(const block_cyclic_params& p) {
   if (p.M < 0 || p.N < 0) invalid("block-cyclic matrix must be at least 0 x 0, got " + std::to_string(p.M) + " x " + std::to_string(p.N));
   if (p.mb <= 0 || p.nb <= 0) invalid("block sizes must be > 0");
+  if (p.imb < 0 || p.inb < 0) invalid("first block sizes must be > 0 (or 0: the block sizes)");
   if (p.prow <= 0 || p.pcol <= 0) invalid("process grid must be at least 1 x 1");
   if (p.rsrc < 0 || p.rsrc >= p.prow || p.csrc < 0 || p.csrc >= p.pcol) invalid("source process outside the grid");
   if (p.row_offset < 0 || p.col_offset < 0) invalid("submatrix offsets must be >= 0");
   layout l;
-  l.splits_.push_back(axis_splits::regular(p.M, p.mb, p.mb - p.row_offset % p.mb));
-  l.splits_.push_back(axis_splits::regular(p.N, p.nb, p.nb - p.col_offset % p.nb));
+  const cyclic_axis rows = row_axis(p), cols = col_axis(p);
+  // The submatrix's first block runs from its offset to the end of the global block holding it.
+  const std::int64_t kr = rows.block_of(p.row_offset), kc = cols.block_of(p.col_offset);
+  l.splits_.push_back(axis_splits::regular(p.M, p.mb, rows.start(kr + 1) - p.row_offset));
+  l.splits_.push_back(axis_splits::regular(p.N, p.nb, cols.start(kc + 1) - p.col_offset));
   auto im = std::make_shared<impl>();
   im->k = impl::kind::block_cyclic;
   im->bc = p;
-  im->first_row_block = p.row_offset / p.mb;
-  im->first_col_block = p.col_offset / p.nb;
+  im->first_row_block = kr;
+  im->first_col_block = kc;
   l.impl_ = std::move(im);
   return l;
 }
@@ -333,10 +365,9 @@ block_storage layout::storage(const block_index& b) const {
   if (im.relabel.empty() && im.k == impl::kind::block_cyclic && im.bc.local) {
     // Local position of the block's first element (ScaLAPACK's indxg2l).
     const auto& p = im.bc;
-    const auto local_index = [](std::int64_t g, std::int64_t nbk, int P) { return (g / nbk / P) * nbk + g % nbk; };
     const std::int64_t gr = p.row_offset + splits_[0].start(b[0]);
     const std::int64_t gc = p.col_offset + splits_[1].start(b[1]);
-    const std::int64_t lr = local_index(gr, p.mb, p.prow), lc = local_index(gc, p.nb, p.pcol);
+    const std::int64_t lr = row_axis(p).local_index(gr), lc = col_axis(p).local_index(gc);
     s.data = p.local;
     s.offset = lr + lc * p.lld;
     s.strides[0] = 1;

@@ -3,5 +3,6 @@
 // makes an unchanged ScaLAPACK program use Conveyor for these routines; every other
 // routine still comes from ScaLAPACK.
 #define CONVEYOR_SCALAPACK_NAME(x) x##_
+#define CONVEYOR_SCALAPACK_CNAME(x) x
 #define CONVEYOR_SCALAPACK_EXPORT __attribute__((visibility("default")))
 #include "scalapack/scalapack.cpp"  // NOLINT: one implementation, compiled under the second names

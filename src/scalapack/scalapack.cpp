@@ -1,32 +1,36 @@
 // ScaLAPACK drop-ins (conveyor/scalapack.h) on the Redistribute engine.
 //
-// A descriptor (DTYPE, CTXT, M, N, MB, NB, RSRC, CSRC, LLD) plus its BLACS context
-// becomes a block-cyclic layout of the addressed submatrix: process (r, c) of the
-// grid is the MPI rank (in the context's system communicator) of the process that
-// Cblacs_gridinfo places at (r, c).
-// Processes outside a grid see CTXT = -1 in its descriptor, so the grid's shape and
-// process map come from the grid's members: two MPI_Allreduce and one MPI_Bcast
-// per grid and call. Then one plan, one execute.
-// Errors are printed (the routines have no INFO argument, like ScaLAPACK's) and the
-// destination is left unchanged.
+// A call runs in three steps:
+//   1. one BLACS exchange over the processes of the call's context
+//      (grid_exchange.hpp): every process learns both grids, every problem of the
+//      call (the same message everywhere: nobody waits for a process that gave up),
+//      and whether every process found the call in its plan cache;
+//   2. the plan: the cached one, or a new one on the communicator of exactly the
+//      context's processes (call_cache.hpp: agreed hits, inserts and evictions);
+//   3. execute; for p?trmr2d, copy the trapezoid out of a scratch copy of B.
+// Processes outside a grid pass CTXT = -1 in its descriptor (ScaLAPACK's rule) and
+// take part; processes outside the context are never involved. Errors are printed
+// (the routines have no INFO argument, like ScaLAPACK's) and leave B unchanged.
 #include "conveyor/scalapack.h"
 #include "conveyor/scalapack.hpp"
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <cctype>
 #include <complex>
 #include <cstdint>
-#include <cstring>
-#include <functional>
-#include <list>
-#include <memory>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "conveyor/redistribute.hpp"
 
+#include "scalapack/call_cache.hpp"
+#include "scalapack/grid_exchange.hpp"
 #include "scalapack/reference.h"
 
 namespace conveyor::scalapack_detail {
@@ -34,205 +38,260 @@ namespace {
 
 namespace rd = conveyor::redistribute;
 
-enum { kCtxt = 1, kM = 2, kN = 3, kMB = 4, kNB = 5, kRsrc = 6, kCsrc = 7, kLld = 8 };
+enum routine_id : int { kGemr = 1, kTrmr = 2, kTran = 3 };
 
-// The MPI communicator of a BLACS context (what= 10: its system handle).
-MPI_Comm communicator_of(int ctxt) {
-  int sys = 0;
-  Cblacs_get(ctxt, 10, &sys);
-  return Cblacs2sys_handle(sys);
-}
-
-struct grid {
-  int M = 0, N = 0, MB = 1, NB = 1, RSRC = 0, CSRC = 0, nprow = 1, npcol = 1;
-  std::vector<int> pnum;  // r * npcol + c -> rank
-  bool mine = false;      // this process is in the grid
-  int lld = 1;
+// One call of any of the routines, arguments by value.
+struct call {
+  routine_id routine = kGemr;
+  dtype type = dtype::float64;
+  int m = 0, n = 0, ia = 1, ja = 1, ib = 1, jb = 1;
+  char uplo = 'U', diag = 'N';  // trmr2d
+  const void* a = nullptr;
+  const int* desca = nullptr;
+  void* b = nullptr;
+  const int* descb = nullptr;
+  int ctxt = -1;
+  std::complex<double> alpha = 1, beta = 0;  // tran
+  bool conjugate = false;
 };
 
-grid describe(const int* desc, MPI_Comm comm) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  grid g;
-  int myrow = -1, mycol = -1;
-  if (desc[kCtxt] >= 0) Cblacs_gridinfo(desc[kCtxt], &g.nprow, &g.npcol, &myrow, &mycol);
-  g.mine = myrow >= 0 && mycol >= 0;
-  int root = g.mine ? rank : size;
-  MPI_Allreduce(MPI_IN_PLACE, &root, 1, MPI_INT, MPI_MIN, comm);
-  if (root == size) throw error(errc::invalid_argument, "no process belongs to the descriptor's BLACS grid");
-  int header[8] = {desc[kM], desc[kN], desc[kMB], desc[kNB], desc[kRsrc], desc[kCsrc], g.nprow, g.npcol};
-  MPI_Bcast(header, 8, MPI_INT, root, comm);
-  g.M = header[0], g.N = header[1], g.MB = header[2], g.NB = header[3], g.RSRC = header[4], g.CSRC = header[5];
-  g.nprow = header[6], g.npcol = header[7];
-  // Which rank of `comm` is process (r, c): each grid member writes its own slot.
-  // (Cblacs_pnum numbers processes within the context, not in the system
-  // communicator, so it cannot be used for grids over a subset of processes.)
-  g.pnum.assign(static_cast<std::size_t>(g.nprow) * static_cast<std::size_t>(g.npcol), -1);
-  if (g.mine) g.pnum[static_cast<std::size_t>(myrow * g.npcol + mycol)] = rank;
-  MPI_Allreduce(MPI_IN_PLACE, g.pnum.data(), static_cast<int>(g.pnum.size()), MPI_INT, MPI_MAX, comm);
-  g.lld = g.mine ? desc[kLld] : 1;
-  return g;
-}
-
-// The m x n submatrix at (i, j) (1-based) of a distributed matrix.
-rd::layout submatrix(const grid& g, int m, int n, int i, int j, const void* local) {
-  if (i < 1 || j < 1 || i - 1 + m > g.M || j - 1 + n > g.N) {
+// The rows x cols submatrix at (i, j) (1-based) of a grid's matrix; grid
+// position (r, c) is rank member[r * npcol + c] of the call's communicator.
+rd::layout submatrix(const grid_view& g, int rows, int cols, int i, int j, const void* local) {
+  if (i < 1 || j < 1 || i - 1 + rows > g.M || j - 1 + cols > g.N) {
     throw error(errc::invalid_argument, "submatrix (" + std::to_string(i) + ", " + std::to_string(j) + ") of " +
-                                            std::to_string(m) + " x " + std::to_string(n) + " exceeds the " +
+                                            std::to_string(rows) + " x " + std::to_string(cols) + " exceeds the " +
                                             std::to_string(g.M) + " x " + std::to_string(g.N) + " matrix");
   }
   rd::layout::block_cyclic_params p;
-  p.M = m;
-  p.N = n;
-  p.mb = g.MB;
-  p.nb = g.NB;
+  p.M = rows;
+  p.N = cols;
+  p.mb = g.mb;
+  p.nb = g.nb;
+  p.imb = g.imb;
+  p.inb = g.inb;
   p.prow = g.nprow;
   p.pcol = g.npcol;
-  p.rsrc = g.RSRC;
-  p.csrc = g.CSRC;
+  p.rsrc = g.rsrc;
+  p.csrc = g.csrc;
   p.row_offset = i - 1;
   p.col_offset = j - 1;
-  p.local = g.mine ? const_cast<void*>(local) : nullptr;
+  p.local = g.my_row >= 0 ? const_cast<void*>(local) : nullptr;
   p.lld = g.lld;
-  const std::vector<int> map = g.pnum;
+  const std::vector<int> map = g.member;
   const int npcol = g.npcol;
   p.rank_of_grid = [map, npcol](int r, int c) { return map[static_cast<std::size_t>(r * npcol + c)]; };
   return rd::layout::block_cyclic(p);
 }
 
-// Plans of recent calls, reused when a call repeats with the same arguments and
-// buffers (the common case: an application redistributing the same matrices every
-// step). A plan keeps its layouts, communicator and buffers; the cache is emptied
-// in MPI_Finalize through an attribute on MPI_COMM_SELF, before MPI goes away.
-struct cached_plan {
-  std::vector<long long> key;
-  std::unique_ptr<rd::layout> src, dst;
-  std::unique_ptr<rd::plan> plan;
-};
-
-struct plan_cache {
-  static constexpr std::size_t kEntries = 8;
-  std::list<cached_plan> entries;  // most recent first
-  int keyval = MPI_KEYVAL_INVALID;
-
-  static int clear_at_finalize(MPI_Comm, int, void*, void*) {
-    instance().entries.clear();
-    return MPI_SUCCESS;
+// Element (i, j) of an m x n trapezoid (0-based), ScaLAPACK's p?trmr2d rule: the
+// upper part reaches max(m - n, 0) rows below the diagonal, the lower part
+// max(n - m, 0) columns right of it; DIAG = 'U' leaves the diagonal out for UPLO
+// = 'U' (and 'N' for UPLO = 'L' keeps it, as ScaLAPACK tests the two letters).
+bool in_trapezoid(char uplo, char diag, int m, int n, std::int64_t i, std::int64_t j) {
+  if (std::toupper(static_cast<unsigned char>(uplo)) == 'U') {
+    return i < std::max(m - n, 0) + j + (std::toupper(static_cast<unsigned char>(diag)) == 'N' ? 1 : 0);
   }
-  static plan_cache& instance() {
-    static plan_cache c;
-    return c;
-  }
-  rd::plan* find(const std::vector<long long>& key) {
-    for (auto it = entries.begin(); it != entries.end(); ++it) {
-      if (it->key == key) {
-        entries.splice(entries.begin(), entries, it);
-        return entries.front().plan.get();
-      }
+  return i >= j - std::max(n - m, 0) + (std::toupper(static_cast<unsigned char>(diag)) == 'U' ? 1 : 0);
+}
+
+// Everything a cached plan depends on, as this process sees it.
+std::vector<long long> key_of(const call& c) {
+  std::vector<long long> k = {c.routine, static_cast<int>(c.type), c.m, c.n, c.ia, c.ja, c.ib, c.jb, c.uplo, c.diag,
+                              c.conjugate, c.ctxt};
+  const double scalars[4] = {c.alpha.real(), c.alpha.imag(), c.beta.real(), c.beta.imag()};
+  long long bits[4];
+  std::memcpy(bits, scalars, sizeof bits);
+  k.insert(k.end(), bits, bits + 4);
+  // Each descriptor with this process's own position in its grid: if every
+  // process still sits where it sat, the grid (and so the plan) is the same.
+  for (const int* d : {c.desca, c.descb}) {
+    if (!d || d[1] < 0) {
+      k.push_back(-1);
+      continue;
     }
-    return nullptr;
+    int nprow = 0, npcol = 0, row = -1, col = -1;
+    Cblacs_gridinfo(d[1], &nprow, &npcol, &row, &col);
+    k.insert(k.end(), {nprow, npcol, row, col});
+    k.insert(k.end(), d + 2, d + (d[0] == 2 ? 11 : 9));
   }
-  void add(cached_plan entry) {
-    if (keyval == MPI_KEYVAL_INVALID) {
-      MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, clear_at_finalize, &keyval, nullptr);
-      MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
-    }
-    entries.push_front(std::move(entry));
-    if (entries.size() > kEntries) entries.pop_back();
-  }
-};
-
-// Everything a call's plan depends on: sizes, offsets, descriptors, buffers, scalars.
-std::vector<long long> call_key(std::initializer_list<long long> scalars, const int* d1, const int* d2,
-                                const void* p1, const void* p2) {
-  std::vector<long long> k(scalars);
-  for (int i = 0; i < 9; ++i) k.push_back(d1[i]);
-  for (int i = 0; i < 9; ++i) k.push_back(d2[i]);
-  k.push_back(static_cast<long long>(reinterpret_cast<std::uintptr_t>(p1)));
-  k.push_back(static_cast<long long>(reinterpret_cast<std::uintptr_t>(p2)));
+  k.push_back(static_cast<long long>(reinterpret_cast<std::uintptr_t>(c.a)));
+  k.push_back(static_cast<long long>(reinterpret_cast<std::uintptr_t>(c.b)));
   return k;
 }
 
-// Runs the cached plan for `key`, or builds (collectively) and caches a new one.
-// Every rank takes the same branch: a hit needs the same arguments everywhere,
-// which ScaLAPACK requires anyway; an allreduce makes the decision agree.
-void run_cached(std::vector<long long> key, MPI_Comm comm, const std::function<cached_plan()>& build) {
-  plan_cache& cache = plan_cache::instance();
-  rd::plan* p = cache.find(key);
-  int hit = p ? 1 : 0, all = 0;
-  MPI_Allreduce(&hit, &all, 1, MPI_INT, MPI_MIN, comm);
-  if (!all) {
-    cached_plan entry = build();
-    entry.key = std::move(key);
-    p = entry.plan.get();
-    if (!hit) cache.add(std::move(entry));
-    else { entry.plan->execute(); return; }  // this rank had it, another did not: use the fresh one once
+// A new plan for call `c` on `comm` (collective), cold (packed: nothing to set
+// up) or warm (the cost model's transport).
+void plan_call(cached_call& entry, const call& c, const exchange_result& x, MPI_Comm comm, bool warm) {
+  rd::transform tr;
+  tr.type = c.type;
+  rd::plan_options options;
+  options.method = warm ? rd::transport::automatic : rd::transport::packed;
+  if (c.routine == kTran) {
+    // C(ic.., jc..) (m x n) = beta C + alpha op(A(ia.., ja..)), A being n x m.
+    entry.src = std::make_unique<rd::layout>(submatrix(x.a, c.n, c.m, c.ia, c.ja, c.a));
+    entry.dst = std::make_unique<rd::layout>(submatrix(x.b, c.m, c.n, c.ib, c.jb, c.b));
+    tr.perm = {1, 0};
+    tr.alpha = c.alpha.real();
+    tr.alpha_imag = c.alpha.imag();
+    tr.beta = c.beta.real();
+    tr.beta_imag = c.beta.imag();
+    tr.conjugate = c.conjugate;
+  } else if (c.routine == kGemr) {
+    entry.src = std::make_unique<rd::layout>(submatrix(x.a, c.m, c.n, c.ia, c.ja, c.a));
+    entry.dst = std::make_unique<rd::layout>(submatrix(x.b, c.m, c.n, c.ib, c.jb, c.b));
+  } else {
+    // Trapezoid: the whole m x n rectangle into a scratch copy of B's local
+    // array, then only the trapezoid's elements into B.
+    entry.src = std::make_unique<rd::layout>(submatrix(x.a, c.m, c.n, c.ia, c.ja, c.a));
+    const rd::layout probe = submatrix(x.b, c.m, c.n, c.ib, c.jb, c.b);
+    const std::size_t esize = dtype_size(c.type);
+    int me = 0;
+    MPI_Comm_rank(comm, &me);
+    std::int64_t span = 0;
+    for (const rd::block_index& blk : probe.blocks_of(me)) {
+      const rd::block_storage s = probe.storage(blk);
+      const std::int64_t rows = probe.splits(0).start(blk[0] + 1) - probe.splits(0).start(blk[0]);
+      const std::int64_t cols = probe.splits(1).start(blk[1] + 1) - probe.splits(1).start(blk[1]);
+      span = std::max(span, s.offset + (rows - 1) * s.strides[0] + (cols - 1) * s.strides[1] + 1);
+      for (std::int64_t j = 0; j < cols; ++j) {
+        for (std::int64_t i = 0; i < rows; ++i) {
+          if (!in_trapezoid(c.uplo, c.diag, c.m, c.n, probe.splits(0).start(blk[0]) + i, probe.splits(1).start(blk[1]) + j)) continue;
+          entry.copy_to.push_back((s.offset + i * s.strides[0] + j * s.strides[1]) * static_cast<std::int64_t>(esize));
+        }
+      }
+    }
+    entry.scratch.assign(static_cast<std::size_t>(span) * esize, 0);
+    entry.element_bytes = esize;
+    entry.dst = std::make_unique<rd::layout>(submatrix(x.b, c.m, c.n, c.ib, c.jb, entry.scratch.data()));
   }
-  p->execute();
+  tr.src = entry.src.get();
+  tr.dst = entry.dst.get();
+  entry.plan = std::make_unique<rd::plan>(tr, comm, options);
+  entry.warm = warm;
 }
 
-// A cache entry owning the two layouts and the plan of `tr` between them.
-cached_plan planned(rd::layout src, rd::layout dst, rd::transform tr, MPI_Comm comm) {
-  cached_plan c;
-  c.src = std::make_unique<rd::layout>(std::move(src));
-  c.dst = std::make_unique<rd::layout>(std::move(dst));
-  tr.src = c.src.get();
-  tr.dst = c.dst.get();
-  c.plan = std::make_unique<rd::plan>(tr, comm);
-  return c;
+// Calls made, per routine family, for CONVEYOR_SCALAPACK_REPORT.
+struct call_counts {
+  long long calls[4] = {}, planned = 0, cached = 0;
+  int world_rank = -1;  // read while MPI runs (the report prints after MPI_Finalize)
+  static call_counts& instance() {
+    static call_counts c;
+    return c;
+  }
+};
+
+void report_at_exit() {
+  const call_counts& c = call_counts::instance();
+  std::fprintf(stderr, "conveyor scalapack report: rank %d: gemr2d %lld, trmr2d %lld, tran %lld calls (%lld planned, %lld cached)\n",
+               c.world_rank, c.calls[kGemr], c.calls[kTrmr], c.calls[kTran], c.planned, c.cached);
 }
 
-template <class Body>
-void guarded(const char* name, Body&& body) {
+void count(routine_id r, bool planned) {
+  static const bool report = [] {
+    const char* v = std::getenv("CONVEYOR_SCALAPACK_REPORT");
+    const bool on = v && *v && std::strcmp(v, "0") != 0;
+    if (on) std::atexit(report_at_exit);
+    return on;
+  }();
+  (void)report;
+  call_counts& c = call_counts::instance();
+  if (c.world_rank < 0) MPI_Comm_rank(MPI_COMM_WORLD, &c.world_rank);
+  ++c.calls[r];
+  ++(planned ? c.planned : c.cached);
+}
+
+void run(const char* name, const call& c) {
   try {
-    body();
+    if (c.m <= 0 || c.n <= 0) return;  // nothing to move (ScaLAPACK returns before communicating)
+    const std::vector<long long> key = key_of(c);
+    process_set* candidate = candidate_set(c.ctxt);
+    const call_scalars scalars{c.routine, static_cast<int>(c.type), c.m, c.n, c.ia, c.ja, c.ib, c.jb, c.uplo, c.diag};
+    const exchange_result x =
+        exchange(c.ctxt, scalars, c.desca, c.descb, candidate ? candidate->fingerprint : 0, find_call(candidate, key));
+    if (!x.problem.empty()) throw error(errc::invalid_argument, x.problem);
+    cached_call* entry = nullptr;
+    if (x.hit >= 0) {
+      entry = &use_call(*candidate, x.hit);
+      if (!entry->warm) plan_call(*entry, c, x, candidate->comm, /*warm=*/true);  // the call repeats: worth the setup
+      count(c.routine, false);
+    } else {
+      process_set& set = set_of(c.ctxt, x.world_ranks, x.system_ranks, system_communicator(c.ctxt));
+      cached_call fresh;
+      fresh.key = key;
+      plan_call(fresh, c, x, set.comm, /*warm=*/false);
+      entry = &insert_call(set, std::move(fresh));
+      count(c.routine, true);
+    }
+    entry->plan->execute();
+    ++entry->uses;
+    char* to = static_cast<char*>(c.b);
+    for (const std::int64_t at : entry->copy_to) std::memcpy(to + at, entry->scratch.data() + at, entry->element_bytes);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", name, e.what());
   }
 }
 
-void gemr2d(const char* name, dtype t, const int* m, const int* n, const void* a, const int* ia, const int* ja,
-            const int* desca, void* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {
-  guarded(name, [&] {
-    if (*m <= 0 || *n <= 0) return;
-    const MPI_Comm comm = communicator_of(*ictxt);
-    run_cached(call_key({static_cast<int>(t), *m, *n, *ia, *ja, *ib, *jb, *ictxt}, desca, descb, a, b), comm, [&] {
-      const grid ga = describe(desca, comm), gb = describe(descb, comm);
-      rd::transform tr;
-      tr.type = t;
-      return planned(submatrix(ga, *m, *n, *ia, *ja, a), submatrix(gb, *m, *n, *ib, *jb, b), tr, comm);
-    });
-  });
+void gemr2d(const char* name, dtype t, int m, int n, const void* a, int ia, int ja, const int* desca, void* b, int ib,
+            int jb, const int* descb, int ictxt) {
+  call c;
+  c.routine = kGemr, c.type = t, c.m = m, c.n = n, c.a = a, c.ia = ia, c.ja = ja, c.desca = desca;
+  c.b = b, c.ib = ib, c.jb = jb, c.descb = descb, c.ctxt = ictxt;
+  run(name, c);
 }
 
-// C = beta * C + alpha * op(A)^T; alpha, beta complex (imaginary parts 0 for real types).
-void tran(const char* name, dtype t, const int* m, const int* n, std::complex<double> alpha, const void* a, const int* ia,
-          const int* ja, const int* desca, std::complex<double> beta, void* c, const int* ic, const int* jc,
-          const int* descc, bool conjugate) {
-  guarded(name, [&] {
-    if (*m <= 0 || *n <= 0) return;
-    const MPI_Comm comm = communicator_of(desca[kCtxt]);
-    // alpha and beta are part of the key by their bits.
-    long long bits[4] = {};
-    const double scalars[4] = {alpha.real(), alpha.imag(), beta.real(), beta.imag()};
-    std::memcpy(bits, scalars, sizeof scalars);
-    run_cached(call_key({100 + static_cast<int>(t), *m, *n, *ia, *ja, *ic, *jc, bits[0], bits[1], bits[2], bits[3], conjugate},
-                        desca, descc, a, c),
-               comm, [&] {
-      const grid ga = describe(desca, comm), gc = describe(descc, comm);
-      rd::transform tr;
-      tr.perm = {1, 0};
-      tr.alpha = alpha.real();
-      tr.alpha_imag = alpha.imag();
-      tr.beta = beta.real();
-      tr.beta_imag = beta.imag();
-      tr.conjugate = conjugate;
-      tr.type = t;
-      return planned(submatrix(ga, *n, *m, *ia, *ja, a), submatrix(gc, *m, *n, *ic, *jc, c), tr, comm);
-    });
-  });
+void trmr2d(const char* name, dtype t, const char* uplo, const char* diag, int m, int n, const void* a, int ia, int ja,
+            const int* desca, void* b, int ib, int jb, const int* descb, int ictxt) {
+  call c;
+  c.routine = kTrmr, c.type = t, c.m = m, c.n = n, c.a = a, c.ia = ia, c.ja = ja, c.desca = desca;
+  c.b = b, c.ib = ib, c.jb = jb, c.descb = descb, c.ctxt = ictxt;
+  c.uplo = uplo ? *uplo : 'U';
+  c.diag = diag ? *diag : 'N';
+  run(name, c);
 }
+
+// C = beta * C + alpha * op(A)^T on A's grid; processes outside it return at once
+// (PBLAS's rule); alpha, beta complex (imaginary parts 0 for real types).
+void tran(const char* name, dtype t, int m, int n, std::complex<double> alpha, const void* a, int ia, int ja,
+          const int* desca, std::complex<double> beta, void* cc, int ic, int jc, const int* descc, bool conjugate) {
+  if (!desca || desca[1] < 0) return;
+  int nprow = 0, npcol = 0, row = -1, col = -1;
+  Cblacs_gridinfo(desca[1], &nprow, &npcol, &row, &col);
+  if (row < 0 || col < 0) return;
+  call c;
+  c.routine = kTran, c.type = t, c.m = m, c.n = n, c.a = a, c.ia = ia, c.ja = ja, c.desca = desca;
+  c.b = cc, c.ib = ic, c.jb = jc, c.descb = descc, c.ctxt = desca[1];
+  c.alpha = alpha, c.beta = beta, c.conjugate = conjugate;
+  run(name, c);
+}
+
+#ifndef CONVEYOR_SCALAPACK_NAME  // (conveyor_scalapack only: layout_from_descriptor)
+// layout_from_descriptor's grid: the caller's communicator, not a BLACS exchange.
+grid_view describe_on(const int* desc, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  grid_view g;
+  if (desc && desc[1] >= 0) Cblacs_gridinfo(desc[1], &g.nprow, &g.npcol, &g.my_row, &g.my_col);
+  const bool mine = g.my_row >= 0 && g.my_col >= 0;
+  int root = mine ? rank : size;
+  MPI_Allreduce(MPI_IN_PLACE, &root, 1, MPI_INT, MPI_MIN, comm);
+  if (root == size) throw error(errc::invalid_argument, "no process belongs to the descriptor's BLACS grid");
+  std::string problem;
+  const descriptor d = mine ? read_descriptor(desc, problem, "the matrix") : descriptor{};
+  int header[10] = {d.M, d.N, d.imb, d.inb, d.mb, d.nb, d.rsrc, d.csrc, g.nprow, g.npcol};
+  MPI_Bcast(header, 10, MPI_INT, root, comm);
+  g.M = header[0], g.N = header[1], g.imb = header[2], g.inb = header[3], g.mb = header[4], g.nb = header[5];
+  g.rsrc = header[6], g.csrc = header[7], g.nprow = header[8], g.npcol = header[9];
+  // Which rank of `comm` is process (r, c): each grid member writes its own slot.
+  g.member.assign(static_cast<std::size_t>(g.nprow) * static_cast<std::size_t>(g.npcol), -1);
+  if (mine) g.member[static_cast<std::size_t>(g.my_row * g.npcol + g.my_col)] = rank;
+  MPI_Allreduce(MPI_IN_PLACE, g.member.data(), static_cast<int>(g.member.size()), MPI_INT, MPI_MAX, comm);
+  if (!mine) g.my_row = g.my_col = -1;
+  g.lld = mine ? d.lld : 1;
+  return g;
+}
+#endif
 
 }  // namespace
 }  // namespace conveyor::scalapack_detail
@@ -240,11 +299,11 @@ void tran(const char* name, dtype t, const int* m, const int* n, std::complex<do
 #ifndef CONVEYOR_SCALAPACK_NAME  // (the C++ entry points: in conveyor_scalapack only, not the compat library)
 namespace conveyor::scalapack {
 
-MPI_Comm context_communicator(int ctxt) { return scalapack_detail::communicator_of(ctxt); }
+MPI_Comm context_communicator(int ctxt) { return scalapack_detail::system_communicator(ctxt); }
 
 redistribute::layout layout_from_descriptor(const int* desc, void* local, MPI_Comm comm, int m, int n, int ia, int ja) {
   if (!desc) throw error(errc::invalid_argument, "layout_from_descriptor: descriptor is null");
-  const scalapack_detail::grid g = scalapack_detail::describe(desc, comm);
+  const scalapack_detail::grid_view g = scalapack_detail::describe_on(desc, comm);
   return scalapack_detail::submatrix(g, m < 0 ? g.M - ia + 1 : m, n < 0 ? g.N - ja + 1 : n, ia, ja, local);
 }
 
@@ -255,9 +314,12 @@ using conveyor::dtype;
 namespace sd = conveyor::scalapack_detail;
 
 // The entry points, once: CONVEYOR_SCALAPACK_NAME(x) is conveyor_x here and x_ in
-// compat.cpp (the library that interposes on ScaLAPACK's own symbols).
+// compat.cpp (the library that interposes on ScaLAPACK's own symbols); the C entry
+// points (ScaLAPACK's Cp?gemr2d / Cp?trmr2d, arguments by value) are
+// CONVEYOR_SCALAPACK_CNAME(x): conveyor_x here and x there.
 #ifndef CONVEYOR_SCALAPACK_NAME
 #define CONVEYOR_SCALAPACK_NAME(x) conveyor_##x
+#define CONVEYOR_SCALAPACK_CNAME(x) conveyor_##x
 #define CONVEYOR_SCALAPACK_EXPORT CONVEYOR_SCALAPACK_API
 #endif
 #define CONVEYOR_STR2(x) #x
@@ -265,25 +327,58 @@ namespace sd = conveyor::scalapack_detail;
 
 extern "C" {
 
-#define CONVEYOR_GEMR2D(x, T, dt)                                                                                    \
-  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(x)(const int* m, const int* n, const T* a, const int* ia,     \
-                                                            const int* ja, const int* desca, T* b, const int* ib,     \
-                                                            const int* jb, const int* descb, const int* ictxt) {      \
-    sd::gemr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, m, n, a, ia, ja, desca, b, ib, jb, descb, ictxt);         \
+// p?gemr2d (Fortran: by pointer) and Cp?gemr2d (C: by value); complex types as
+// interleaved (re, im) pairs of the real type.
+#define CONVEYOR_GEMR2D(x, T, dt)                                                                                      \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(p##x##gemr2d)(const int* m, const int* n, const T* a,          \
+                                                                       const int* ia, const int* ja, const int* desca, \
+                                                                       T* b, const int* ib, const int* jb,             \
+                                                                       const int* descb, const int* ictxt) {           \
+    sd::gemr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(p##x##gemr2d)), dt, *m, *n, a, *ia, *ja, desca, b, *ib, *jb, descb, \
+               *ictxt);                                                                                                 \
+  }                                                                                                                     \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_CNAME(Cp##x##gemr2d)(int m, int n, T* a, int ia, int ja, int* desca, \
+                                                                         T* b, int ib, int jb, int* descb, int ictxt) { \
+    sd::gemr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_CNAME(Cp##x##gemr2d)), dt, m, n, a, ia, ja, desca, b, ib, jb, descb,     \
+               ictxt);                                                                                                  \
   }
-CONVEYOR_GEMR2D(psgemr2d, float, dtype::float32)
-CONVEYOR_GEMR2D(pdgemr2d, double, dtype::float64)
-CONVEYOR_GEMR2D(pcgemr2d, float, dtype::complex64)
-CONVEYOR_GEMR2D(pzgemr2d, double, dtype::complex128)
+CONVEYOR_GEMR2D(s, float, dtype::float32)
+CONVEYOR_GEMR2D(d, double, dtype::float64)
+CONVEYOR_GEMR2D(c, float, dtype::complex64)
+CONVEYOR_GEMR2D(z, double, dtype::complex128)
+CONVEYOR_GEMR2D(i, int, dtype::int32)
 #undef CONVEYOR_GEMR2D
+
+// p?trmr2d / Cp?trmr2d: the trapezoid of the submatrix (UPLO, DIAG as ScaLAPACK).
+// (Fortran passes the lengths of UPLO and DIAG as extra trailing arguments; they
+// are not needed for one character each.)
+#define CONVEYOR_TRMR2D(x, T, dt)                                                                                      \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(p##x##trmr2d)(                                                \
+      const char* uplo, const char* diag, const int* m, const int* n, const T* a, const int* ia, const int* ja,         \
+      const int* desca, T* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {                       \
+    sd::trmr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(p##x##trmr2d)), dt, uplo, diag, *m, *n, a, *ia, *ja, desca, b, *ib, \
+               *jb, descb, *ictxt);                                                                                     \
+  }                                                                                                                     \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_CNAME(Cp##x##trmr2d)(char* uplo, char* diag, int m, int n, T* a,    \
+                                                                         int ia, int ja, int* desca, T* b, int ib,      \
+                                                                         int jb, int* descb, int ictxt) {               \
+    sd::trmr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_CNAME(Cp##x##trmr2d)), dt, uplo, diag, m, n, a, ia, ja, desca, b, ib,    \
+               jb, descb, ictxt);                                                                                       \
+  }
+CONVEYOR_TRMR2D(s, float, dtype::float32)
+CONVEYOR_TRMR2D(d, double, dtype::float64)
+CONVEYOR_TRMR2D(c, float, dtype::complex64)
+CONVEYOR_TRMR2D(z, double, dtype::complex128)
+CONVEYOR_TRMR2D(i, int, dtype::int32)
+#undef CONVEYOR_TRMR2D
 
 #define CONVEYOR_TRAN(x, T, dt)                                                                                      \
   CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(x)(const int* m, const int* n, const T* alpha, const T* a,    \
                                                             const int* ia, const int* ja, const int* desca,           \
                                                             const T* beta, T* c, const int* ic, const int* jc,        \
                                                             const int* descc) {                                       \
-    sd::tran(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, m, n, *alpha, a, ia, ja, desca, *beta, c, ic, jc, descc,  \
-             false);                                                                                                  \
+    sd::tran(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, *m, *n, *alpha, a, *ia, *ja, desca, *beta, c, *ic, *jc,    \
+             descc, false);                                                                                           \
   }
 CONVEYOR_TRAN(pstran, float, dtype::float32)
 CONVEYOR_TRAN(pdtran, double, dtype::float64)
@@ -295,8 +390,8 @@ CONVEYOR_TRAN(pdtran, double, dtype::float64)
                                                             const int* ia, const int* ja, const int* desca,           \
                                                             const F* beta, F* c, const int* ic, const int* jc,        \
                                                             const int* descc) {                                       \
-    sd::tran(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, m, n, {alpha[0], alpha[1]}, a, ia, ja, desca,              \
-             {beta[0], beta[1]}, c, ic, jc, descc, conj);                                                             \
+    sd::tran(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, *m, *n, {alpha[0], alpha[1]}, a, *ia, *ja, desca,          \
+             {beta[0], beta[1]}, c, *ic, *jc, descc, conj);                                                           \
   }
 CONVEYOR_CTRAN(pctranu, float, dtype::complex64, false)
 CONVEYOR_CTRAN(pztranu, double, dtype::complex128, false)

@@ -160,6 +160,114 @@ TEST(ScaLAPACK, Gemr2dMatchesReference) {
   Cblacs_gridexit(all_ctxt);
 }
 
+// p?trmr2d: every UPLO / DIAG on the same random cases, double and complex, plus
+// the C entry point; results must equal reference ScaLAPACK's bit for bit.
+TEST(ScaLAPACK, Trmr2dMatchesReference) {
+  int all_ctxt = system_context();
+  Cblacs_gridinit(&all_ctxt, "R", 1, size_of());
+  int k = 0;
+  for (const gemr_case& c : cases()) {
+    for (const char* ud : {"UN", "UU", "LN", "LU"}) {
+      const int slots = 1 + (k % 2);
+      dmatrix a = make(c.M, c.N, c.mba, c.nba, c.pra, c.pca, c.rsa, c.csa, c.rowa, c.firsta, slots, 0);
+      encode(a, c.mba, c.nba, c.pra, c.pca, c.rsa, c.csa, slots);
+      dmatrix b = make(c.M, c.N, c.mbb, c.nbb, c.prb, c.pcb, c.rsb, c.csb, c.rowb, c.firstb, slots, -7);
+      dmatrix ref = make(c.M, c.N, c.mbb, c.nbb, c.prb, c.pcb, c.rsb, c.csb, c.rowb, c.firstb, slots, -7);
+      char uplo = ud[0], diag = ud[1];
+      if (slots == 1) {
+        pdtrmr2d_(&uplo, &diag, &c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, ref.local.data(), &c.ib, &c.jb, ref.desc, &all_ctxt);
+        conveyor_Cpdtrmr2d(&uplo, &diag, c.m, c.n, a.local.data(), c.ia, c.ja, a.desc, b.local.data(), c.ib, c.jb, b.desc, all_ctxt);
+      } else {
+        pztrmr2d_(&uplo, &diag, &c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, ref.local.data(), &c.ib, &c.jb, ref.desc, &all_ctxt);
+        conveyor_pztrmr2d(&uplo, &diag, &c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, b.local.data(), &c.ib, &c.jb, b.desc, &all_ctxt);
+      }
+      EXPECT_EQ(b.local, ref.local) << "case " << k << " " << ud << (slots == 2 ? " complex" : " double") << ": sub " << c.m
+                                    << "x" << c.n;
+      for (dmatrix* d : {&a, &b, &ref}) {
+        if (d->myrow >= 0) Cblacs_gridexit(d->ctxt);
+      }
+    }
+    ++k;
+  }
+  Cblacs_gridexit(all_ctxt);
+}
+
+// BLACS hands a released context handle to the next grid: the same handle, the
+// same descriptors and buffers, but the processes in another order. The cached
+// plan of the first grid must not be reused for the second.
+TEST(ScaLAPACK, ReusedContextHandleWithAnotherProcessOrder) {
+  const int P = size_of();
+  if (P < 2) GTEST_SKIP() << "needs two processes to reorder";
+  // Every process holds the same number of rows of B, so its descriptor (LLD
+  // included) reads the same in both grids: only the positions differ.
+  const int mb = 3, M = mb * P * 4, N = 19, nb = 2, m = M - 2, n = 17, i1 = 2, j1 = 3;
+  int all_ctxt = system_context();
+  Cblacs_gridinit(&all_ctxt, "R", 1, P);
+  dmatrix a = make(M, N, mb, nb, 1, P, 0, 0, true, 0, 1, 0);
+  encode(a, mb, nb, 1, P, 0, 0, 1);
+  std::vector<double> b_store, r_store;
+  int handle = -1;
+  for (bool reversed : {false, true}) {
+    // B on a P x 1 grid, processes in rank order, then reversed.
+    std::vector<int> map(static_cast<std::size_t>(P));
+    for (int r = 0; r < P; ++r) map[static_cast<std::size_t>(r)] = reversed ? P - 1 - r : r;
+    int ctxt = system_context();
+    Cblacs_gridmap(&ctxt, map.data(), P, P, 1);
+    if (handle >= 0) {
+      ASSERT_EQ(ctxt, handle) << "BLACS did not reuse the released handle";
+    }
+    handle = ctxt;
+    int nprow = 0, npcol = 0, myrow = -1, mycol = -1;
+    Cblacs_gridinfo(ctxt, &nprow, &npcol, &myrow, &mycol);
+    int zero = 0, lrows = numroc_(&M, &mb, &myrow, &zero, &P), lld = std::max(1, lrows), info = 0;
+    int desc[9];
+    descinit_(desc, &M, &N, &mb, &nb, &zero, &zero, &ctxt, &lld, &info);
+    // The same buffers both times (the cache key holds the pointers).
+    b_store.assign(static_cast<std::size_t>(lld * N), -7);
+    r_store.assign(static_cast<std::size_t>(lld * N), -7);
+    pdgemr2d_(&m, &n, a.local.data(), &i1, &j1, a.desc, r_store.data(), &i1, &j1, desc, &all_ctxt);
+    for (int repeat = 0; repeat < 2; ++repeat) {  // planned, then cached
+      std::fill(b_store.begin(), b_store.end(), -7.0);
+      conveyor_pdgemr2d(&m, &n, a.local.data(), &i1, &j1, a.desc, b_store.data(), &i1, &j1, desc, &all_ctxt);
+      EXPECT_EQ(b_store, r_store) << (reversed ? "reversed grid" : "first grid") << ", call " << repeat;
+    }
+    Cblacs_gridexit(ctxt);
+  }
+  Cblacs_gridexit(a.ctxt);
+  Cblacs_gridexit(all_ctxt);
+}
+
+// A call whose context holds only some processes (as p?gesvd's inner calls do):
+// the others never call, and nobody may wait for them. Repeated, with evictions.
+TEST(ScaLAPACK, CallsOnASubgridContextInvolveOnlyItsProcesses) {
+  const int P = size_of();
+  if (P < 2) GTEST_SKIP() << "needs a process outside the subgrid";
+  const int q = P - 1;  // ranks 0..q-1
+  std::vector<int> map(static_cast<std::size_t>(q));
+  for (int r = 0; r < q; ++r) map[static_cast<std::size_t>(r)] = r;
+  int sub = system_context();
+  Cblacs_gridmap(&sub, map.data(), 1, 1, q);
+  int nprow = 0, npcol = 0, myrow = -1, mycol = -1;
+  if (sub >= 0) Cblacs_gridinfo(sub, &nprow, &npcol, &myrow, &mycol);
+  if (myrow >= 0) {
+    for (int size = 5; size < 5 + 12; ++size) {  // more distinct calls than the cache holds
+      const int one = 1, zero = 0, mb = 2;
+      int lcols = numroc_(&size, &mb, &mycol, &zero, &q), lld = size, info = 0, da[9], db[9];
+      descinit_(da, &size, &size, &size, &mb, &zero, &zero, &sub, &lld, &info);
+      descinit_(db, &size, &size, &mb, &size, &zero, &zero, &sub, &lld, &info);
+      std::vector<double> a(static_cast<std::size_t>(size * std::max(1, lcols))), b, r;
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(i) + 1000.0 * mycol;
+      b.assign(static_cast<std::size_t>(size * size), -1);
+      r = b;
+      pdgemr2d_(&size, &size, a.data(), &one, &one, da, r.data(), &one, &one, db, &sub);
+      conveyor_pdgemr2d(&size, &size, a.data(), &one, &one, da, b.data(), &one, &one, db, &sub);
+      EXPECT_EQ(b, r) << "size " << size;
+    }
+    Cblacs_gridexit(sub);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 // A layout from a descriptor feeds any Redistribute transform: the submatrix at
 // (ia, ja) of A (on a grid over all ranks but the last, which calls from outside
 // the grid), transposed and scaled into a Cartesian layout over every rank; then

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# ScaLAPACK's own testers against Conveyor's drop-ins, unmodified.
+#
+# Debian's scalapack-mpi-test package ships ScaLAPACK's solver testers prebuilt for
+# both MPIs. Inside libscalapack, the routines they test (p?gesvd, p?syev,
+# p?hseqr's p?laqr*, p?hentrd, ...) call p?gemr2d_ and p?trmr2d_ through the PLT,
+# on subgrids and with processes outside the grids, so preloading
+# libconveyor_scalapack_compat puts Conveyor under every one of those calls.
+# Downloaded at test time into the work directory with `apt-get download` (not
+# installed, nothing kept in the repository); ScaLAPACK's source package is not
+# reachable from this project's machines (its archive files answer 404), which is
+# why the REDIST and PBLAS testers, source-only, are not among these.
+#
+# usage: scalapack_testers.sh <openmpi|mpich> <build-dir> <work-dir>
+# Prints one line per tester and rank count, and "N passed, M failed" last.
+set -uo pipefail
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi=$1
+mkdir -p "$3"
+build=$(cd "$2" && pwd) work=$(cd "$3" && pwd)
+mkdir -p "$work/debs" "$work/root"
+if ! ls "$work"/debs/scalapack-mpi-test_*.deb >/dev/null 2>&1; then
+  (cd "$work/debs" && { apt-get download -q scalapack-mpi-test scalapack-test-common >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null && apt-get download -q scalapack-mpi-test scalapack-test-common >/dev/null; }; }) ||
+    { echo "scalapack testers: apt-get download failed"; echo "0 passed, 1 failed"; exit 1; }
+fi
+if [ ! -d "$work/root/usr/lib" ]; then
+  for deb in "$work"/debs/*.deb; do dpkg-deb -x "$deb" "$work/root"; done
+fi
+testers="$work/root/usr/lib/x86_64-linux-gnu/scalapack/$mpi-tests"
+compat="$build/src/libconveyor_scalapack_compat.so"
+[ -f "$compat" ] || { echo "scalapack testers: $compat not built"; echo "0 passed, 1 failed"; exit 1; }
+case $mpi in
+  openmpi) launch=(mpiexec.openmpi --oversubscribe -x LD_PRELOAD="$compat" -x LD_LIBRARY_PATH="$build/src" -x CONVEYOR_SCALAPACK_REPORT=1) ;;
+  mpich) launch=(mpiexec.mpich -genv LD_PRELOAD "$build/tests/libconveyor_mpich_yield.so:$compat" -genv LD_LIBRARY_PATH "$build/src"
+                 -genv CONVEYOR_SCALAPACK_REPORT 1) ;;
+esac
+run_dir="$work/run-$mpi"
+rm -rf "$run_dir"; mkdir -p "$run_dir"
+cp "$work"/root/usr/share/scalapack/*.dat "$run_dir"/
+
+# Upstream inputs need 4 processes (grids up to 2 x 2; at 5 one process is outside
+# every grid). Our own inputs for 2 and 3: the same tests on 1 x np grids.
+own_inputs() {
+  local np=$1 dir=$2
+  mkdir -p "$dir"
+  cp "$run_dir"/*.dat "$dir"/
+  for f in SVD.dat SEP.dat; do
+    awk -v np="$np" '
+      /values of P/ { for (i = 1; i <= NF && $i ~ /^[0-9]+$/; i++) $i = 1 }
+      /values of Q/ { for (i = 1; i <= NF && $i ~ /^[0-9]+$/; i++) $i = np }
+      /maximum number of processes|maxnodes/ { $1 = np }
+      { print }' "$run_dir/$f" >"$dir/$f"
+  done
+}
+
+# The testers whose ScaLAPACK routines call p?gemr2d / p?trmr2d: SVD (p?gesvd),
+# the symmetric / Hermitian eigensolvers (p?syev, p?heev: gemr2d and trmr2d, every
+# type), the Hessenberg QR (p?hseqr, fixed 2 x 2 problem: not run at 3 processes,
+# where ScaLAPACK's own tester hangs without Conveyor too).
+names="xssvd xdsvd xssep xdsep xcsep xzsep xshseqr xdhseqr"
+passed=0 failed=0
+declare -A calls
+for np in 2 3 4 5; do
+  dir=$run_dir
+  if [ "$np" -lt 4 ]; then dir="$run_dir/own-np$np"; own_inputs "$np" "$dir"; fi
+  for t in $names; do
+    case "$t:$np" in *hseqr:3) continue ;; esac
+    log="$run_dir/$t.np$np.log"
+    (cd "$dir" && timeout 300 "${launch[@]}" -n "$np" "$testers/$t") >"$log" 2>&1
+    rc=$?
+    # A result line that failed, or a summary with failures; the headers' "...failed" prose is not one.
+    bad=$(grep -E '^ *Failed|FAILED|[1-9][0-9]* tests completed and failed' "$log" | grep -v 'indication of which' | head -n 3)
+    good=$(grep -cE '^ *Passed|PASSED|tests completed and passed' "$log")
+    n=$(sed -nE 's/.*conveyor scalapack report: rank [0-9]+: gemr2d ([0-9]+), trmr2d ([0-9]+),.*/\1 \2/p' "$log" |
+        awk '{s += $1 + $2} END {print s + 0}')
+    calls[$t]=$(( ${calls[$t]:-0} + n ))
+    if [ "$rc" -eq 0 ] && [ -z "$bad" ] && [ "$good" -gt 0 ]; then
+      passed=$((passed + 1)); echo "ok   $t np=$np ($n Conveyor calls over all ranks)"
+    else
+      failed=$((failed + 1)); echo "FAIL $t np=$np rc=$rc ${bad:-no passing result}"; tail -n 15 "$log"
+    fi
+  done
+done
+# The interposition happened: every tester made Conveyor calls.
+for t in $names; do
+  if [ "${calls[$t]}" -gt 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $t: no call reached Conveyor"; fi
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
