@@ -43,8 +43,12 @@ struct allreduce_options {
   /// in rank order, so the result has the same bits for a given P whatever the
   /// message size, segment size or algorithm.
   bool deterministic = false;
-  /// Check that every rank passed the same count, dtype and op (one extra small
-  /// MPI_Allreduce); a mismatch throws on every rank instead of hanging.
+  /// The collective contract (conveyor/contract.hpp): agree across ranks on the
+  /// outcome of the local checks and on count, dtype, op and these options (one
+  /// extra MPI_Allreduce of 208 bytes), so a bad or mismatched argument on any
+  /// rank throws the same error on every rank. Without it (MPI's semantics) a
+  /// bad argument throws on its rank alone and mismatched arguments are erroneous:
+  /// the other ranks may wait forever.
   bool validate = false;
   /// Called (on the calling thread, during allreduce) as soon as a chunk of the
   /// final result is complete in `recv`: every element exactly once, in no
@@ -110,18 +114,20 @@ CONVEYOR_API cost_model parse_cost_model(const std::string& text);
 /// Reduce-scatter: rank r receives block r of the element-wise reduction, where
 /// block r has counts[r] elements and blocks are consecutive in `send` (which
 /// holds sum(counts) elements on every rank). recv must hold counts[rank].
+/// validate: as allreduce_options::validate (counts, dtype and op must match).
 CONVEYOR_API void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                                 dtype t, op o, MPI_Comm comm);
+                                 dtype t, op o, MPI_Comm comm, bool validate = false);
 /// Equal blocks: `send` holds P * block_count elements.
 CONVEYOR_API void reduce_scatter_block(const void* send, void* recv, std::size_t block_count, dtype t,
-                                       op o, MPI_Comm comm);
+                                       op o, MPI_Comm comm, bool validate = false);
 
 /// Allgather(v): rank r contributes counts[r] elements; `recv` receives all blocks
 /// consecutively (sum(counts) elements). `send` may be MPI_IN_PLACE, in which
-/// case rank r's block is already in place in `recv`.
+/// case rank r's block is already in place in `recv`. validate: counts and dtype
+/// must match (see allreduce_options::validate).
 CONVEYOR_API void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                             dtype t, MPI_Comm comm);
+                             dtype t, MPI_Comm comm, bool validate = false);
 CONVEYOR_API void allgather(const void* send, void* recv, std::size_t block_count, dtype t,
-                            MPI_Comm comm);
+                            MPI_Comm comm, bool validate = false);
 
 }  // namespace conveyor

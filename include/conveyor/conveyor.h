@@ -64,7 +64,8 @@ enum {
   CONVEYOR_ERR_INVALID_ARGUMENT = 1,
   CONVEYOR_ERR_UNSUPPORTED = 2,
   CONVEYOR_ERR_MPI = 3,
-  CONVEYOR_ERR_INTERNAL = 4
+  CONVEYOR_ERR_INTERNAL = 4,
+  CONVEYOR_ERR_INVALID_TYPE = 5 /* an unsupported or mismatched dtype */
 };
 
 /* Library version, e.g. "0.1.0". Never fails. */
@@ -106,7 +107,8 @@ typedef struct conveyor_allreduce_options {
   size_t segment_bytes;   /* 0: cost model */
   int ranks_per_node;     /* 0: real nodes */
   int deterministic;      /* non-zero: rank-ordered fold */
-  int validate;           /* non-zero: argument errors on every rank */
+  int validate;           /* non-zero: the collective contract (docs/api.md): a bad or
+                             mismatched argument on any rank fails on every rank */
   /* Called when recv[offset, offset+count) is final; may be NULL. */
   void (*on_chunk)(size_t offset, size_t count, void* user_data);
   void* user_data;
@@ -129,11 +131,13 @@ CONVEYOR_C_API int conveyor_allreduce(const void* send, void* recv, size_t count
                                       const conveyor_allreduce_options* options,
                                       conveyor_allreduce_report* report);
 
-/* counts has one entry per rank of comm. */
+/* counts has one entry per rank of comm. validate: as the allreduce option
+ * (counts, dtype and op agreed across ranks; a bad argument on any rank fails
+ * on every rank). */
 CONVEYOR_C_API int conveyor_reduce_scatter(const void* send, void* recv, const size_t* counts,
-                                           conveyor_dtype t, conveyor_op op, MPI_Comm comm);
+                                           conveyor_dtype t, conveyor_op op, MPI_Comm comm, int validate);
 CONVEYOR_C_API int conveyor_allgatherv(const void* send, void* recv, const size_t* counts,
-                                       conveyor_dtype t, MPI_Comm comm);
+                                       conveyor_dtype t, MPI_Comm comm, int validate);
 
 /* ---- Sinkhorn: matrix scaling and entropic OT (conveyor/sinkhorn.hpp) ---- */
 
@@ -205,7 +209,7 @@ typedef struct conveyor_outer_options {
   int algorithm;          /* CONVEYOR_OUTER_* */
   int order;              /* CONVEYOR_ROW_MAJOR or CONVEYOR_COLUMN_MAJOR */
   int distributed;        /* non-zero: this rank receives only its row block */
-  int validate;           /* non-zero: N, M, dtype, options checked across ranks */
+  int validate;           /* ignored: outer_sum always agrees across ranks */
   int allreduce_algorithm; /* CONVEYOR_ALLREDUCE_* used by CONVEYOR_OUTER_RING */
   int ranks_per_node;     /* 0: real nodes */
 } conveyor_outer_options;

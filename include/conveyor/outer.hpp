@@ -41,8 +41,9 @@ struct outer_options {
   /// Each rank receives only rows [report.first_row, report.first_row + report.rows)
   /// of G: a rows x M block (row-major: stride M; column-major: stride rows).
   bool distributed = false;
-  /// One extra small allreduce: N, M, dtype, order and the options must agree on
-  /// every rank (mismatches become errors on every rank instead of undefined behaviour).
+  /// Kept for source compatibility: outer_sum always follows the collective
+  /// contract (conveyor/contract.hpp), and N, M, dtype, order and the options are
+  /// always matched across ranks in its one agreement.
   bool validate = false;
   /// How `ring` reduces (its algorithm, segment size, ranks per node); the node
   /// layout also feeds the cost model.
@@ -58,9 +59,9 @@ struct outer_report {
 
 /// G = sum over ranks of a b^T. `G_count` is the capacity of G in elements: N * M,
 /// or rows * M in distributed mode (outer_rows tells rows in advance). dtype:
-/// float32 or float64. Collective over `comm`; bad arguments on any rank (null
-/// pointers with non-zero sizes, G too small, unsupported dtype) raise the same
-/// error on every rank.
+/// float32 or float64. Collective over `comm`; bad or mismatched arguments on any
+/// rank (null pointers with non-zero sizes, G too small, unsupported dtype,
+/// different N) raise the same error on every rank.
 CONVEYOR_API outer_report outer_sum(const void* a, std::size_t N, const void* b, std::size_t M, void* G,
                                     std::size_t G_count, dtype t, MPI_Comm comm, const outer_options& options = {});
 

@@ -120,6 +120,11 @@ class CONVEYOR_API layout {
   std::pair<int, int> owner_range() const;      // smallest and largest owner
   /// This rank's blocks (rank given), in row-major order of block coordinates.
   std::vector<block_index> blocks_of(int rank) const;
+  /// The shape of `rank`'s local array: per dimension, the summed extents of the
+  /// distinct block rows (columns, ...) it holds. A Cartesian layout's block; a
+  /// block-cyclic layout's ScaLAPACK local matrix (NUMROC rows x NUMROC columns);
+  /// zeros for a rank without blocks.
+  std::vector<std::int64_t> local_shape(int rank) const;
   /// Where block b (owned by this rank) is stored; throws if it was never described.
   block_storage storage(const block_index& b) const;
 
@@ -154,6 +159,9 @@ CONVEYOR_API std::string_view transport_name(transport t);
 CONVEYOR_API transport parse_transport(std::string_view name);
 
 enum class relabeling : int { none = 0, greedy, optimal };
+CONVEYOR_API std::string_view relabeling_name(relabeling r);
+/// "none", "greedy", "optimal".
+CONVEYOR_API relabeling parse_relabeling(std::string_view name);
 
 /// One transform of a (batched) plan: dst = alpha * op(src) + beta * dst.
 struct transform {

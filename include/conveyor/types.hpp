@@ -38,16 +38,21 @@ enum class errc : int {
   unsupported = 2,        // a valid (op, dtype) pair that has no meaning, e.g. band on float32
   mpi = 3,                // an MPI call failed, or MPI is not in the required state
   internal = 4,
+  invalid_type = 5,       // an argument of the wrong kind: not an array, an unsupported or mismatched dtype
 };
 
-/// The one exception type Conveyor throws. `code()` says which category.
+/// The one exception type Conveyor throws. `code()` says which category;
+/// `what()` is "conveyor: " + `message()`.
 class CONVEYOR_API error : public std::runtime_error {
  public:
   error(errc code, const std::string& message);
   errc code() const noexcept { return code_; }
+  /// The message without the "conveyor: " prefix (to rethrow or wrap it).
+  const std::string& message() const noexcept { return message_; }
 
  private:
   errc code_;
+  std::string message_;
 };
 
 /// Bytes per element of `t`.

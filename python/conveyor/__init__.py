@@ -5,9 +5,17 @@ distributed Sinkhorn / entropic-OT solver, the distributed sum of outer products
 and the Redistribute engine for Cartesian and block-cyclic layouts. The reductions work on C-contiguous NumPy arrays of int8-64,
 uint8-64, float16/32/64 and complex64/128, with MPI's operations by name
 ("sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor").
-Errors from Conveyor arrive as ValueError (bad arguments), NotImplementedError
-(an operation that means nothing for the dtype, e.g. "band" on floats) or
-RuntimeError (MPI).
+Errors from Conveyor arrive as ValueError (bad arguments), TypeError (an
+argument of the wrong kind or dtype), NotImplementedError (an operation that
+means nothing for the dtype, e.g. "band" on floats) or RuntimeError (MPI).
+
+Collective functions follow Conveyor's collective contract (docs/api.md): every
+argument is checked on its rank, then the ranks agree, so an argument that is
+bad on one rank raises the same error on every rank ("... rank 1: ...") instead
+of leaving the others waiting. The solvers, outer_sum, Layout and Plan always
+agree; allreduce does when validate=True (one extra small allreduce), and
+otherwise follows MPI's rules (a bad argument raises on its own rank only).
+Only `comm` itself is checked before the agreement.
 """
 from collections import namedtuple
 
@@ -30,12 +38,12 @@ def reduce_local(inbuf, inoutbuf, op="sum"):
     """inoutbuf = inbuf (op) inoutbuf, element by element, in place (MPI_Reduce_local).
 
     Both arrays must have the same dtype and size; inoutbuf must be writable and
-    C-contiguous (it is never copied)."""
-    _conveyor.reduce_local(np.ascontiguousarray(inbuf), inoutbuf, op)
+    C-contiguous (it is never copied). Local: not collective."""
+    _conveyor.reduce_local(inbuf, inoutbuf, op)
     return inoutbuf
 
 
-def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", deterministic=False):
+def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", deterministic=False, validate=False):
     """The reduction of `send` over every rank of `comm` (mpi4py, default
     COMM_WORLD), on every rank. Collective.
 
@@ -43,13 +51,10 @@ def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", determinist
     for an in-place allreduce); a new array if None. algorithm: "auto" (the
     cost model), "ring", "recursive_doubling", "rabenseifner", "hierarchical".
     deterministic: the same bits for any algorithm and segmentation.
+    validate: agree across ranks on every argument first (one extra small
+    allreduce): a bad or mismatched argument on any rank raises on every rank.
     Returns the result array."""
-    comm = MPI.COMM_WORLD if comm is None else comm
-    send = np.ascontiguousarray(send)
-    if out is None:
-        out = np.empty_like(send)
-    _conveyor.allreduce(send, out, op, comm, algorithm, deterministic)
-    return out
+    return _conveyor.allreduce(send, out, op, _comm(comm), algorithm, deterministic, bool(validate))[0]
 
 
 # ---------------------------------------------------------------------------
@@ -63,14 +68,6 @@ def _comm(comm):
     return MPI.COMM_WORLD if comm is None else comm
 
 
-def _agree(comm, problem):
-    """Raises ValueError on every rank if any rank found a problem (before a
-    collective call, so a bad argument on one rank cannot leave the others waiting)."""
-    problems = [p for p in comm.allgather(problem) if p]
-    if problems:
-        raise ValueError(f"conveyor: {problems[0]}")
-
-
 def balanced_rows(M, comm=None):
     """(first, count): the rows of an M-row matrix this rank holds in the
     balanced block partition the solvers expect (the first M % P ranks get one more)."""
@@ -80,16 +77,12 @@ def balanced_rows(M, comm=None):
 
 def sinkhorn_scale(A, r, c, comm=None, in_place=False, variant="fused", tol=1e-9, max_iter=1000, threads=0):
     """Matrix scaling: u, v with diag(u) A diag(v) having row sums r and column
-    sums c. A: this rank's rows (C-contiguous float32/float64); r: their row
-    marginals; c: all column marginals. in_place: also rescale A (any variant:
-    "fused", "typical", "c2r", "blocked"). Collective. Returns ScalingResult
-    (status "converged", "max_iter" or "numerical_failure")."""
-    comm, dtype = _comm(comm), A.dtype
-    r, c = np.ascontiguousarray(r, dtype), np.ascontiguousarray(c, dtype)
-    _agree(comm, None if A.ndim == 2 and r.shape == A.shape[:1] and c.shape == A.shape[1:] else
-           f"rank {comm.Get_rank()}: A {A.shape} with r {r.shape} and c {c.shape}")
-    u, v, status, iterations, error = _conveyor.sinkhorn_scale(A, r, c, comm, in_place, variant, tol, max_iter, threads)
-    return ScalingResult(u, v, status, iterations, error)
+    sums c. A: this rank's rows (float32/float64; C-contiguous and writable when
+    in_place); r: their row marginals; c: all column marginals (converted to A's
+    dtype). in_place: also rescale A (any variant: "fused", "typical", "c2r",
+    "blocked"). Collective. Returns ScalingResult (status "converged", "max_iter"
+    or "numerical_failure")."""
+    return ScalingResult(*_conveyor.sinkhorn_scale(A, r, c, _comm(comm), in_place, variant, tol, max_iter, threads))
 
 
 def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_domain=False, threads=0, plan=False):
@@ -97,14 +90,8 @@ def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_dom
     dual potentials f (this rank's rows), g (all columns), <P, C> over all ranks,
     and this rank's rows of the plan P if plan=True. log_domain: stable for any
     eps. Collective. Returns TransportResult."""
-    comm, C = _comm(comm), np.ascontiguousarray(C)
-    a, b = np.ascontiguousarray(a, C.dtype), np.ascontiguousarray(b, C.dtype)
-    _agree(comm, None if C.ndim == 2 and a.shape == C.shape[:1] and b.shape == C.shape[1:] else
-           f"rank {comm.Get_rank()}: C {C.shape} with a {a.shape} and b {b.shape}")
-    P = np.empty_like(C) if plan else None
-    f, g, status, iterations, error, cost = _conveyor.sinkhorn_transport(C, a, b, float(eps), comm, tol, max_iter,
-                                                                         log_domain, threads, P)
-    return TransportResult(f, g, status, iterations, error, cost, P)
+    return TransportResult(*_conveyor.sinkhorn_transport(C, a, b, eps, _comm(comm), tol, max_iter, log_domain, threads,
+                                                         plan))
 
 
 # ---------------------------------------------------------------------------
@@ -121,37 +108,12 @@ def outer_sum(a, b, comm=None, algorithm="auto", distributed=False, out=None):
     row-major; with distributed=True only this rank's rows (outer_rows).
     algorithm: "auto", "allgather", "allreduce", "ring", "generalized_rabenseifner".
     Collective; bad arguments on any rank raise on every rank."""
-    comm = _comm(comm)
-    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b, a.dtype)
-    rows = outer_rows(a.size, comm)[1] if distributed else a.size
-    if out is None:
-        out = np.empty((rows, b.size), dtype=a.dtype)
-    _conveyor.outer_sum(a, b, out, comm, algorithm, distributed)
-    return out
+    return _conveyor.outer_sum(a, b, out, _comm(comm), algorithm, distributed)[0]
 
 
 # ---------------------------------------------------------------------------
 # Redistribute
 # ---------------------------------------------------------------------------
-_DTYPES = {np.dtype(t): i for i, t in enumerate(
-    [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
-     np.float16, None, np.float32, np.float64, np.complex64, np.complex128]) if t is not None}
-
-
-def _numroc(n, nb, iproc, isrc, nprocs):
-    """ScaLAPACK's NUMROC: rows (or columns) of an n-long dimension in blocks of
-    nb that process iproc holds."""
-    mydist = (nprocs + iproc - isrc) % nprocs
-    nblocks = n // nb
-    count = (nblocks // nprocs) * nb
-    extra = nblocks % nprocs
-    if mydist < extra:
-        count += nb
-    elif mydist == extra:
-        count += n % nb
-    return count
-
-
 class Layout:
     """How an N-D array is spread over the ranks of a communicator: its global
     shape, the blocks, their owners, and this rank's local array (which the
@@ -169,47 +131,27 @@ class Layout:
         """The tensor paper's distribution: dimension d cut into grid[d] near-equal
         blocks; the block at grid coordinates c belongs to the rank whose row-major
         (or column-major) index in the grid is c. `local`: this rank's block, any
-        strides (None on ranks outside the grid); its shape must be the block's."""
-        comm = MPI.COMM_WORLD if comm is None else comm
-        shape, grid = [int(x) for x in shape], [int(g) for g in grid]
-        if len(shape) != len(grid):
-            raise ValueError("conveyor: shape and grid need the same number of dimensions")
-        rank, cells = comm.Get_rank(), int(np.prod(grid))
-        if rank < cells and all(n > 0 for n in shape):
-            coords, r = [], rank
-            for g in (reversed(grid) if not column_major_ranks else grid):
-                coords.append(r % g)
-                r //= g
-            if not column_major_ranks:
-                coords.reverse()
-            want = tuple(shape[d] * (coords[d] + 1) // grid[d] - shape[d] * coords[d] // grid[d] for d in range(len(shape)))
-            if local is None or tuple(local.shape) != want:
-                raise ValueError(f"conveyor: rank {rank} holds a block of shape {want}, got "
-                                 f"{None if local is None else tuple(local.shape)}")
-        else:
-            local = None
-        return cls(_conveyor._Layout.cartesian(shape, grid, local, column_major_ranks), local, comm)
+        strides (None on ranks without elements); its shape must be the block's
+        (local_shape). Collective: a wrong local array on any rank raises on every
+        rank, and the ranks agree on the dtype."""
+        comm = _comm(comm)
+        impl, local = _conveyor._Layout.cartesian(shape, grid, local, column_major_ranks, comm)
+        return cls(impl, local, comm)
 
     @classmethod
     def block_cyclic(cls, M, N, mb, nb, prow, pcol, local, comm=None, rsrc=0, csrc=0, row_major_grid=True):
         """ScaLAPACK's 2-D block-cyclic distribution of an M x N matrix in mb x nb
         blocks over a prow x pcol grid (process (r, c) is rank r*pcol + c, or
         c*prow + r). `local`: this rank's local matrix, column-major (order='F'),
-        shape (NUMROC rows, NUMROC columns); None on ranks outside the grid."""
-        comm = MPI.COMM_WORLD if comm is None else comm
-        rank = comm.Get_rank()
-        if rank < prow * pcol:
-            r, c = (rank // pcol, rank % pcol) if row_major_grid else (rank % prow, rank // prow)
-            want = (_numroc(M, mb, r, rsrc, prow), _numroc(N, nb, c, csrc, pcol))
-            if local is None or tuple(local.shape) != want:
-                raise ValueError(f"conveyor: rank {rank} holds a {want[0]} x {want[1]} local matrix, got "
-                                 f"{None if local is None else tuple(local.shape)}")
-            if want[0] * want[1] == 0:
-                local = None
-        else:
-            local = None
-        impl = _conveyor._Layout.block_cyclic(M, N, mb, nb, prow, pcol, row_major_grid, rsrc, csrc, local)
+        shape (NUMROC rows, NUMROC columns) = local_shape(); None on ranks without
+        elements. Collective, like cartesian."""
+        comm = _comm(comm)
+        impl, local = _conveyor._Layout.block_cyclic(M, N, mb, nb, prow, pcol, row_major_grid, rsrc, csrc, local, comm)
         return cls(impl, local, comm)
+
+    def local_shape(self, rank=None):
+        """The shape of `rank`'s (default: this rank's) local array."""
+        return tuple(self._impl.local_shape(self.comm.Get_rank() if rank is None else rank))
 
 
 class Plan:
@@ -221,21 +163,8 @@ class Plan:
     relabel: "none", "greedy", "optimal" (see .sigma)."""
 
     def __init__(self, src, dst, perm=None, alpha=1.0, beta=0.0, conjugate=False, transport="auto", relabel="none"):
-        dtypes = {a.dtype for a in (src.local, dst.local) if a is not None}
-        dtype = np.dtype(np.float64) if not dtypes else dtypes.pop()
-        if dtypes:
-            raise TypeError("conveyor: source and destination arrays differ in dtype")
-        if dtype not in _DTYPES:
-            raise TypeError(f"conveyor: unsupported dtype {dtype}")
-        # Every rank must agree on the dtype (a rank without blocks has no array).
-        codes = src.comm.allgather(_DTYPES[dtype] if (src.local is not None or dst.local is not None) else -1)
-        known = {c for c in codes if c >= 0}
-        if len(known) > 1:
-            raise TypeError("conveyor: ranks hold arrays of different dtypes")
-        code = known.pop() if known else _DTYPES[np.dtype(np.float64)]
         self.src, self.dst = src, dst  # keep the arrays alive
-        self._impl = _conveyor._Plan(src._impl, dst._impl, src.comm, list(perm or []), float(alpha), float(beta),
-                                     bool(conjugate), code, transport, relabel)
+        self._impl = _conveyor._Plan(src._impl, dst._impl, src.comm, perm, alpha, beta, conjugate, transport, relabel)
 
     def execute(self):
         """Moves (and transforms) the data. Collective."""

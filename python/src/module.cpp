@@ -1,6 +1,14 @@
 // The Python extension `conveyor._conveyor` (nanobind): NumPy arrays in and out,
 // communicators from mpi4py. The Python-facing names and docs are in
-// python/conveyor/__init__.py; this file only converts arguments.
+// python/conveyor/__init__.py; this file converts arguments.
+//
+// The collective contract (conveyor/contract.hpp) from Python: every collective
+// function takes its arguments as plain Python objects and converts them here,
+// inside the local checks of a collective_call that the C++ entry point then
+// joins. So a wrong dtype, a non-contiguous `out`, a bad name or a wrong shape on
+// one rank fails on every rank with the same error, as nanobind's own argument
+// checks (which run before any code of ours) could not. Only the communicator
+// itself is converted before the call: without one there is nothing to agree on.
 #include <mpi.h>
 #include <mpi4py/mpi4py.h>
 #include <nanobind/nanobind.h>
@@ -10,12 +18,14 @@
 #include <nanobind/stl/tuple.h>
 
 #include <cstring>
+#include <optional>
 #include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "conveyor/collectives.hpp"
+#include "conveyor/contract.hpp"
 #include "conveyor/outer.hpp"
 #include "conveyor/sinkhorn.hpp"
 #include "conveyor/redistribute.hpp"
@@ -27,56 +37,119 @@ namespace nb = nanobind;
 
 namespace {
 
+using conveyor::errc;
+
+// A C-contiguous CPU array of any dtype: writable (outputs) or read-only (inputs).
 using array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
+using input_array = nb::ndarray<nb::numpy, nb::ro, nb::c_contig, nb::device::cpu>;
+
+[[noreturn]] void fail(errc code, const std::string& message) { throw conveyor::error(code, message); }
 
 // NumPy's dtype of an array as Conveyor's (bfloat16 has no NumPy dtype).
 conveyor::dtype dtype_of(nb::dlpack::dtype t) {
   const auto code = static_cast<nb::dlpack::dtype_code>(t.code);
   const int bits = t.bits;
-  if (t.lanes != 1) throw nb::type_error("conveyor: vector dtypes are not supported");
-  switch (code) {
-    case nb::dlpack::dtype_code::Int:
-      if (bits == 8) return conveyor::dtype::int8;
-      if (bits == 16) return conveyor::dtype::int16;
-      if (bits == 32) return conveyor::dtype::int32;
-      if (bits == 64) return conveyor::dtype::int64;
-      break;
-    case nb::dlpack::dtype_code::UInt:
-      if (bits == 8) return conveyor::dtype::uint8;
-      if (bits == 16) return conveyor::dtype::uint16;
-      if (bits == 32) return conveyor::dtype::uint32;
-      if (bits == 64) return conveyor::dtype::uint64;
-      break;
-    case nb::dlpack::dtype_code::Float:
-      if (bits == 16) return conveyor::dtype::float16;
-      if (bits == 32) return conveyor::dtype::float32;
-      if (bits == 64) return conveyor::dtype::float64;
-      break;
-    case nb::dlpack::dtype_code::Complex:
-      if (bits == 64) return conveyor::dtype::complex64;
-      if (bits == 128) return conveyor::dtype::complex128;
-      break;
-    default:
-      break;
+  if (t.lanes == 1) {
+    switch (code) {
+      case nb::dlpack::dtype_code::Int:
+        if (bits == 8) return conveyor::dtype::int8;
+        if (bits == 16) return conveyor::dtype::int16;
+        if (bits == 32) return conveyor::dtype::int32;
+        if (bits == 64) return conveyor::dtype::int64;
+        break;
+      case nb::dlpack::dtype_code::UInt:
+        if (bits == 8) return conveyor::dtype::uint8;
+        if (bits == 16) return conveyor::dtype::uint16;
+        if (bits == 32) return conveyor::dtype::uint32;
+        if (bits == 64) return conveyor::dtype::uint64;
+        break;
+      case nb::dlpack::dtype_code::Float:
+        if (bits == 16) return conveyor::dtype::float16;
+        if (bits == 32) return conveyor::dtype::float32;
+        if (bits == 64) return conveyor::dtype::float64;
+        break;
+      case nb::dlpack::dtype_code::Complex:
+        if (bits == 64) return conveyor::dtype::complex64;
+        if (bits == 128) return conveyor::dtype::complex128;
+        break;
+      default:
+        break;
+    }
   }
-  throw nb::type_error(("conveyor: unsupported NumPy dtype (code " + std::to_string(t.code) + ", " + std::to_string(bits) +
-                        " bits)").c_str());
+  fail(errc::invalid_type, "unsupported dtype (DLPack code " + std::to_string(t.code) + ", " + std::to_string(bits) + " bits)");
 }
 
-// The two arrays of a binary operation: same dtype and element count.
-conveyor::dtype matching(const array& a, const array& b, const char* what) {
-  const conveyor::dtype t = dtype_of(a.dtype());
-  if (dtype_of(b.dtype()) != t) throw nb::type_error((std::string("conveyor.") + what + ": arrays differ in dtype").c_str());
-  if (a.size() != b.size()) {
-    throw nb::value_error((std::string("conveyor.") + what + ": arrays differ in size (" + std::to_string(a.size()) + " vs " +
-                           std::to_string(b.size()) + ")").c_str());
+// Runs a conversion inside the call's local checks: Python's exceptions (from
+// NumPy, say) and Conveyor's become this rank's problem.
+template <class F>
+void convert(conveyor::collective_call& call, F&& f) {
+  if (!call.ok()) return;
+  try {
+    f();
+  } catch (nb::python_error& e) {
+    call.fail(e.matches(PyExc_TypeError) ? errc::invalid_type : errc::invalid_argument, nb::str(e.value()).c_str());
+  } catch (const conveyor::error& e) {
+    call.fail(e.code(), e.message());
   }
-  return t;
 }
 
-// mpi4py's communicator object as an MPI_Comm.
+// A Python value as T (ints, floats, bools, strings, lists of ints).
+template <class T>
+T value(nb::handle h, const char* name, const char* kind) {
+  T v{};
+  if (!nb::try_cast(h, v)) {
+    fail(errc::invalid_type, std::string(name) + " must be " + kind + ", got " + nb::type_name(h.type()).c_str());
+  }
+  return v;
+}
+
+// An input array: anything NumPy turns into an array (copied only when it is not
+// already C-contiguous, or not of `dtype` when one is given).
+struct py_input {
+  nb::object obj;
+  input_array a;
+  conveyor::dtype type{};
+};
+py_input input(nb::handle h, const char* name, nb::handle dtype = nb::none()) {
+  nb::object np = nb::module_::import_("numpy");
+  py_input in;
+  in.obj = dtype.is_none() ? np.attr("ascontiguousarray")(h) : np.attr("ascontiguousarray")(h, nb::arg("dtype") = dtype);
+  if (!nb::try_cast(in.obj, in.a, false)) fail(errc::invalid_type, std::string(name) + " is not a CPU array");
+  in.type = dtype_of(in.a.dtype());
+  return in;
+}
+
+// An output array: written in place, so it must already be a writable
+// C-contiguous NumPy array (never copied).
+array output(nb::handle h, const char* name) {
+  array a;
+  if (!nb::try_cast(h, a, false)) {
+    fail(errc::invalid_type, std::string(name) + " must be a writable C-contiguous NumPy array, got " +
+                                 nb::type_name(h.type()).c_str());
+  }
+  return a;
+}
+
+void require_shape(std::size_t got_ndim, const std::size_t* got, std::initializer_list<std::size_t> want,
+                   const char* name) {
+  bool same = got_ndim == want.size();
+  for (std::size_t d = 0; same && d < got_ndim; ++d) same = got[d] == want.begin()[d];
+  if (same) return;
+  std::string g, w;
+  for (std::size_t d = 0; d < got_ndim; ++d) g += (d ? ", " : "") + std::to_string(got[d]);
+  for (std::size_t x : want) w += (w.empty() ? "" : ", ") + std::to_string(x);
+  fail(errc::invalid_argument, std::string(name) + " has shape (" + g + "), needs (" + w + ")");
+}
+template <class A>
+void require_shape(const A& a, std::initializer_list<std::size_t> want, const char* name) {
+  std::vector<std::size_t> got(a.ndim());
+  for (std::size_t d = 0; d < a.ndim(); ++d) got[d] = a.shape(d);
+  require_shape(got.size(), got.data(), want, name);
+}
+
+// mpi4py's communicator object as an MPI_Comm (checked before any call: see above).
 MPI_Comm comm_of(nb::handle comm) {
-  if (!PyObject_TypeCheck(comm.ptr(), &PyMPIComm_Type)) throw nb::type_error("conveyor: comm must be an mpi4py communicator");
+  if (!PyObject_TypeCheck(comm.ptr(), &PyMPIComm_Type)) fail(errc::invalid_type, "comm must be an mpi4py communicator");
   return *PyMPIComm_Get(comm.ptr());
 }
 
@@ -85,7 +158,8 @@ namespace rd = conveyor::redistribute;
 // Any-strided NumPy array (layouts take their storage from its strides).
 using strided = nb::ndarray<nb::numpy, nb::device::cpu>;
 
-// A layout and the dtype of the array it describes on this rank (none: no blocks here).
+// A layout and the dtype of the array it describes, agreed over the ranks that
+// hold one (-1: no rank does).
 struct py_layout {
   rd::layout l;
   int dtype = -1;
@@ -103,13 +177,30 @@ std::vector<std::int64_t> element_strides(const strided& a) {
   return s;
 }
 
-namespace sk = conveyor::sinkhorn;
+// `local` as this rank's array of a layout whose local shape is `want`: None is
+// accepted only when the rank holds no elements.
+strided local_array(nb::handle local, const std::vector<std::int64_t>& want) {
+  std::int64_t elements = 1;
+  for (std::int64_t x : want) elements *= x;
+  std::string w;
+  for (std::int64_t x : want) w += (w.empty() ? "" : ", ") + std::to_string(x);
+  strided a;
+  if (local.is_none()) {
+    if (elements > 0) fail(errc::invalid_argument, "this rank holds a local array of shape (" + w + "), got None");
+    return a;
+  }
+  if (!nb::try_cast(local, a, false)) fail(errc::invalid_type, "local must be a writable NumPy array");
+  bool same = a.ndim() == want.size();
+  for (std::size_t d = 0; same && d < a.ndim(); ++d) same = static_cast<std::int64_t>(a.shape(d)) == want[d];
+  if (!same) {
+    std::string g;
+    for (std::size_t d = 0; d < a.ndim(); ++d) g += (d ? ", " : "") + std::to_string(a.shape(d));
+    fail(errc::invalid_argument, "this rank holds a local array of shape (" + w + "), got (" + g + ")");
+  }
+  return a;
+}
 
-// A 2-D C-contiguous float32/float64 NumPy matrix and vectors of the same type.
-template <class T>
-using matrix = nb::ndarray<nb::numpy, T, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
-template <class T>
-using vector = nb::ndarray<nb::numpy, T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+namespace sk = conveyor::sinkhorn;
 
 template <class T>
 nb::ndarray<nb::numpy, T> to_numpy(std::vector<T> v) {
@@ -118,84 +209,93 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T> v) {
   return nb::ndarray<nb::numpy, T>(owned->data(), {owned->size()}, free_it);
 }
 
-sk::options sinkhorn_options(const std::string& variant, double tol, int max_iter, int threads, bool log_domain) {
+// The arguments of a Sinkhorn call after conversion.
+struct sinkhorn_args {
+  py_input matrix;          // A or C (read-only view; A_out when in place)
+  array matrix_out;         // A when in place
+  py_input row, col;        // marginals, of the matrix's dtype
+  nb::object plan;          // transport: the plan array, or None
   sk::options o;
-  o.kind = sk::parse_variant(variant);
-  o.tol = tol;
-  o.max_iter = max_iter;
-  o.threads = threads;
-  o.log_domain = log_domain;
-  return o;
-}
+  double eps = 0;
+  std::size_t rows = 0, cols = 0;
+  bool single = false;      // float32
+};
 
-template <class T>
-void require_length(const vector<T>& v, std::size_t n, const char* what) {
-  if (v.shape(0) != n) {
-    throw nb::value_error((std::string("conveyor: ") + what + " has " + std::to_string(v.shape(0)) + " entries, needs " +
-                           std::to_string(n)).c_str());
+void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c, bool in_place, nb::handle variant,
+                      nb::handle tol, nb::handle max_iter, nb::handle threads, const char* row_name,
+                      const char* col_name) {
+  if (in_place) {
+    s.matrix_out = output(M, "A");
+    s.matrix.obj = nb::borrow(M);
+    s.matrix.type = dtype_of(s.matrix_out.dtype());
+    if (s.matrix_out.ndim() != 2) fail(errc::invalid_argument, "A must be 2-D");
+    s.rows = s.matrix_out.shape(0);
+    s.cols = s.matrix_out.shape(1);
+  } else {
+    s.matrix = input(M, row_name[0] == 'r' ? "A" : "C");
+    if (s.matrix.a.ndim() != 2) fail(errc::invalid_argument, std::string(row_name[0] == 'r' ? "A" : "C") + " must be 2-D");
+    s.rows = s.matrix.a.shape(0);
+    s.cols = s.matrix.a.shape(1);
   }
+  if (s.matrix.type != conveyor::dtype::float32 && s.matrix.type != conveyor::dtype::float64) {
+    fail(errc::invalid_type, "matrix dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.matrix.type)));
+  }
+  s.single = s.matrix.type == conveyor::dtype::float32;
+  const nb::object dtype = s.matrix.obj.attr("dtype");
+  s.row = input(r, row_name, dtype);
+  s.col = input(c, col_name, dtype);
+  require_shape(s.row.a, {s.rows}, row_name);
+  require_shape(s.col.a, {s.cols}, col_name);
+  s.o.kind = sk::parse_variant(value<std::string>(variant, "variant", "a string"));
+  s.o.tol = value<double>(tol, "tol", "a number");
+  s.o.max_iter = value<int>(max_iter, "max_iter", "an int");
+  s.o.threads = value<int>(threads, "threads", "an int");
 }
 
 template <class T>
-void bind_sinkhorn(nb::module_& m) {
-  m.def(
-      "sinkhorn_scale",
-      [](matrix<T> A, vector<T> r, vector<T> c, nb::handle comm, bool in_place, const std::string& variant, double tol,
-         int max_iter, int threads) {
-        require_length(r, A.shape(0), "r");
-        require_length(c, A.shape(1), "c");
-        const sk::options o = sinkhorn_options(variant, tol, max_iter, threads, false);
-        const MPI_Comm cm = comm_of(comm);
-        sk::scaling_result<T> res;
-        {
-          nb::gil_scoped_release unlocked;
-          res = in_place ? sk::scale_in_place(A.data(), A.shape(0), A.shape(1), A.shape(1), r.data(), c.data(), cm, o)
-                         : sk::scale(A.data(), A.shape(0), A.shape(1), A.shape(1), r.data(), c.data(), cm, o);
-        }
-        return nb::make_tuple(to_numpy(std::move(res.u)), to_numpy(std::move(res.v)), std::string(sk::status_name(res.state)),
-                              res.iterations, res.error);
-      },
-      nb::arg("A").noconvert(), nb::arg("r"), nb::arg("c"), nb::arg("comm"), nb::arg("in_place"), nb::arg("variant"),
-      nb::arg("tol"), nb::arg("max_iter"), nb::arg("threads"));
-  m.def(
-      "sinkhorn_transport",
-      [](matrix<T> C, vector<T> a, vector<T> b, double eps, nb::handle comm, double tol, int max_iter, bool log_domain,
-         int threads, nb::object plan) {
-        require_length(a, C.shape(0), "a");
-        require_length(b, C.shape(1), "b");
-        T* plan_data = nullptr;
-        if (!plan.is_none()) {
-          const matrix<T> p = nb::cast<matrix<T>>(plan);
-          if (p.shape(0) != C.shape(0) || p.shape(1) != C.shape(1)) throw nb::value_error("conveyor: plan must have C's shape");
-          plan_data = p.data();
-        }
-        const sk::options o = sinkhorn_options("fused", tol, max_iter, threads, log_domain);
-        const MPI_Comm cm = comm_of(comm);
-        sk::transport_result<T> res;
-        {
-          nb::gil_scoped_release unlocked;
-          res = sk::transport(C.data(), C.shape(0), C.shape(1), C.shape(1), a.data(), b.data(), eps, cm, o, plan_data, C.shape(1));
-        }
-        return nb::make_tuple(to_numpy(std::move(res.f)), to_numpy(std::move(res.g)), std::string(sk::status_name(res.state)),
-                              res.iterations, res.error, res.cost);
-      },
-      nb::arg("C"), nb::arg("a"), nb::arg("b"), nb::arg("eps"), nb::arg("comm"), nb::arg("tol"), nb::arg("max_iter"),
-      nb::arg("log_domain"), nb::arg("threads"), nb::arg("plan").none());
+nb::tuple run_scale(sinkhorn_args& s, MPI_Comm cm, bool in_place) {
+  sk::scaling_result<T> res;
+  const T* r = static_cast<const T*>(s.row.a.data());
+  const T* c = static_cast<const T*>(s.col.a.data());
+  {
+    nb::gil_scoped_release unlocked;
+    res = in_place ? sk::scale_in_place(static_cast<T*>(s.matrix_out.data()), s.rows, s.cols, s.cols, r, c, cm, s.o)
+                   : sk::scale(static_cast<const T*>(s.matrix.a.data()), s.rows, s.cols, s.cols, r, c, cm, s.o);
+  }
+  return nb::make_tuple(to_numpy(std::move(res.u)), to_numpy(std::move(res.v)), std::string(sk::status_name(res.state)),
+                        res.iterations, res.error);
 }
+
+template <class T>
+nb::tuple run_transport(sinkhorn_args& s, MPI_Comm cm, T* plan) {
+  sk::transport_result<T> res;
+  {
+    nb::gil_scoped_release unlocked;
+    res = sk::transport(static_cast<const T*>(s.matrix.a.data()), s.rows, s.cols, s.cols,
+                        static_cast<const T*>(s.row.a.data()), static_cast<const T*>(s.col.a.data()), s.eps, cm, s.o,
+                        plan, s.cols);
+  }
+  return nb::make_tuple(to_numpy(std::move(res.f)), to_numpy(std::move(res.g)), std::string(sk::status_name(res.state)),
+                        res.iterations, res.error, res.cost, s.plan);
+}
+
+std::uint64_t digest_of_ints(const std::vector<std::int64_t>& v) { return conveyor::digest_of(v.data(), v.size()); }
 
 }  // namespace
 
 NB_MODULE(_conveyor, m) {
   if (import_mpi4py() < 0) throw nb::python_error();
-  // conveyor::error -> ValueError (bad arguments), NotImplementedError
-  // (unsupported), RuntimeError (MPI or internal), with Conveyor's message.
+  // conveyor::error -> ValueError (bad arguments), TypeError (wrong kind or
+  // dtype), NotImplementedError (unsupported), RuntimeError (MPI or internal),
+  // with Conveyor's message.
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const conveyor::error& e) {
       switch (e.code()) {
-        case conveyor::errc::invalid_argument: PyErr_SetString(PyExc_ValueError, e.what()); break;
-        case conveyor::errc::unsupported: PyErr_SetString(PyExc_NotImplementedError, e.what()); break;
+        case errc::invalid_argument: PyErr_SetString(PyExc_ValueError, e.what()); break;
+        case errc::invalid_type: PyErr_SetString(PyExc_TypeError, e.what()); break;
+        case errc::unsupported: PyErr_SetString(PyExc_NotImplementedError, e.what()); break;
         default: PyErr_SetString(PyExc_RuntimeError, e.what()); break;
       }
     }
@@ -204,37 +304,104 @@ NB_MODULE(_conveyor, m) {
   m.attr("__version__") = CONVEYOR_VERSION_STRING;
   m.def("simd_target", [] { return conveyor::simd_targets().active; });
 
+  // Local (not collective): raises on this rank.
   m.def(
       "reduce_local",
-      [](array in, array inout, const std::string& op) {
-        const conveyor::dtype t = matching(in, inout, "reduce_local");
-        const conveyor::op o = conveyor::parse_op(op);
+      [](nb::handle in, nb::handle inout, nb::handle op) {
+        const py_input a = input(in, "inbuf");
+        const array b = output(inout, "inoutbuf");
+        if (dtype_of(b.dtype()) != a.type) fail(errc::invalid_type, "reduce_local: arrays differ in dtype");
+        if (a.a.size() != b.size()) {
+          fail(errc::invalid_argument, "reduce_local: arrays differ in size (" + std::to_string(a.a.size()) + " vs " +
+                                           std::to_string(b.size()) + ")");
+        }
+        const conveyor::op o = conveyor::parse_op(value<std::string>(op, "op", "a string"));
         nb::gil_scoped_release unlocked;
-        conveyor::reduce_local(in.data(), inout.data(), in.size(), t, o);
+        conveyor::reduce_local(a.a.data(), b.data(), b.size(), a.type, o);
       },
-      nb::arg("inbuf"), nb::arg("inoutbuf").noconvert(), nb::arg("op") = "sum");
+      nb::arg("inbuf").none(), nb::arg("inoutbuf").none(), nb::arg("op").none());
 
   m.def(
       "allreduce",
-      [](array send, array recv, const std::string& op, nb::handle comm, const std::string& algorithm, bool deterministic) {
-        const conveyor::dtype t = matching(send, recv, "allreduce");
-        conveyor::allreduce_options o;
-        o.algorithm = conveyor::parse_algorithm(algorithm);
-        o.deterministic = deterministic;
-        const conveyor::op reduction = conveyor::parse_op(op);
+      [](nb::handle send, nb::handle out, nb::handle op, nb::handle comm, nb::handle algorithm, nb::handle deterministic,
+         bool validate) {
         const MPI_Comm c = comm_of(comm);
+        conveyor::collective_call call("allreduce", c);
+        py_input in;
+        array result;
+        nb::object result_obj;
+        conveyor::op reduction{};
+        conveyor::allreduce_options o;
+        o.validate = validate;
+        convert(call, [&] {
+          in = input(send, "send");
+          result_obj = out.is_none() ? nb::module_::import_("numpy").attr("empty_like")(in.obj) : nb::borrow(out);
+          result = output(result_obj, "out");
+          if (dtype_of(result.dtype()) != in.type) fail(errc::invalid_type, "send and out differ in dtype");
+          if (result.size() != in.a.size()) {
+            fail(errc::invalid_argument, "send and out differ in size (" + std::to_string(in.a.size()) + " vs " +
+                                             std::to_string(result.size()) + ")");
+          }
+          reduction = conveyor::parse_op(value<std::string>(op, "op", "a string"));
+          o.algorithm = conveyor::parse_algorithm(value<std::string>(algorithm, "algorithm", "a string"));
+          o.deterministic = value<bool>(deterministic, "deterministic", "a bool");
+        });
+        call.finish_front_end(validate);
         conveyor::allreduce_report r;
         {
           nb::gil_scoped_release unlocked;
-          r = conveyor::allreduce(send.data(), recv.data(), send.size(), t, reduction, c, o);
+          r = conveyor::allreduce(in.a.data(), result.data(), in.a.size(), in.type, reduction, c, o);
         }
-        return std::string(conveyor::algorithm_name(r.algorithm));
+        return nb::make_tuple(result_obj, std::string(conveyor::algorithm_name(r.algorithm)));
       },
-      nb::arg("send"), nb::arg("recv").noconvert(), nb::arg("op"), nb::arg("comm"), nb::arg("algorithm"),
-      nb::arg("deterministic"));
+      nb::arg("send").none(), nb::arg("out").none(), nb::arg("op").none(), nb::arg("comm").none(), nb::arg("algorithm").none(),
+      nb::arg("deterministic").none(), nb::arg("validate"));
 
-  bind_sinkhorn<double>(m);
-  bind_sinkhorn<float>(m);
+  m.def(
+      "sinkhorn_scale",
+      [](nb::handle A, nb::handle r, nb::handle c, nb::handle comm, nb::handle in_place, nb::handle variant, nb::handle tol,
+         nb::handle max_iter, nb::handle threads) {
+        const MPI_Comm cm = comm_of(comm);
+        bool in_place_value = false;
+        {
+          conveyor::collective_call call("sinkhorn::scale", cm);
+          sinkhorn_args s;
+          convert(call, [&] {
+            in_place_value = value<bool>(in_place, "in_place", "a bool");
+            convert_sinkhorn(s, A, r, c, in_place_value, variant, tol, max_iter, threads, "r", "c");
+          });
+          call.finish_front_end();
+          return s.single ? run_scale<float>(s, cm, in_place_value) : run_scale<double>(s, cm, in_place_value);
+        }
+      },
+      nb::arg("A").none(), nb::arg("r").none(), nb::arg("c").none(), nb::arg("comm").none(), nb::arg("in_place").none(), nb::arg("variant").none(), nb::arg("tol").none(),
+      nb::arg("max_iter").none(), nb::arg("threads").none());
+
+  m.def(
+      "sinkhorn_transport",
+      [](nb::handle C, nb::handle a, nb::handle b, nb::handle eps, nb::handle comm, nb::handle tol, nb::handle max_iter,
+         nb::handle log_domain, nb::handle threads, nb::handle plan) {
+        const MPI_Comm cm = comm_of(comm);
+        conveyor::collective_call call("sinkhorn::transport", cm);
+        sinkhorn_args s;
+        void* plan_data = nullptr;
+        s.plan = nb::none();
+        convert(call, [&] {
+          convert_sinkhorn(s, C, a, b, false, nb::str("fused"), tol, max_iter, threads, "a", "b");
+          s.eps = value<double>(eps, "eps", "a number");
+          s.o.log_domain = value<bool>(log_domain, "log_domain", "a bool");
+          if (value<bool>(plan, "plan", "a bool")) {
+            s.plan = nb::module_::import_("numpy").attr("empty_like")(s.matrix.obj);
+            plan_data = output(s.plan, "plan").data();
+          }
+        });
+        call.finish_front_end();
+        return s.single ? run_transport<float>(s, cm, static_cast<float*>(plan_data))
+                        : run_transport<double>(s, cm, static_cast<double*>(plan_data));
+      },
+      nb::arg("C").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("eps").none(), nb::arg("comm").none(), nb::arg("tol").none(), nb::arg("max_iter").none(),
+      nb::arg("log_domain").none(), nb::arg("threads").none(), nb::arg("plan").none());
+
   m.def("balanced_rows", [](std::size_t M, int rank, int size) {
     const sk::row_block b = sk::balanced_rows(M, rank, size);
     return nb::make_tuple(b.first, b.count);
@@ -242,70 +409,121 @@ NB_MODULE(_conveyor, m) {
 
   m.def(
       "outer_sum",
-      [](array a, array b, array G, nb::handle comm, const std::string& algorithm, bool distributed) {
-        const conveyor::dtype t = dtype_of(a.dtype());
-        if (dtype_of(b.dtype()) != t || dtype_of(G.dtype()) != t) throw nb::type_error("conveyor.outer_sum: arrays differ in dtype");
-        conveyor::outer_options o;
-        o.algorithm = conveyor::parse_outer_algorithm(algorithm);
-        o.distributed = distributed;
-        o.validate = true;
+      [](nb::handle a, nb::handle b, nb::handle G, nb::handle comm, nb::handle algorithm, nb::handle distributed) {
         const MPI_Comm c = comm_of(comm);
+        conveyor::collective_call call("outer_sum", c);
+        py_input x, y;
+        array g;
+        nb::object g_obj = nb::borrow(G);
+        conveyor::outer_options o;
+        convert(call, [&] {
+          x = input(a, "a");
+          y = input(b, "b", x.obj.attr("dtype"));
+          o.algorithm = conveyor::parse_outer_algorithm(value<std::string>(algorithm, "algorithm", "a string"));
+          o.distributed = value<bool>(distributed, "distributed", "a bool");
+          const std::size_t rows = o.distributed ? conveyor::outer_rows(x.a.size(), call.rank(), call.size()).rows : x.a.size();
+          if (G.is_none()) {
+            g_obj = nb::module_::import_("numpy").attr("empty")(nb::make_tuple(rows, y.a.size()), nb::arg("dtype") = x.obj.attr("dtype"));
+          }
+          g = output(g_obj, "out");
+          if (dtype_of(g.dtype()) != x.type) fail(errc::invalid_type, "out differs in dtype from a");
+        });
+        call.finish_front_end();
         conveyor::outer_report r;
         {
           nb::gil_scoped_release unlocked;
-          r = conveyor::outer_sum(a.data(), a.size(), b.data(), b.size(), G.data(), G.size(), t, c, o);
+          r = conveyor::outer_sum(x.a.data(), x.a.size(), y.a.data(), y.a.size(), g.data(), g.size(), x.type, c, o);
         }
-        return std::string(conveyor::outer_algorithm_name(r.algorithm));
+        return nb::make_tuple(g_obj, std::string(conveyor::outer_algorithm_name(r.algorithm)));
       },
-      nb::arg("a"), nb::arg("b"), nb::arg("G").noconvert(), nb::arg("comm"), nb::arg("algorithm"), nb::arg("distributed"));
+      nb::arg("a").none(), nb::arg("b").none(), nb::arg("G").none(), nb::arg("comm").none(), nb::arg("algorithm").none(), nb::arg("distributed").none());
   m.def("outer_rows", [](std::size_t N, int rank, int size) {
     const conveyor::outer_block b = conveyor::outer_rows(N, rank, size);
     return nb::make_tuple(b.first_row, b.rows);
   });
 
-  // --- Redistribute (the Python layer checks shapes against the rank's blocks) ---
+  // --- Redistribute: layouts are built collectively (their local arrays checked
+  // against the layout and their dtype agreed), plans from two layouts ---
   nb::class_<py_layout>(m, "_Layout")
       .def_static("cartesian",
-                  [](std::vector<std::int64_t> shape, std::vector<int> grid, nb::object local, bool column_major_ranks) {
+                  [](nb::handle shape, nb::handle grid, nb::handle local, nb::handle column_major_ranks, nb::handle comm) {
+                    const MPI_Comm c = comm_of(comm);
+                    conveyor::collective_call call("Layout.cartesian", c);
                     auto out = std::make_unique<py_layout>();
-                    void* data = nullptr;
-                    std::vector<std::int64_t> strides;
-                    if (!local.is_none()) {
-                      const strided a = nb::cast<strided>(local);
-                      data = a.data();
-                      strides = element_strides(a);
-                      out->dtype = static_cast<int>(dtype_of(a.dtype()));
-                    }
-                    out->l = rd::layout::cartesian(std::move(shape), std::move(grid), data, column_major_ranks, std::move(strides));
-                    return out.release();
-                  })
-      .def_static("block_cyclic",
-                  [](std::int64_t M, std::int64_t N, std::int64_t mb, std::int64_t nb_, int prow, int pcol, bool row_major_grid,
-                     int rsrc, int csrc, nb::object local) {
-                    auto out = std::make_unique<py_layout>();
-                    rd::layout::block_cyclic_params p;
-                    p.M = M;
-                    p.N = N;
-                    p.mb = mb;
-                    p.nb = nb_;
-                    p.prow = prow;
-                    p.pcol = pcol;
-                    p.row_major_grid = row_major_grid;
-                    p.rsrc = rsrc;
-                    p.csrc = csrc;
-                    if (!local.is_none()) {  // column-major local array (Fortran order): lld = its column stride
-                      const strided a = nb::cast<strided>(local);
-                      if (a.ndim() != 2 || (a.shape(0) > 1 && a.stride(0) != 1)) {
-                        throw nb::value_error("conveyor: a block-cyclic local array must be 2-D and column-major (order='F')");
+                    nb::object kept = nb::none();
+                    std::optional<std::int64_t> type;
+                    std::vector<std::int64_t> described;
+                    convert(call, [&] {
+                      const auto shp = value<std::vector<std::int64_t>>(shape, "shape", "a sequence of ints");
+                      const auto grd = value<std::vector<int>>(grid, "grid", "a sequence of ints");
+                      const bool cmr = value<bool>(column_major_ranks, "column_major_ranks", "a bool");
+                      described = shp;
+                      described.insert(described.end(), grd.begin(), grd.end());
+                      described.push_back(cmr);
+                      const rd::layout probe = rd::layout::cartesian(shp, grd, nullptr, cmr);
+                      const strided a = local_array(local, probe.local_shape(call.rank()));
+                      if (a.is_valid()) {
+                        type = static_cast<std::int64_t>(dtype_of(a.dtype()));
+                        kept = nb::borrow(local);
+                        out->l = rd::layout::cartesian(shp, grd, a.data(), cmr, element_strides(a));
+                      } else {
+                        out->l = probe;
                       }
-                      p.local = a.data();
-                      p.lld = std::max<std::int64_t>(a.stride(1), std::max<std::int64_t>(1, static_cast<std::int64_t>(a.shape(0))));
-                      out->dtype = static_cast<int>(dtype_of(a.dtype()));
-                    }
-                    out->l = rd::layout::block_cyclic(p);
-                    return out.release();
-                  })
+                    });
+                    call.must_match_digest("shapes or grids", digest_of_ints(described)).may_match("dtypes", type);
+                    call.agree();
+                    out->dtype = static_cast<int>(call.agreed("dtypes").value_or(-1));
+                    return nb::make_tuple(nb::cast(out.release(), nb::rv_policy::take_ownership), kept);
+                  },
+                  nb::arg("shape").none(), nb::arg("grid").none(), nb::arg("local").none(),
+                  nb::arg("column_major_ranks").none(), nb::arg("comm").none())
+      .def_static("block_cyclic",
+                  [](nb::handle M, nb::handle N, nb::handle mb, nb::handle nb_, nb::handle prow, nb::handle pcol,
+                     nb::handle row_major_grid, nb::handle rsrc, nb::handle csrc, nb::handle local, nb::handle comm) {
+                    const MPI_Comm c = comm_of(comm);
+                    conveyor::collective_call call("Layout.block_cyclic", c);
+                    auto out = std::make_unique<py_layout>();
+                    nb::object kept = nb::none();
+                    std::optional<std::int64_t> type;
+                    std::vector<std::int64_t> described;
+                    convert(call, [&] {
+                      rd::layout::block_cyclic_params p;
+                      p.M = value<std::int64_t>(M, "M", "an int");
+                      p.N = value<std::int64_t>(N, "N", "an int");
+                      p.mb = value<std::int64_t>(mb, "mb", "an int");
+                      p.nb = value<std::int64_t>(nb_, "nb", "an int");
+                      p.prow = value<int>(prow, "prow", "an int");
+                      p.pcol = value<int>(pcol, "pcol", "an int");
+                      p.row_major_grid = value<bool>(row_major_grid, "row_major_grid", "a bool");
+                      p.rsrc = value<int>(rsrc, "rsrc", "an int");
+                      p.csrc = value<int>(csrc, "csrc", "an int");
+                      described = {p.M, p.N, p.mb, p.nb, p.prow, p.pcol, p.row_major_grid, p.rsrc, p.csrc};
+                      const rd::layout probe = rd::layout::block_cyclic(p);
+                      const strided a = local_array(local, probe.local_shape(call.rank()));
+                      if (a.is_valid() && a.size() > 0) {
+                        // Column-major local array (Fortran order): lld = its column stride.
+                        if (a.shape(0) > 1 && a.stride(0) != 1) {
+                          fail(errc::invalid_argument, "a block-cyclic local array must be column-major (order='F')");
+                        }
+                        p.local = a.data();
+                        p.lld = std::max<std::int64_t>(a.stride(1), std::max<std::int64_t>(1, static_cast<std::int64_t>(a.shape(0))));
+                        type = static_cast<std::int64_t>(dtype_of(a.dtype()));
+                        kept = nb::borrow(local);
+                        out->l = rd::layout::block_cyclic(p);
+                      } else {
+                        out->l = probe;
+                      }
+                    });
+                    call.must_match_digest("matrix or grid descriptions", digest_of_ints(described)).may_match("dtypes", type);
+                    call.agree();
+                    out->dtype = static_cast<int>(call.agreed("dtypes").value_or(-1));
+                    return nb::make_tuple(nb::cast(out.release(), nb::rv_policy::take_ownership), kept);
+                  },
+                  nb::arg("M").none(), nb::arg("N").none(), nb::arg("mb").none(), nb::arg("nb").none(),
+                  nb::arg("prow").none(), nb::arg("pcol").none(), nb::arg("row_major_grid").none(),
+                  nb::arg("rsrc").none(), nb::arg("csrc").none(), nb::arg("local").none(), nb::arg("comm").none())
       .def("blocks_of", [](const py_layout& l, int rank) { return l.l.blocks_of(rank).size(); })
+      .def("local_shape", [](const py_layout& l, int rank) { return l.l.local_shape(rank); })
       .def_prop_ro("dtype", [](const py_layout& l) { return l.dtype; })
       .def_prop_ro("shape", [](const py_layout& l) {
         std::vector<std::int64_t> s(static_cast<std::size_t>(l.l.ndim()));
@@ -315,27 +533,37 @@ NB_MODULE(_conveyor, m) {
 
   nb::class_<py_plan>(m, "_Plan")
       .def("__init__",
-           [](py_plan* self, const py_layout& src, const py_layout& dst, nb::handle comm, std::vector<int> perm, double alpha,
-              double beta, bool conjugate, int dtype, const std::string& transport, const std::string& relabel) {
+           [](py_plan* self, const py_layout& src, const py_layout& dst, nb::handle comm, nb::handle perm, nb::handle alpha,
+              nb::handle beta, nb::handle conjugate, nb::handle transport, nb::handle relabel) {
              new (self) py_plan();
+             const MPI_Comm c = comm_of(comm);
+             conveyor::collective_call call("redistribute::plan", c);
              rd::transform t;
+             rd::plan_options o;
+             convert(call, [&] {
+               t.perm = perm.is_none() ? std::vector<int>{} : value<std::vector<int>>(perm, "perm", "a sequence of ints");
+               t.alpha = value<double>(alpha, "alpha", "a number");
+               t.beta = value<double>(beta, "beta", "a number");
+               t.conjugate = value<bool>(conjugate, "conjugate", "a bool");
+               o.method = rd::parse_transport(value<std::string>(transport, "transport", "a string"));
+               o.relabel = rd::parse_relabeling(value<std::string>(relabel, "relabel", "a string"));
+               // Both dtypes were agreed when the layouts were built: the same here on every rank.
+               if (src.dtype >= 0 && dst.dtype >= 0 && src.dtype != dst.dtype) {
+                 fail(errc::invalid_type, "source and destination arrays differ in dtype (" +
+                                              std::string(conveyor::dtype_name(static_cast<conveyor::dtype>(src.dtype))) + " vs " +
+                                              std::string(conveyor::dtype_name(static_cast<conveyor::dtype>(dst.dtype))) + ")");
+               }
+               const int type = src.dtype >= 0 ? src.dtype : dst.dtype >= 0 ? dst.dtype : static_cast<int>(conveyor::dtype::float64);
+               t.type = static_cast<conveyor::dtype>(type);
+             });
+             call.finish_front_end();
              t.src = &self->layouts.emplace_back(src.l);
              t.dst = &self->layouts.emplace_back(dst.l);
-             t.perm = std::move(perm);
-             t.alpha = alpha;
-             t.beta = beta;
-             t.conjugate = conjugate;
-             t.type = static_cast<conveyor::dtype>(dtype);
-             rd::plan_options o;
-             o.method = rd::parse_transport(transport);
-             if (relabel == "none") o.relabel = rd::relabeling::none;
-             else if (relabel == "greedy") o.relabel = rd::relabeling::greedy;
-             else if (relabel == "optimal") o.relabel = rd::relabeling::optimal;
-             else throw nb::value_error("conveyor: relabel must be 'none', 'greedy' or 'optimal'");
-             const MPI_Comm c = comm_of(comm);
              nb::gil_scoped_release unlocked;
              self->p = std::make_unique<rd::plan>(t, c, o);
-           })
+           },
+           nb::arg("src"), nb::arg("dst"), nb::arg("comm").none(), nb::arg("perm").none(), nb::arg("alpha").none(),
+           nb::arg("beta").none(), nb::arg("conjugate").none(), nb::arg("transport").none(), nb::arg("relabel").none())
       .def("execute",
            [](py_plan& p) {
              nb::gil_scoped_release unlocked;

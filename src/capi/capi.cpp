@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "conveyor/collectives.hpp"
+#include "conveyor/contract.hpp"
 #include "conveyor/conveyor.h"
 #include "conveyor/mpi.hpp"
 #include "conveyor/outer.hpp"
@@ -34,7 +35,7 @@ int guarded(F&& body) noexcept {
     g_last_error = "conveyor: out of memory";
     return CONVEYOR_ERR_INTERNAL;
   } catch (const std::exception& e) {
-    g_last_error = std::string("conveyor: ") + e.what();
+    g_last_error = std::string("conveyor: internal: ") + e.what();
     return CONVEYOR_ERR_INTERNAL;
   } catch (...) {
     g_last_error = "conveyor: unknown error";
@@ -116,24 +117,35 @@ int conveyor_allreduce(const void* send, void* recv, size_t count, conveyor_dtyp
 }
 
 namespace {
-// counts[0..P) of comm as a vector (P from the communicator).
-std::vector<std::size_t> counts_of(const size_t* counts, MPI_Comm comm) {
-  int size = 0;
-  if (comm == MPI_COMM_NULL || MPI_Comm_size(comm, &size) != MPI_SUCCESS) {
-    throw conveyor::error(conveyor::errc::invalid_argument, "invalid communicator");
-  }
-  if (!counts) throw conveyor::error(conveyor::errc::invalid_argument, "counts is NULL");
-  return std::vector<std::size_t>(counts, counts + size);
+// counts[0..P) of comm as a vector, converted inside the call's local checks.
+std::vector<std::size_t> counts_of(conveyor::collective_call& call, const size_t* counts) {
+  std::vector<std::size_t> v;
+  call.check([&] {
+    if (!counts) throw conveyor::error(conveyor::errc::invalid_argument, "counts is NULL");
+    v.assign(counts, counts + call.size());
+  });
+  return v;
 }
 }  // namespace
 
 int conveyor_reduce_scatter(const void* send, void* recv, const size_t* counts, conveyor_dtype t,
-                            conveyor_op o, MPI_Comm comm) {
-  return guarded([&] { conveyor::reduce_scatter(send, recv, counts_of(counts, comm), to_dtype(t), to_op(o), comm); });
+                            conveyor_op o, MPI_Comm comm, int validate) {
+  return guarded([&] {
+    conveyor::collective_call call("reduce_scatter", comm);
+    const auto v = counts_of(call, counts);
+    call.finish_front_end(validate != 0);
+    conveyor::reduce_scatter(send, recv, v, to_dtype(t), to_op(o), comm, validate != 0);
+  });
 }
 
-int conveyor_allgatherv(const void* send, void* recv, const size_t* counts, conveyor_dtype t, MPI_Comm comm) {
-  return guarded([&] { conveyor::allgatherv(send, recv, counts_of(counts, comm), to_dtype(t), comm); });
+int conveyor_allgatherv(const void* send, void* recv, const size_t* counts, conveyor_dtype t, MPI_Comm comm,
+                        int validate) {
+  return guarded([&] {
+    conveyor::collective_call call("allgatherv", comm);
+    const auto v = counts_of(call, counts);
+    call.finish_front_end(validate != 0);
+    conveyor::allgatherv(send, recv, v, to_dtype(t), comm, validate != 0);
+  });
 }
 
 const char* conveyor_simd_target(void) {
@@ -181,10 +193,19 @@ void fill_info(const R& res, double cost, conveyor_sinkhorn_info* info) {
   if (info) *info = {static_cast<int>(res.state), res.iterations, res.error, cost, res.time.total};
 }
 
-void require_float(conveyor_dtype t) {
-  if (t != CONVEYOR_FLOAT32 && t != CONVEYOR_FLOAT64) {
-    throw conveyor::error(conveyor::errc::unsupported, "sinkhorn: dtype must be float32 or float64");
-  }
+// The front end's part of a Sinkhorn call: the dtype chooses the C++ overload,
+// so it is checked inside the call's local checks (the C++ entry joins the call).
+sk::options sinkhorn_front_end(conveyor::collective_call& call, conveyor_dtype t, const conveyor_sinkhorn_options* o,
+                               std::size_t rows, std::size_t cols) {
+  sk::options opt;
+  call.check([&] {
+    if (t != CONVEYOR_FLOAT32 && t != CONVEYOR_FLOAT64) {
+      throw conveyor::error(conveyor::errc::unsupported, "dtype must be float32 or float64");
+    }
+    opt = to_sinkhorn_options(o, rows, cols);
+  });
+  call.finish_front_end();
+  return opt;
 }
 
 template <class T>
@@ -224,8 +245,8 @@ int conveyor_sinkhorn_scale(conveyor_dtype t, void* A, size_t rows, size_t cols,
                             const void* c, MPI_Comm comm, int in_place, const conveyor_sinkhorn_options* options,
                             void* u, void* v, conveyor_sinkhorn_info* info) {
   return guarded([&] {
-    require_float(t);
-    const sk::options opt = to_sinkhorn_options(options, rows, cols);
+    conveyor::collective_call call(in_place ? "sinkhorn::scale_in_place" : "sinkhorn::scale", comm);
+    const sk::options opt = sinkhorn_front_end(call, t, options, rows, cols);
     if (t == CONVEYOR_FLOAT64) scale_as<double>(A, rows, cols, ld, r, c, comm, in_place, opt, u, v, info);
     else scale_as<float>(A, rows, cols, ld, r, c, comm, in_place, opt, u, v, info);
   });
@@ -235,8 +256,8 @@ int conveyor_sinkhorn_transport(conveyor_dtype t, const void* C, size_t rows, si
                                 const void* b, double eps, MPI_Comm comm, const conveyor_sinkhorn_options* options,
                                 void* f, void* g, void* plan, size_t plan_ld, conveyor_sinkhorn_info* info) {
   return guarded([&] {
-    require_float(t);
-    const sk::options opt = to_sinkhorn_options(options, rows, cols);
+    conveyor::collective_call call("sinkhorn::transport", comm);
+    const sk::options opt = sinkhorn_front_end(call, t, options, rows, cols);
     if (t == CONVEYOR_FLOAT64) transport_as<double>(C, rows, cols, ld, a, b, eps, comm, opt, f, g, plan, plan_ld, info);
     else transport_as<float>(C, rows, cols, ld, a, b, eps, comm, opt, f, g, plan, plan_ld, info);
   });
@@ -261,7 +282,7 @@ struct conveyor_redistribution_s {
 namespace {
 
 void require(bool ok, const char* what) {
-  if (!ok) throw conveyor::error(conveyor::errc::invalid_argument, std::string("conveyor: ") + what);
+  if (!ok) throw conveyor::error(conveyor::errc::invalid_argument, what);
 }
 
 int check_ndim(int ndim) {
@@ -370,35 +391,38 @@ void conveyor_redistribute_options_init(conveyor_redistribute_options* options) 
 
 int conveyor_redistribution_create(const conveyor_transform* transforms, size_t count, MPI_Comm comm,
                                    const conveyor_redistribute_options* options, conveyor_redistribution* result) {
-  if (!result) return null_result("conveyor_redistribution_create");
-  *result = nullptr;
+  if (result) *result = nullptr;
   return guarded([&] {
-    // Local argument problems throw before the collective part; the plan's own
-    // checks are agreed across ranks.
-    require(transforms || count == 0, "conveyor_redistribution_create: transforms is NULL");
+    // The conversion is the front end's part of the plan's collective call.
+    conveyor::collective_call call("redistribute::plan", comm);
     auto out = std::make_unique<conveyor_redistribution_s>();
     std::vector<rd::transform> batch(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      const conveyor_transform& c = transforms[i];
-      rd::transform& t = batch[i];
-      if (c.src) t.src = &out->layouts.emplace_back(c.src->l);
-      if (c.dst) t.dst = &out->layouts.emplace_back(c.dst->l);
-      if (c.perm && c.src) t.perm.assign(c.perm, c.perm + c.src->l.ndim());
-      t.conjugate = c.conjugate != 0;
-      t.alpha = c.alpha;
-      t.beta = c.beta;
-      t.alpha_imag = c.alpha_imag;
-      t.beta_imag = c.beta_imag;
-      t.type = to_dtype(c.type);
-    }
     rd::plan_options o;
-    if (options) {
-      o.method = static_cast<rd::transport>(options->transport);
-      o.relabel = static_cast<rd::relabeling>(options->relabel);
-      o.intra_node_cost = options->intra_node_cost;
-      o.ranks_per_node = options->ranks_per_node;
-      o.chunk_bytes = options->chunk_bytes;
-    }
+    call.check([&] {
+      require(result != nullptr, "result pointer is NULL");
+      require(transforms || count == 0, "transforms is NULL");
+      for (std::size_t i = 0; i < count; ++i) {
+        const conveyor_transform& c = transforms[i];
+        rd::transform& t = batch[i];
+        if (c.src) t.src = &out->layouts.emplace_back(c.src->l);
+        if (c.dst) t.dst = &out->layouts.emplace_back(c.dst->l);
+        if (c.perm && c.src) t.perm.assign(c.perm, c.perm + c.src->l.ndim());
+        t.conjugate = c.conjugate != 0;
+        t.alpha = c.alpha;
+        t.beta = c.beta;
+        t.alpha_imag = c.alpha_imag;
+        t.beta_imag = c.beta_imag;
+        t.type = to_dtype(c.type);
+      }
+      if (options) {
+        o.method = static_cast<rd::transport>(options->transport);
+        o.relabel = static_cast<rd::relabeling>(options->relabel);
+        o.intra_node_cost = options->intra_node_cost;
+        o.ranks_per_node = options->ranks_per_node;
+        o.chunk_bytes = options->chunk_bytes;
+      }
+    });
+    call.finish_front_end();
     out->p = std::make_unique<rd::plan>(batch, comm, o);
     *result = out.release();
   });

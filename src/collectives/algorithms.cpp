@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "collectives/context.hpp"
+#include "runtime/context.hpp"
 
 namespace conveyor::detail {
 namespace {

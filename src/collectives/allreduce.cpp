@@ -8,9 +8,10 @@
 #include <string>
 
 #include "collectives/algorithms.hpp"
-#include "collectives/context.hpp"
+#include "runtime/context.hpp"
 #include "collectives/select.hpp"
 #include "conveyor/collectives.hpp"
+#include "conveyor/contract.hpp"
 #include "core/checks.hpp"
 #include "reduce/reduce_internal.hpp"
 
@@ -25,41 +26,15 @@ using detail::scratch_alloc;
 constexpr std::string_view kAlgorithmNames[] = {"auto", "ring", "recursive_doubling", "rabenseifner",
                                                 "hierarchical"};
 
-// A problem found by the local checks, kept until every rank has had its say.
-struct local_problem {
-  errc code = errc::success;
-  std::string message;
-  explicit operator bool() const { return code != errc::success; }
-};
-
-int ranks_per_node(const allreduce_options& o, const detail::comm_context& ctx) {
-  if (o.ranks_per_node < 0) throw error(errc::invalid_argument, "ranks_per_node must be >= 0");
-  return o.ranks_per_node > 0 ? o.ranks_per_node : ctx.env_ranks_per_node;
-}
-
-// Every rank learns whether any rank had a local problem or whether the ranks
-// disagree on (count, dtype, op); all of them then throw the same kind of error.
-void validate_collectively(detail::comm_context& ctx, std::size_t count, dtype t, op o,
-                           const local_problem& problem) {
-  // Max of x and of -x gives min and max in one MPI_Allreduce.
-  std::int64_t v[7] = {static_cast<std::int64_t>(count), -static_cast<std::int64_t>(count),
-                       static_cast<std::int64_t>(t), -static_cast<std::int64_t>(t),
-                       static_cast<std::int64_t>(o), -static_cast<std::int64_t>(o), problem ? 1 : 0};
-  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 7, MPI_INT64_T, MPI_MAX, ctx.comm),
-                    "MPI_Allreduce (validate)");
-  if (problem) throw error(problem.code, problem.message);
-  if (v[6]) throw error(errc::invalid_argument, "allreduce: invalid arguments on another rank");
-  if (v[0] != -v[1]) {
-    throw error(errc::invalid_argument, "allreduce: ranks passed different counts (" +
-                                            std::to_string(-v[1]) + " to " + std::to_string(v[0]) + ")");
-  }
-  if (v[2] != -v[3]) throw error(errc::invalid_argument, "allreduce: ranks passed different dtypes");
-  if (v[4] != -v[5]) throw error(errc::invalid_argument, "allreduce: ranks passed different ops");
-}
-
 bool overlaps_partially(const void* x, const void* y, std::size_t bytes) {
   const auto a = reinterpret_cast<std::uintptr_t>(x), b = reinterpret_cast<std::uintptr_t>(y);
   return a != b && a < b + bytes && b < a + bytes;
+}
+
+// The per-rank counts of a v-collective must be the same list on every rank.
+collective_call& match_counts(collective_call& call, const std::vector<std::size_t>& counts) {
+  std::vector<std::int64_t> v(counts.begin(), counts.end());
+  return call.must_match_digest("counts", digest_of(v.data(), v.size()));
 }
 
 // 0, 1, ..., size-1: the group of a flat algorithm.
@@ -157,31 +132,34 @@ allreduce_algorithm parse_algorithm(std::string_view name) {
 
 allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtype t, op o, MPI_Comm comm,
                            const allreduce_options& options) {
-  detail::comm_context& ctx = detail::context_for(comm);
-
-  // Local checks first; with `validate` every rank hears about any rank's problem.
-  local_problem problem;
+  collective_call call("allreduce", comm);
+  detail::comm_context& ctx = detail::context_of(call);
   detail::kernel_fn kernel = nullptr;
   std::size_t bytes = 0;
-  try {
+  call.check([&] {
     kernel = detail::find_kernel(o, t);
     bytes = detail::checked_bytes(count, t, "allreduce");
     const bool in_place = send == MPI_IN_PLACE || send == recv;
-    if (count > 0 && (!recv || !send)) throw error(errc::invalid_argument, "allreduce: null buffer with count > 0");
+    if (count > 0 && (!recv || !send)) throw error(errc::invalid_argument, "null buffer with count > 0");
     if (!in_place && overlaps_partially(send, recv, bytes)) {
-      throw error(errc::invalid_argument, "allreduce: send and recv buffers partially overlap");
+      throw error(errc::invalid_argument, "send and recv buffers partially overlap");
     }
     if (options.algorithm < allreduce_algorithm::automatic || options.algorithm > allreduce_algorithm::hierarchical) {
-      throw error(errc::invalid_argument, "allreduce: unknown algorithm value");
+      throw error(errc::invalid_argument, "unknown algorithm value " + std::to_string(static_cast<int>(options.algorithm)));
     }
-  } catch (const error& e) {
-    problem = {e.code(), e.what()};
+    if (options.ranks_per_node < 0) throw error(errc::invalid_argument, "ranks_per_node must be >= 0");
+  });
+  if (options.validate) {
+    call.must_match("counts", static_cast<std::int64_t>(count)).must_match("dtypes", t).must_match("ops", o);
+    call.must_match("algorithms", static_cast<std::int64_t>(options.algorithm))
+        .must_match("segment sizes", static_cast<std::int64_t>(options.segment_bytes))
+        .must_match("ranks_per_node values", options.ranks_per_node)
+        .must_match("deterministic flags", options.deterministic ? 1 : 0);
   }
-  if (options.validate) validate_collectively(ctx, count, t, o, problem);
-  else if (problem) throw error(problem.code, problem.message);
+  call.agree_if(options.validate);
 
   const cost_model& params = current_cost_model();
-  const detail::node_layout& layout = ctx.layout(ranks_per_node(options, ctx));
+  const detail::node_layout& layout = ctx.layout(options.ranks_per_node > 0 ? options.ranks_per_node : ctx.env_ranks_per_node);
 
   allreduce_report report;
   report.nodes = layout.nodes;
@@ -237,16 +215,25 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
 }
 
 void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& counts, dtype t, op o,
-                    MPI_Comm comm) {
-  detail::comm_context& ctx = detail::context_for(comm);
-  std::size_t total = 0;
-  const std::vector<block> blocks = consecutive_blocks(counts, ctx.size, "reduce_scatter", total);
-  const detail::kernel_fn kernel = detail::find_kernel(o, t);
-  const std::size_t esize = dtype_size(t);
-  const std::size_t bytes = detail::checked_bytes(total, t, "reduce_scatter");
-  const std::size_t mine = counts[static_cast<std::size_t>(ctx.rank)];
-  if ((bytes && !send) || (mine && !recv)) throw error(errc::invalid_argument, "reduce_scatter: null buffer");
+                    MPI_Comm comm, bool validate) {
+  collective_call call("reduce_scatter", comm);
+  detail::comm_context& ctx = detail::context_of(call);
+  std::size_t total = 0, bytes = 0;
+  std::vector<block> blocks;
+  detail::kernel_fn kernel = nullptr;
+  call.check([&] {
+    blocks = consecutive_blocks(counts, ctx.size, "reduce_scatter", total);
+    kernel = detail::find_kernel(o, t);
+    bytes = detail::checked_bytes(total, t, "reduce_scatter");
+    if ((bytes && !send) || (counts[static_cast<std::size_t>(ctx.rank)] && !recv)) {
+      throw error(errc::invalid_argument, "null buffer");
+    }
+  });
+  if (validate) match_counts(call, counts).must_match("dtypes", t).must_match("ops", o);
+  call.agree_if(validate);
 
+  const std::size_t esize = dtype_size(t);
+  const std::size_t mine = counts[static_cast<std::size_t>(ctx.rank)];
   const std::vector<int> all = all_ranks(ctx.size);
   // Scratch: a working copy of `send`, plus the ring's receive block.
   std::size_t largest = 0;
@@ -263,20 +250,33 @@ void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>
   if (mine) std::memcpy(recv, work + blocks[static_cast<std::size_t>(ctx.rank)].offset * esize, mine * esize);
 }
 
-void reduce_scatter_block(const void* send, void* recv, std::size_t block_count, dtype t, op o, MPI_Comm comm) {
-  const detail::comm_context& ctx = detail::context_for(comm);
-  reduce_scatter(send, recv, std::vector<std::size_t>(static_cast<std::size_t>(ctx.size), block_count), t, o, comm);
+void reduce_scatter_block(const void* send, void* recv, std::size_t block_count, dtype t, op o, MPI_Comm comm,
+                          bool validate) {
+  // The call of reduce_scatter below joins this one: one agreement.
+  collective_call call("reduce_scatter", comm);
+  reduce_scatter(send, recv, std::vector<std::size_t>(static_cast<std::size_t>(call.size()), block_count), t, o, comm,
+                 validate);
 }
 
-void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, dtype t, MPI_Comm comm) {
-  detail::comm_context& ctx = detail::context_for(comm);
-  detail::check_enum(t);
+void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, dtype t, MPI_Comm comm,
+                bool validate) {
+  collective_call call("allgatherv", comm);
+  detail::comm_context& ctx = detail::context_of(call);
   std::size_t total = 0;
-  const std::vector<block> blocks = consecutive_blocks(counts, ctx.size, "allgatherv", total);
+  std::vector<block> blocks;
+  call.check([&] {
+    detail::check_enum(t);
+    blocks = consecutive_blocks(counts, ctx.size, "allgatherv", total);
+    detail::checked_bytes(total, t, "allgatherv");
+    if ((total && !recv) || (blocks[static_cast<std::size_t>(ctx.rank)].count && !send)) {
+      throw error(errc::invalid_argument, "null buffer");
+    }
+  });
+  if (validate) match_counts(call, counts).must_match("dtypes", t);
+  call.agree_if(validate);
+
   const std::size_t esize = dtype_size(t);
-  detail::checked_bytes(total, t, "allgatherv");
   const block& mine = blocks[static_cast<std::size_t>(ctx.rank)];
-  if ((total && !recv) || (mine.count && !send)) throw error(errc::invalid_argument, "allgatherv: null buffer");
   if (send != MPI_IN_PLACE && mine.count) {
     std::memmove(static_cast<char*>(recv) + mine.offset * esize, send, mine.count * esize);
   }
@@ -286,9 +286,9 @@ void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& co
   run_schedules(ctx, schedules, nullptr, nullptr, 1);
 }
 
-void allgather(const void* send, void* recv, std::size_t block_count, dtype t, MPI_Comm comm) {
-  const detail::comm_context& ctx = detail::context_for(comm);
-  allgatherv(send, recv, std::vector<std::size_t>(static_cast<std::size_t>(ctx.size), block_count), t, comm);
+void allgather(const void* send, void* recv, std::size_t block_count, dtype t, MPI_Comm comm, bool validate) {
+  collective_call call("allgatherv", comm);  // joined by allgatherv: one agreement
+  allgatherv(send, recv, std::vector<std::size_t>(static_cast<std::size_t>(call.size()), block_count), t, comm, validate);
 }
 
 }  // namespace conveyor

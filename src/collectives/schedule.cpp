@@ -4,7 +4,7 @@
 #include <climits>
 #include <cstring>
 
-#include "collectives/context.hpp"
+#include "runtime/context.hpp"
 
 namespace conveyor::detail {
 namespace {

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "collectives/context.hpp"
+#include "runtime/context.hpp"
 #include "conveyor/types.hpp"
 
 namespace conveyor {

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "collectives/context.hpp"
+#include "runtime/context.hpp"
 #include "conveyor/collectives.hpp"
 #include "conveyor/reduce.hpp"
 

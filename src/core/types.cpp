@@ -8,7 +8,7 @@
 namespace conveyor {
 
 error::error(errc code, const std::string& message)
-    : std::runtime_error("conveyor: " + message), code_(code) {}
+    : std::runtime_error("conveyor: " + message), code_(code), message_(message) {}
 
 namespace {
 

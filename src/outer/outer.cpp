@@ -33,9 +33,9 @@
 #include <string>
 #include <vector>
 
-#include "collectives/context.hpp"
+#include "runtime/context.hpp"
 #include "collectives/select.hpp"
-#include "core/agree.hpp"
+#include "conveyor/contract.hpp"
 #include "core/names.hpp"
 #include "outer/kernels.hpp"
 
@@ -258,59 +258,45 @@ void run_typed(const void* a, std::size_t N, const void* b, std::size_t M, void*
 }  // namespace
 
 outer_report outer_sum(const void* a, std::size_t N, const void* b, std::size_t M, void* G, std::size_t G_count,
-                       dtype t, MPI_Comm comm, const outer_options& o) {
-  if (comm == MPI_COMM_NULL) throw error(errc::invalid_argument, "outer_sum: communicator is MPI_COMM_NULL");
-  int rank = 0, size = 1;
-  detail::check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  detail::check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+                       dtype t, MPI_Comm user_comm, const outer_options& o) {
+  collective_call call("outer_sum", user_comm);
+  const MPI_Comm comm = call.comm();
+  const int rank = call.rank(), size = call.size();
   const outer_block mine = outer_rows(N, rank, size);
-
-  // Local problems, then (validate) the arguments that must agree across ranks.
-  detail::local_problem_report problem;
-  const auto bad = [&](errc code, const std::string& m) {
-    if (!problem) problem = {code, "outer_sum: " + m};
-  };
-  if (t != dtype::float32 && t != dtype::float64) bad(errc::unsupported, "dtype must be float32 or float64");
   const int alg_value = static_cast<int>(o.algorithm), order_value = static_cast<int>(o.order);
+  const auto bad = [&](errc code, const std::string& m) { call.fail(code, m); };
+  if (t != dtype::float32 && t != dtype::float64) bad(errc::unsupported, "dtype must be float32 or float64");
   if (alg_value < 0 || alg_value >= static_cast<int>(kNames.size())) bad(errc::invalid_argument, "unknown algorithm");
   if (order_value < 0 || order_value > 1) bad(errc::invalid_argument, "unknown matrix order");
+  if (o.allreduce.algorithm < allreduce_algorithm::automatic || o.allreduce.algorithm > allreduce_algorithm::hierarchical) {
+    bad(errc::invalid_argument, "unknown allreduce algorithm");
+  }
+  if (o.allreduce.ranks_per_node < 0) bad(errc::invalid_argument, "ranks_per_node must be >= 0");
   if (N != 0 && M != 0 && N > SIZE_MAX / M) bad(errc::invalid_argument, "N * M overflows");
   if (N > 0 && !a) bad(errc::invalid_argument, "a is null with N = " + std::to_string(N));
   if (M > 0 && !b) bad(errc::invalid_argument, "b is null with M = " + std::to_string(M));
   const std::size_t need = (o.distributed ? mine.rows : N) * M;
-  if (!problem && G_count < need) {
+  if (call.ok() && G_count < need) {
     bad(errc::invalid_argument, "G holds " + std::to_string(G_count) + " elements, " +
                                     (o.distributed ? "this rank's " + std::to_string(mine.rows) + " rows" : std::string("N x M")) +
                                     " need " + std::to_string(need));
   }
   if (need > 0 && !G) bad(errc::invalid_argument, "G is null");
-  detail::agree_or_throw(comm, problem);
-  if (o.validate) {
-    // max of x and -x: min and max in one allreduce.
-    std::int64_t v[] = {static_cast<std::int64_t>(N), -static_cast<std::int64_t>(N),
-                        static_cast<std::int64_t>(M), -static_cast<std::int64_t>(M),
-                        static_cast<std::int64_t>(t), -static_cast<std::int64_t>(t),
-                        alg_value, -alg_value, order_value, -order_value,
-                        o.distributed, -static_cast<std::int64_t>(o.distributed)};
-    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, v, 12, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce (validate)");
-    const char* what[] = {"N", "M", "dtypes", "algorithms", "matrix orders", "distributed flags"};
-    for (int i = 0; i < 6; ++i) {
-      if (v[2 * i] != -v[2 * i + 1]) {
-        throw error(errc::invalid_argument, std::string("outer_sum: ranks passed different ") + what[i] +
-                                                (i < 2 ? " (" + std::to_string(-v[2 * i + 1]) + " to " +
-                                                             std::to_string(v[2 * i]) + ")"
-                                                       : std::string()));
-      }
-    }
-  }
+  // A heavy operation: always agreed, arguments always matched (`validate` adds nothing).
+  call.must_match("N", static_cast<std::int64_t>(N)).must_match("M", static_cast<std::int64_t>(M)).must_match("dtypes", t);
+  call.must_match("algorithms", alg_value).must_match("matrix orders", order_value)
+      .must_match("distributed flags", o.distributed ? 1 : 0)
+      .must_match("allreduce algorithms", static_cast<std::int64_t>(o.allreduce.algorithm))
+      .must_match("ranks_per_node values", o.allreduce.ranks_per_node);
+  call.agree();
 
   outer_report report;
   report.first_row = o.distributed ? mine.first_row : 0;
   report.rows = o.distributed ? mine.rows : N;
   outer_algorithm alg = o.algorithm == outer_algorithm::automatic ? env_algorithm() : o.algorithm;
-  const auto& ctx = detail::context_for(comm);
+  detail::comm_context& ctx = detail::context_of(call);
   const int ppn = o.allreduce.ranks_per_node > 0 ? o.allreduce.ranks_per_node : ctx.env_ranks_per_node;
-  const detail::node_layout& layout = detail::context_for(comm).layout(ppn);
+  const detail::node_layout& layout = ctx.layout(ppn);
   const dsop_shape shape{N, M, dtype_size(t), size, o.distributed};
   const cost_model& params = current_cost_model();
   if (alg == outer_algorithm::automatic) {

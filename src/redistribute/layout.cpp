@@ -423,6 +423,19 @@ bool runs_of(const block_storage& s, const std::array<std::int64_t, max_dims>& e
 
 }  // namespace
 
+std::vector<std::int64_t> layout::local_shape(int rank) const {
+  const auto n = static_cast<std::size_t>(ndim());
+  std::vector<std::set<std::int64_t>> seen(n);
+  std::vector<std::int64_t> shape(n, 0);
+  for (const block_index& b : blocks_of(rank)) {
+    for (std::size_t d = 0; d < n; ++d) {
+      const axis_splits& s = splits_[d];
+      if (seen[d].insert(b[d]).second) shape[d] += s.start(b[d] + 1) - s.start(b[d]);
+    }
+  }
+  return shape;
+}
+
 std::string layout::storage_problem(std::size_t element_bytes, int rank) const {
   const impl& im = *impl_;
   const int n = ndim();
@@ -436,11 +449,7 @@ std::string layout::storage_problem(std::size_t element_bytes, int rank) const {
   const std::vector<block_index> mine = blocks_of(rank);
   if (im.k == impl::kind::block_cyclic && im.storage.empty() && im.relabel.empty() && im.bc.local) {
     // ScaLAPACK's rule, which makes the blocks of the local array disjoint: lld >= local rows.
-    std::set<std::int64_t> block_rows;
-    std::int64_t rows = 0;
-    for (const block_index& b : mine) {
-      if (block_rows.insert(b[0]).second) rows += splits_[0].start(b[0] + 1) - splits_[0].start(b[0]);
-    }
+    const std::int64_t rows = local_shape(rank)[0];
     if (im.bc.lld < std::max<std::int64_t>(1, rows)) {
       return "block-cyclic lld " + std::to_string(im.bc.lld) + " is below the " + std::to_string(rows) +
              " local rows of rank " + std::to_string(rank);

@@ -22,8 +22,8 @@
 
 #include "conveyor/mpi.hpp"
 #include "conveyor/redistribute.hpp"
-#include "collectives/context.hpp"
-#include "core/agree.hpp"
+#include "runtime/context.hpp"
+#include "conveyor/contract.hpp"
 #include "core/names.hpp"
 #include "redistribute/choose.hpp"
 #include "redistribute/plan_impl.hpp"
@@ -35,6 +35,7 @@ namespace {
 
 constexpr std::array<std::string_view, 6> kTransportNames = {"auto", "datatype", "packed", "pipelined", "one_sided",
                                                               "alltoallv"};
+constexpr std::array<std::string_view, 3> kRelabelingNames = {"none", "greedy", "optimal"};
 bool corner_less(const piece& a, const piece& b) { return a.lo < b.lo; }
 
 // CONVEYOR_REDISTRIBUTE_TRANSPORT: what `automatic` plans run instead of the cost
@@ -53,6 +54,12 @@ std::string_view transport_name(transport t) { return conveyor::detail::name_of(
 
 transport parse_transport(std::string_view name) {
   return conveyor::detail::value_of<transport>(kTransportNames, name, "transport");
+}
+
+std::string_view relabeling_name(relabeling r) { return conveyor::detail::name_of(kRelabelingNames, r); }
+
+relabeling parse_relabeling(std::string_view name) {
+  return conveyor::detail::value_of<relabeling>(kRelabelingNames, name, "relabeling");
 }
 
 namespace {
@@ -334,18 +341,63 @@ std::string check_transform(const transform& t, int index, int rank, int size) {
       try {
         s = l->storage(b);
       } catch (const error& e) {
-        return w + which + ": " + e.what();
+        return w + which + ": " + e.message();
       }
-      if (!s.data) return w + which + " block storage is null";
+      std::int64_t elements = 1;
       for (int d = 0; d < n; ++d) {
         const auto k = static_cast<std::size_t>(d);
         const std::int64_t ext = l->splits(d).start(b[k] + 1) - l->splits(d).start(b[k]);
+        elements *= ext;
         if (ext > 1 && s.strides[k] == 0) return w + which + " block has stride 0 in dimension " + std::to_string(d);
       }
+      if (!s.data && elements > 0) return w + which + " block storage is null";
     }
     if (std::string why = l->storage_problem(dtype_size(t.type), rank); !why.empty()) return w + which + ": " + why;
   }
   return {};
+}
+
+// What must be the same on every rank about a layout: its shape, its splits and
+// the owners of its first blocks (a digest of the description, cheap for any
+// number of blocks: it catches different shapes, grids, block sizes and orders).
+void describe(const layout& l, std::vector<std::int64_t>& out) {
+  out.push_back(l.ndim());
+  for (int d = 0; d < l.ndim(); ++d) {
+    const axis_splits& s = l.splits(d);
+    out.push_back(s.extent());
+    out.push_back(s.count());
+    for (std::int64_t k = 0; k <= std::min<std::int64_t>(s.count(), 8); ++k) out.push_back(s.start(k));
+  }
+  const auto [lo, hi] = l.owner_range();
+  out.push_back(lo);
+  out.push_back(hi);
+  block_index b{};
+  for (int i = 0; i < 64 && l.ndim() > 0; ++i) {  // the first blocks in row-major order
+    if (b[0] >= l.splits(0).count()) break;
+    out.push_back(l.owner(b));
+    for (int d = l.ndim() - 1; d >= 0; --d) {
+      const auto k = static_cast<std::size_t>(d);
+      if (++b[k] < l.splits(d).count() || d == 0) break;
+      b[k] = 0;
+    }
+  }
+}
+
+std::uint64_t digest_of_batch(const std::vector<transform>& batch) {
+  std::vector<std::int64_t> v;
+  for (const transform& t : batch) {
+    describe(*t.src, v);
+    describe(*t.dst, v);
+    v.insert(v.end(), t.perm.begin(), t.perm.end());
+    v.push_back(static_cast<std::int64_t>(t.type));
+    v.push_back(t.conjugate ? 1 : 0);
+    for (double x : {t.alpha, t.beta, t.alpha_imag, t.beta_imag}) {
+      std::int64_t bits;
+      std::memcpy(&bits, &x, sizeof bits);
+      v.push_back(bits);
+    }
+  }
+  return digest_of(v.data(), v.size());
 }
 
 }  // namespace
@@ -353,34 +405,36 @@ std::string check_transform(const transform& t, int index, int rank, int size) {
 plan::plan(const transform& t, MPI_Comm comm, const plan_options& options)
     : plan(std::vector<transform>{t}, comm, options) {}
 
-plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_options& options)
+plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_options& options)
     : impl_(std::make_unique<impl>()) {
   impl& im = *impl_;
-  if (comm == MPI_COMM_NULL) throw error(errc::invalid_argument, "redistribute::plan: communicator is MPI_COMM_NULL");
-  conveyor::detail::check_mpi(MPI_Comm_rank(comm, &im.rank), "MPI_Comm_rank");
-  conveyor::detail::check_mpi(MPI_Comm_size(comm, &im.size), "MPI_Comm_size");
+  collective_call call("redistribute::plan", user_comm);
+  const MPI_Comm comm = call.comm();
+  im.rank = call.rank();
+  im.size = call.size();
   im.options = options;
-  conveyor::detail::local_problem_report problem;
   const int method = static_cast<int>(options.method);
-  if (method < 0 || method >= static_cast<int>(kTransportNames.size())) problem = {errc::invalid_argument, "redistribute::plan: unknown transport"};
   const int relabel = static_cast<int>(options.relabel);
-  if (relabel < 0 || relabel > static_cast<int>(relabeling::optimal)) problem = {errc::invalid_argument, "redistribute::plan: unknown relabeling"};
-  if (!(options.intra_node_cost >= 0) || !std::isfinite(options.intra_node_cost)) {
-    problem = {errc::invalid_argument, "redistribute::plan: intra_node_cost must be finite and >= 0"};
+  const auto bad = [&](const std::string& m) { call.fail(errc::invalid_argument, m); };
+  if (method < 0 || method >= static_cast<int>(kTransportNames.size())) bad("unknown transport");
+  if (relabel < 0 || relabel >= static_cast<int>(kRelabelingNames.size())) bad("unknown relabeling");
+  if (!(options.intra_node_cost >= 0) || !std::isfinite(options.intra_node_cost)) bad("intra_node_cost must be finite and >= 0");
+  if (options.chunk_bytes == 0) bad("chunk_bytes must be > 0");
+  if (options.ranks_per_node < 0) bad("ranks_per_node must be >= 0");
+  if (batch.empty()) bad("no transforms");
+  for (std::size_t i = 0; i < batch.size() && call.ok(); ++i) {
+    call.check([&] {
+      if (std::string why = check_transform(batch[i], static_cast<int>(i), im.rank, im.size); !why.empty()) bad(why);
+    });
   }
-  if (options.chunk_bytes == 0) problem = {errc::invalid_argument, "redistribute::plan: chunk_bytes must be > 0"};
-  if (options.ranks_per_node < 0) problem = {errc::invalid_argument, "redistribute::plan: ranks_per_node must be >= 0"};
-  if (batch.empty()) problem = {errc::invalid_argument, "redistribute::plan: no transforms"};
-  for (std::size_t i = 0; i < batch.size() && !problem; ++i) {
-    std::string why;
-    try {
-      why = check_transform(batch[i], static_cast<int>(i), im.rank, im.size);
-    } catch (const error& e) {
-      why = e.what();
-    }
-    if (!why.empty()) problem = {errc::invalid_argument, "redistribute::plan: " + why};
-  }
-  conveyor::detail::agree_or_throw(comm, problem);
+  call.must_match("transform counts", static_cast<std::int64_t>(batch.size()))
+      .must_match_digest("transforms (layouts, permutation, dtype or scaling)", call.ok() ? digest_of_batch(batch) : 0)
+      .must_match("transports", method)
+      .must_match("relabelings", relabel)
+      .must_match_real("intra_node_cost values", options.intra_node_cost)
+      .must_match("ranks_per_node values", options.ranks_per_node)
+      .must_match("chunk sizes", static_cast<std::int64_t>(options.chunk_bytes));
+  call.agree();
 
   im.method = options.method;
   conveyor::detail::check_mpi(MPI_Comm_dup(comm, &im.comm), "MPI_Comm_dup");
@@ -398,7 +452,8 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_option
   for (auto& tp : im.ts) im.enumerate(tp);
   im.agree_orders();
   im.count_bytes();
-  const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : conveyor::detail::context_for(comm).env_ranks_per_node;
+  conveyor::detail::comm_context& ctx = conveyor::detail::context_of(call);
+  const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : ctx.env_ranks_per_node;
   if (im.method == transport::automatic) im.method = env_transport();
   if (im.method == transport::automatic) im.choose_transport(comm, ppn);
   if (im.method == transport::pipelined) {
@@ -407,7 +462,7 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_option
   im.build_buffers();
   if (im.method == transport::datatype) im.build_datatypes();
   if (im.method == transport::one_sided) {
-    im.build_window(ppn > 0 ? conveyor::detail::context_for(comm).layout(ppn).node_of[static_cast<std::size_t>(im.rank)] : -1);
+    im.build_window(ppn > 0 ? ctx.layout(ppn).node_of[static_cast<std::size_t>(im.rank)] : -1);
     // auto counted on shared memory; without it (agreed by every rank) packed is cheaper.
     if (options.method == transport::automatic && im.shm_win == MPI_WIN_NULL) {
       im.release_windows();
@@ -418,7 +473,7 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_option
 
   // Relabeling of the destination (COSTA): gains from the volume matrix.
   const conveyor::detail::node_layout* nodes = nullptr;
-  if (options.intra_node_cost != 1.0) nodes = &conveyor::detail::context_for(comm).layout(ppn);
+  if (options.intra_node_cost != 1.0) nodes = &ctx.layout(ppn);
   const std::vector<double> cost = detail::pair_costs(im.size, nodes, options.intra_node_cost);
   im.sigma = detail::relabel(im.volume, cost, im.size, options.relabel);
   im.relabeled_remote = detail::remote_volume(im.volume, im.size, im.sigma);

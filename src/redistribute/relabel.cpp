@@ -3,7 +3,7 @@
 #include <limits>
 #include <numeric>
 
-#include "collectives/context.hpp"
+#include "runtime/context.hpp"
 
 namespace conveyor::redistribute {
 

@@ -24,7 +24,7 @@
 #include <thread>
 
 #include "conveyor/mpi.hpp"
-#include "collectives/context.hpp"
+#include "runtime/context.hpp"
 #include "redistribute/plan_impl.hpp"
 
 namespace conveyor::redistribute {

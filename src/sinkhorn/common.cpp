@@ -1,6 +1,6 @@
 #include "sinkhorn/common.hpp"
 
-#include "collectives/context.hpp"
+#include "runtime/context.hpp"
 #include "core/names.hpp"
 
 #include <omp.h>
@@ -38,74 +38,73 @@ row_block balanced_rows(std::size_t M, int rank, int size) {
 
 namespace detail {
 
-local_problem_report check_call(const call_shape& c, const options& o) {
-  const std::string what = c.what;
-  const auto bad = [&](const std::string& m) { return local_problem_report{errc::invalid_argument, what + ": " + m}; };
+void check_call(const call_shape& c, const options& o) {
+  const auto bad = [](const std::string& m) { throw error(errc::invalid_argument, m); };
   const int kind = static_cast<int>(o.kind);
-  if (kind < 0 || kind > static_cast<int>(variant::blocked)) return bad("unknown variant " + std::to_string(kind));
+  if (kind < 0 || kind > static_cast<int>(variant::blocked)) bad("unknown variant " + std::to_string(kind));
   if (!c.in_place && !c.transport && rewrites_matrix(o.kind)) {
-    return bad("variant '" + std::string(variant_name(o.kind)) +
+    bad("variant '" + std::string(variant_name(o.kind)) +
                "' rescales A in place; call scale_in_place (scale takes a read-only A: variant fused)");
   }
-  if (c.ld < c.cols) return bad("leading dimension " + std::to_string(c.ld) + " < columns " + std::to_string(c.cols));
-  if (c.matrix_null && c.rows > 0 && c.cols > 0) return bad("matrix is null");
-  if (c.row_marginal_null && c.rows > 0) return bad("row marginal is null");
-  if (c.column_marginal_null && c.cols > 0) return bad("column marginal is null");
-  if (!(o.tol >= 0)) return bad("tol must be >= 0");
-  if (o.max_iter < 1) return bad("max_iter must be >= 1");
-  if (o.threads < 0) return bad("threads must be >= 0");
-  if (o.block.mc == 0 || o.block.nc == 0 || o.block.mr == 0 || o.block.nr == 0) return bad("blocking sizes must be > 0");
+  if (c.ld < c.cols) bad("leading dimension " + std::to_string(c.ld) + " < columns " + std::to_string(c.cols));
+  if (c.matrix_null && c.rows > 0 && c.cols > 0) bad("matrix is null");
+  if (c.row_marginal_null && c.rows > 0) bad("row marginal is null");
+  if (c.column_marginal_null && c.cols > 0) bad("column marginal is null");
+  if (!(o.tol >= 0)) bad("tol must be >= 0");
+  if (o.max_iter < 1) bad("max_iter must be >= 1");
+  if (o.threads < 0) bad("threads must be >= 0");
+  if (o.block.mc == 0 || o.block.nc == 0 || o.block.mr == 0 || o.block.nr == 0) bad("blocking sizes must be > 0");
   if (!o.init_u.empty() && o.init_u.size() != c.rows) {
-    return bad("init_u has " + std::to_string(o.init_u.size()) + " entries for " + std::to_string(c.rows) + " rows");
+    bad("init_u has " + std::to_string(o.init_u.size()) + " entries for " + std::to_string(c.rows) + " rows");
   }
   if (!o.init_v.empty() && o.init_v.size() != c.cols) {
-    return bad("init_v has " + std::to_string(o.init_v.size()) + " entries for " + std::to_string(c.cols) + " columns");
+    bad("init_v has " + std::to_string(o.init_v.size()) + " entries for " + std::to_string(c.cols) + " columns");
   }
   // Scaling factors must be positive; log-domain potentials may be any finite value.
   const bool potentials = c.transport && o.log_domain;
   for (const auto* init : {&o.init_u, &o.init_v}) {
     for (double x : *init) {
       if (!std::isfinite(x) || (!potentials && x <= 0)) {
-        return bad(std::string(init == &o.init_u ? "init_u" : "init_v") + " has " + std::to_string(x) +
-                   (potentials ? " (potentials must be finite)" : " (scaling factors must be finite and > 0)"));
+        bad(std::string(init == &o.init_u ? "init_u" : "init_v") + " has " + std::to_string(x) +
+            (potentials ? " (potentials must be finite)" : " (scaling factors must be finite and > 0)"));
       }
     }
   }
-  return {};
 }
 
-run_context start(MPI_Comm comm, const call_shape& call, const local_problem_report& local, int threads) {
-  if (comm == MPI_COMM_NULL) throw error(errc::invalid_argument, std::string(call.what) + ": communicator is MPI_COMM_NULL");
-  run_context ctx;
-  ctx.comm = comm;
-  MPI_Comm_rank(comm, &ctx.rank);
-  MPI_Comm_size(comm, &ctx.size);
-  conveyor::detail::agree_or_throw(comm, local);
+run_context start(collective_call& call, const call_shape& shape, dtype t, const options& o, double eps) {
+  call.check([&] { check_call(shape, o); });
+  call.must_match("column counts", static_cast<std::int64_t>(shape.cols)).must_match("dtypes", t);
+  call.must_match("variants", static_cast<std::int64_t>(o.kind)).must_match("max_iter values", o.max_iter);
+  call.must_match_real("tolerances", o.tol).must_match("log_domain flags", o.log_domain ? 1 : 0);
+  call.must_match("overlap flags", o.overlap ? 1 : 0);
+  call.must_match("allreduce algorithms", static_cast<std::int64_t>(o.allreduce.algorithm));
+  call.must_match("init_v given flags", o.init_v.empty() ? 0 : 1);
+  if (eps > 0) call.must_match_real("eps values", eps);
+  call.agree();
 
-  // One allreduce: max of cols, max of -cols (min), sum of rows.
-  std::int64_t shape[2] = {static_cast<std::int64_t>(call.cols), -static_cast<std::int64_t>(call.cols)};
-  MPI_Allreduce(MPI_IN_PLACE, shape, 2, MPI_INT64_T, MPI_MAX, comm);
-  if (shape[0] != -shape[1]) {
-    throw error(errc::invalid_argument, std::string(call.what) + ": ranks passed different column counts (" +
-                                            std::to_string(-shape[1]) + " to " + std::to_string(shape[0]) + ")");
-  }
-  auto rows = static_cast<std::uint64_t>(call.rows), before = std::uint64_t{0}, total = std::uint64_t{0};
-  MPI_Exscan(&rows, &before, 1, MPI_UINT64_T, MPI_SUM, comm);
-  MPI_Allreduce(&rows, &total, 1, MPI_UINT64_T, MPI_SUM, comm);
+  run_context ctx;
+  ctx.comm = call.comm();
+  ctx.rank = call.rank();
+  ctx.size = call.size();
+  auto rows = static_cast<std::uint64_t>(shape.rows), before = std::uint64_t{0}, total = std::uint64_t{0};
+  conveyor::detail::check_mpi(MPI_Exscan(&rows, &before, 1, MPI_UINT64_T, MPI_SUM, ctx.comm), "MPI_Exscan");
+  conveyor::detail::check_mpi(MPI_Allreduce(&rows, &total, 1, MPI_UINT64_T, MPI_SUM, ctx.comm), "MPI_Allreduce");
   ctx.first_row = ctx.rank == 0 ? 0 : static_cast<std::size_t>(before);  // Exscan leaves rank 0 undefined
   ctx.total_rows = static_cast<std::size_t>(total);
+  const int threads = o.threads;
   // Asked for: as many threads as asked. Automatic: OpenMP's default shared by the
   // ranks of this node (ranks x threads never exceeds it: oversubscribed OpenMP
   // threads spin), and no more than one thread per 64 Ki elements, where a parallel
   // region costs more than it saves.
   // (The node layout is collective the first time: every rank asks for it.)
-  const conveyor::detail::node_layout& nodes = conveyor::detail::context_for(comm).layout(0);
+  const conveyor::detail::node_layout& nodes = conveyor::detail::context_of(call).layout(0);
   if (threads > 0) {
     ctx.threads = threads;
   } else {
     const auto local_ranks = nodes.members[static_cast<std::size_t>(nodes.node_of[static_cast<std::size_t>(ctx.rank)])].size();
     const auto available = std::max<std::size_t>(1, static_cast<std::size_t>(omp_get_max_threads()) / std::max<std::size_t>(local_ranks, 1));
-    const std::size_t work = call.rows * call.cols / (std::size_t{64} << 10);
+    const std::size_t work = shape.rows * shape.cols / (std::size_t{64} << 10);
     ctx.threads = static_cast<int>(std::clamp<std::size_t>(work, 1, available));
   }
   return ctx;

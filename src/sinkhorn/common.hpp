@@ -13,11 +13,9 @@
 
 #include "conveyor/collectives.hpp"
 #include "conveyor/sinkhorn.hpp"
-#include "core/agree.hpp"
+#include "conveyor/contract.hpp"
 
 namespace conveyor::sinkhorn::detail {
-
-using conveyor::detail::local_problem_report;
 
 /// Where this rank's rows sit in the global matrix, and how many threads to use.
 struct run_context {
@@ -38,25 +36,35 @@ struct call_shape {
   bool transport;
 };
 
-/// Local checks of pointers, sizes and options; empty report if all is well.
-local_problem_report check_call(const call_shape& call, const options& opts);
+/// Local checks of pointers, sizes and options: throws conveyor::error.
+void check_call(const call_shape& call, const options& opts);
 
-/// Collective: every rank throws if any rank found a local problem; then checks
-/// that all ranks agree on the column count and returns the row partition.
-run_context start(MPI_Comm comm, const call_shape& call, const local_problem_report& local, int threads);
+/// The collective contract's steps 1 and 2 for a solver call: the local checks of
+/// `shape` and `o` join `call` (which may hold the entry's or a front end's own
+/// problems), the arguments that must be equal everywhere are matched (columns,
+/// dtype, the options that shape the iteration; eps when > 0), one agreement;
+/// then the row partition, on the private communicator.
+run_context start(collective_call& call, const call_shape& shape, dtype t, const options& o, double eps);
 
-/// "name[i] = x is negative" style problems in a marginal (finite, >= 0 required).
+/// Phase two of a solver call, after the partition is known: checks of the data
+/// (values of marginals and matrices), agreed like the arguments.
+template <class F>
+void agree_on_data(const run_context& ctx, const char* what, F&& checks) {
+  collective_call call(what, ctx.comm);
+  call.check(std::forward<F>(checks));
+  call.agree();
+}
+
+/// Throws for an entry of a marginal that is not finite and >= 0.
 template <class T>
-local_problem_report check_marginal(const T* x, std::size_t n, const char* what, const char* name,
-                                    std::size_t offset) {
+void check_marginal(const T* x, std::size_t n, const char* name, std::size_t offset) {
   for (std::size_t i = 0; i < n; ++i) {
     if (!(std::isfinite(x[i]) && x[i] >= 0)) {
-      return {errc::invalid_argument, std::string(what) + ": " + name + "[" + std::to_string(offset + i) +
-                                          "] = " + std::to_string(static_cast<double>(x[i])) +
-                                          " (marginals must be finite and >= 0)"};
+      throw error(errc::invalid_argument, std::string(name) + "[" + std::to_string(offset + i) + "] = " +
+                                              std::to_string(static_cast<double>(x[i])) +
+                                              " (marginals must be finite and >= 0)");
     }
   }
-  return {};
 }
 
 /// Collective: the row marginal (summed over ranks) and the column marginal must

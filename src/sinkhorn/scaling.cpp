@@ -246,12 +246,11 @@ template <class T>
 void validate_data(const run_context& ctx, const scaling_problem<T>& p, const char* what) {
   const auto& k = active<T>();
   const std::size_t rows = p.rows, cols = p.cols;
-  local_problem_report problem = check_marginal(p.r, rows, what, "r", ctx.first_row);
-  if (!problem) problem = check_marginal(p.c, cols, what, "c", 0);
-  // One pass over A: entries finite and >= 0, and empty rows whose marginal is positive.
-  std::size_t first_bad = rows;  // row index of the first bad entry or empty row
-  bool bad_entry = false;
-  if (!problem) {
+  agree_on_data(ctx, what, [&] {
+    check_marginal(p.r, rows, "r", ctx.first_row);
+    check_marginal(p.c, cols, "c", 0);
+    // One pass over A: entries finite and >= 0, and empty rows whose marginal is positive.
+    std::size_t first_bad = rows;  // row index of the first bad entry or empty row
     const auto n = static_cast<std::ptrdiff_t>(rows);
 #pragma omp parallel for num_threads(ctx.threads) schedule(static) reduction(min : first_bad)
     for (std::ptrdiff_t ii = 0; ii < n; ++ii) {
@@ -261,19 +260,15 @@ void validate_data(const run_context& ctx, const scaling_problem<T>& p, const ch
       for (std::size_t j = 0; j < cols && ok; ++j) ok = std::isfinite(a[j]) && a[j] >= 0;
       if (!ok || (p.r[i] > 0 && !(k.sum(a, cols) > 0))) first_bad = std::min(first_bad, i);
     }
-    if (first_bad < rows) {
-      const T* a = p.A + first_bad * p.ld;
-      const auto bad = std::find_if(a, a + cols, [](T x) { return !(std::isfinite(x) && x >= 0); });
-      bad_entry = bad != a + cols;
-      const std::string where = std::to_string(ctx.first_row + first_bad);
-      problem = {errc::invalid_argument,
-                 bad_entry ? std::string(what) + ": A[" + where + "][" + std::to_string(bad - a) +
-                                 "] = " + std::to_string(static_cast<double>(*bad)) + " (entries must be finite and >= 0)"
-                           : std::string(what) + ": row " + where + " is zero but its marginal r[" + where +
-                                 "] is positive"};
-    }
-  }
-  conveyor::detail::agree_or_throw(ctx.comm, problem);
+    if (first_bad == rows) return;
+    const T* a = p.A + first_bad * p.ld;
+    const auto bad = std::find_if(a, a + cols, [](T x) { return !(std::isfinite(x) && x >= 0); });
+    const std::string where = std::to_string(ctx.first_row + first_bad);
+    throw error(errc::invalid_argument,
+                bad != a + cols ? "A[" + where + "][" + std::to_string(bad - a) + "] = " +
+                                      std::to_string(static_cast<double>(*bad)) + " (entries must be finite and >= 0)"
+                                : "row " + where + " is zero but its marginal r[" + where + "] is positive");
+  });
 
   // Column sums over all ranks: an empty column with a positive marginal has no solution.
   std::vector<T> local(cols, T(0)), global(cols);
@@ -295,8 +290,9 @@ template <class T>
 scaling_result<T> scale_entry(const T* A, T* A_mut, std::size_t rows, std::size_t cols, std::size_t ld, const T* r,
                               const T* c, MPI_Comm comm, const options& o, bool in_place, const char* what) {
   const double t0 = now();
-  const call_shape call{what, rows, cols, ld, A == nullptr, r == nullptr, c == nullptr, in_place, false};
-  const run_context ctx = start(comm, call, check_call(call, o), o.threads);
+  const call_shape shape{what, rows, cols, ld, A == nullptr, r == nullptr, c == nullptr, in_place, false};
+  collective_call call(what, comm);
+  const run_context ctx = start(call, shape, dtype_of_v<T>, o, 0);
   const scaling_problem<T> p{A, A_mut, in_place, rows, cols, ld, r, c};
   if (ctx.total_rows == 0 || cols == 0) {  // nothing to scale
     iteration_log log;

@@ -263,21 +263,21 @@ transport_result<T> solve_plain(const run_context& ctx, const ot_problem<T>& p, 
 template <class T>
 transport_result<T> transport_entry(const ot_problem<T>& p, MPI_Comm comm, const options& o) {
   const double t0 = now();
-  const call_shape call{kWhat, p.rows, p.cols, p.ld, p.C == nullptr, p.a == nullptr, p.b == nullptr, false, true};
-  local_problem_report local = check_call(call, o);
-  if (!local && !(std::isfinite(p.eps) && p.eps > 0)) {
-    local = {errc::invalid_argument, std::string(kWhat) + ": eps must be finite and > 0, got " + std::to_string(p.eps)};
+  const call_shape shape{kWhat, p.rows, p.cols, p.ld, p.C == nullptr, p.a == nullptr, p.b == nullptr, false, true};
+  collective_call call(kWhat, comm);
+  if (!(std::isfinite(p.eps) && p.eps > 0)) {
+    call.fail(errc::invalid_argument, "eps must be finite and > 0, got " + std::to_string(p.eps));
   }
-  if (!local && p.plan && p.plan_ld < p.cols) {
-    local = {errc::invalid_argument, std::string(kWhat) + ": plan leading dimension " + std::to_string(p.plan_ld) +
-                                         " < columns " + std::to_string(p.cols)};
+  if (p.plan && p.plan_ld < p.cols) {
+    call.fail(errc::invalid_argument,
+              "plan leading dimension " + std::to_string(p.plan_ld) + " < columns " + std::to_string(p.cols));
   }
-  const run_context ctx = start(comm, call, local, o.threads);
+  const run_context ctx = start(call, shape, dtype_of_v<T>, o, std::isfinite(p.eps) && p.eps > 0 ? p.eps : 0);
 
   // Data: histograms finite and >= 0, costs finite.
-  local_problem_report problem = check_marginal(p.a, p.rows, kWhat, "a", ctx.first_row);
-  if (!problem) problem = check_marginal(p.b, p.cols, kWhat, "b", 0);
-  if (!problem) {
+  agree_on_data(ctx, kWhat, [&] {
+    check_marginal(p.a, p.rows, "a", ctx.first_row);
+    check_marginal(p.b, p.cols, "b", 0);
     std::size_t first_bad = p.rows;
     const auto n = static_cast<std::ptrdiff_t>(p.rows);
 #pragma omp parallel for num_threads(ctx.threads) schedule(static) reduction(min : first_bad)
@@ -287,15 +287,13 @@ transport_result<T> transport_entry(const ot_problem<T>& p, MPI_Comm comm, const
         first_bad = std::min(first_bad, static_cast<std::size_t>(ii));
       }
     }
-    if (first_bad < p.rows) {
-      const T* c = p.C + first_bad * p.ld;
-      const auto bad = std::find_if(c, c + p.cols, [](T x) { return !std::isfinite(x); });
-      problem = {errc::invalid_argument, std::string(kWhat) + ": C[" + std::to_string(ctx.first_row + first_bad) + "][" +
-                                             std::to_string(bad - c) + "] = " + std::to_string(static_cast<double>(*bad)) +
-                                             " (costs must be finite)"};
-    }
-  }
-  conveyor::detail::agree_or_throw(ctx.comm, problem);
+    if (first_bad == p.rows) return;
+    const T* c = p.C + first_bad * p.ld;
+    const auto bad = std::find_if(c, c + p.cols, [](T x) { return !std::isfinite(x); });
+    throw error(errc::invalid_argument, "C[" + std::to_string(ctx.first_row + first_bad) + "][" +
+                                            std::to_string(bad - c) + "] = " + std::to_string(static_cast<double>(*bad)) +
+                                            " (costs must be finite)");
+  });
   transport_result<T> res;
   if (ctx.total_rows == 0 || p.cols == 0) {
     res.state = status::converged;

@@ -373,12 +373,12 @@ TEST(CApi, AllreduceReduceScatterAllgatherv) {
   EXPECT_NE(std::string(conveyor_last_error()), "");
   std::vector<std::size_t> counts(static_cast<std::size_t>(P), 2);
   std::vector<int> in(static_cast<std::size_t>(2 * P), 1), part(2), all(static_cast<std::size_t>(2 * P));
-  ASSERT_EQ(conveyor_reduce_scatter(in.data(), part.data(), counts.data(), CONVEYOR_INT32, CONVEYOR_SUM, MPI_COMM_WORLD),
+  ASSERT_EQ(conveyor_reduce_scatter(in.data(), part.data(), counts.data(), CONVEYOR_INT32, CONVEYOR_SUM, MPI_COMM_WORLD, 0),
             CONVEYOR_SUCCESS);
   EXPECT_EQ(part[1], P);
-  ASSERT_EQ(conveyor_allgatherv(part.data(), all.data(), counts.data(), CONVEYOR_INT32, MPI_COMM_WORLD), CONVEYOR_SUCCESS);
+  ASSERT_EQ(conveyor_allgatherv(part.data(), all.data(), counts.data(), CONVEYOR_INT32, MPI_COMM_WORLD, 0), CONVEYOR_SUCCESS);
   EXPECT_EQ(all[static_cast<std::size_t>(2 * P - 1)], P);
-  EXPECT_EQ(conveyor_allgatherv(part.data(), all.data(), nullptr, CONVEYOR_INT32, MPI_COMM_WORLD),
+  EXPECT_EQ(conveyor_allgatherv(part.data(), all.data(), nullptr, CONVEYOR_INT32, MPI_COMM_WORLD, 0),
             CONVEYOR_ERR_INVALID_ARGUMENT);
 }
 

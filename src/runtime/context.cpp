@@ -1,4 +1,4 @@
-#include "collectives/context.hpp"
+#include "runtime/context.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -27,6 +27,18 @@ int keyval() {
   static const int key = [] {
     int k = MPI_KEYVAL_INVALID;
     check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_context, &k, nullptr),
+              "MPI_Comm_create_keyval");
+    return k;
+  }();
+  return key;
+}
+
+// Marks a private communicator with its own context (not owned: the context owns
+// the communicator), so code running on it finds the same context again.
+int self_keyval() {
+  static const int key = [] {
+    int k = MPI_KEYVAL_INVALID;
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &k, nullptr),
               "MPI_Comm_create_keyval");
     return k;
   }();
@@ -104,6 +116,8 @@ comm_context& context_for(MPI_Comm user_comm) {
   int found = 0;
   check_mpi(MPI_Comm_get_attr(user_comm, key, &value, &found), "MPI_Comm_get_attr");
   if (found) return *static_cast<comm_context*>(value);
+  check_mpi(MPI_Comm_get_attr(user_comm, self_keyval(), &value, &found), "MPI_Comm_get_attr");
+  if (found) return *static_cast<comm_context*>(value);
 
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter");
@@ -123,6 +137,7 @@ comm_context& context_for(MPI_Comm user_comm) {
     ctx->env_ranks_per_node = static_cast<int>(x);
   }
   if (const char* v = std::getenv("CONVEYOR_ALLREDUCE_ALGORITHM"); v && *v) ctx->env_algorithm = parse_algorithm(v);
+  check_mpi(MPI_Comm_set_attr(ctx->comm, self_keyval(), ctx.get()), "MPI_Comm_set_attr");
   check_mpi(MPI_Comm_set_attr(user_comm, key, ctx.get()), "MPI_Comm_set_attr");
   return *ctx.release();
 }

@@ -1,7 +1,9 @@
-// Per-communicator state of the collectives: a private duplicate of the caller's
-// communicator (so Conveyor's messages can never match the caller's), and node
-// layouts. Created on first use (collective) and cached as an attribute on the
-// caller's communicator; freed with it.
+// The runtime's per-communicator state, shared by every engine: a private
+// duplicate of the caller's communicator (so Conveyor's messages can never match
+// the caller's; errors returned), and node layouts. Created on first use
+// (collective) and cached as an attribute on the caller's communicator; freed
+// with it. The private communicator finds its own context too, so engines that
+// run on it (and call each other there) share one context.
 #pragma once
 
 #include <mpi.h>
@@ -12,6 +14,10 @@
 #include <vector>
 
 #include "conveyor/collectives.hpp"
+
+namespace conveyor {
+class collective_call;
+}
 
 namespace conveyor::detail {
 
@@ -58,8 +64,12 @@ struct comm_context {
   const node_layout& layout(int ranks_per_node);
 };
 
-/// The context of `user_comm`, created on first use (collective over user_comm).
+/// The context of `user_comm` (or of a private communicator: its own), created on
+/// first use (collective over user_comm).
 comm_context& context_for(MPI_Comm user_comm);
+
+/// The context a collective call runs on (its private communicator's).
+comm_context& context_of(const collective_call& call);
 
 /// Throws conveyor::error(errc::mpi) with MPI's message when rc != MPI_SUCCESS.
 void check_mpi(int rc, const char* what);

@@ -1,0 +1,239 @@
+// The collective contract (include/conveyor/contract.hpp).
+//
+// The agreement record, reduced with MPI_MAX in one MPI_Allreduce:
+//   [0]          size - rank on a rank with a problem, else 0: the lowest failing rank
+//   [1]          number of listed arguments, negated on [1] and compared like them
+//   [2 + 2i]     value i;  [3 + 2i]  -value i   (max of both: the max and the min)
+// An unlisted slot, or a may_match without a value, holds INT64_MIN in both places
+// and so never wins a max. Values are clamped above INT64_MIN so -value exists.
+#include "conveyor/contract.hpp"
+
+#include <array>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "runtime/context.hpp"
+
+namespace conveyor {
+
+namespace {
+
+enum class shown : int { number, real, dtype, op, hidden };
+
+struct slot {
+  std::string what;
+  std::int64_t value = INT64_MIN;
+  bool present = false;
+  shown as = shown::number;
+};
+
+constexpr int kRecord = 2 + 2 * collective_call::max_matched;
+
+std::string show(std::int64_t v, shown as) {
+  if (as == shown::dtype && v >= 0 && v < dtype_count) return std::string(dtype_name(static_cast<dtype>(v)));
+  if (as == shown::op && v >= 0 && v < op_count) return std::string(op_name(static_cast<op>(v)));
+  if (as == shown::real) {
+    double x;
+    std::memcpy(&x, &v, sizeof x);
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", x);
+    return text;
+  }
+  return std::to_string(v);
+}
+
+}  // namespace
+
+struct collective_call::state {
+  std::string operation;
+  detail::comm_context* ctx = nullptr;
+  errc code = errc::success;
+  std::string message;
+  std::vector<slot> slots;
+  std::array<std::int64_t, kRecord> result{};
+  bool agreed = false;
+  state* outer = nullptr;  // the call that was open on this thread before this one
+};
+
+namespace {
+
+// The innermost open call of this thread: the one an entry point may join.
+thread_local collective_call::state* open_call = nullptr;
+
+}  // namespace
+
+collective_call::collective_call(std::string_view operation, MPI_Comm comm) {
+  detail::comm_context& ctx = detail::context_for(comm);
+  if (open_call && open_call->ctx == &ctx && !open_call->agreed) {
+    state_ = open_call;
+    return;
+  }
+  own_ = std::make_unique<state>();
+  state_ = own_.get();
+  state_->operation = std::string(operation);
+  state_->ctx = &ctx;
+  state_->outer = open_call;
+  open_call = state_;
+}
+
+collective_call::~collective_call() {
+  if (own_ && open_call == own_.get()) open_call = own_->outer;
+}
+
+collective_call& collective_call::fail(errc code, std::string message) {
+  if (state_->code != errc::success) return *this;
+  if (code == errc::success) code = errc::internal;
+  // "allreduce: x" from a shared helper inside allreduce's checks reads "x".
+  const std::string prefix = state_->operation + ": ";
+  if (message.compare(0, prefix.size(), prefix) == 0) message.erase(0, prefix.size());
+  state_->code = code;
+  state_->message = std::move(message);
+  return *this;
+}
+
+bool collective_call::ok() const { return state_->code == errc::success; }
+
+namespace {
+
+void add_slot(collective_call::state& s, std::string_view what, std::optional<std::int64_t> value, shown as) {
+  if (s.slots.size() >= static_cast<std::size_t>(collective_call::max_matched)) {
+    throw error(errc::internal, s.operation + ": more than " + std::to_string(collective_call::max_matched) +
+                                    " arguments listed for matching");
+  }
+  slot x;
+  x.what = std::string(what);
+  x.present = value.has_value();
+  x.value = value ? std::max<std::int64_t>(*value, INT64_MIN + 1) : INT64_MIN;
+  x.as = as;
+  s.slots.push_back(std::move(x));
+}
+
+}  // namespace
+
+collective_call& collective_call::must_match(std::string_view what, std::int64_t value) {
+  add_slot(*state_, what, value, shown::number);
+  return *this;
+}
+
+collective_call& collective_call::must_match(std::string_view what, dtype value) {
+  add_slot(*state_, what, static_cast<std::int64_t>(value), shown::dtype);
+  return *this;
+}
+
+collective_call& collective_call::must_match(std::string_view what, op value) {
+  add_slot(*state_, what, static_cast<std::int64_t>(value), shown::op);
+  return *this;
+}
+
+collective_call& collective_call::must_match_real(std::string_view what, double value) {
+  // Equal reals have equal bits, except 0.0 and -0.0.
+  if (value == 0) value = 0;
+  std::int64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  add_slot(*state_, what, bits, shown::real);
+  return *this;
+}
+
+collective_call& collective_call::must_match_digest(std::string_view what, std::uint64_t digest) {
+  add_slot(*state_, what, static_cast<std::int64_t>(digest >> 1), shown::hidden);
+  return *this;
+}
+
+collective_call& collective_call::may_match(std::string_view what, std::optional<std::int64_t> value) {
+  add_slot(*state_, what, value, shown::number);
+  return *this;
+}
+
+void collective_call::agree() {
+  state& s = *state_;
+  if (s.agreed) throw error(errc::internal, s.operation + ": agreed twice");
+  s.agreed = true;
+  detail::comm_context& ctx = *s.ctx;
+
+  std::array<std::int64_t, kRecord> r;
+  r.fill(INT64_MIN);
+  r[0] = ok() ? 0 : ctx.size - ctx.rank;
+  const auto n = static_cast<std::int64_t>(s.slots.size());
+  r[1] = ok() ? n : INT64_MIN;  // a failing rank may not have reached its list
+  for (std::size_t i = 0; i < s.slots.size(); ++i) {
+    if (!s.slots[i].present) continue;
+    r[2 + 2 * i] = s.slots[i].value;
+    r[3 + 2 * i] = -s.slots[i].value;
+  }
+  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, r.data(), kRecord, MPI_INT64_T, MPI_MAX, ctx.comm),
+                    "MPI_Allreduce (collective contract)");
+  s.result = r;
+
+  if (r[0] > 0) {
+    // The lowest failing rank tells everyone its code and message.
+    const int root = ctx.size - static_cast<int>(r[0]);
+    std::string text = s.operation + ": rank " + std::to_string(root) + ": " + s.message;
+    int header[2] = {static_cast<int>(s.code), static_cast<int>(text.size())};
+    detail::check_mpi(MPI_Bcast(header, 2, MPI_INT, root, ctx.comm), "MPI_Bcast (collective contract)");
+    text.resize(static_cast<std::size_t>(header[1]));
+    detail::check_mpi(MPI_Bcast(text.data(), header[1], MPI_CHAR, root, ctx.comm), "MPI_Bcast (collective contract)");
+    throw error(static_cast<errc>(header[0]), text);
+  }
+  // No problem anywhere, so every rank listed its arguments: compare them.
+  for (std::size_t i = 0; i < s.slots.size(); ++i) {
+    const std::int64_t hi = r[2 + 2 * i], lo = r[3 + 2 * i] == INT64_MIN ? INT64_MIN : -r[3 + 2 * i];
+    if (hi == INT64_MIN || hi == lo) continue;
+    const slot& x = s.slots[i];
+    std::string text = s.operation + ": ranks passed different " + x.what;
+    if (x.as != shown::hidden) text += " (" + show(lo, x.as) + " to " + show(hi, x.as) + ")";
+    throw error(x.what == "dtypes" ? errc::invalid_type : errc::invalid_argument, text);
+  }
+  if (r[1] != n) {
+    throw error(errc::internal, s.operation + ": ranks listed different numbers of arguments to match");
+  }
+}
+
+void collective_call::agree_if(bool validate) {
+  if (validate) return agree();
+  state& s = *state_;
+  s.agreed = true;
+  if (!ok()) throw error(s.code, s.operation + ": rank " + std::to_string(s.ctx->rank) + ": " + s.message);
+}
+
+void collective_call::finish_front_end(bool entry_agrees) {
+  if (ok()) return;
+  if (entry_agrees) agree();
+  agree_if(false);
+}
+
+std::optional<std::int64_t> collective_call::agreed(std::string_view what) const {
+  const state& s = *state_;
+  for (std::size_t i = 0; i < s.slots.size(); ++i) {
+    if (s.slots[i].what == what) {
+      const std::int64_t v = s.result[2 + 2 * i];
+      return s.agreed && v != INT64_MIN ? std::optional<std::int64_t>(v) : std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace detail {
+comm_context& context_of(const collective_call& call) { return *call.state_->ctx; }
+}  // namespace detail
+
+MPI_Comm collective_call::comm() const { return state_->ctx->comm; }
+int collective_call::rank() const { return state_->ctx->rank; }
+int collective_call::size() const { return state_->ctx->size; }
+
+std::uint64_t digest_of(const std::int64_t* values, std::size_t count, std::uint64_t seed) {
+  // FNV-1a over the bytes, seeded; a digest, not a security property.
+  std::uint64_t h = 1469598103934665603ULL ^ seed;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t v;
+    std::memcpy(&v, &values[i], sizeof v);
+    for (int b = 0; b < 8; ++b) {
+      h ^= (v >> (8 * b)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  }
+  return h;
+}
+
+}  // namespace conveyor
