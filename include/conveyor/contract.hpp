@@ -30,6 +30,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <new>
 #include <optional>
@@ -81,13 +82,23 @@ class CONVEYOR_API collective_call {
   collective_call& must_match(std::string_view what, std::int64_t value);
   collective_call& must_match(std::string_view what, dtype value);
   collective_call& must_match(std::string_view what, op value);
+  /// An enum value, shown by its name: must_match("transports", t, transport_name).
+  template <class E>
+  collective_call& must_match(std::string_view what, E value, std::string_view (*name)(E)) {
+    return must_match_shown(what, static_cast<std::int64_t>(value),
+                            [name](std::int64_t v) { return std::string(name(static_cast<E>(v))); });
+  }
+  /// A value shown by `show` in the error.
+  collective_call& must_match_shown(std::string_view what, std::int64_t value,
+                                    std::function<std::string(std::int64_t)> show);
   /// A real value, compared by its bits (so NaN never matches anything).
   collective_call& must_match_real(std::string_view what, double value);
   /// A digest of several arguments (a layout, a list): compared, never shown.
   collective_call& must_match_digest(std::string_view what, std::uint64_t digest);
   /// Like must_match, but a rank without a value (nullopt) accepts any; after
   /// agree(), `agreed(what)` is the value the others passed.
-  collective_call& may_match(std::string_view what, std::optional<std::int64_t> value);
+  collective_call& may_match(std::string_view what, std::optional<std::int64_t> value,
+                             std::function<std::string(std::int64_t)> show = nullptr);
 
   /// Step 2 above: collective. Throws the same conveyor::error on every rank, or
   /// returns on every rank.

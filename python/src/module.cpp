@@ -279,6 +279,8 @@ nb::tuple run_transport(sinkhorn_args& s, MPI_Comm cm, T* plan) {
                         res.iterations, res.error, res.cost, s.plan);
 }
 
+std::string dtype_shown(std::int64_t v) { return std::string(conveyor::dtype_name(static_cast<conveyor::dtype>(v))); }
+
 std::uint64_t digest_of_ints(const std::vector<std::int64_t>& v) { return conveyor::digest_of(v.data(), v.size()); }
 
 }  // namespace
@@ -470,7 +472,7 @@ NB_MODULE(_conveyor, m) {
                         out->l = probe;
                       }
                     });
-                    call.must_match_digest("shapes or grids", digest_of_ints(described)).may_match("dtypes", type);
+                    call.must_match_digest("shapes or grids", digest_of_ints(described)).may_match("dtypes", type, dtype_shown);
                     call.agree();
                     out->dtype = static_cast<int>(call.agreed("dtypes").value_or(-1));
                     return nb::make_tuple(nb::cast(out.release(), nb::rv_policy::take_ownership), kept);
@@ -514,7 +516,7 @@ NB_MODULE(_conveyor, m) {
                         out->l = probe;
                       }
                     });
-                    call.must_match_digest("matrix or grid descriptions", digest_of_ints(described)).may_match("dtypes", type);
+                    call.must_match_digest("matrix or grid descriptions", digest_of_ints(described)).may_match("dtypes", type, dtype_shown);
                     call.agree();
                     out->dtype = static_cast<int>(call.agreed("dtypes").value_or(-1));
                     return nb::make_tuple(nb::cast(out.release(), nb::rv_policy::take_ownership), kept);

@@ -151,7 +151,7 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
   });
   if (options.validate) {
     call.must_match("counts", static_cast<std::int64_t>(count)).must_match("dtypes", t).must_match("ops", o);
-    call.must_match("algorithms", static_cast<std::int64_t>(options.algorithm))
+    call.must_match("algorithms", options.algorithm, algorithm_name)
         .must_match("segment sizes", static_cast<std::int64_t>(options.segment_bytes))
         .must_match("ranks_per_node values", options.ranks_per_node)
         .must_match("deterministic flags", options.deterministic ? 1 : 0);

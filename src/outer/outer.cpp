@@ -284,9 +284,9 @@ outer_report outer_sum(const void* a, std::size_t N, const void* b, std::size_t 
   if (need > 0 && !G) bad(errc::invalid_argument, "G is null");
   // A heavy operation: always agreed, arguments always matched (`validate` adds nothing).
   call.must_match("N", static_cast<std::int64_t>(N)).must_match("M", static_cast<std::int64_t>(M)).must_match("dtypes", t);
-  call.must_match("algorithms", alg_value).must_match("matrix orders", order_value)
+  call.must_match("algorithms", o.algorithm, outer_algorithm_name).must_match("matrix orders", order_value)
       .must_match("distributed flags", o.distributed ? 1 : 0)
-      .must_match("allreduce algorithms", static_cast<std::int64_t>(o.allreduce.algorithm))
+      .must_match("allreduce algorithms", o.allreduce.algorithm, algorithm_name)
       .must_match("ranks_per_node values", o.allreduce.ranks_per_node);
   call.agree();
 

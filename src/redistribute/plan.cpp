@@ -429,8 +429,8 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   }
   call.must_match("transform counts", static_cast<std::int64_t>(batch.size()))
       .must_match_digest("transforms (layouts, permutation, dtype or scaling)", call.ok() ? digest_of_batch(batch) : 0)
-      .must_match("transports", method)
-      .must_match("relabelings", relabel)
+      .must_match("transports", options.method, transport_name)
+      .must_match("relabelings", options.relabel, relabeling_name)
       .must_match_real("intra_node_cost values", options.intra_node_cost)
       .must_match("ranks_per_node values", options.ranks_per_node)
       .must_match("chunk sizes", static_cast<std::int64_t>(options.chunk_bytes));

@@ -11,6 +11,7 @@
 #include <array>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -20,28 +21,25 @@ namespace conveyor {
 
 namespace {
 
-enum class shown : int { number, real, dtype, op, hidden };
-
 struct slot {
   std::string what;
   std::int64_t value = INT64_MIN;
   bool present = false;
-  shown as = shown::number;
+  bool hidden = false;                         // a digest: compared, never shown
+  std::function<std::string(std::int64_t)> show;  // null: as a number
 };
 
 constexpr int kRecord = 2 + 2 * collective_call::max_matched;
 
-std::string show(std::int64_t v, shown as) {
-  if (as == shown::dtype && v >= 0 && v < dtype_count) return std::string(dtype_name(static_cast<dtype>(v)));
-  if (as == shown::op && v >= 0 && v < op_count) return std::string(op_name(static_cast<op>(v)));
-  if (as == shown::real) {
-    double x;
-    std::memcpy(&x, &v, sizeof x);
-    char text[32];
-    std::snprintf(text, sizeof text, "%.17g", x);
-    return text;
+std::string show_real(std::int64_t v) {
+  double x;
+  std::memcpy(&x, &v, sizeof x);
+  char text[32];
+  for (int digits = 6; digits <= 17; ++digits) {  // the shortest that reads back the same
+    std::snprintf(text, sizeof text, "%.*g", digits, x);
+    if (std::strtod(text, nullptr) == x) break;
   }
-  return std::to_string(v);
+  return text;
 }
 
 }  // namespace
@@ -97,7 +95,8 @@ bool collective_call::ok() const { return state_->code == errc::success; }
 
 namespace {
 
-void add_slot(collective_call::state& s, std::string_view what, std::optional<std::int64_t> value, shown as) {
+void add_slot(collective_call::state& s, std::string_view what, std::optional<std::int64_t> value,
+              std::function<std::string(std::int64_t)> show, bool hidden = false) {
   if (s.slots.size() >= static_cast<std::size_t>(collective_call::max_matched)) {
     throw error(errc::internal, s.operation + ": more than " + std::to_string(collective_call::max_matched) +
                                     " arguments listed for matching");
@@ -106,24 +105,34 @@ void add_slot(collective_call::state& s, std::string_view what, std::optional<st
   x.what = std::string(what);
   x.present = value.has_value();
   x.value = value ? std::max<std::int64_t>(*value, INT64_MIN + 1) : INT64_MIN;
-  x.as = as;
+  x.hidden = hidden;
+  x.show = std::move(show);
   s.slots.push_back(std::move(x));
+}
+
+std::string show_dtype(std::int64_t v) {
+  return v >= 0 && v < dtype_count ? std::string(dtype_name(static_cast<dtype>(v))) : std::to_string(v);
 }
 
 }  // namespace
 
 collective_call& collective_call::must_match(std::string_view what, std::int64_t value) {
-  add_slot(*state_, what, value, shown::number);
+  add_slot(*state_, what, value, nullptr);
   return *this;
 }
 
 collective_call& collective_call::must_match(std::string_view what, dtype value) {
-  add_slot(*state_, what, static_cast<std::int64_t>(value), shown::dtype);
+  add_slot(*state_, what, static_cast<std::int64_t>(value), show_dtype);
   return *this;
 }
 
 collective_call& collective_call::must_match(std::string_view what, op value) {
-  add_slot(*state_, what, static_cast<std::int64_t>(value), shown::op);
+  return must_match(what, value, op_name);
+}
+
+collective_call& collective_call::must_match_shown(std::string_view what, std::int64_t value,
+                                                   std::function<std::string(std::int64_t)> show) {
+  add_slot(*state_, what, value, std::move(show));
   return *this;
 }
 
@@ -132,17 +141,18 @@ collective_call& collective_call::must_match_real(std::string_view what, double 
   if (value == 0) value = 0;
   std::int64_t bits;
   std::memcpy(&bits, &value, sizeof bits);
-  add_slot(*state_, what, bits, shown::real);
+  add_slot(*state_, what, bits, show_real);
   return *this;
 }
 
 collective_call& collective_call::must_match_digest(std::string_view what, std::uint64_t digest) {
-  add_slot(*state_, what, static_cast<std::int64_t>(digest >> 1), shown::hidden);
+  add_slot(*state_, what, static_cast<std::int64_t>(digest >> 1), nullptr, true);
   return *this;
 }
 
-collective_call& collective_call::may_match(std::string_view what, std::optional<std::int64_t> value) {
-  add_slot(*state_, what, value, shown::number);
+collective_call& collective_call::may_match(std::string_view what, std::optional<std::int64_t> value,
+                                            std::function<std::string(std::int64_t)> show) {
+  add_slot(*state_, what, value, std::move(show));
   return *this;
 }
 
@@ -182,7 +192,8 @@ void collective_call::agree() {
     if (hi == INT64_MIN || hi == lo) continue;
     const slot& x = s.slots[i];
     std::string text = s.operation + ": ranks passed different " + x.what;
-    if (x.as != shown::hidden) text += " (" + show(lo, x.as) + " to " + show(hi, x.as) + ")";
+    const auto show = [&x](std::int64_t v) { return x.show ? x.show(v) : std::to_string(v); };
+    if (!x.hidden) text += " (" + show(lo) + " to " + show(hi) + ")";
     throw error(x.what == "dtypes" ? errc::invalid_type : errc::invalid_argument, text);
   }
   if (r[1] != n) {

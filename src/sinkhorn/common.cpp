@@ -75,10 +75,10 @@ void check_call(const call_shape& c, const options& o) {
 run_context start(collective_call& call, const call_shape& shape, dtype t, const options& o, double eps) {
   call.check([&] { check_call(shape, o); });
   call.must_match("column counts", static_cast<std::int64_t>(shape.cols)).must_match("dtypes", t);
-  call.must_match("variants", static_cast<std::int64_t>(o.kind)).must_match("max_iter values", o.max_iter);
+  call.must_match("variants", o.kind, variant_name).must_match("max_iter values", o.max_iter);
   call.must_match_real("tolerances", o.tol).must_match("log_domain flags", o.log_domain ? 1 : 0);
   call.must_match("overlap flags", o.overlap ? 1 : 0);
-  call.must_match("allreduce algorithms", static_cast<std::int64_t>(o.allreduce.algorithm));
+  call.must_match("allreduce algorithms", o.allreduce.algorithm, algorithm_name);
   call.must_match("init_v given flags", o.init_v.empty() ? 0 : 1);
   if (eps > 0) call.must_match_real("eps values", eps);
   call.agree();
