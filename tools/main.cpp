@@ -189,6 +189,9 @@ int main(int argc, char** argv) {
       }
       rc = *bench_allreduce ? conveyor::bench::run_allreduce_bench(ao) : conveyor::bench::run_overlap_bench(ao);
     }
+  } catch (const conveyor::error& e) {
+    std::fprintf(stderr, "conveyor: error: %s\n", e.message().c_str());
+    rc = 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "conveyor: error: %s\n", e.what());
     rc = 1;

@@ -69,7 +69,7 @@ const cost_model& current_cost_model() {
     try {
       params = parse_cost_model(ss.str());
     } catch (const error& e) {
-      failure = std::string(path) + ": " + e.what();
+      failure = std::string(path) + ": " + e.message();
     }
   });
   if (!failure.empty()) throw error(errc::invalid_argument, failure);
