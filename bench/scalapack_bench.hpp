@@ -11,6 +11,9 @@ struct scalapack_bench_options {
   std::vector<int> sizes = {4000, 10000};
   int iterations = 21;  // per routine and row, over all rounds
   int rounds = 4;       // reference and Conveyor alternate, one turn each per round (first call: warm-up)
+  /// "warm" (plans cached: the steady state), "cold" (every call plans, runs and
+  /// frees its plan), or "both" (a row of each).
+  std::string cache = "both";
   std::string config;
   std::string json_path, csv_path;
 };

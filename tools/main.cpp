@@ -121,6 +121,8 @@ int main(int argc, char** argv) {
   bench_scalapack->add_option("--sizes", sbo.sizes, "Matrix orders")->delimiter(',')->capture_default_str();
   bench_scalapack->add_option("--iterations", sbo.iterations, "Calls per routine and row, over all rounds")->capture_default_str()->check(CLI::Range(2, 100000));
   bench_scalapack->add_option("--rounds", sbo.rounds, "Rounds alternating reference and Conveyor (first call of each turn: warm-up)")->capture_default_str()->check(CLI::Range(1, 1000));
+  bench_scalapack->add_option("--cache", sbo.cache, "warm (cached plans), cold (a plan built and freed per call) or both")
+      ->capture_default_str()->check(CLI::IsMember({"warm", "cold", "both"}));
   bench_scalapack->add_option("--config", sbo.config, "Name of this configuration in the output rows");
   bench_scalapack->add_option("--json", sbo.json_path, "Also write the rows as JSON");
   bench_scalapack->add_option("--csv", sbo.csv_path, "Also write the rows as CSV");

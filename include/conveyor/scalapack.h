@@ -87,6 +87,11 @@ CONVEYOR_SCALAPACK_API void conveyor_pztranc(const int* m, const int* n, const d
                                              const int* ia, const int* ja, const int* desca, const double* beta,
                                              double* c, const int* ic, const int* jc, const int* descc);
 
+/* Plans kept per process set (default 8, or CONVEYOR_SCALAPACK_CACHE): a call that
+ * repeats reuses its plan. 0: every call plans, runs and frees its plan (cold).
+ * Set the same value on every process (both change which calls plan). */
+CONVEYOR_SCALAPACK_API void conveyor_scalapack_set_cache_size(int calls);
+
 #ifdef __cplusplus
 }
 #endif

@@ -180,11 +180,13 @@ void plan::impl::cut_for_pipelining(transform_plan& t) {
   for (std::size_t q = 0; q < t.recv.size(); ++q) cut(t.recv[q], t.peer_order[q]);
 }
 
-// Every rank's packing order of every transform (one MPI_Allgather): mine from my
-// first source block's strides, largest outermost (ties: the lower axis outside).
-void plan::impl::agree_orders() {
-  const std::size_t nt = ts.size();
-  std::vector<std::int64_t> mine(nt, 0), all(nt * static_cast<std::size_t>(size), 0);
+// One MPI_Allgather gives every rank what it needs from the others: each rank's
+// packing order of every transform (mine: from my first source block's strides,
+// largest outermost; ties: the lower axis outside) and its row of the volume
+// matrix (the bytes it sends to each rank; its own entry: local copies).
+void plan::impl::exchange_orders_and_volume() {
+  const std::size_t nt = ts.size(), P = static_cast<std::size_t>(size), record = nt + P;
+  std::vector<std::int64_t> mine(record, 0), all(record * P, 0);
   for (std::size_t i = 0; i < nt; ++i) {
     transform_plan& t = ts[i];
     std::iota(t.order.begin(), t.order.begin() + t.ndim, 0);
@@ -197,14 +199,23 @@ void plan::impl::agree_orders() {
     }
     for (int k = 0; k < t.ndim; ++k) mine[i] |= std::int64_t{t.order[static_cast<std::size_t>(k)]} << (4 * k);
   }
-  conveyor::detail::check_mpi(MPI_Allgather(mine.data(), static_cast<int>(nt), MPI_INT64_T, all.data(), static_cast<int>(nt), MPI_INT64_T, comm),
-                              "MPI_Allgather");
+  count_bytes();
+  std::copy(send_bytes.begin(), send_bytes.end(), mine.begin() + static_cast<std::ptrdiff_t>(nt));
+  mine[nt + static_cast<std::size_t>(rank)] = self_bytes;
+  conveyor::detail::check_mpi(MPI_Allgather(mine.data(), static_cast<int>(record), MPI_INT64_T, all.data(),
+                                            static_cast<int>(record), MPI_INT64_T, comm),
+                              "MPI_Allgather (orders and volume)");
+  volume.assign(P * P, 0);
+  for (std::size_t q = 0; q < P; ++q) {
+    std::copy(all.begin() + static_cast<std::ptrdiff_t>(q * record + nt), all.begin() + static_cast<std::ptrdiff_t>((q + 1) * record),
+              volume.begin() + static_cast<std::ptrdiff_t>(q * P));
+  }
   for (std::size_t i = 0; i < nt; ++i) {
     transform_plan& t = ts[i];
-    t.peer_order.assign(static_cast<std::size_t>(size), axis_order{});
-    for (int q = 0; q < size; ++q) {
-      const std::int64_t code = all[static_cast<std::size_t>(q) * nt + i];
-      for (int k = 0; k < t.ndim; ++k) t.peer_order[static_cast<std::size_t>(q)][static_cast<std::size_t>(k)] = static_cast<int>((code >> (4 * k)) & 15);
+    t.peer_order.assign(P, axis_order{});
+    for (std::size_t q = 0; q < P; ++q) {
+      const std::int64_t code = all[q * record + i];
+      for (int k = 0; k < t.ndim; ++k) t.peer_order[q][static_cast<std::size_t>(k)] = static_cast<int>((code >> (4 * k)) & 15);
     }
   }
 }
@@ -232,13 +243,13 @@ void plan::impl::choose_transport(MPI_Comm user_comm, int ranks_per_node) {
 }
 
 
-// Bytes per peer, the peers, and the volume matrix (collective).
+// Bytes per peer and the peers (local: the volume matrix comes with the orders).
 void plan::impl::count_bytes() {
   send_peers.clear();
   recv_peers.clear();
   send_bytes.assign(static_cast<std::size_t>(size), 0);
   recv_bytes.assign(static_cast<std::size_t>(size), 0);
-  std::int64_t self_bytes = 0;
+  self_bytes = 0;
   for (const auto& t : ts) {
     for (int p = 0; p < size; ++p) {
       for (const piece& pc : t.send[static_cast<std::size_t>(p)]) send_bytes[static_cast<std::size_t>(p)] += piece_bytes(t, pc);
@@ -250,17 +261,14 @@ void plan::impl::count_bytes() {
     if (send_bytes[static_cast<std::size_t>(p)] > 0) send_peers.push_back(p);
     if (recv_bytes[static_cast<std::size_t>(p)] > 0) recv_peers.push_back(p);
   }
-  // The volume matrix: row i = what rank i sends to each rank (its own entry: local copies).
-  std::vector<std::int64_t> row(send_bytes);
-  row[static_cast<std::size_t>(rank)] = self_bytes;
-  volume.assign(static_cast<std::size_t>(size) * static_cast<std::size_t>(size), 0);
-  conveyor::detail::check_mpi(MPI_Allgather(row.data(), size, MPI_INT64_T, volume.data(), size, MPI_INT64_T, comm), "MPI_Allgather");
 }
 
 // The buffers the chosen transport reuses on every execution.
 void plan::impl::build_buffers() {
-  send_buf.assign(static_cast<std::size_t>(size), {});
-  recv_buf.assign(static_cast<std::size_t>(size), {});
+  send_buf.clear();
+  recv_buf.clear();
+  send_buf.resize(static_cast<std::size_t>(size));
+  recv_buf.resize(static_cast<std::size_t>(size));
   if (method == transport::alltoallv) {
     send_buf[0].resize(static_cast<std::size_t>(std::accumulate(send_bytes.begin(), send_bytes.end(), std::int64_t{0})));
     recv_buf[0].resize(static_cast<std::size_t>(std::accumulate(recv_bytes.begin(), recv_bytes.end(), std::int64_t{0})));
@@ -437,7 +445,8 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   call.agree();
 
   im.method = options.method;
-  conveyor::detail::check_mpi(MPI_Comm_dup(comm, &im.comm), "MPI_Comm_dup");
+  im.comm = comm;
+  im.context = conveyor::detail::context_of(call).shared_from_this();
   for (const transform& t : batch) {
     transform_plan tp;
     tp.src = t.src;
@@ -450,8 +459,7 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
     im.ts.push_back(std::move(tp));
   }
   for (auto& tp : im.ts) im.enumerate(tp);
-  im.agree_orders();
-  im.count_bytes();
+  im.exchange_orders_and_volume();
   conveyor::detail::comm_context& ctx = conveyor::detail::context_of(call);
   const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : ctx.env_ranks_per_node;
   if (im.method == transport::automatic) im.method = env_transport();

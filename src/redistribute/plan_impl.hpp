@@ -7,10 +7,16 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "conveyor/redistribute.hpp"
 #include "redistribute/box_copy.hpp"
+#include "runtime/buffer_pool.hpp"
+
+namespace conveyor::detail {
+struct comm_context;
+}
 
 namespace conveyor::redistribute {
 namespace detail {
@@ -58,14 +64,20 @@ struct transform_plan {
 };
 
 struct plan::impl {
-  MPI_Comm comm = MPI_COMM_NULL;  // private duplicate, created once
+  // The runtime's private communicator of the caller's (shared with every plan
+  // and collective on it: no MPI_Comm_dup per plan; messages of consecutive
+  // executions cannot mix because no receive uses a wildcard and MPI keeps the
+  // order of messages between two ranks). `context` keeps it alive.
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::shared_ptr<conveyor::detail::comm_context> context;
   int rank = 0, size = 1;
   plan_options options;
   transport method = transport::packed;
   std::vector<transform_plan> ts;
   std::vector<std::int64_t> send_bytes, recv_bytes;  // per peer (all transforms)
+  std::int64_t self_bytes = 0;                       // local copies (all transforms)
   std::vector<int> send_peers, recv_peers;            // peers with data, in rank order
-  std::vector<std::vector<char>> send_buf, recv_buf;  // per peer, reused
+  std::vector<conveyor::detail::byte_buffer> send_buf, recv_buf;  // per peer, reused (from the runtime's pool)
   std::vector<std::int64_t> volume;                   // P x P
   std::vector<int> sigma;
   std::int64_t relabeled_remote = 0;
@@ -74,7 +86,7 @@ struct plan::impl {
   bool direct_receive = false;
   // one_sided
   MPI_Win win = MPI_WIN_NULL;                         // MPI_Put window (peers off my node)
-  std::vector<char> window_buf;
+  conveyor::detail::byte_buffer window_buf;
   MPI_Comm node_comm = MPI_COMM_NULL;                 // ranks sharing my memory
   MPI_Win shm_win = MPI_WIN_NULL;                     // shared window (peers on my node)
   char* shm_mine = nullptr;                           // my segment's packages (after my flags)
@@ -115,7 +127,6 @@ struct plan::impl {
     for (auto& t : send_types) if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
     for (auto& t : recv_types) if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
     release_windows();
-    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   }
 
   // --- addressing -------------------------------------------------------------
@@ -260,7 +271,8 @@ struct plan::impl {
   // --- plan-time construction ----------------------------------------------------------
   void enumerate(transform_plan& t);
   void cut_for_pipelining(transform_plan& t);
-  void count_bytes();
+  void count_bytes();                 // local: send/recv bytes per peer, self_bytes
+  void exchange_orders_and_volume();  // collective: packing orders and the volume matrix
   void choose_transport(MPI_Comm user_comm, int ranks_per_node);
   void release_windows();
   void build_buffers();
@@ -268,7 +280,6 @@ struct plan::impl {
   void build_window(int node_color);
   void build_source_order(const std::vector<char*>& package_of_peer, bool local_last = false);
   MPI_Datatype piece_type(const transform_plan& t, const piece& p, bool dst_side, const axis_order& order) const;
-  void agree_orders();
 };
 
 }  // namespace conveyor::redistribute

@@ -258,8 +258,8 @@ void plan::impl::run_alltoallv() {
     stotal += sb;
     rtotal += rb;
   }
-  std::vector<char>& sbuf = send_buf[0];
-  std::vector<char>& rbuf = recv_buf[0];
+  conveyor::detail::byte_buffer& sbuf = send_buf[0];
+  conveyor::detail::byte_buffer& rbuf = recv_buf[0];
   run_source_order();
   conveyor::detail::check_mpi(MPI_Alltoallv(sbuf.data(), scount.data(), sdispl.data(), MPI_BYTE, rbuf.data(), rcount.data(),
                                   rdispl.data(), MPI_BYTE, comm),
@@ -444,7 +444,7 @@ void plan::impl::release_windows() {
   flags_of.clear();
   shm_target.clear();
   shm_source.clear();
-  window_buf = {};
+  window_buf.reset();
   source_order.clear();
   row_groups.clear();
 }

@@ -18,8 +18,10 @@ void check_mpi(int rc, const char* what) {
 
 namespace {
 
+// The attribute holds a shared reference: plans built on the communicator keep
+// its context (and private communicator) alive after the caller frees it.
 int delete_context(MPI_Comm, int, void* value, void*) {
-  delete static_cast<comm_context*>(value);
+  delete static_cast<std::shared_ptr<comm_context>*>(value);
   return MPI_SUCCESS;
 }
 
@@ -115,7 +117,7 @@ comm_context& context_for(MPI_Comm user_comm) {
   void* value = nullptr;
   int found = 0;
   check_mpi(MPI_Comm_get_attr(user_comm, key, &value, &found), "MPI_Comm_get_attr");
-  if (found) return *static_cast<comm_context*>(value);
+  if (found) return **static_cast<std::shared_ptr<comm_context>*>(value);
   check_mpi(MPI_Comm_get_attr(user_comm, self_keyval(), &value, &found), "MPI_Comm_get_attr");
   if (found) return *static_cast<comm_context*>(value);
 
@@ -123,7 +125,7 @@ comm_context& context_for(MPI_Comm user_comm) {
   check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter");
   if (inter) throw error(errc::invalid_argument, "inter-communicators are not supported");
 
-  auto ctx = std::make_unique<comm_context>();
+  auto ctx = std::make_shared<comm_context>();
   check_mpi(MPI_Comm_dup(user_comm, &ctx->comm), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(ctx->comm, &ctx->rank);
@@ -138,8 +140,10 @@ comm_context& context_for(MPI_Comm user_comm) {
   }
   if (const char* v = std::getenv("CONVEYOR_ALLREDUCE_ALGORITHM"); v && *v) ctx->env_algorithm = parse_algorithm(v);
   check_mpi(MPI_Comm_set_attr(ctx->comm, self_keyval(), ctx.get()), "MPI_Comm_set_attr");
-  check_mpi(MPI_Comm_set_attr(user_comm, key, ctx.get()), "MPI_Comm_set_attr");
-  return *ctx.release();
+  auto holder = std::make_unique<std::shared_ptr<comm_context>>(ctx);
+  check_mpi(MPI_Comm_set_attr(user_comm, key, holder.get()), "MPI_Comm_set_attr");
+  holder.release();
+  return *ctx;
 }
 
 }  // namespace conveyor::detail

@@ -34,7 +34,7 @@ struct node_layout {
 
 // Only collectives on the communicator touch its context, and MPI requires those
 // to be serialized, so the context needs no lock.
-struct comm_context {
+struct comm_context : std::enable_shared_from_this<comm_context> {
   MPI_Comm comm = MPI_COMM_NULL;  // the private duplicate, errors returned (not fatal)
   int rank = 0;
   int size = 1;

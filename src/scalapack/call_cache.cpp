@@ -1,5 +1,6 @@
 #include "scalapack/call_cache.hpp"
 
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <utility>
@@ -10,7 +11,15 @@
 namespace conveyor::scalapack_detail {
 namespace {
 
-constexpr std::size_t kCallsPerSet = 8;
+// Calls kept per process set: CONVEYOR_SCALAPACK_CACHE (default 8; 0 plans every
+// call), or conveyor_scalapack_set_cache_size. The same on every process.
+std::size_t& calls_per_set() {
+  static std::size_t n = [] {
+    const char* v = std::getenv("CONVEYOR_SCALAPACK_CACHE");
+    return v && *v ? static_cast<std::size_t>(std::strtoul(v, nullptr, 10)) : std::size_t{8};
+  }();
+  return n;
+}
 
 struct registry {
   // Keyed by the world ranks in grid order: iterated in the same order on every
@@ -96,8 +105,17 @@ cached_call& use_call(process_set& set, int position) {
 
 cached_call& insert_call(process_set& set, cached_call call) {
   set.calls.push_front(std::move(call));
-  if (set.calls.size() > kCallsPerSet) set.calls.pop_back();  // same call on every process of the set
+  if (set.calls.size() > calls_per_set()) set.calls.pop_back();  // same call on every process of the set
   return set.calls.front();
+}
+
+std::size_t cache_capacity() { return calls_per_set(); }
+
+void set_cache_capacity(std::size_t calls) {
+  calls_per_set() = calls;
+  for (auto& [ranks, set] : registry::instance().sets) {
+    while (set.calls.size() > calls) set.calls.pop_back();
+  }
 }
 
 }  // namespace conveyor::scalapack_detail

@@ -63,5 +63,9 @@ int find_call(const process_set* set, const std::vector<long long>& key);
 cached_call& use_call(process_set& set, int position);
 /// Inserts a new call at the front; evicts the oldest beyond the capacity.
 cached_call& insert_call(process_set& set, cached_call call);
+/// Calls kept per set (0: none; every call plans, runs and frees its plan).
+std::size_t cache_capacity();
+/// Collective in effect: every process must set the same capacity.
+void set_cache_capacity(std::size_t calls);
 
 }  // namespace conveyor::scalapack_detail

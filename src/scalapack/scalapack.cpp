@@ -201,6 +201,13 @@ void count(routine_id r, bool planned) {
   ++(planned ? c.planned : c.cached);
 }
 
+void execute(cached_call& entry, const call& c) {
+  entry.plan->execute();
+  ++entry.uses;
+  char* to = static_cast<char*>(c.b);
+  for (const std::int64_t at : entry.copy_to) std::memcpy(to + at, entry.scratch.data() + at, entry.element_bytes);
+}
+
 void run(const char* name, const call& c) {
   try {
     if (c.m <= 0 || c.n <= 0) return;  // nothing to move (ScaLAPACK returns before communicating)
@@ -220,13 +227,14 @@ void run(const char* name, const call& c) {
       cached_call fresh;
       fresh.key = key;
       plan_call(fresh, c, x, set.comm, /*warm=*/false);
-      entry = &insert_call(set, std::move(fresh));
       count(c.routine, true);
+      if (cache_capacity() == 0) {  // cold: plan, run, free
+        execute(fresh, c);
+        return;
+      }
+      entry = &insert_call(set, std::move(fresh));
     }
-    entry->plan->execute();
-    ++entry->uses;
-    char* to = static_cast<char*>(c.b);
-    for (const std::int64_t at : entry->copy_to) std::memcpy(to + at, entry->scratch.data() + at, entry->element_bytes);
+    execute(*entry, c);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", name, e.what());
   }
@@ -308,6 +316,10 @@ redistribute::layout layout_from_descriptor(const int* desc, void* local, MPI_Co
 }
 
 }  // namespace conveyor::scalapack
+
+extern "C" CONVEYOR_SCALAPACK_API void conveyor_scalapack_set_cache_size(int calls) {
+  conveyor::scalapack_detail::set_cache_capacity(static_cast<std::size_t>(std::max(calls, 0)));
+}
 #endif
 
 using conveyor::dtype;
