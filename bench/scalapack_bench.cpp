@@ -44,8 +44,10 @@ grid_matrix make(int n, int nb, int pr, int pc, int on_ctxt = -1) {
 
 // Reference and Conveyor calls alternate in rounds (bench_util's interleaved_samples).
 std::pair<summary, summary> time_pair(const std::function<void()>& reference, const std::function<void()>& ours,
-                                      const scalapack_bench_options& opt) {
-  const auto s = interleaved_samples({reference, ours}, opt.iterations, opt.rounds);
+                                      const scalapack_bench_options& opt, int n) {
+  const int iterations = n < 600 ? 3 * opt.iterations : n <= 2048 ? opt.iterations : n <= 4096 ? std::min(opt.iterations, 11)
+                                                                                                : std::min(opt.iterations, 7);
+  const auto s = interleaved_samples({reference, ours}, iterations, opt.rounds);
   return {summarize(s[0]), summarize(s[1])};
 }
 
@@ -90,7 +92,7 @@ int run_scalapack_bench(const scalapack_bench_options& opt) {
       };
       const auto [ref, ours] = time_pair([&] { pdgemr2d_(&n, &n, a.local.data(), &one, &one, a.desc, b.local.data(), &one, &one, b.desc, &whole); },
                                          [&] { conveyor_pdgemr2d(&n, &n, a.local.data(), &one, &one, a.desc, b.local.data(), &one, &one, b.desc, &whole); },
-                                         opt);
+                                         opt, n);
       row("pdgemr2d", ref, ours);
       if (g.pra == g.prb && g.pca == g.pcb) {  // p?tran: A and C on one grid
         for (double beta : {0.0, 1.0}) {
@@ -98,7 +100,7 @@ int run_scalapack_bench(const scalapack_bench_options& opt) {
           grid_matrix c = make(n, 32, g.pra, g.pca, a.ctxt);  // p?tran: one context
           const auto [rt, ct] = time_pair([&] { pdtran_(&n, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, c.local.data(), &one, &one, c.desc); },
                                           [&] { conveyor_pdtran(&n, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, c.local.data(), &one, &one, c.desc); },
-                                          opt);
+                                          opt, n);
           row(beta == 0 ? "pdtran b=0" : "pdtran b=1", rt, ct);
         }
       }

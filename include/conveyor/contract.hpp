@@ -110,6 +110,16 @@ class CONVEYOR_API collective_call {
   /// so agree here in its place (when it would have agreed) or throw locally.
   void finish_front_end(bool entry_agrees = true);
 
+  /// For a front end that has agreed by other means before calling the entry point
+  /// (ScaLAPACK's drop-ins: their one BLACS exchange carries every argument and
+  /// every process's problems to all of them): the joining entry point's agree()
+  /// then communicates nothing. A local problem it still finds is a gap in the
+  /// front end's agreement, thrown as errc::internal on this rank.
+  void agreed_by_caller();
+  /// False when agree() will not communicate (agreed by the caller): arguments
+  /// need not be listed (a digest need not be computed).
+  bool matching() const;
+
   /// After agree(): the largest value passed for `what` by any rank (nullopt if
   /// none passed one).
   std::optional<std::int64_t> agreed(std::string_view what) const;

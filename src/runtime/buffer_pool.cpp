@@ -1,7 +1,7 @@
 #include "runtime/buffer_pool.hpp"
 
 #include <cstdlib>
-#include <map>
+#include <deque>
 #include <mutex>
 
 namespace conveyor::detail {
@@ -17,12 +17,16 @@ class pool {
   std::unique_ptr<char[]> take(std::size_t bytes, std::size_t& capacity) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = free_.lower_bound(bytes);
-      if (it != free_.end() && it->first <= 2 * bytes) {
-        capacity = it->first;
-        std::unique_ptr<char[]> out = std::move(it->second);
-        kept_ -= it->first;
-        free_.erase(it);
+      // Best fit: the smallest free buffer that holds `bytes`, if at most twice as big.
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if (it->capacity >= bytes && it->capacity <= 2 * bytes && (best == free_.end() || it->capacity < best->capacity)) best = it;
+      }
+      if (best != free_.end()) {
+        capacity = best->capacity;
+        std::unique_ptr<char[]> out = std::move(best->data);
+        kept_ -= best->capacity;
+        free_.erase(best);
         return out;
       }
     }
@@ -32,12 +36,13 @@ class pool {
 
   void give(std::unique_ptr<char[]> data, std::size_t capacity) {
     std::lock_guard<std::mutex> lock(mutex_);
-    free_.emplace(capacity, std::move(data));
+    free_.push_back({capacity, std::move(data)});  // the newest at the back
     kept_ += capacity;
-    while (kept_ > limit_ && !free_.empty()) {  // the largest first
-      auto last = std::prev(free_.end());
-      kept_ -= last->first;
-      free_.erase(last);
+    // Beyond the limit, the buffers given back longest ago go first: the working
+    // set of the calls being repeated now stays.
+    while ((kept_ > limit_ || free_.size() > kMaxBuffers) && !free_.empty()) {
+      kept_ -= free_.front().capacity;
+      free_.pop_front();
     }
   }
 
@@ -47,11 +52,17 @@ class pool {
   }
 
  private:
+  struct entry {
+    std::size_t capacity;
+    std::unique_ptr<char[]> data;
+  };
+  static constexpr std::size_t kMaxBuffers = 256;  // searched linearly
+
   pool() {
     if (const char* v = std::getenv("CONVEYOR_BUFFER_POOL_MB"); v && *v) limit_ = std::strtoull(v, nullptr, 10) << 20;
   }
   std::mutex mutex_;
-  std::multimap<std::size_t, std::unique_ptr<char[]>> free_;  // by capacity
+  std::deque<entry> free_;  // oldest first
   std::size_t kept_ = 0;
   std::size_t limit_ = std::size_t{1024} << 20;
 };

@@ -10,9 +10,10 @@
 // threshold with fresh mappings, so a 32 MiB package costs 8192 page faults plus
 // the kernel's zeroing on every call; std::vector adds its own zero fill.
 //
-// Limits: keeps at most CONVEYOR_BUFFER_POOL_MB (default 1024) MiB of free
-// buffers per process, dropping the largest first beyond that; a request takes
-// the smallest free buffer that holds it if that is at most twice its size.
+// Limits: keeps at most CONVEYOR_BUFFER_POOL_MB (default 1024) MiB and 256 free
+// buffers per process, dropping the ones given back longest ago beyond that (so
+// the buffers of the calls being repeated stay); a request takes the smallest
+// free buffer that holds it if that is at most twice its size.
 // Thread-safe (one mutex; taken only when a buffer changes hands).
 #pragma once
 

@@ -52,6 +52,7 @@ struct collective_call::state {
   std::vector<slot> slots;
   std::array<std::int64_t, kRecord> result{};
   bool agreed = false;
+  bool agreed_by_caller = false;
   state* outer = nullptr;  // the call that was open on this thread before this one
 };
 
@@ -160,6 +161,10 @@ void collective_call::agree() {
   state& s = *state_;
   if (s.agreed) throw error(errc::internal, s.operation + ": agreed twice");
   s.agreed = true;
+  if (s.agreed_by_caller) {
+    if (!ok()) throw error(errc::internal, s.operation + ": a problem the caller's agreement missed: " + s.message);
+    return;
+  }
   detail::comm_context& ctx = *s.ctx;
 
   std::array<std::int64_t, kRecord> r;
@@ -200,6 +205,10 @@ void collective_call::agree() {
     throw error(errc::internal, s.operation + ": ranks listed different numbers of arguments to match");
   }
 }
+
+void collective_call::agreed_by_caller() { state_->agreed_by_caller = true; }
+
+bool collective_call::matching() const { return !state_->agreed_by_caller; }
 
 void collective_call::agree_if(bool validate) {
   if (validate) return agree();

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "conveyor/contract.hpp"
 #include "conveyor/redistribute.hpp"
 
 #include "scalapack/call_cache.hpp"
@@ -167,6 +168,9 @@ void plan_call(cached_call& entry, const call& c, const exchange_result& x, MPI_
   }
   tr.src = entry.src.get();
   tr.dst = entry.dst.get();
+  // The call's exchange has agreed on everything the plan would agree on.
+  collective_call agreed("redistribute::plan", comm);
+  agreed.agreed_by_caller();
   entry.plan = std::make_unique<rd::plan>(tr, comm, options);
   entry.warm = warm;
 }

@@ -351,6 +351,72 @@ TEST(ScaLAPACK, TranMatchesReference) {
   }
 }
 
+// PBLAS's 11-integer descriptors (DTYPE 2: IMB, INB = the sizes of the first row
+// and column block, which may differ from MB, NB), as reference pdtran accepts
+// them: the same result as reference pdtran_ on the same descriptors, and as
+// Conveyor with the 9-integer form when the first blocks are regular.
+struct dmatrix2 {
+  int desc[11] = {};
+  std::vector<double> local;
+};
+
+// Rows (or columns) of a dimension of n with first block `first` and then `nb`,
+// owned by process `me` of P, global block 0 on process `src`: the global indices.
+std::vector<int> owned(int n, int first, int nb, int me, int src, int P) {
+  std::vector<int> out;
+  for (int g = 0; g < n; ++g) {
+    const int block = g < first ? 0 : 1 + (g - first) / nb;
+    if ((block + src) % P == me) out.push_back(g);
+  }
+  return out;
+}
+
+dmatrix2 make11(int M, int N, int imb, int inb, int mb, int nb, int ctxt, double base) {
+  dmatrix2 d;
+  int pr = 0, pc = 0, myrow = -1, mycol = -1;
+  Cblacs_gridinfo(ctxt, &pr, &pc, &myrow, &mycol);
+  const auto rows = owned(M, imb, mb, myrow, 0, pr), cols = owned(N, inb, nb, mycol, 0, pc);
+  const int lld = static_cast<int>(rows.size()) + 2;  // padded
+  const int desc[11] = {2, ctxt, M, N, imb, inb, mb, nb, 0, 0, lld};
+  std::copy(desc, desc + 11, d.desc);
+  d.local.assign(static_cast<std::size_t>(lld) * std::max<std::size_t>(1, cols.size()), -1.0);
+  for (std::size_t lj = 0; lj < cols.size(); ++lj) {
+    for (std::size_t li = 0; li < rows.size(); ++li) {
+      d.local[li + lj * static_cast<std::size_t>(lld)] = base + rows[li] * 1000.0 + cols[lj];
+    }
+  }
+  return d;
+}
+
+TEST(ScaLAPACK, TranWithElevenIntegerDescriptorsMatchesReference) {
+  const int P = size_of();
+  testing::splitmix64 rng(11);
+  for (int k = 0; k < 16; ++k) {
+    std::vector<int> f;
+    for (int r = 1; r <= P; ++r) if (P % r == 0) f.push_back(r);
+    const int pr = f[rng() % f.size()], pc = P / pr;
+    int ctxt = system_context();
+    Cblacs_gridinit(&ctxt, "R", pr, pc);
+    const int m = 2 + static_cast<int>(rng() % 25), n = 2 + static_cast<int>(rng() % 25);
+    const int mb = 1 + static_cast<int>(rng() % 5), nb = mb;  // square blocks, as pdtran needs
+    // Half the cases with regular first blocks, half with smaller ones.
+    const int imb = k % 2 ? mb : 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(mb)), inb = imb;
+    const double alpha = k % 3 ? 2.0 : 1.0, beta = k % 4 ? 0.5 : 0.0;
+    const dmatrix2 a = make11(n, m, imb, inb, mb, nb, ctxt, 0.25);
+    const dmatrix2 c0 = make11(m, n, imb, inb, mb, nb, ctxt, 0.75);
+    const int one = 1;
+    dmatrix2 ref = c0, ours = c0;
+    pdtran_(&m, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, ref.local.data(), &one, &one, ref.desc);
+    conveyor_pdtran(&m, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, ours.local.data(), &one, &one, ours.desc);
+    EXPECT_EQ(ours.local, ref.local) << "case " << k << ": " << m << "x" << n << " grid " << pr << "x" << pc << " blocks "
+                                     << mb << " first " << imb;
+    int changed = ours.local != c0.local ? 1 : 0;  // somewhere (a process may hold none of C)
+    MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    EXPECT_EQ(changed, 1) << "case " << k << ": nothing was written";
+    Cblacs_gridexit(ctxt);
+  }
+}
+
 TEST(ScaLAPACK, ComplexTranuTrancMatchReference) {
   const int P = size_of();
   testing::splitmix64 rng(7);
