@@ -78,7 +78,9 @@ class CONVEYOR_API layout {
   static layout custom(std::vector<axis_splits> splits, std::vector<int> owners);
 
   /// The tensor paper's Cartesian distribution: dimension d is cut into grid[d]
-  /// near-equal blocks; the block at grid coordinates c belongs to the rank whose
+  /// near-equal blocks (the first shape[d] % grid[d] one longer: the same rule as
+  /// sinkhorn::balanced_rows and outer_rows, so their row blocks are Cartesian
+  /// layouts with grid {P, 1}); the block at grid coordinates c belongs to the rank whose
   /// row-major rank in the grid is c (column-major if `column_major_ranks`). Each
   /// rank holds one block, stored row-major and contiguous at `local` unless
   /// `local_strides` say otherwise (set_storage may also be used).

@@ -129,7 +129,8 @@ class Layout:
     @classmethod
     def cartesian(cls, shape, grid, local, comm=None, column_major_ranks=False):
         """The tensor paper's distribution: dimension d cut into grid[d] near-equal
-        blocks; the block at grid coordinates c belongs to the rank whose row-major
+        blocks (the first shape[d] % grid[d] one longer, as balanced_rows and
+        outer_rows: a solver's row blocks are Cartesian with grid (P, 1)); the block at grid coordinates c belongs to the rank whose row-major
         (or column-major) index in the grid is c. `local`: this rank's block, any
         strides (None on ranks without elements); its shape must be the block's
         (local_shape). Collective: a wrong local array on any rank raises on every

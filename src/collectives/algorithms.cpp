@@ -3,6 +3,7 @@
 // and hierarchical. Each builder's steps, bytes on the wire and limits are stated
 // at its declaration in algorithms.hpp; docs/algorithms.md gives the cost formulas.
 #include "collectives/algorithms.hpp"
+#include "runtime/partition.hpp"
 
 #include <algorithm>
 
@@ -71,12 +72,9 @@ void reduce_ordered(round& r, bool partner_is_lower, const char* theirs, char* m
 
 std::vector<block> split(std::size_t offset, std::size_t count, int parts) {
   std::vector<block> out(static_cast<std::size_t>(parts));
-  const std::size_t base = count / static_cast<std::size_t>(parts);
-  const std::size_t extra = count % static_cast<std::size_t>(parts);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    out[i].offset = offset;
-    out[i].count = base + (i < extra ? 1 : 0);
-    offset += out[i].count;
+    const part_range r = balanced_part(count, i, out.size());
+    out[i] = {offset + r.first, r.count};
   }
   return out;
 }

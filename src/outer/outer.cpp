@@ -38,6 +38,7 @@
 #include "conveyor/contract.hpp"
 #include "core/names.hpp"
 #include "outer/kernels.hpp"
+#include "runtime/partition.hpp"
 
 namespace conveyor {
 
@@ -57,9 +58,8 @@ outer_block outer_rows(std::size_t N, int rank, int size) {
   if (size <= 0 || rank < 0 || rank >= size) {
     throw error(errc::invalid_argument, "outer_rows: rank " + std::to_string(rank) + " of " + std::to_string(size));
   }
-  const auto p = static_cast<std::size_t>(size), k = static_cast<std::size_t>(rank);
-  const std::size_t base = N / p, extra = N % p;
-  return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
+  const detail::part_range r = detail::balanced_part(N, static_cast<std::size_t>(rank), static_cast<std::size_t>(size));
+  return {r.first, r.count};
 }
 
 namespace {

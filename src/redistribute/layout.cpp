@@ -8,6 +8,7 @@
 #include <string>
 
 #include "conveyor/redistribute.hpp"
+#include "runtime/partition.hpp"
 
 namespace conveyor::redistribute {
 
@@ -144,7 +145,10 @@ layout layout::cartesian(std::vector<std::int64_t> shape, std::vector<int> grid,
       continue;
     }
     std::vector<std::int64_t> points(static_cast<std::size_t>(grid[d]) + 1);
-    for (int k = 0; k <= grid[d]; ++k) points[static_cast<std::size_t>(k)] = shape[d] * k / grid[d];
+    for (int k = 0; k <= grid[d]; ++k) {  // the runtime's one partition rule (first blocks one longer)
+      const auto n = static_cast<std::size_t>(shape[d]), g = static_cast<std::size_t>(grid[d]);
+      points[static_cast<std::size_t>(k)] = static_cast<std::int64_t>(conveyor::detail::balanced_part(n, static_cast<std::size_t>(k), g).first);
+    }
     l.splits_.push_back(axis_splits::explicit_points(std::move(points)));
   }
   auto im = std::make_shared<impl>();

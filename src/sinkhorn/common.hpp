@@ -14,6 +14,7 @@
 #include "conveyor/collectives.hpp"
 #include "conveyor/sinkhorn.hpp"
 #include "conveyor/contract.hpp"
+#include "runtime/partition.hpp"
 
 namespace conveyor::sinkhorn::detail {
 
@@ -73,12 +74,11 @@ void check_marginal(const T* x, std::size_t n, const char* name, std::size_t off
 void check_masses(const run_context& ctx, double local_row_mass, double column_mass, bool single_precision,
                   const char* what);
 
-/// The thread's share [begin, end) of n items split evenly over `parts`.
+/// The thread's share [begin, end) of n items split evenly over `parts` (the
+/// runtime's one partition rule).
 inline std::pair<std::size_t, std::size_t> share(std::size_t n, int part, int parts) {
-  const std::size_t p = static_cast<std::size_t>(parts), k = static_cast<std::size_t>(part);
-  const std::size_t base = n / p, extra = n % p;
-  const std::size_t begin = k * base + std::min(k, extra);
-  return {begin, begin + base + (k < extra ? 1 : 0)};
+  const auto r = conveyor::detail::balanced_part(n, static_cast<std::size_t>(part), static_cast<std::size_t>(parts));
+  return {r.first, r.first + r.count};
 }
 
 /// Runs work(lo, hi, acc) on `nt` threads, each over its share [lo, hi) of `rows`

@@ -604,7 +604,7 @@ TEST(Redistribute, CApi) {
   // Destination: N x M cut into P row blocks (N = 11 >= P).
   const int64_t dshape[2] = {N, M};
   const int grid[2] = {P, 1};
-  const int64_t r0 = N * me / P, r1 = N * (me + 1) / P;
+  const int64_t r0 = N / P * me + std::min<int64_t>(me, N % P), r1 = r0 + N / P + (me < N % P ? 1 : 0);
   std::vector<double> c(static_cast<std::size_t>(std::max<int64_t>(r1 - r0, 1) * M));
   const int perm[2] = {1, 0};
   for (int method = CONVEYOR_TRANSPORT_AUTO; method <= CONVEYOR_TRANSPORT_ALLTOALLV; ++method) {

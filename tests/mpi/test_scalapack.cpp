@@ -291,7 +291,9 @@ TEST(ScaLAPACK, LayoutFromDescriptor) {
   }
 
   // dst (i, j) = 2 * A(ia - 1 + j, ja - 1 + i): n x m in P row blocks, row-major.
-  const int r0 = n * me / P, r1 = n * (me + 1) / P;
+  // Cartesian row blocks: the first rows % P blocks one row longer.
+  const auto first_row = [&](int rows, int k) { return rows / P * k + std::min(k, rows % P); };
+  const int r0 = first_row(n, me), r1 = first_row(n, me + 1);
   std::vector<double> t(static_cast<std::size_t>(std::max(1, (r1 - r0) * m)), std::nan(""));
   const rd::layout tl = rd::layout::cartesian({n, m}, {P, 1}, t.data());
   rd::transform tr;
@@ -306,7 +308,7 @@ TEST(ScaLAPACK, LayoutFromDescriptor) {
   }
   EXPECT_EQ(wrong, 0);
 
-  const int w0 = M * me / P, w1 = M * (me + 1) / P;
+  const int w0 = first_row(M, me), w1 = first_row(M, me + 1);
   std::vector<double> w(static_cast<std::size_t>(std::max(1, (w1 - w0) * N)), std::nan(""));
   const rd::layout wl = rd::layout::cartesian({M, N}, {P, 1}, w.data());
   rd::transform copy;

@@ -31,7 +31,8 @@ def local_block_cyclic(M, N, mb, nb, prow, pcol, dtype, fill=None):
 
 def row_block(n, m, dtype, fill):
     """This rank's rows of an n x m matrix cut into SIZE row blocks (Cartesian, grid SIZE x 1)."""
-    r0, r1 = n * RANK // SIZE, n * (RANK + 1) // SIZE
+    r0, count = conveyor.balanced_rows(n, COMM)  # Cartesian blocks: the first n % SIZE one longer
+    r1 = r0 + count
     return np.full((r1 - r0, m), fill, dtype=dtype), r0
 
 
@@ -65,8 +66,10 @@ def test_cartesian_axis_permutation_3d_complex():
     shape, grid = (4, 6, 5), (1, SIZE, 1)  # (SIZE <= 6)
     def block(sh, gr):
         coords = np.unravel_index(RANK, gr)
-        lo = [sh[d] * coords[d] // gr[d] for d in range(3)]
-        hi = [sh[d] * (coords[d] + 1) // gr[d] for d in range(3)]
+        def start(n, k, g):  # Cartesian blocks: the first n % g one longer
+            return n // g * k + min(k, n % g)
+        lo = [start(sh[d], coords[d], gr[d]) for d in range(3)]
+        hi = [start(sh[d], coords[d] + 1, gr[d]) for d in range(3)]
         return lo, hi
     lo, hi = block(shape, grid)
     idx = np.indices([h - l for l, h in zip(lo, hi)])
