@@ -3,7 +3,9 @@
 
 #include "conveyor/collectives.hpp"
 #include "conveyor/mpi.hpp"
+#include "conveyor/contract.hpp"
 #include "conveyor/outer.hpp"
+#include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/sinkhorn.hpp"
 #include "conveyor/types.hpp"

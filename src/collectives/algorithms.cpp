@@ -137,26 +137,22 @@ void ordered_reduce_scatter(schedule& s, const std::vector<int>& group, int me,
 
 namespace {
 
-// Blocking point-to-point in pieces of at most kMaxMessageBytes.
+// Blocking point-to-point in pieces (runtime/message_pieces.hpp).
 void send_all(MPI_Comm comm, const char* p, std::size_t bytes, int peer) {
-  for (std::size_t off = 0; off < bytes; off += kMaxMessageBytes) {
-    const int n = static_cast<int>(std::min(kMaxMessageBytes, bytes - off));
+  for_each_piece(bytes, [&](std::size_t off, int n, int) {
     check_mpi(MPI_Send(p + off, n, MPI_BYTE, peer, 0, comm), "MPI_Send");
-  }
+  });
 }
 void recv_all(MPI_Comm comm, char* p, std::size_t bytes, int peer) {
-  for (std::size_t off = 0; off < bytes; off += kMaxMessageBytes) {
-    const int n = static_cast<int>(std::min(kMaxMessageBytes, bytes - off));
+  for_each_piece(bytes, [&](std::size_t off, int n, int) {
     check_mpi(MPI_Recv(p + off, n, MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-  }
+  });
 }
 void exchange_all(MPI_Comm comm, const char* out, char* in, std::size_t bytes, int peer) {
-  for (std::size_t off = 0; off < bytes; off += kMaxMessageBytes) {
-    const int n = static_cast<int>(std::min(kMaxMessageBytes, bytes - off));
-    check_mpi(MPI_Sendrecv(out + off, n, MPI_BYTE, peer, 0, in + off, n, MPI_BYTE, peer, 0, comm,
-                           MPI_STATUS_IGNORE),
+  for_each_piece(bytes, [&](std::size_t off, int n, int) {
+    check_mpi(MPI_Sendrecv(out + off, n, MPI_BYTE, peer, 0, in + off, n, MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE),
               "MPI_Sendrecv");
-  }
+  });
 }
 
 }  // namespace

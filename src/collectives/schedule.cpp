@@ -49,8 +49,7 @@ void executor::run(std::vector<schedule>& schedules, int window) {
     while (st.round < st.s->rounds.size()) {
       round& r = st.s->rounds[st.round];
       for (const transfer& t : r.transfers) {
-        for (std::size_t off = 0; off < t.bytes; off += kMaxMessageBytes) {
-          const int n = static_cast<int>(std::min(kMaxMessageBytes, t.bytes - off));
+        for_each_piece(t.bytes, [&](std::size_t off, int n, int) {
           char* p = static_cast<char*>(t.buf) + off;
           MPI_Request req;
           const int rc = t.send ? MPI_Isend(p, n, MPI_BYTE, t.peer, st.tag, comm_, &req)
@@ -68,7 +67,7 @@ void executor::run(std::vector<schedule>& schedules, int window) {
             owner.push_back(a);
           }
           ++st.pending;
-        }
+        });
       }
       if (st.pending > 0) return true;
       run_locals(r);  // a round without transfers: local work only

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "reduce/kernel_table.hpp"
+#include "runtime/message_pieces.hpp"
 
 namespace conveyor::detail {
 
@@ -78,8 +79,5 @@ class executor {
   const std::function<void(std::size_t, std::size_t)>* on_chunk_;
 };
 
-/// MPI messages are limited to INT_MAX elements; larger transfers are split into
-/// pieces of this many bytes (same tag, posted in order).
-inline constexpr std::size_t kMaxMessageBytes = std::size_t{1} << 30;
 
 }  // namespace conveyor::detail

@@ -38,6 +38,7 @@
 #include "conveyor/contract.hpp"
 #include "core/names.hpp"
 #include "outer/kernels.hpp"
+#include "runtime/message_pieces.hpp"
 #include "runtime/partition.hpp"
 
 namespace conveyor {
@@ -200,11 +201,9 @@ struct dsop_run {
       G = full.data();
     }
     local_outer(G);
-    const std::size_t total = N * M, chunk = std::size_t{1} << 30;
-    for (std::size_t off = 0; off < total; off += chunk) {
-      const int n = static_cast<int>(std::min(chunk, total - off));
+    detail::for_each_piece(N * M, [&](std::size_t off, int n, int) {  // in elements
       detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, G + off, n, type, MPI_SUM, comm), "MPI_Allreduce");
-    }
+    });
     if (distributed) std::copy(G + mine().first_row * M, G + (mine().first_row + mine().rows) * M, out);
   }
 

@@ -13,6 +13,7 @@
 #include "conveyor/redistribute.hpp"
 #include "redistribute/box_copy.hpp"
 #include "runtime/buffer_pool.hpp"
+#include "runtime/message_pieces.hpp"
 
 namespace conveyor::detail {
 struct comm_context;
@@ -21,7 +22,6 @@ struct comm_context;
 namespace conveyor::redistribute {
 namespace detail {
 
-constexpr std::int64_t kMaxMessage = std::int64_t{1} << 30;  // bytes per MPI message
 
 using coords = std::array<std::int64_t, max_dims>;
 using axis_order = std::array<int, max_dims>;
@@ -40,7 +40,6 @@ inline std::int64_t volume_of(const coords& ext, int ndim) {
 }  // namespace detail
 
 using detail::axis_order;
-using detail::kMaxMessage;
 using detail::coords;
 using detail::piece;
 using detail::volume_of;
@@ -252,7 +251,7 @@ struct plan::impl {
   }
 
   // --- transports (transports.cpp, source_order.cpp) ---------------------------------
-  // Splits [0, bytes) of a message into <= kMaxMessage parts.
+  // Posts a message in pieces (runtime/message_pieces.hpp), tags tag_base + piece.
   static void post(bool receive, char* buf, std::int64_t bytes, int peer, int tag_base, MPI_Comm comm,
                    std::vector<MPI_Request>& reqs, std::vector<int>& owner, int owner_value);
 

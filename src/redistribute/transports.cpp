@@ -29,18 +29,16 @@
 
 namespace conveyor::redistribute {
 
-// Splits [0, bytes) of a message into <= kMaxMessage parts.
+// Posts a message in pieces (runtime/message_pieces.hpp), tags tag_base + piece.
 void plan::impl::post(bool receive, char* buf, std::int64_t bytes, int peer, int tag_base, MPI_Comm comm,
                       std::vector<MPI_Request>& reqs, std::vector<int>& owner, int owner_value) {
-  int part = 0;
-  for (std::int64_t off = 0; off < bytes; off += kMaxMessage, ++part) {
-    const int n = static_cast<int>(std::min(kMaxMessage, bytes - off));
+  conveyor::detail::for_each_piece(static_cast<std::size_t>(bytes), [&](std::size_t off, int n, int part) {
     MPI_Request r;
     if (receive) MPI_Irecv(buf + off, n, MPI_BYTE, peer, tag_base + part, comm, &r);
     else MPI_Isend(buf + off, n, MPI_BYTE, peer, tag_base + part, comm, &r);
     reqs.push_back(r);
     owner.push_back(owner_value);
-  }
+  });
 }
 
 void plan::impl::run_packed() {
@@ -206,11 +204,11 @@ void plan::impl::run_one_sided() {
     if (shm_target[static_cast<std::size_t>(p)]) continue;
     char* buf = send_buf[static_cast<std::size_t>(p)].data();
     const std::int64_t bytes = send_bytes[static_cast<std::size_t>(p)];
-    for (std::int64_t o = 0; o < bytes; o += kMaxMessage) {
-      const int n = static_cast<int>(std::min(kMaxMessage, bytes - o));
-      conveyor::detail::check_mpi(MPI_Put(buf + o, n, MPI_BYTE, p, remote_offset[static_cast<std::size_t>(p)] + o, n, MPI_BYTE, win),
-                        "MPI_Put");
-    }
+    conveyor::detail::for_each_piece(static_cast<std::size_t>(bytes), [&](std::size_t o, int n, int) {
+      conveyor::detail::check_mpi(MPI_Put(buf + o, n, MPI_BYTE, p, remote_offset[static_cast<std::size_t>(p)] + static_cast<MPI_Aint>(o),
+                                          n, MPI_BYTE, win),
+                                  "MPI_Put");
+    });
   }
   shm_flags* mine = shm_win != MPI_WIN_NULL ? flags_of[static_cast<std::size_t>(rank)] : nullptr;
   if (mine) mine->packed.store(e, std::memory_order_release);
