@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "conveyor/reduce.hpp"
+#include "conveyor/settings.hpp"
 #include "conveyor/version.hpp"
 #include "tool.hpp"
 
@@ -55,6 +56,11 @@ int run_info() {
   if (min_ppn == max_ppn) std::printf("  ranks per node     %d\n", min_ppn);
   else std::printf("  ranks per node     %d to %d\n", min_ppn, max_ppn);
   std::printf("  OpenMP threads     %d per rank\n", omp_get_max_threads());
+  std::printf("settings (environment; conveyor/settings.hpp)\n");
+  for (const conveyor::setting_info& s : conveyor::settings()) {
+    std::printf("  %-32s %s%s\n      %s (default: %s; read at %s)\n", s.name.c_str(), s.value ? "= " : "unset",
+                s.value ? s.value->c_str() : "", s.meaning.c_str(), s.default_value.c_str(), s.read_when.c_str());
+  }
   return 0;
 }
 

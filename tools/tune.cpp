@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "conveyor/settings.hpp"
 #include "conveyor/collectives.hpp"
 #include "tool.hpp"
 
@@ -18,8 +19,7 @@ int run_tune(const std::string& output, int ranks_per_node) {
   if (rank != 0) return 0;
   std::string path = output;
   if (path.empty()) {
-    const char* env = std::getenv("CONVEYOR_TUNE_FILE");
-    path = env && *env ? env : "conveyor-tune.txt";
+    path = setting("CONVEYOR_TUNE_FILE").value_or("conveyor-tune.txt");
   }
   const std::string text = format_cost_model(m);
   std::ofstream f(path);

@@ -7,6 +7,7 @@
 #include "conveyor/outer.hpp"
 #include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
+#include "conveyor/settings.hpp"
 #include "conveyor/sinkhorn.hpp"
 #include "conveyor/types.hpp"
 #include "conveyor/version.hpp"

@@ -1,3 +1,4 @@
+#include "conveyor/settings.hpp"
 #include "collectives/select.hpp"
 
 #include <algorithm>
@@ -57,8 +58,9 @@ const cost_model& current_cost_model() {
   static cost_model params;
   static std::string failure;
   std::call_once(once, [] {
-    const char* path = std::getenv("CONVEYOR_TUNE_FILE");
-    if (!path || !*path) return;
+    const auto file = setting("CONVEYOR_TUNE_FILE");
+    if (!file) return;
+    const char* path = file->c_str();
     std::ifstream f(path);
     if (!f) {
       failure = std::string("CONVEYOR_TUNE_FILE=") + path + " cannot be read";

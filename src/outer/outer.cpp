@@ -20,6 +20,7 @@
 // row-major and transposes it locally into column-major storage.
 // Limits: float32 and float64; G must fit in memory on every rank (full mode) and
 // the row-block allgather needs n_p M T bytes of scratch.
+#include "conveyor/settings.hpp"
 #include "conveyor/outer.hpp"
 
 #include <mpi.h>
@@ -113,8 +114,8 @@ double predict_dsop(outer_algorithm a, const dsop_shape& s, const detail::node_l
 
 outer_algorithm env_algorithm() {
   static const outer_algorithm a = [] {
-    const char* env = std::getenv("CONVEYOR_DSOP_ALGORITHM");
-    return env && *env ? parse_outer_algorithm(env) : outer_algorithm::automatic;
+    const auto env = setting("CONVEYOR_DSOP_ALGORITHM");
+    return env ? parse_outer_algorithm(*env) : outer_algorithm::automatic;
   }();
   return a;
 }

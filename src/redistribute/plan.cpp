@@ -20,6 +20,7 @@
 #include <numeric>
 #include <string>
 
+#include "conveyor/settings.hpp"
 #include "conveyor/mpi.hpp"
 #include "conveyor/redistribute.hpp"
 #include "runtime/context.hpp"
@@ -42,8 +43,8 @@ bool corner_less(const piece& a, const piece& b) { return a.lo < b.lo; }
 // model's choice (read once, like the other engines' overrides).
 transport env_transport() {
   static const transport t = [] {
-    const char* env = std::getenv("CONVEYOR_REDISTRIBUTE_TRANSPORT");
-    return env && *env ? parse_transport(env) : transport::automatic;
+    const auto env = conveyor::setting("CONVEYOR_REDISTRIBUTE_TRANSPORT");
+    return env ? parse_transport(*env) : transport::automatic;
   }();
   return t;
 }

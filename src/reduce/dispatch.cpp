@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "conveyor/settings.hpp"
 #include "conveyor/reduce.hpp"
 #include "core/checks.hpp"
 #include "reduce/kernel_table.hpp"
@@ -63,8 +64,7 @@ const kernel_table& active_kernels() {
   if (const kernel_table* t = s.table.load(std::memory_order_acquire)) return *t;
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.table.load(std::memory_order_relaxed)) {
-    const char* env = std::getenv("CONVEYOR_SIMD_TARGET");
-    select_locked(s, env ? env : "");
+    select_locked(s, setting("CONVEYOR_SIMD_TARGET").value_or(""));
   }
   return *s.table.load(std::memory_order_relaxed);
 }

@@ -4,6 +4,8 @@
 #include <deque>
 #include <mutex>
 
+#include "conveyor/settings.hpp"
+
 namespace conveyor::detail {
 namespace {
 
@@ -59,7 +61,7 @@ class pool {
   static constexpr std::size_t kMaxBuffers = 256;  // searched linearly
 
   pool() {
-    if (const char* v = std::getenv("CONVEYOR_BUFFER_POOL_MB"); v && *v) limit_ = std::strtoull(v, nullptr, 10) << 20;
+    if (const auto v = setting("CONVEYOR_BUFFER_POOL_MB")) limit_ = std::strtoull(v->c_str(), nullptr, 10) << 20;
   }
   std::mutex mutex_;
   std::deque<entry> free_;  // oldest first

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "conveyor/settings.hpp"
 #include "conveyor/types.hpp"
 
 namespace conveyor::detail {
@@ -130,7 +131,8 @@ comm_context& context_for(MPI_Comm user_comm) {
   MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(ctx->comm, &ctx->rank);
   MPI_Comm_size(ctx->comm, &ctx->size);
-  if (const char* v = std::getenv("CONVEYOR_RANKS_PER_NODE"); v && *v) {
+  if (const auto setting_text = setting("CONVEYOR_RANKS_PER_NODE")) {
+    const char* v = setting_text->c_str();
     char* end = nullptr;
     const long x = std::strtol(v, &end, 10);
     if (*end != '\0' || x < 0 || x > (1 << 20)) {
@@ -138,7 +140,7 @@ comm_context& context_for(MPI_Comm user_comm) {
     }
     ctx->env_ranks_per_node = static_cast<int>(x);
   }
-  if (const char* v = std::getenv("CONVEYOR_ALLREDUCE_ALGORITHM"); v && *v) ctx->env_algorithm = parse_algorithm(v);
+  if (const auto v = setting("CONVEYOR_ALLREDUCE_ALGORITHM")) ctx->env_algorithm = parse_algorithm(*v);
   check_mpi(MPI_Comm_set_attr(ctx->comm, self_keyval(), ctx.get()), "MPI_Comm_set_attr");
   auto holder = std::make_unique<std::shared_ptr<comm_context>>(ctx);
   check_mpi(MPI_Comm_set_attr(user_comm, key, holder.get()), "MPI_Comm_set_attr");

@@ -1,3 +1,4 @@
+#include "conveyor/settings.hpp"
 #include "scalapack/call_cache.hpp"
 
 #include <cstdlib>
@@ -15,8 +16,8 @@ namespace {
 // call), or conveyor_scalapack_set_cache_size. The same on every process.
 std::size_t& calls_per_set() {
   static std::size_t n = [] {
-    const char* v = std::getenv("CONVEYOR_SCALAPACK_CACHE");
-    return v && *v ? static_cast<std::size_t>(std::strtoul(v, nullptr, 10)) : std::size_t{8};
+    const auto v = setting("CONVEYOR_SCALAPACK_CACHE");
+    return v ? static_cast<std::size_t>(std::strtoul(v->c_str(), nullptr, 10)) : std::size_t{8};
   }();
   return n;
 }

@@ -11,6 +11,7 @@
 // Processes outside a grid pass CTXT = -1 in its descriptor (ScaLAPACK's rule) and
 // take part; processes outside the context are never involved. Errors are printed
 // (the routines have no INFO argument, like ScaLAPACK's) and leave B unchanged.
+#include "conveyor/settings.hpp"
 #include "conveyor/scalapack.h"
 #include "conveyor/scalapack.hpp"
 
@@ -193,8 +194,8 @@ void report_at_exit() {
 
 void count(routine_id r, bool planned) {
   static const bool report = [] {
-    const char* v = std::getenv("CONVEYOR_SCALAPACK_REPORT");
-    const bool on = v && *v && std::strcmp(v, "0") != 0;
+    const auto v = setting("CONVEYOR_SCALAPACK_REPORT");
+    const bool on = v && *v != "0";
     if (on) std::atexit(report_at_exit);
     return on;
   }();

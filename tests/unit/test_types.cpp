@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
+#include "conveyor/settings.hpp"
 #include "conveyor/types.hpp"
 #include "reference.hpp"
 
@@ -117,3 +119,20 @@ TEST(BFloat16, ConversionRoundsToNearestEven) {
 
 }  // namespace
 }  // namespace conveyor
+
+// The settings table: every setting readable, unknown names refused, values from the environment.
+TEST(Settings, TableReadsTheEnvironmentAndRefusesUnknownNames) {
+  const auto all = conveyor::settings();
+  ASSERT_GE(all.size(), 9u);
+  for (const auto& s : all) {
+    EXPECT_EQ(s.name.rfind("CONVEYOR_", 0), 0u) << s.name;
+    EXPECT_FALSE(s.meaning.empty()) << s.name;
+    EXPECT_NO_THROW(conveyor::setting(s.name)) << s.name;
+  }
+  EXPECT_THROW(conveyor::setting("CONVEYOR_NOT_A_SETTING"), conveyor::error);
+  ::setenv("CONVEYOR_SCALAPACK_REPORT", "1", 1);
+  EXPECT_EQ(conveyor::setting("CONVEYOR_SCALAPACK_REPORT").value_or(""), "1");
+  ::setenv("CONVEYOR_SCALAPACK_REPORT", "", 1);
+  EXPECT_FALSE(conveyor::setting("CONVEYOR_SCALAPACK_REPORT").has_value());  // empty counts as unset
+  ::unsetenv("CONVEYOR_SCALAPACK_REPORT");
+}

@@ -1,0 +1,66 @@
+#include "conveyor/settings.hpp"
+
+#include <array>
+#include <cstdlib>
+
+#include "conveyor/types.hpp"
+
+namespace conveyor {
+namespace {
+
+struct entry {
+  std::string_view name, default_value, meaning, read_when;
+};
+
+constexpr std::array<entry, 9> kSettings = {{
+    {"CONVEYOR_SIMD_TARGET", "the best target this CPU runs",
+     "SIMD target of every kernel (a Highway name: AVX3, AVX2, SSE4, EMU128, ...)", "first kernel call in the process"},
+    {"CONVEYOR_TUNE_FILE", "built-in defaults",
+     "cost-model file written by `conveyor tune` (latency, bandwidth, reduction speed, segment size)",
+     "first cost-model use in the process"},
+    {"CONVEYOR_RANKS_PER_NODE", "0 (shared-memory domains)",
+     "group consecutive ranks into emulated nodes of this many (node-aware algorithms, cost model)",
+     "first use of a communicator"},
+    {"CONVEYOR_ALLREDUCE_ALGORITHM", "auto",
+     "what `automatic` allreduce runs: auto, ring, recursive_doubling, rabenseifner, hierarchical",
+     "first use of a communicator"},
+    {"CONVEYOR_DSOP_ALGORITHM", "auto",
+     "what `automatic` outer_sum runs: allgather, allreduce, ring, generalized_rabenseifner",
+     "first outer_sum in the process"},
+    {"CONVEYOR_REDISTRIBUTE_TRANSPORT", "auto",
+     "what `automatic` Redistribute plans run: datatype, packed, pipelined, one_sided, alltoallv",
+     "first plan in the process"},
+    {"CONVEYOR_BUFFER_POOL_MB", "1024",
+     "MiB of freed package buffers kept for the next plans (most recently used kept)", "first plan in the process"},
+    {"CONVEYOR_SCALAPACK_CACHE", "8",
+     "plans kept per process set by the ScaLAPACK drop-ins (0: plan, run and free every call); same on every process",
+     "first drop-in call"},
+    {"CONVEYOR_SCALAPACK_REPORT", "0",
+     "1: each process prints at exit the drop-in calls it served (planned / cached)", "first drop-in call"},
+}};
+
+std::optional<std::string> read(std::string_view name) {
+  const char* v = std::getenv(std::string(name).c_str());
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+}  // namespace
+
+std::vector<setting_info> settings() {
+  std::vector<setting_info> out;
+  for (const entry& e : kSettings) {
+    out.push_back({std::string(e.name), std::string(e.default_value), std::string(e.meaning), std::string(e.read_when),
+                   read(e.name)});
+  }
+  return out;
+}
+
+std::optional<std::string> setting(std::string_view name) {
+  for (const entry& e : kSettings) {
+    if (e.name == name) return read(name);
+  }
+  throw error(errc::internal, "setting " + std::string(name) + " is not in the settings table (src/runtime/settings.cpp)");
+}
+
+}  // namespace conveyor
