@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "outer/kernels.hpp"
+#include "runtime/target_tables.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace conveyor {
@@ -53,6 +54,7 @@ const kernel_tables* GetTables() {
   static const kernel_tables tables{{&RowsFromPairs<float>}, {&RowsFromPairs<double>}};
   return &tables;
 }
+CONVEYOR_REGISTER_TARGET_TABLE(kernel_tables, GetTables);
 
 }  // namespace HWY_NAMESPACE
 }  // namespace outer_detail
@@ -66,11 +68,8 @@ HWY_AFTER_NAMESPACE();
 namespace conveyor {
 namespace outer_detail {
 
-HWY_EXPORT(GetTables);
-
 const kernel_tables& active_tables() {
-  static conveyor::detail::per_target_tables<kernel_tables> tables;
-  return tables.get(conveyor::detail::active_target(), [] { return HWY_DYNAMIC_DISPATCH(GetTables)(); });
+  return conveyor::detail::target_tables<kernel_tables>::instance().get(conveyor::detail::active_target());
 }
 
 }  // namespace outer_detail

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "redistribute/transpose.hpp"
+#include "runtime/target_tables.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace conveyor {
@@ -98,6 +99,7 @@ const redistribute::detail::transpose8_fn* GetTranspose8() {
   static const redistribute::detail::transpose8_fn fn = &Transpose8;
   return &fn;
 }
+CONVEYOR_REGISTER_TARGET_TABLE(redistribute::detail::transpose8_fn, GetTranspose8);
 
 }  // namespace HWY_NAMESPACE
 }  // namespace redistribute_detail
@@ -109,15 +111,10 @@ HWY_AFTER_NAMESPACE();
 #include "reduce/reduce_internal.hpp"
 
 namespace conveyor {
-namespace redistribute_detail {
-HWY_EXPORT(GetTranspose8);
-}  // namespace redistribute_detail
-
 namespace redistribute::detail {
 
 transpose8_fn transpose8() {
-  static conveyor::detail::per_target_tables<transpose8_fn> table;  // one lookup per target
-  return table.get(conveyor::detail::active_target(), [] { return HWY_DYNAMIC_DISPATCH(redistribute_detail::GetTranspose8)(); });
+  return conveyor::detail::target_tables<transpose8_fn>::instance().get(conveyor::detail::active_target());
 }
 
 }  // namespace redistribute::detail

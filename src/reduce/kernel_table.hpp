@@ -34,29 +34,4 @@ std::vector<std::string> compiled_target_names();
 /// The kernel table of one runnable target.
 const kernel_table* kernels_for_target(std::int64_t bit);
 
-/// Runs `fn` while Highway's dispatcher sees only target `bit` (Highway's test
-/// hook), serialized across threads; how every engine picks one target's tables.
-void with_only_target(std::int64_t bit, const std::function<void()>& fn);
-
-/// One kernel table per target, looked up once: `dispatch` is the engine's
-/// HWY_DYNAMIC_DISPATCH call (it must live in the engine's own Highway TU).
-template <class Table>
-class per_target_tables {
- public:
-  const Table& get(std::int64_t bit, const std::function<const Table*()>& dispatch) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = cache_.find(bit);
-    if (it == cache_.end()) {
-      const Table* t = nullptr;
-      with_only_target(bit, [&] { t = dispatch(); });
-      it = cache_.emplace(bit, t).first;
-    }
-    return *it->second;
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::int64_t, const Table*> cache_;
-};
-
 }  // namespace conveyor::detail

@@ -31,6 +31,7 @@
 #include <type_traits>
 
 #include "reduce/kernel_table.hpp"
+#include "runtime/target_tables.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace conveyor {
@@ -428,6 +429,7 @@ const kernel_table* GetTable() {
   static const kernel_table table = MakeTable();
   return &table;
 }
+CONVEYOR_REGISTER_TARGET_TABLE(kernel_table, GetTable);
 
 }  // namespace HWY_NAMESPACE
 }  // namespace detail
@@ -437,8 +439,6 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace conveyor {
 namespace detail {
-
-HWY_EXPORT(GetTable);
 
 std::vector<simd_target_entry> runnable_targets() {
   std::vector<simd_target_entry> out;
@@ -457,24 +457,7 @@ std::vector<std::string> compiled_target_names() {
   return out;
 }
 
-void with_only_target(std::int64_t bit, const std::function<void()>& fn) {
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
-  hwy::SetSupportedTargetsForTest(bit);
-  try {
-    fn();
-  } catch (...) {
-    hwy::SetSupportedTargetsForTest(0);
-    throw;
-  }
-  hwy::SetSupportedTargetsForTest(0);  // back to normal detection
-}
-
-const kernel_table* kernels_for_target(std::int64_t bit) {
-  const kernel_table* t = nullptr;
-  with_only_target(bit, [&] { t = HWY_DYNAMIC_DISPATCH(GetTable)(); });
-  return t;
-}
+const kernel_table* kernels_for_target(std::int64_t bit) { return &target_tables<kernel_table>::instance().get(bit); }
 
 }  // namespace detail
 }  // namespace conveyor

@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "sinkhorn/kernels.hpp"
+#include "runtime/target_tables.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace conveyor {
@@ -287,6 +288,7 @@ const kernel_tables* GetTables() {
   static const kernel_tables tables{MakeTable<float>(), MakeTable<double>()};
   return &tables;
 }
+CONVEYOR_REGISTER_TARGET_TABLE(kernel_tables, GetTables);
 
 }  // namespace HWY_NAMESPACE
 }  // namespace detail
@@ -302,13 +304,10 @@ namespace conveyor {
 namespace sinkhorn {
 namespace detail {
 
-HWY_EXPORT(GetTables);
-
 namespace {
 
 const kernel_tables& tables_for(std::int64_t bit) {
-  static conveyor::detail::per_target_tables<kernel_tables> tables;
-  return tables.get(bit, [] { return HWY_DYNAMIC_DISPATCH(GetTables)(); });
+  return conveyor::detail::target_tables<kernel_tables>::instance().get(bit);
 }
 
 }  // namespace
