@@ -192,7 +192,9 @@ struct plan_options {
 
 class CONVEYOR_API plan {
  public:
-  /// Collective over `comm`. For a single transform and for batches.
+  /// Collective over `comm`. For a single transform and for batches. The plan keeps
+  /// its own copies of the layouts (the arrays they describe stay the caller's):
+  /// the caller's layout objects may be freed, or given other storage, afterwards.
   plan(const transform& t, MPI_Comm comm, const plan_options& options = {});
   plan(const std::vector<transform>& batch, MPI_Comm comm, const plan_options& options = {});
   ~plan();

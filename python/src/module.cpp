@@ -19,7 +19,6 @@
 
 #include <cstring>
 #include <optional>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -165,9 +164,8 @@ struct py_layout {
   int dtype = -1;
 };
 
-// A plan owns copies of its layouts (they share the storage descriptions).
+// The plan keeps its own copies of the layouts (the Python Layouts keep the arrays alive).
 struct py_plan {
-  std::deque<rd::layout> layouts;
   std::unique_ptr<rd::plan> p;
 };
 
@@ -559,8 +557,8 @@ NB_MODULE(_conveyor, m) {
                t.type = static_cast<conveyor::dtype>(type);
              });
              call.finish_front_end();
-             t.src = &self->layouts.emplace_back(src.l);
-             t.dst = &self->layouts.emplace_back(dst.l);
+             t.src = &src.l;
+             t.dst = &dst.l;
              nb::gil_scoped_release unlocked;
              self->p = std::make_unique<rd::plan>(t, c, o);
            },

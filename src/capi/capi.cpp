@@ -1,7 +1,6 @@
 // The C API: thin wrappers that turn C++ exceptions into status codes plus a
 // per-thread message.
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <memory>
 #include <stdexcept>
@@ -272,10 +271,8 @@ struct conveyor_layout_s {
   rd::layout l;
 };
 
-// The plan points at its layouts: it keeps copies (which share the storage
-// descriptions) so the caller's handles may go first.
+// The plan keeps its own copies of the layouts: the caller's handles may go first.
 struct conveyor_redistribution_s {
-  std::deque<rd::layout> layouts;
   std::unique_ptr<rd::plan> p;
 };
 
@@ -404,8 +401,8 @@ int conveyor_redistribution_create(const conveyor_transform* transforms, size_t 
       for (std::size_t i = 0; i < count; ++i) {
         const conveyor_transform& c = transforms[i];
         rd::transform& t = batch[i];
-        if (c.src) t.src = &out->layouts.emplace_back(c.src->l);
-        if (c.dst) t.dst = &out->layouts.emplace_back(c.dst->l);
+        if (c.src) t.src = &c.src->l;
+        if (c.dst) t.dst = &c.dst->l;
         if (c.perm && c.src) t.perm.assign(c.perm, c.perm + c.src->l.ndim());
         t.conjugate = c.conjugate != 0;
         t.alpha = c.alpha;

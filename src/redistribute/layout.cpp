@@ -345,6 +345,9 @@ void layout::set_storage(const block_index& b, void* data, const std::vector<std
   block_storage s;
   s.data = data;
   std::copy(strides.begin(), strides.end(), s.strides.begin());
+  // Copies share the description until one changes: then this one gets its own, so
+  // a plan's copy never sees storage described after the plan was built.
+  if (impl_.use_count() > 1) impl_ = std::make_shared<impl>(*impl_);
   impl_->storage[b] = s;
 }
 

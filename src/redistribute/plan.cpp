@@ -452,8 +452,8 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   im.context = conveyor::detail::context_of(call).shared_from_this();
   for (const transform& t : batch) {
     transform_plan tp;
-    tp.src = t.src;
-    tp.dst = t.dst;
+    tp.src = &im.layouts.emplace_back(*t.src);
+    tp.dst = &im.layouts.emplace_back(*t.dst);
     tp.ndim = t.src->ndim();
     for (int k = 0; k < tp.ndim; ++k) tp.perm[static_cast<std::size_t>(k)] = t.perm.empty() ? k : t.perm[static_cast<std::size_t>(k)];
     tp.type = t.type;

@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -69,6 +70,10 @@ struct plan::impl {
   // order of messages between two ranks). `context` keeps it alive.
   MPI_Comm comm = MPI_COMM_NULL;
   std::shared_ptr<conveyor::detail::comm_context> context;
+  // The plan's own copies of the caller's layouts (cheap: they share the
+  // description; a later set_storage on the caller's layout does not reach them),
+  // so callers may free or change theirs once the plan is built.
+  std::deque<layout> layouts;
   int rank = 0, size = 1;
   plan_options options;
   transport method = transport::packed;

@@ -13,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -924,6 +925,34 @@ TEST(Redistribute, InvalidLayoutsAndTransforms) {
     t.alpha = 2;
     expect_error_everywhere([&] { rd::plan p(t, MPI_COMM_WORLD); }, "copy-only");
   }
+}
+
+// A plan owns its layouts: the caller's layout objects may be destroyed, or given
+// other storage, after the plan is built, and the plan still moves the data the
+// layouts described when it was built (mutation check: without the plan's own
+// copies this reads freed memory or writes into `elsewhere`).
+TEST(Redistribute, PlanOwnsItsLayouts) {
+  const int P = size_of(), me = rank_of();
+  std::vector<double> in(6, me + 1.0), out(6, -1.0), elsewhere(6, -2.0);
+  std::vector<int> owners(static_cast<std::size_t>(P));
+  std::iota(owners.begin(), owners.end(), 0);
+  std::vector<int> rotated(static_cast<std::size_t>(P));
+  for (int p = 0; p < P; ++p) rotated[static_cast<std::size_t>(p)] = (p + 1) % P;
+  std::unique_ptr<rd::plan> plan;
+  rd::layout dst = rd::layout::custom({rd::axis_splits::regular(6 * P, 6)}, rotated);
+  dst.set_storage({(me + P - 1) % P}, out.data(), {1});
+  {
+    const rd::layout src = rd::layout::cartesian({6 * static_cast<std::int64_t>(P)}, {P}, in.data());
+    rd::transform t;
+    t.src = &src;
+    t.dst = &dst;
+    plan = std::make_unique<rd::plan>(t, MPI_COMM_WORLD);
+  }  // the source layout is gone
+  dst.set_storage({(me + P - 1) % P}, elsewhere.data(), {1});  // the caller's layout changes
+  plan->execute();
+  const double from = static_cast<double>((me + P - 1) % P) + 1.0;  // block me-1 came from rank me-1
+  EXPECT_EQ(out, std::vector<double>(6, from));
+  EXPECT_EQ(elsewhere, std::vector<double>(6, -2.0));
 }
 
 }  // namespace
