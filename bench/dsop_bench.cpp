@@ -33,7 +33,7 @@ void bench_shape(const shape s, const dsop_bench_options& opt, report& rep) {
   for (std::size_t i = 0; i < s.N; ++i) a[i] = static_cast<T>(1 + (i * 7 + static_cast<std::size_t>(me)) % 13);
   for (std::size_t j = 0; j < s.M; ++j) b[j] = static_cast<T>(1 + (j * 5 + static_cast<std::size_t>(me)) % 11);
   const outer_block mine = outer_rows(s.N, me, world_size());
-  std::vector<T> G((opt.distributed ? mine.rows : s.N) * s.M);
+  std::vector<T> G((opt.distributed ? mine.count : s.N) * s.M);
   const std::string config = opt.config.empty() ? std::to_string(world_size()) + " ranks" : opt.config;
   for (const auto& name : opt.algorithms) {
     outer_options o;

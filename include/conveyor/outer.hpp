@@ -74,10 +74,7 @@ outer_report outer_sum(const T* a, std::size_t N, const T* b, std::size_t M, T* 
 
 /// The rows of an N-row G that `rank` of `size` holds in distributed mode: the
 /// balanced block partition (the first N % size ranks get one more row).
-struct outer_block {
-  std::size_t first_row = 0;
-  std::size_t rows = 0;
-};
+using outer_block = row_range;  // {first, count}: the same type as sinkhorn::row_block
 CONVEYOR_API outer_block outer_rows(std::size_t N, int rank, int size);
 
 }  // namespace conveyor

@@ -147,10 +147,7 @@ CONVEYOR_API transport_result<float> transport(const float* C, std::size_t rows,
 
 /// The rows [first, first + count) of an M-row matrix that `rank` of `size` holds
 /// under the balanced block partition (the first M % size ranks get one more).
-struct row_block {
-  std::size_t first = 0;
-  std::size_t count = 0;
-};
+using row_block = row_range;
 CONVEYOR_API row_block balanced_rows(std::size_t M, int rank, int size);
 
 }  // namespace conveyor::sinkhorn

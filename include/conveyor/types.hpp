@@ -55,6 +55,14 @@ class CONVEYOR_API error : public std::runtime_error {
   std::string message_;
 };
 
+/// Consecutive items [first, first + count): a rank's block of rows in every
+/// engine's one partition rule (sinkhorn::balanced_rows, outer_rows, and the blocks
+/// of a Cartesian layout: the first n % P blocks one longer).
+struct row_range {
+  std::size_t first = 0;
+  std::size_t count = 0;
+};
+
 /// Bytes per element of `t`.
 CONVEYOR_API std::size_t dtype_size(dtype t);
 /// Lower-case name ("float32", "bfloat16", ...); parse_dtype is its inverse.

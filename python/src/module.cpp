@@ -421,7 +421,7 @@ NB_MODULE(_conveyor, m) {
           y = input(b, "b", x.obj.attr("dtype"));
           o.algorithm = conveyor::parse_outer_algorithm(value<std::string>(algorithm, "algorithm", "a string"));
           o.distributed = value<bool>(distributed, "distributed", "a bool");
-          const std::size_t rows = o.distributed ? conveyor::outer_rows(x.a.size(), call.rank(), call.size()).rows : x.a.size();
+          const std::size_t rows = o.distributed ? conveyor::outer_rows(x.a.size(), call.rank(), call.size()).count : x.a.size();
           if (G.is_none()) {
             g_obj = nb::module_::import_("numpy").attr("empty")(nb::make_tuple(rows, y.a.size()), nb::arg("dtype") = x.obj.attr("dtype"));
           }
@@ -439,7 +439,7 @@ NB_MODULE(_conveyor, m) {
       nb::arg("a").none(), nb::arg("b").none(), nb::arg("G").none(), nb::arg("comm").none(), nb::arg("algorithm").none(), nb::arg("distributed").none());
   m.def("outer_rows", [](std::size_t N, int rank, int size) {
     const conveyor::outer_block b = conveyor::outer_rows(N, rank, size);
-    return nb::make_tuple(b.first_row, b.rows);
+    return nb::make_tuple(b.first, b.count);
   });
 
   // --- Redistribute: layouts are built collectively (their local arrays checked

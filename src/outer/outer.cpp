@@ -139,11 +139,11 @@ struct dsop_run {
   outer_block mine() const { return outer_rows(N, rank, size); }
   std::vector<std::size_t> block_counts() const {
     std::vector<std::size_t> c(static_cast<std::size_t>(size));
-    for (int p = 0; p < size; ++p) c[static_cast<std::size_t>(p)] = outer_rows(N, p, size).rows * M;
+    for (int p = 0; p < size; ++p) c[static_cast<std::size_t>(p)] = outer_rows(N, p, size).count * M;
     return c;
   }
   // Where this rank's rows go: the start of `out` when distributed, else their place in G.
-  T* my_rows_out() const { return distributed ? out : out + mine().first_row * M; }
+  T* my_rows_out() const { return distributed ? out : out + mine().first * M; }
 
   // All P pairs [a_p | b_p], rank-major, (N + M) elements each.
   std::vector<T> gather_pairs() const {
@@ -162,13 +162,13 @@ struct dsop_run {
 
   void run_allgather() const {
     const auto pairs = gather_pairs();
-    if (distributed) rows_from(pairs, mine().first_row, mine().rows, out);
+    if (distributed) rows_from(pairs, mine().first, mine().count, out);
     else rows_from(pairs, 0, N, out);
   }
 
   void run_generalized_rabenseifner() const {
     const auto pairs = gather_pairs();
-    rows_from(pairs, mine().first_row, mine().rows, my_rows_out());
+    rows_from(pairs, mine().first, mine().count, my_rows_out());
     if (!distributed) allgatherv(MPI_IN_PLACE, out, block_counts(), dtype_of_v<T>, comm);
   }
 
@@ -205,7 +205,7 @@ struct dsop_run {
     detail::for_each_piece(N * M, [&](std::size_t off, int n, int) {  // in elements
       detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, G + off, n, type, MPI_SUM, comm), "MPI_Allreduce");
     });
-    if (distributed) std::copy(G + mine().first_row * M, G + (mine().first_row + mine().rows) * M, out);
+    if (distributed) std::copy(G + mine().first * M, G + (mine().first + mine().count) * M, out);
   }
 
   void run(outer_algorithm alg) const {
@@ -249,9 +249,9 @@ void run_typed(const void* a, std::size_t N, const void* b, std::size_t M, void*
     dsop_run<T>{tb, M, ta, N, tG, false, comm, rank, size, o, k}.run(alg);  // G^T row-major
   } else {
     const outer_block mine = outer_rows(N, rank, size);
-    std::vector<T> block(mine.rows * M);
+    std::vector<T> block(mine.count * M);
     dsop_run<T>{ta, N, tb, M, block.data(), true, comm, rank, size, o, k}.run(alg);
-    to_column_major(block.data(), mine.rows, M, tG);
+    to_column_major(block.data(), mine.count, M, tG);
   }
 }
 
@@ -275,10 +275,10 @@ outer_report outer_sum(const void* a, std::size_t N, const void* b, std::size_t 
   if (N != 0 && M != 0 && N > SIZE_MAX / M) bad(errc::invalid_argument, "N * M overflows");
   if (N > 0 && !a) bad(errc::invalid_argument, "a is null with N = " + std::to_string(N));
   if (M > 0 && !b) bad(errc::invalid_argument, "b is null with M = " + std::to_string(M));
-  const std::size_t need = (o.distributed ? mine.rows : N) * M;
+  const std::size_t need = (o.distributed ? mine.count : N) * M;
   if (call.ok() && G_count < need) {
     bad(errc::invalid_argument, "G holds " + std::to_string(G_count) + " elements, " +
-                                    (o.distributed ? "this rank's " + std::to_string(mine.rows) + " rows" : std::string("N x M")) +
+                                    (o.distributed ? "this rank's " + std::to_string(mine.count) + " rows" : std::string("N x M")) +
                                     " need " + std::to_string(need));
   }
   if (need > 0 && !G) bad(errc::invalid_argument, "G is null");
@@ -291,8 +291,8 @@ outer_report outer_sum(const void* a, std::size_t N, const void* b, std::size_t 
   call.agree();
 
   outer_report report;
-  report.first_row = o.distributed ? mine.first_row : 0;
-  report.rows = o.distributed ? mine.rows : N;
+  report.first_row = o.distributed ? mine.first : 0;
+  report.rows = o.distributed ? mine.count : N;
   outer_algorithm alg = o.algorithm == outer_algorithm::automatic ? env_algorithm() : o.algorithm;
   detail::comm_context& ctx = detail::context_of(call);
   const int ppn = o.allreduce.ranks_per_node > 0 ? o.allreduce.ranks_per_node : ctx.env_ranks_per_node;

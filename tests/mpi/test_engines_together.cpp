@@ -96,17 +96,17 @@ TEST(EnginesTogether, DistributedOuterSumIntoBlockCyclic) {
   for (std::size_t i = 0; i < N; ++i) x[i] = static_cast<double>((i + static_cast<std::size_t>(me)) % 5);
   for (std::size_t j = 0; j < M; ++j) y[j] = static_cast<double>(j + 1);
   const outer_block mine = outer_rows(N, me, P);
-  std::vector<double> G(std::max<std::size_t>(1, mine.rows * M));
+  std::vector<double> G(std::max<std::size_t>(1, mine.count * M));
   outer_options o;
   o.distributed = true;
   outer_sum(x.data(), N, y.data(), M, G.data(), G.size(), MPI_COMM_WORLD, o);
-  G.resize(mine.rows * M);
+  G.resize(mine.count * M);
   std::vector<int> counts(static_cast<std::size_t>(P));
-  for (int p = 0; p < P; ++p) counts[static_cast<std::size_t>(p)] = static_cast<int>(outer_rows(N, p, P).rows);
+  for (int p = 0; p < P; ++p) counts[static_cast<std::size_t>(p)] = static_cast<int>(outer_rows(N, p, P).count);
   // The row blocks are also sinkhorn::balanced_rows: one rule.
   for (int p = 0; p < P; ++p) {
-    EXPECT_EQ(outer_rows(N, p, P).first_row, sinkhorn::balanced_rows(N, p, P).first);
-    EXPECT_EQ(outer_rows(N, p, P).rows, sinkhorn::balanced_rows(N, p, P).count);
+    EXPECT_EQ(outer_rows(N, p, P).first, sinkhorn::balanced_rows(N, p, P).first);
+    EXPECT_EQ(outer_rows(N, p, P).count, sinkhorn::balanced_rows(N, p, P).count);
   }
   into_block_cyclic_and_check(G, static_cast<std::int64_t>(N), static_cast<std::int64_t>(M), gather_rows(G, M, counts));
 }

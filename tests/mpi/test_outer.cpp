@@ -69,7 +69,7 @@ void check_all(std::size_t N, std::size_t M) {
         o.distributed = distributed;
         o.validate = true;
         const outer_block mine = outer_rows(N, me, P);
-        const std::size_t rows = distributed ? mine.rows : N;
+        const std::size_t rows = distributed ? mine.count : N;
         std::vector<T> G(rows * M + 1, T(-99));  // one canary past the end
         const std::string label = std::string(outer_algorithm_name(alg)) + " N=" + std::to_string(N) + " M=" +
                                   std::to_string(M) + (order == matrix_order::row_major ? " row" : " col") +
@@ -79,7 +79,7 @@ void check_all(std::size_t N, std::size_t M) {
           EXPECT_EQ(r.algorithm, alg) << label;
         }
         EXPECT_NE(r.algorithm, outer_algorithm::automatic) << label;
-        EXPECT_EQ(r.first_row, distributed ? mine.first_row : 0u) << label;
+        EXPECT_EQ(r.first_row, distributed ? mine.first : 0u) << label;
         EXPECT_EQ(r.rows, rows) << label;
         EXPECT_EQ(G[rows * M], T(-99)) << label << ": wrote past the end";
         std::size_t wrong = 0;
@@ -168,15 +168,15 @@ TEST(OuterSum, CApi) {
   o.distributed = 1;
   o.order = CONVEYOR_COLUMN_MAJOR;
   const outer_block mine = outer_rows(N, rank_of(), P);
-  std::vector<double> G(mine.rows * M);
+  std::vector<double> G(mine.count * M);
   conveyor_outer_report r{};
   ASSERT_EQ(conveyor_outer_sum(a.data(), N, b.data(), M, G.data(), G.size(), CONVEYOR_FLOAT64, MPI_COMM_WORLD, &o, &r),
             CONVEYOR_SUCCESS)
       << conveyor_last_error();
   EXPECT_EQ(r.algorithm, CONVEYOR_OUTER_GENERALIZED_RABENSEIFNER);
-  EXPECT_EQ(r.first_row, mine.first_row);
-  for (std::size_t i = 0; i < mine.rows; ++i) {
-    for (std::size_t j = 0; j < M; ++j) EXPECT_EQ(G[j * mine.rows + i], ref[(mine.first_row + i) * M + j]);
+  EXPECT_EQ(r.first_row, mine.first);
+  for (std::size_t i = 0; i < mine.count; ++i) {
+    for (std::size_t j = 0; j < M; ++j) EXPECT_EQ(G[j * mine.count + i], ref[(mine.first + i) * M + j]);
   }
   EXPECT_EQ(conveyor_outer_sum(a.data(), N, b.data(), M, G.data(), G.size(), CONVEYOR_INT8, MPI_COMM_WORLD, nullptr, nullptr),
             CONVEYOR_ERR_UNSUPPORTED);
