@@ -26,25 +26,22 @@ int delete_context(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
+int new_keyval(MPI_Comm_delete_attr_function* on_delete) {
+  int k = MPI_KEYVAL_INVALID;
+  check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_delete, &k, nullptr), "MPI_Comm_create_keyval");
+  return k;
+}
+
+// On the caller's communicator: its context, owned (see delete_context).
 int keyval() {
-  static const int key = [] {
-    int k = MPI_KEYVAL_INVALID;
-    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_context, &k, nullptr),
-              "MPI_Comm_create_keyval");
-    return k;
-  }();
+  static const int key = new_keyval(delete_context);
   return key;
 }
 
 // Marks a private communicator with its own context (not owned: the context owns
 // the communicator), so code running on it finds the same context again.
 int self_keyval() {
-  static const int key = [] {
-    int k = MPI_KEYVAL_INVALID;
-    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &k, nullptr),
-              "MPI_Comm_create_keyval");
-    return k;
-  }();
+  static const int key = new_keyval(MPI_COMM_NULL_DELETE_FN);
   return key;
 }
 
