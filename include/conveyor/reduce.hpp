@@ -41,6 +41,14 @@ void reduce(const T* a, const T* b, T* out, std::size_t count, op o) {
          dtype_of_v<T>, o);
 }
 
+/// The kernel behind reduce() for (t, o) on the active SIMD target:
+/// out[i] = a[i] op b[i] for i < count, with no checks per call (for callers that
+/// reduce many pieces of one buffer, as Conveyor's collectives do). `out` may be
+/// `a` or `b` itself. Throws like reduce() for unknown or unsupported pairs. The
+/// pointer stays valid; after set_simd_target, ask again for the new target's.
+using reduce_kernel_fn = void (*)(const void* a, const void* b, void* out, std::size_t count);
+CONVEYOR_API reduce_kernel_fn reduce_kernel(dtype t, op o);
+
 /// What the SIMD dispatcher knows. Target names are Highway's ("AVX3", "AVX2",
 /// "SSE4", "EMU128", ...).
 struct simd_info {

@@ -158,7 +158,7 @@ void exchange_all(MPI_Comm comm, const char* out, char* in, std::size_t bytes, i
 }  // namespace
 
 void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::size_t count,
-                               std::size_t esize, kernel_fn reduce, char* tmp,
+                               std::size_t esize, reduce_kernel_fn reduce, char* tmp,
                                const std::function<void(std::size_t, std::size_t)>* on_chunk) {
   const std::size_t bytes = count * esize;
   const fold f(g, me);

@@ -75,7 +75,7 @@ void ordered_reduce_scatter(schedule& s, const std::vector<int>& group, int me,
 /// ranks (r = G - p) fold pairwise into p participants before, and the results
 /// are sent back after. Sends log2(p)·n (+n for folded ranks).
 void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::size_t count,
-                               std::size_t esize, kernel_fn reduce, char* tmp,
+                               std::size_t esize, reduce_kernel_fn reduce, char* tmp,
                                const std::function<void(std::size_t, std::size_t)>* on_chunk);
 
 /// Rabenseifner: the same fold to p = 2^k participants, then a recursive-halving

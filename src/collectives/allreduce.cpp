@@ -9,11 +9,10 @@
 
 #include "collectives/algorithms.hpp"
 #include "runtime/context.hpp"
-#include "collectives/select.hpp"
+#include "runtime/cost_model.hpp"
 #include "conveyor/collectives.hpp"
 #include "conveyor/contract.hpp"
 #include "core/checks.hpp"
-#include "reduce/reduce_internal.hpp"
 
 namespace conveyor {
 namespace {
@@ -108,7 +107,7 @@ char* scratch_of(detail::comm_context& ctx, std::size_t bytes) {
   return ctx.scratch.data();
 }
 
-void run_schedules(detail::comm_context& ctx, std::vector<schedule>& schedules, detail::kernel_fn f,
+void run_schedules(detail::comm_context& ctx, std::vector<schedule>& schedules, reduce_kernel_fn f,
                    const std::function<void(std::size_t, std::size_t)>* on_chunk, int window) {
   detail::executor ex(ctx.comm, f, on_chunk);
   ex.run(schedules, window);
@@ -134,10 +133,10 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
                            const allreduce_options& options) {
   collective_call call("allreduce", comm);
   detail::comm_context& ctx = detail::context_of(call);
-  detail::kernel_fn kernel = nullptr;
+  reduce_kernel_fn kernel = nullptr;
   std::size_t bytes = 0;
   call.check([&] {
-    kernel = detail::find_kernel(o, t);
+    kernel = reduce_kernel(t, o);
     bytes = detail::checked_bytes(count, t, "allreduce");
     const bool in_place = send == MPI_IN_PLACE || send == recv;
     if (count > 0 && (!recv || !send)) throw error(errc::invalid_argument, "null buffer with count > 0");
@@ -172,13 +171,13 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
     // The model is fixed for the process (read once), so these three and the
     // requested algorithm determine the outcome.
     const allreduce_algorithm chosen =
-        alg == allreduce_algorithm::automatic ? detail::choose(bytes, ctx.size, layout, report.segment_bytes, params) : alg;
+        alg == allreduce_algorithm::automatic ? detail::choose_allreduce(bytes, ctx.size, layout, report.segment_bytes, params) : alg;
     memo.bytes = bytes;
     memo.layout = &layout;
     memo.segment_bytes = report.segment_bytes;
     memo.algorithm = alg;
     memo.chosen = chosen;
-    memo.predicted = detail::predict(chosen, bytes, ctx.size, layout, report.segment_bytes, params);
+    memo.predicted = detail::predict_allreduce(chosen, bytes, ctx.size, layout, report.segment_bytes, params);
   }
   alg = memo.chosen;
   report.algorithm = alg;
@@ -220,10 +219,10 @@ void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>
   detail::comm_context& ctx = detail::context_of(call);
   std::size_t total = 0, bytes = 0;
   std::vector<block> blocks;
-  detail::kernel_fn kernel = nullptr;
+  reduce_kernel_fn kernel = nullptr;
   call.check([&] {
     blocks = consecutive_blocks(counts, ctx.size, "reduce_scatter", total);
-    kernel = detail::find_kernel(o, t);
+    kernel = reduce_kernel(t, o);
     bytes = detail::checked_bytes(total, t, "reduce_scatter");
     if ((bytes && !send) || (counts[static_cast<std::size_t>(ctx.rank)] && !recv)) {
       throw error(errc::invalid_argument, "null buffer");

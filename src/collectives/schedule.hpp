@@ -17,7 +17,7 @@
 #include <functional>
 #include <vector>
 
-#include "reduce/kernel_table.hpp"
+#include "conveyor/reduce.hpp"
 #include "runtime/message_pieces.hpp"
 
 namespace conveyor::detail {
@@ -67,7 +67,7 @@ struct schedule {
 /// Runs schedules on `comm`, at most `window` at once, in order of index.
 class executor {
  public:
-  executor(MPI_Comm comm, kernel_fn reduce_fn,
+  executor(MPI_Comm comm, reduce_kernel_fn reduce_fn,
            const std::function<void(std::size_t, std::size_t)>* on_chunk)
       : comm_(comm), reduce_(reduce_fn), on_chunk_(on_chunk) {}
 
@@ -75,7 +75,7 @@ class executor {
 
  private:
   MPI_Comm comm_;
-  kernel_fn reduce_;
+  reduce_kernel_fn reduce_;
   const std::function<void(std::size_t, std::size_t)>* on_chunk_;
 };
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "outer/kernels.hpp"
-#include "runtime/target_tables.hpp"
+#include "runtime/simd_targets.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace conveyor {
@@ -62,8 +62,6 @@ CONVEYOR_REGISTER_TARGET_TABLE(kernel_tables, GetTables);
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "reduce/kernel_table.hpp"
-#include "reduce/reduce_internal.hpp"
 
 namespace conveyor {
 namespace outer_detail {

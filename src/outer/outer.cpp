@@ -1,7 +1,8 @@
 // Distributed sum of outer products: G = sum over P ranks of a_i b_i^T (N x M).
 //
 // Per algorithm, with T-byte elements, rows split N = sum_p n_p (balanced), a
-// ring allgather of k bytes per rank costing (P-1)(alpha + k beta):
+// ring allgather of k bytes per rank costing (P-1)(alpha + k beta) (the model
+// that `auto` uses: runtime/cost_model.hpp):
 //
 //   allgather:     allgather of the pairs, (N+M) T bytes per rank;
 //                  local: P N M multiply-adds, N M T bytes of G written.
@@ -35,7 +36,7 @@
 #include <vector>
 
 #include "runtime/context.hpp"
-#include "collectives/select.hpp"
+#include "runtime/cost_model.hpp"
 #include "conveyor/contract.hpp"
 #include "core/names.hpp"
 #include "outer/kernels.hpp"
@@ -65,52 +66,6 @@ outer_block outer_rows(std::size_t N, int rank, int size) {
 }
 
 namespace {
-
-// ---------------------------------------------------------------------------
-// Cost model
-// ---------------------------------------------------------------------------
-struct dsop_shape {
-  std::size_t N, M, T;  // rows, columns, element bytes
-  int P;
-  bool distributed;
-};
-
-// Seconds of local work: each multiply-add on cached data costs `gamma * T / 4`
-// (four per streamed element: the kernels run at about a quarter of a byte-rate
-// reduction's cost per element, measured with `conveyor bench dsop`), each element
-// of G written costs `gamma * T`.
-double local_seconds(double fmas, double written, std::size_t T, const cost_model& p) {
-  return p.gamma * static_cast<double>(T) * (fmas / 4 + written);
-}
-
-double allgather_seconds(double block_bytes, int P, const detail::node_layout& layout, const cost_model& p) {
-  const bool inter = layout.nodes > 1;
-  const double alpha = inter ? p.inter_alpha : p.intra_alpha, beta = inter ? p.inter_beta : p.intra_beta;
-  return (P - 1) * (alpha + block_bytes * beta);
-}
-
-double predict_dsop(outer_algorithm a, const dsop_shape& s, const detail::node_layout& layout, const cost_model& p) {
-  const double N = static_cast<double>(s.N), M = static_cast<double>(s.M), P = s.P;
-  const double T = static_cast<double>(s.T), G = N * M;
-  const double pairs = allgather_seconds((N + M) * T, s.P, layout, p);
-  switch (a) {
-    case outer_algorithm::allgather:
-      return pairs + local_seconds(P * G, s.distributed ? G / P : G, s.T, p);
-    case outer_algorithm::generalized_rabenseifner:
-      return pairs + local_seconds(G, G / P, s.T, p) + (s.distributed ? 0 : allgather_seconds(G / P * T, s.P, layout, p));
-    case outer_algorithm::allreduce:
-    case outer_algorithm::ring: {
-      const auto bytes = static_cast<std::size_t>(G * T);
-      const double reduce = s.P == 1 ? 0
-                                     : detail::predict(allreduce_algorithm::ring, bytes, s.P, layout, p.segment_bytes, p);
-      // A reduce-scatter is the first half of a ring allreduce.
-      return local_seconds(G, G, s.T, p) + (s.distributed ? reduce / 2 : reduce);
-    }
-    case outer_algorithm::automatic:
-      break;
-  }
-  return 0;
-}
 
 outer_algorithm env_algorithm() {
   static const outer_algorithm a = [] {
@@ -297,22 +252,11 @@ outer_report outer_sum(const void* a, std::size_t N, const void* b, std::size_t 
   detail::comm_context& ctx = detail::context_of(call);
   const int ppn = o.allreduce.ranks_per_node > 0 ? o.allreduce.ranks_per_node : ctx.env_ranks_per_node;
   const detail::node_layout& layout = ctx.layout(ppn);
-  const dsop_shape shape{N, M, dtype_size(t), size, o.distributed};
+  const detail::dsop_shape shape{N, M, dtype_size(t), size, o.distributed};
   const cost_model& params = current_cost_model();
-  if (alg == outer_algorithm::automatic) {
-    // Cheapest predicted; ties go to the earlier entry (Conveyor's own before the baseline).
-    double best = 0;
-    for (outer_algorithm c : {outer_algorithm::generalized_rabenseifner, outer_algorithm::allgather,
-                              outer_algorithm::ring, outer_algorithm::allreduce}) {
-      const double s = predict_dsop(c, shape, layout, params);
-      if (alg == outer_algorithm::automatic || s < best) {
-        alg = c;
-        best = s;
-      }
-    }
-  }
+  if (alg == outer_algorithm::automatic) alg = detail::choose_dsop(shape, layout, params);
   report.algorithm = alg;
-  report.predicted_seconds = predict_dsop(alg, shape, layout, params);
+  report.predicted_seconds = detail::predict_dsop(alg, shape, layout, params);
   if (N == 0 || M == 0) return report;
   if (t == dtype::float32) run_typed<float>(a, N, b, M, G, alg, o, comm, rank, size);
   else run_typed<double>(a, N, b, M, G, alg, o, comm, rank, size);

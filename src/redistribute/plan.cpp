@@ -24,9 +24,9 @@
 #include "conveyor/mpi.hpp"
 #include "conveyor/redistribute.hpp"
 #include "runtime/context.hpp"
+#include "runtime/cost_model.hpp"
 #include "conveyor/contract.hpp"
 #include "core/names.hpp"
-#include "redistribute/choose.hpp"
 #include "redistribute/plan_impl.hpp"
 #include "redistribute/relabel.hpp"
 
@@ -226,7 +226,7 @@ void plan::impl::exchange_orders_and_volume() {
 void plan::impl::choose_transport(MPI_Comm user_comm, int ranks_per_node) {
   const conveyor::detail::node_layout& nodes = conveyor::detail::context_for(user_comm).layout(ranks_per_node);
   const int my_node = nodes.node_of[static_cast<std::size_t>(rank)];
-  detail::traffic t;
+  conveyor::detail::traffic t;
   t.ranks = size;
   t.node_ranks = static_cast<int>(nodes.members[static_cast<std::size_t>(my_node)].size());
   t.chunk_bytes = static_cast<std::int64_t>(options.chunk_bytes);
@@ -237,10 +237,10 @@ void plan::impl::choose_transport(MPI_Comm user_comm, int ranks_per_node) {
   }
   for (int p : recv_peers) t.received += recv_bytes[static_cast<std::size_t>(p)];
   t.local = volume[static_cast<std::size_t>(rank) * static_cast<std::size_t>(size) + static_cast<std::size_t>(rank)];
-  predicted = detail::predict_transports(t, current_cost_model());
+  predicted = conveyor::detail::predict_transports(t, current_cost_model());
   conveyor::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, predicted.data(), static_cast<int>(predicted.size()), MPI_DOUBLE, MPI_MAX, comm),
                               "MPI_Allreduce");
-  method = detail::cheapest(predicted);
+  method = conveyor::detail::cheapest_transport(predicted);
 }
 
 

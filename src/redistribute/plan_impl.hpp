@@ -14,6 +14,7 @@
 #include "conveyor/redistribute.hpp"
 #include "redistribute/box_copy.hpp"
 #include "runtime/buffer_pool.hpp"
+#include "runtime/cost_model.hpp"
 #include "runtime/message_pieces.hpp"
 
 namespace conveyor::detail {
@@ -125,7 +126,7 @@ struct plan::impl {
   // fill packages; the rest are local copies only.
   std::size_t packing_groups = 0, packing_ops = 0;
   enum class copies { all, packing, local };
-  std::array<double, 6> predicted{};          // auto: the model's seconds per transport (slowest rank)
+  conveyor::detail::transport_seconds predicted{};  // auto: the model's seconds per transport (slowest rank)
 
   ~impl() {
     for (auto& t : send_types) if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);

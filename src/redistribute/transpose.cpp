@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "redistribute/transpose.hpp"
-#include "runtime/target_tables.hpp"
+#include "runtime/simd_targets.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace conveyor {
@@ -107,8 +107,6 @@ CONVEYOR_REGISTER_TARGET_TABLE(redistribute::detail::transpose8_fn, GetTranspose
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "reduce/kernel_table.hpp"
-#include "reduce/reduce_internal.hpp"
 
 namespace conveyor {
 namespace redistribute::detail {

@@ -1,77 +1,35 @@
 // Argument checking and run-time selection of the kernel table.
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cstdint>
-#include <cstdlib>
-#include <mutex>
 #include <string>
 
-#include "conveyor/settings.hpp"
 #include "conveyor/reduce.hpp"
 #include "core/checks.hpp"
 #include "reduce/kernel_table.hpp"
-#include "reduce/reduce_internal.hpp"
+#include "runtime/simd_targets.hpp"
 
 namespace conveyor {
 namespace detail {
 namespace {
 
-bool same_name(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-struct active_state {
-  std::atomic<const kernel_table*> table{nullptr};
-  std::string name;
-  std::atomic<std::int64_t> bit{0};
-  std::mutex mutex;
-};
-
-// Namespace-scope (constant-initialized members), so the hot path pays no
-// function-local-static guard.
-active_state g_state;
-
-active_state& state() { return g_state; }
-
-// Picks the table for `name` (empty: the best runnable target). Caller holds the mutex.
-void select_locked(active_state& s, std::string_view name) {
-  const auto targets = runnable_targets();
-  if (targets.empty()) throw error(errc::internal, "no runnable SIMD target");
-  auto chosen = targets.begin();
-  if (!name.empty()) {
-    chosen = std::find_if(targets.begin(), targets.end(),
-                          [&](const simd_target_entry& t) { return same_name(t.name, name); });
-    if (chosen == targets.end()) {
-      std::string list;
-      for (const auto& t : targets) list += (list.empty() ? "" : ", ") + t.name;
-      throw error(errc::invalid_argument, "SIMD target '" + std::string(name) +
-                                              "' is not runnable on this CPU; runnable: " + list);
-    }
-  }
-  s.table.store(kernels_for_target(chosen->bit), std::memory_order_release);
-  s.name = chosen->name;
-  s.bit.store(chosen->bit, std::memory_order_release);
-}
+// The active target's table, cached with the target it belongs to (namespace
+// scope, constant-initialized: the hot path pays no guard). Both are written
+// only when the active target changes, which callers do not do while kernels run.
+std::atomic<std::int64_t> g_table_target{0};
+std::atomic<const kernel_table*> g_table{nullptr};
 
 }  // namespace
 
 const kernel_table& active_kernels() {
-  auto& s = state();
-  if (const kernel_table* t = s.table.load(std::memory_order_acquire)) return *t;
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (!s.table.load(std::memory_order_relaxed)) {
-    select_locked(s, setting("CONVEYOR_SIMD_TARGET").value_or(""));
+  const std::int64_t bit = active_target();
+  if (bit == g_table_target.load(std::memory_order_acquire)) {
+    if (const kernel_table* t = g_table.load(std::memory_order_acquire)) return *t;
   }
-  return *s.table.load(std::memory_order_relaxed);
-}
-
-std::int64_t active_target() {
-  active_kernels();
-  return state().bit.load(std::memory_order_acquire);
+  const kernel_table* t = &target_tables<kernel_table>::instance().get(bit);
+  g_table.store(t, std::memory_order_release);
+  g_table_target.store(bit, std::memory_order_release);
+  return *t;
 }
 
 kernel_fn find_kernel(op o, dtype t) {
@@ -133,21 +91,16 @@ void reduce_local(const void* in, void* inout, std::size_t count, dtype t, op o)
   reduce(in, inout, inout, count, t, o);
 }
 
+reduce_kernel_fn reduce_kernel(dtype t, op o) { return detail::find_kernel(o, t); }
+
 simd_info simd_targets() {
   simd_info info;
   info.compiled = detail::compiled_target_names();
   for (const auto& t : detail::runnable_targets()) info.supported.push_back(t.name);
-  detail::active_kernels();
-  auto& s = detail::state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  info.active = s.name;
+  info.active = detail::active_target_name();
   return info;
 }
 
-void set_simd_target(std::string_view name) {
-  auto& s = detail::state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  detail::select_locked(s, name);
-}
+void set_simd_target(std::string_view name) { detail::select_target(name); }
 
 }  // namespace conveyor

@@ -1,14 +1,11 @@
-// Internal: the [op][dtype] table of element-wise reduction kernels, one table per
-// SIMD target compiled by Highway, and the run-time choice between them.
+// Internal to the reduce engine: the [op][dtype] table of element-wise reduction
+// kernels, one per SIMD target compiled by Highway (registered in
+// runtime/simd_targets.hpp), and the active target's table. Other engines use the
+// public conveyor/reduce.hpp (reduce_kernel).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <map>
-#include <mutex>
-#include <string>
-#include <vector>
 
 #include "conveyor/types.hpp"
 
@@ -22,16 +19,11 @@ struct kernel_table {
   kernel_fn fn[op_count][dtype_count];  // nullptr where the pair is unsupported
 };
 
-struct simd_target_entry {
-  std::int64_t bit;   // Highway's HWY_* target bit
-  std::string name;   // Highway's name for it, e.g. "AVX2"
-};
+/// The table of the active SIMD target (runtime/simd_targets.hpp).
+const kernel_table& active_kernels();
 
-/// Targets compiled into the library that this CPU can run, best first.
-std::vector<simd_target_entry> runnable_targets();
-/// Targets compiled into the library, whether or not this CPU can run them.
-std::vector<std::string> compiled_target_names();
-/// The kernel table of one runnable target.
-const kernel_table* kernels_for_target(std::int64_t bit);
+/// The kernel for (o, t); throws conveyor::error for unknown enums or an
+/// unsupported pair.
+kernel_fn find_kernel(op o, dtype t);
 
 }  // namespace conveyor::detail

@@ -31,7 +31,7 @@
 #include <type_traits>
 
 #include "reduce/kernel_table.hpp"
-#include "runtime/target_tables.hpp"
+#include "runtime/simd_targets.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace conveyor {
@@ -435,30 +435,3 @@ CONVEYOR_REGISTER_TARGET_TABLE(kernel_table, GetTable);
 }  // namespace detail
 }  // namespace conveyor
 HWY_AFTER_NAMESPACE();
-
-#if HWY_ONCE
-namespace conveyor {
-namespace detail {
-
-std::vector<simd_target_entry> runnable_targets() {
-  std::vector<simd_target_entry> out;
-  for (std::int64_t bit : hwy::SupportedAndGeneratedTargets()) {
-    out.push_back({bit, hwy::TargetName(bit)});
-  }
-  return out;
-}
-
-std::vector<std::string> compiled_target_names() {
-  std::vector<std::string> out;
-  for (int shift = 0; shift < 63; ++shift) {  // unsigned shifts: bit 63 is the sign
-    const auto bit = static_cast<std::int64_t>(std::uint64_t{1} << shift);
-    if (HWY_TARGETS & bit) out.emplace_back(hwy::TargetName(bit));
-  }
-  return out;
-}
-
-const kernel_table* kernels_for_target(std::int64_t bit) { return &target_tables<kernel_table>::instance().get(bit); }
-
-}  // namespace detail
-}  // namespace conveyor
-#endif  // HWY_ONCE

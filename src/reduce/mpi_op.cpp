@@ -14,7 +14,7 @@
 
 #include "conveyor/mpi.hpp"
 #include "core/checks.hpp"
-#include "reduce/reduce_internal.hpp"
+#include "reduce/kernel_table.hpp"
 
 namespace conveyor {
 namespace {

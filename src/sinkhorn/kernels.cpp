@@ -17,7 +17,7 @@
 #include <limits>
 
 #include "sinkhorn/kernels.hpp"
-#include "runtime/target_tables.hpp"
+#include "runtime/simd_targets.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace conveyor {
@@ -297,8 +297,6 @@ CONVEYOR_REGISTER_TARGET_TABLE(kernel_tables, GetTables);
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "reduce/kernel_table.hpp"
-#include "reduce/reduce_internal.hpp"
 
 namespace conveyor {
 namespace sinkhorn {
