@@ -1,16 +1,7 @@
-// Planning redistributions (conveyor/redistribute.hpp).
-//
-// Plan (once): for each transform, every rank walks its own source blocks and,
-// per dimension, the range of destination blocks they overlap (binary search or
-// arithmetic on the split points: the grid overlay restricted to what this rank
-// holds), producing pieces = boxes in source coordinates, grouped by destination
-// owner; symmetrically it walks its destination blocks to know what it receives.
-// Both sides sort the pieces of a peer by their global corner, which fixes the
-// byte order of the package without exchanging it. Cost: O(overlapping block
-// pairs of this rank) plus one MPI_Allgather of P int64 (the volume matrix).
-//
-// Execute: transports.cpp (and source_order.cpp). The plan's state:
-// plan_impl.hpp.
+// Planning redistributions (conveyor/redistribute.hpp): validation agreed by every
+// rank, then the geometry (geometry.hpp: which pieces move where, one
+// MPI_Allgather), the transport (transport.hpp: the cost model's choice for
+// `auto`, runtime/cost_model.hpp), and the COSTA relabeling (relabel.hpp).
 #include <mpi.h>
 
 #include <algorithm>
@@ -27,7 +18,7 @@
 #include "runtime/cost_model.hpp"
 #include "conveyor/contract.hpp"
 #include "core/names.hpp"
-#include "redistribute/plan_impl.hpp"
+#include "redistribute/transport.hpp"
 #include "redistribute/relabel.hpp"
 
 namespace conveyor::redistribute {
@@ -37,7 +28,6 @@ namespace {
 constexpr std::array<std::string_view, 6> kTransportNames = {"auto", "datatype", "packed", "pipelined", "one_sided",
                                                               "alltoallv"};
 constexpr std::array<std::string_view, 3> kRelabelingNames = {"none", "greedy", "optimal"};
-bool corner_less(const piece& a, const piece& b) { return a.lo < b.lo; }
 
 // CONVEYOR_REDISTRIBUTE_TRANSPORT: what `automatic` plans run instead of the cost
 // model's choice (read once, like the other engines' overrides).
@@ -65,241 +55,48 @@ relabeling parse_relabeling(std::string_view name) {
 
 namespace {
 
-// Odometer over the per-dimension block ranges [first[k], last[k]].
-template <class Fn>
-void for_each_block(int ndim, const coords& first, const coords& last, Fn&& fn) {
-  block_index b{};
-  for (int d = 0; d < ndim; ++d) b[static_cast<std::size_t>(d)] = first[static_cast<std::size_t>(d)];
-  for (;;) {
-    fn(b);
-    int d = ndim - 1;
-    while (d >= 0) {
-      const auto k = static_cast<std::size_t>(d);
-      if (++b[k] <= last[k]) break;
-      b[k] = first[k];
-      --d;
-    }
-    if (d < 0) return;
+// auto: the cheapest transport for the slowest rank under the cost model, the
+// same on every rank (one MPI_Allreduce of the predictions).
+transport choose_transport(const detail::geometry& g, const conveyor::detail::node_layout& nodes, std::size_t chunk_bytes,
+                           conveyor::detail::transport_seconds& predicted) {
+  const int my_node = nodes.node_of[static_cast<std::size_t>(g.rank)];
+  conveyor::detail::traffic t;
+  t.ranks = g.size;
+  t.node_ranks = static_cast<int>(nodes.members[static_cast<std::size_t>(my_node)].size());
+  t.chunk_bytes = static_cast<std::int64_t>(chunk_bytes);
+  for (int p : g.send_peers) {
+    const bool same = nodes.node_of[static_cast<std::size_t>(p)] == my_node;
+    (same ? t.sent_intra : t.sent_inter) += g.send_bytes[static_cast<std::size_t>(p)];
+    ++(same ? t.peers_intra : t.peers_inter);
   }
+  for (int p : g.recv_peers) t.received += g.recv_bytes[static_cast<std::size_t>(p)];
+  t.local = g.self_bytes;
+  predicted = conveyor::detail::predict_transports(t, current_cost_model());
+  conveyor::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, predicted.data(), static_cast<int>(predicted.size()), MPI_DOUBLE, MPI_MAX, g.comm),
+                              "MPI_Allreduce");
+  return conveyor::detail::cheapest_transport(predicted);
+}
+
+// The transport object of kind `t`. one_sided chosen by `auto` counted on shared
+// memory: where some node cannot have a shared window (agreed by every rank) it
+// builds nothing more and packed runs instead.
+std::unique_ptr<detail::transport_base> build_transport(transport& t, detail::geometry& g, const plan_options& o, int node_color,
+                                                        bool automatic) {
+  switch (t) {
+    case transport::packed: return detail::make_packed_transport(g);
+    case transport::pipelined: return detail::make_pipelined_transport(g, o.chunk_bytes);
+    case transport::datatype: return detail::make_datatype_transport(g);
+    case transport::alltoallv: return detail::make_alltoallv_transport(g);
+    case transport::one_sided:
+      if (auto one_sided = detail::make_one_sided_transport(g, node_color, automatic)) return one_sided;
+      t = transport::packed;
+      return detail::make_packed_transport(g);
+    case transport::automatic: break;
+  }
+  throw error(errc::internal, "redistribute: no transport chosen");
 }
 
 }  // namespace
-
-void plan::impl::enumerate(transform_plan& t) {
-  const layout& S = *t.src;
-  const layout& D = *t.dst;
-  const int n = t.ndim;
-  t.send.assign(static_cast<std::size_t>(size), {});
-  t.recv.assign(static_cast<std::size_t>(size), {});
-  // inv[d]: the dst axis holding src axis d.
-  std::array<int, max_dims> inv{};
-  for (int k = 0; k < n; ++k) inv[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = k;
-
-  // Sending side: my source blocks x the destination blocks they overlap.
-  for (const block_index& bs : S.blocks_of(rank)) {
-    coords lo{}, hi{}, first{}, last{};
-    for (int d = 0; d < n; ++d) {
-      const auto k = static_cast<std::size_t>(d);
-      lo[k] = S.splits(d).start(bs[k]);
-      hi[k] = S.splits(d).start(bs[k] + 1);
-    }
-    for (int k = 0; k < n; ++k) {  // dst axis k covers src axis perm[k]
-      const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
-      first[kk] = D.splits(k).block_of(lo[d]);
-      last[kk] = D.splits(k).block_of(hi[d] - 1);
-    }
-    for_each_block(n, first, last, [&](const block_index& bd) {
-      piece p;
-      p.src_block = bs;
-      p.dst_block = bd;
-      for (int k = 0; k < n; ++k) {
-        const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
-        const std::int64_t a = std::max(lo[d], D.splits(k).start(bd[kk]));
-        const std::int64_t b = std::min(hi[d], D.splits(k).start(bd[kk] + 1));
-        p.lo[d] = a;
-        p.ext[d] = b - a;
-      }
-      const int owner = D.owner(bd);
-      if (owner == rank) t.self.push_back(p);
-      else t.send[static_cast<std::size_t>(owner)].push_back(p);
-    });
-  }
-  // Receiving side: my destination blocks x the source blocks they overlap.
-  for (const block_index& bd : D.blocks_of(rank)) {
-    coords lo{}, hi{}, first{}, last{};
-    for (int k = 0; k < n; ++k) {
-      const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
-      lo[d] = D.splits(k).start(bd[kk]);
-      hi[d] = D.splits(k).start(bd[kk] + 1);
-    }
-    for (int d = 0; d < n; ++d) {
-      const auto k = static_cast<std::size_t>(d);
-      first[k] = S.splits(d).block_of(lo[k]);
-      last[k] = S.splits(d).block_of(hi[k] - 1);
-    }
-    for_each_block(n, first, last, [&](const block_index& bs) {
-      const int owner = S.owner(bs);
-      if (owner == rank) return;  // counted on the sending side
-      piece p;
-      p.src_block = bs;
-      p.dst_block = bd;
-      for (int d = 0; d < n; ++d) {
-        const auto k = static_cast<std::size_t>(d);
-        const std::int64_t a = std::max(lo[k], S.splits(d).start(bs[k]));
-        const std::int64_t b = std::min(hi[k], S.splits(d).start(bs[k] + 1));
-        p.lo[k] = a;
-        p.ext[k] = b - a;
-      }
-      t.recv[static_cast<std::size_t>(owner)].push_back(p);
-    });
-  }
-  for (auto& v : t.send) std::sort(v.begin(), v.end(), corner_less);
-  for (auto& v : t.recv) std::sort(v.begin(), v.end(), corner_less);
-
-}
-
-void plan::impl::cut_for_pipelining(transform_plan& t) {
-  // Pipelined: cut pieces into slabs along the outermost packed axis (the sender's
-  // order) so no slab exceeds chunk_bytes; the packed byte order is unchanged by the cut.
-  const int n = t.ndim;
-  const auto cut = [&](std::vector<piece>& v, const axis_order& order) {
-    const auto a = static_cast<std::size_t>(order[0]);
-    std::vector<piece> out;
-    for (const piece& p : v) {
-      const std::int64_t row = volume_of(p.ext, n) / std::max<std::int64_t>(p.ext[a], 1) * static_cast<std::int64_t>(t.esize);
-      const std::int64_t rows_per = std::max<std::int64_t>(1, static_cast<std::int64_t>(options.chunk_bytes) / std::max<std::int64_t>(row, 1));
-      for (std::int64_t r = 0; r < p.ext[a]; r += rows_per) {
-        piece s = p;
-        s.lo[a] = p.lo[a] + r;
-        s.ext[a] = std::min(rows_per, p.ext[a] - r);
-        out.push_back(s);
-      }
-    }
-    v = std::move(out);
-  };
-  for (auto& v : t.send) cut(v, t.order);
-  for (std::size_t q = 0; q < t.recv.size(); ++q) cut(t.recv[q], t.peer_order[q]);
-}
-
-// One MPI_Allgather gives every rank what it needs from the others: each rank's
-// packing order of every transform (mine: from my first source block's strides,
-// largest outermost; ties: the lower axis outside) and its row of the volume
-// matrix (the bytes it sends to each rank; its own entry: local copies).
-void plan::impl::exchange_orders_and_volume() {
-  const std::size_t nt = ts.size(), P = static_cast<std::size_t>(size), record = nt + P;
-  std::vector<std::int64_t> mine(record, 0), all(record * P, 0);
-  for (std::size_t i = 0; i < nt; ++i) {
-    transform_plan& t = ts[i];
-    std::iota(t.order.begin(), t.order.begin() + t.ndim, 0);
-    const std::vector<block_index> blocks = t.src->blocks_of(rank);
-    if (!blocks.empty()) {
-      const block_storage s = t.src->storage(blocks.front());
-      std::stable_sort(t.order.begin(), t.order.begin() + t.ndim, [&](int x, int y) {
-        return std::abs(s.strides[static_cast<std::size_t>(x)]) > std::abs(s.strides[static_cast<std::size_t>(y)]);
-      });
-    }
-    for (int k = 0; k < t.ndim; ++k) mine[i] |= std::int64_t{t.order[static_cast<std::size_t>(k)]} << (4 * k);
-  }
-  count_bytes();
-  std::copy(send_bytes.begin(), send_bytes.end(), mine.begin() + static_cast<std::ptrdiff_t>(nt));
-  mine[nt + static_cast<std::size_t>(rank)] = self_bytes;
-  conveyor::detail::check_mpi(MPI_Allgather(mine.data(), static_cast<int>(record), MPI_INT64_T, all.data(),
-                                            static_cast<int>(record), MPI_INT64_T, comm),
-                              "MPI_Allgather (orders and volume)");
-  volume.assign(P * P, 0);
-  for (std::size_t q = 0; q < P; ++q) {
-    std::copy(all.begin() + static_cast<std::ptrdiff_t>(q * record + nt), all.begin() + static_cast<std::ptrdiff_t>((q + 1) * record),
-              volume.begin() + static_cast<std::ptrdiff_t>(q * P));
-  }
-  for (std::size_t i = 0; i < nt; ++i) {
-    transform_plan& t = ts[i];
-    t.peer_order.assign(P, axis_order{});
-    for (std::size_t q = 0; q < P; ++q) {
-      const std::int64_t code = all[q * record + i];
-      for (int k = 0; k < t.ndim; ++k) t.peer_order[q][static_cast<std::size_t>(k)] = static_cast<int>((code >> (4 * k)) & 15);
-    }
-  }
-}
-
-// auto: the cheapest transport for the slowest rank under the cost model, the
-// same on every rank (one MPI_Allreduce of the predictions).
-void plan::impl::choose_transport(MPI_Comm user_comm, int ranks_per_node) {
-  const conveyor::detail::node_layout& nodes = conveyor::detail::context_for(user_comm).layout(ranks_per_node);
-  const int my_node = nodes.node_of[static_cast<std::size_t>(rank)];
-  conveyor::detail::traffic t;
-  t.ranks = size;
-  t.node_ranks = static_cast<int>(nodes.members[static_cast<std::size_t>(my_node)].size());
-  t.chunk_bytes = static_cast<std::int64_t>(options.chunk_bytes);
-  for (int p : send_peers) {
-    const bool same = nodes.node_of[static_cast<std::size_t>(p)] == my_node;
-    (same ? t.sent_intra : t.sent_inter) += send_bytes[static_cast<std::size_t>(p)];
-    ++(same ? t.peers_intra : t.peers_inter);
-  }
-  for (int p : recv_peers) t.received += recv_bytes[static_cast<std::size_t>(p)];
-  t.local = volume[static_cast<std::size_t>(rank) * static_cast<std::size_t>(size) + static_cast<std::size_t>(rank)];
-  predicted = conveyor::detail::predict_transports(t, current_cost_model());
-  conveyor::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, predicted.data(), static_cast<int>(predicted.size()), MPI_DOUBLE, MPI_MAX, comm),
-                              "MPI_Allreduce");
-  method = conveyor::detail::cheapest_transport(predicted);
-}
-
-
-// Bytes per peer and the peers (local: the volume matrix comes with the orders).
-void plan::impl::count_bytes() {
-  send_peers.clear();
-  recv_peers.clear();
-  send_bytes.assign(static_cast<std::size_t>(size), 0);
-  recv_bytes.assign(static_cast<std::size_t>(size), 0);
-  self_bytes = 0;
-  for (const auto& t : ts) {
-    for (int p = 0; p < size; ++p) {
-      for (const piece& pc : t.send[static_cast<std::size_t>(p)]) send_bytes[static_cast<std::size_t>(p)] += piece_bytes(t, pc);
-      for (const piece& pc : t.recv[static_cast<std::size_t>(p)]) recv_bytes[static_cast<std::size_t>(p)] += piece_bytes(t, pc);
-    }
-    for (const piece& pc : t.self) self_bytes += piece_bytes(t, pc);
-  }
-  for (int p = 0; p < size; ++p) {
-    if (send_bytes[static_cast<std::size_t>(p)] > 0) send_peers.push_back(p);
-    if (recv_bytes[static_cast<std::size_t>(p)] > 0) recv_peers.push_back(p);
-  }
-}
-
-// The buffers the chosen transport reuses on every execution.
-void plan::impl::build_buffers() {
-  send_buf.clear();
-  recv_buf.clear();
-  send_buf.resize(static_cast<std::size_t>(size));
-  recv_buf.resize(static_cast<std::size_t>(size));
-  if (method == transport::alltoallv) {
-    send_buf[0].resize(static_cast<std::size_t>(std::accumulate(send_bytes.begin(), send_bytes.end(), std::int64_t{0})));
-    recv_buf[0].resize(static_cast<std::size_t>(std::accumulate(recv_bytes.begin(), recv_bytes.end(), std::int64_t{0})));
-    std::vector<char*> package(static_cast<std::size_t>(size), nullptr);  // packages back to back, in rank order
-    std::int64_t at = 0;
-    for (int p : send_peers) {
-      package[static_cast<std::size_t>(p)] = send_buf[0].data() + at;
-      at += send_bytes[static_cast<std::size_t>(p)];
-    }
-    build_source_order(package);
-    return;
-  }
-  for (int p : send_peers) {
-    // (one_sided stages only packages for other nodes: build_window allocates those.)
-    if (method != transport::datatype && method != transport::one_sided) send_buf[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(send_bytes[static_cast<std::size_t>(p)]));
-  }
-  for (int p : recv_peers) {
-    if (method != transport::one_sided) recv_buf[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(recv_bytes[static_cast<std::size_t>(p)]));
-  }
-  if (method == transport::pipelined) {
-    send_chunks.assign(static_cast<std::size_t>(size), {});
-    recv_chunks.assign(static_cast<std::size_t>(size), {});
-    for (int p : send_peers) send_chunks[static_cast<std::size_t>(p)] = chunks_of(&transform_plan::send, p);
-    for (int p : recv_peers) recv_chunks[static_cast<std::size_t>(p)] = chunks_of(&transform_plan::recv, p);
-  }
-}
-
-
-
-
 
 // ---------------------------------------------------------------------------
 // Validation shared by the constructors (problems agreed on by every rank)
@@ -411,6 +208,17 @@ std::uint64_t digest_of_batch(const std::vector<transform>& batch) {
 
 }  // namespace
 
+// The plan's state: what moves where, and the one transport that moves it (built
+// after the geometry, destroyed before it).
+struct plan::impl {
+  detail::geometry geometry;
+  transport method = transport::packed;
+  std::unique_ptr<detail::transport_base> mover;
+  conveyor::detail::transport_seconds predicted{};  // auto: the model's seconds per transport (slowest rank)
+  std::vector<int> sigma;
+  std::int64_t relabeled_remote = 0;
+};
+
 plan::plan(const transform& t, MPI_Comm comm, const plan_options& options)
     : plan(std::vector<transform>{t}, comm, options) {}
 
@@ -419,9 +227,6 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   impl& im = *impl_;
   collective_call call("redistribute::plan", user_comm);
   const MPI_Comm comm = call.comm();
-  im.rank = call.rank();
-  im.size = call.size();
-  im.options = options;
   const int method = static_cast<int>(options.method);
   const int relabel = static_cast<int>(options.relabel);
   const auto bad = [&](const std::string& m) { call.fail(errc::invalid_argument, m); };
@@ -433,7 +238,7 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   if (batch.empty()) bad("no transforms");
   for (std::size_t i = 0; i < batch.size() && call.ok(); ++i) {
     call.check([&] {
-      if (std::string why = check_transform(batch[i], static_cast<int>(i), im.rank, im.size); !why.empty()) bad(why);
+      if (std::string why = check_transform(batch[i], static_cast<int>(i), call.rank(), call.size()); !why.empty()) bad(why);
     });
   }
   if (call.matching()) {
@@ -447,78 +252,59 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   }
   call.agree();
 
-  im.method = options.method;
-  im.comm = comm;
-  im.context = conveyor::detail::context_of(call).shared_from_this();
+  detail::geometry& g = im.geometry;
+  g.comm = comm;
+  g.rank = call.rank();
+  g.size = call.size();
+  g.context = conveyor::detail::context_of(call).shared_from_this();
   for (const transform& t : batch) {
-    transform_plan tp;
-    tp.src = &im.layouts.emplace_back(*t.src);
-    tp.dst = &im.layouts.emplace_back(*t.dst);
+    detail::transform_plan tp;
+    tp.src = &g.layouts.emplace_back(*t.src);
+    tp.dst = &g.layouts.emplace_back(*t.dst);
     tp.ndim = t.src->ndim();
     for (int k = 0; k < tp.ndim; ++k) tp.perm[static_cast<std::size_t>(k)] = t.perm.empty() ? k : t.perm[static_cast<std::size_t>(k)];
     tp.type = t.type;
     tp.esize = dtype_size(t.type);
     tp.scale = {t.alpha, t.beta, t.conjugate, t.alpha_imag, t.beta_imag};
-    im.ts.push_back(std::move(tp));
+    g.ts.push_back(std::move(tp));
   }
-  for (auto& tp : im.ts) im.enumerate(tp);
-  im.exchange_orders_and_volume();
+  for (auto& tp : g.ts) g.enumerate(tp);
+  g.exchange_orders_and_volume();
   conveyor::detail::comm_context& ctx = conveyor::detail::context_of(call);
   const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : ctx.env_ranks_per_node;
-  if (im.method == transport::automatic) im.method = env_transport();
-  if (im.method == transport::automatic) im.choose_transport(comm, ppn);
-  if (im.method == transport::pipelined) {
-    for (auto& tp : im.ts) im.cut_for_pipelining(tp);
-  }
-  im.build_buffers();
-  if (im.method == transport::datatype) im.build_datatypes();
-  if (im.method == transport::one_sided) {
-    im.build_window(ppn > 0 ? ctx.layout(ppn).node_of[static_cast<std::size_t>(im.rank)] : -1);
-    // auto counted on shared memory; without it (agreed by every rank) packed is cheaper.
-    if (options.method == transport::automatic && im.shm_win == MPI_WIN_NULL) {
-      im.release_windows();
-      im.method = transport::packed;
-      im.build_buffers();
-    }
-  }
+  im.method = options.method == transport::automatic ? env_transport() : options.method;
+  if (im.method == transport::automatic) im.method = choose_transport(g, ctx.layout(ppn), options.chunk_bytes, im.predicted);
+  const int node_color = ppn > 0 ? ctx.layout(ppn).node_of[static_cast<std::size_t>(g.rank)] : -1;
+  im.mover = build_transport(im.method, g, options, node_color, options.method == transport::automatic);
 
   // Relabeling of the destination (COSTA): gains from the volume matrix.
   const conveyor::detail::node_layout* nodes = nullptr;
   if (options.intra_node_cost != 1.0) nodes = &ctx.layout(ppn);
-  const std::vector<double> cost = detail::pair_costs(im.size, nodes, options.intra_node_cost);
-  im.sigma = detail::relabel(im.volume, cost, im.size, options.relabel);
-  im.relabeled_remote = detail::remote_volume(im.volume, im.size, im.sigma);
+  const std::vector<double> cost = detail::pair_costs(g.size, nodes, options.intra_node_cost);
+  im.sigma = detail::relabel(g.volume, cost, g.size, options.relabel);
+  im.relabeled_remote = detail::remote_volume(g.volume, g.size, im.sigma);
 }
 
 plan::~plan() = default;
 plan::plan(plan&&) noexcept = default;
 plan& plan::operator=(plan&&) noexcept = default;
 
-void plan::execute() {
-  impl& im = *impl_;
-  switch (im.method) {
-    case transport::packed: im.run_packed(); break;
-    case transport::pipelined: im.run_pipelined(); break;
-    case transport::datatype: im.run_datatype(); break;
-    case transport::one_sided: im.run_one_sided(); break;
-    case transport::alltoallv: im.run_alltoallv(); break;
-    case transport::automatic: break;
-  }
-}
+void plan::execute() { impl_->mover->execute(); }
 
 transport plan::method() const { return impl_->method; }
 double plan::predicted_seconds(transport t) const {
   const int i = static_cast<int>(t);
   return i > 0 && i < static_cast<int>(impl_->predicted.size()) ? impl_->predicted[static_cast<std::size_t>(i)] : 0.0;
 }
-const std::vector<std::int64_t>& plan::volume() const { return impl_->volume; }
+const std::vector<std::int64_t>& plan::volume() const { return impl_->geometry.volume; }
 std::int64_t plan::remote_bytes() const {
-  std::vector<int> id(static_cast<std::size_t>(impl_->size));
+  const detail::geometry& g = impl_->geometry;
+  std::vector<int> id(static_cast<std::size_t>(g.size));
   std::iota(id.begin(), id.end(), 0);
-  return detail::remote_volume(impl_->volume, impl_->size, id);
+  return detail::remote_volume(g.volume, g.size, id);
 }
 const std::vector<int>& plan::sigma() const { return impl_->sigma; }
 std::int64_t plan::relabeled_remote_bytes() const { return impl_->relabeled_remote; }
-layout plan::relabeled_destination(std::size_t k) const { return impl_->ts.at(k).dst->relabeled(impl_->sigma); }
+layout plan::relabeled_destination(std::size_t k) const { return impl_->geometry.ts.at(k).dst->relabeled(impl_->sigma); }
 
 }  // namespace conveyor::redistribute

@@ -1,5 +1,4 @@
-// Packing in source order (one_sided, alltoallv): see build_source_order below
-// and docs/algorithms.md ("Packing in source order").
+// Packing in source order (source_order.hpp).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -7,9 +6,9 @@
 #include <map>
 #include <vector>
 
-#include "redistribute/plan_impl.hpp"
+#include "redistribute/source_order.hpp"
 
-namespace conveyor::redistribute {
+namespace conveyor::redistribute::detail {
 
 namespace {
 
@@ -19,7 +18,7 @@ namespace {
 // row starts in).
 struct row_candidate {
   std::vector<std::int64_t> key;
-  detail::row_group::member m;
+  row_group::member m;
   std::array<std::int64_t, max_dims> extent{};
   int outer = 0;
   dtype type = dtype::float64;
@@ -30,14 +29,14 @@ struct row_candidate {
 // Candidates with equal keys (two or more) become row groups, members in source
 // order (each row read front to back); returns which jobs joined a group.
 // local_groups[i]: group i has only local copies.
-std::vector<char> form_row_groups(std::vector<row_candidate>& c, std::size_t jobs, std::vector<detail::row_group>& out,
+std::vector<char> form_row_groups(std::vector<row_candidate>& c, std::size_t jobs, std::vector<row_group>& out,
                                   std::vector<char>& local_groups) {
   std::map<std::vector<std::int64_t>, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < c.size(); ++i) groups[c[i].key].push_back(i);
   std::vector<char> joined(jobs, 0);
   for (const auto& [key, members] : groups) {
     if (members.size() < 2) continue;
-    detail::row_group g;
+    row_group g;
     g.type = c[members.front()].type;
     g.outer_dims = c[members.front()].outer;
     g.extent = c[members.front()].extent;
@@ -48,7 +47,7 @@ std::vector<char> form_row_groups(std::vector<row_candidate>& c, std::size_t job
       local &= c[i].local ? 1 : 0;
     }
     local_groups.push_back(local);
-    std::sort(g.members.begin(), g.members.end(), [](const detail::row_group::member& a, const detail::row_group::member& b) {
+    std::sort(g.members.begin(), g.members.end(), [](const row_group::member& a, const row_group::member& b) {
       return static_cast<const char*>(a.src) < static_cast<const char*>(b.src);
     });
     out.push_back(std::move(g));
@@ -70,7 +69,7 @@ std::vector<std::int64_t> rows_key(const void* t, const block_storage& s, int nd
 // Whether a copy changes which axis is contiguous: the axis with the smallest
 // destination stride is not the one with the smallest source stride (axes of
 // extent 1 do not count).
-bool transposes(const detail::box_copy& c) {
+bool transposes(const box_copy& c) {
   int src_inner = -1, dst_inner = -1;
   for (int d = 0; d < c.ndim; ++d) {
     const auto k = static_cast<std::size_t>(d);
@@ -97,11 +96,9 @@ bool positive_strides(const block_storage& s, int ndim) {
 // its leading source dimensions and the slabs run in order of source address, so
 // the pieces cut from one source region are all served while it is in cache.
 // package_of_peer[p]: where peer p's package is packed (null: p gets nothing).
-// local_last: the purely local copies after all packing (run_source_order's parts).
-void plan::impl::build_source_order(const std::vector<char*>& package_of_peer, bool local_last) {
+// local_last: the purely local copies after all packing (run's parts).
+source_order_copies::source_order_copies(const geometry& g, const std::vector<char*>& package_of_peer, bool local_last) {
   constexpr std::int64_t kSlabBytes = 16 << 10;
-  source_order.clear();
-  row_groups.clear();
   // Cuts piece p into slabs: dimensions before d taken one index at a time, d in
   // runs of `rows`, later ones whole, so each slab is a contiguous range of the
   // piece's packed (row-major) bytes; fn(slab, element offset of the slab in the piece).
@@ -145,14 +142,14 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer, b
     char* out;
   };
   std::vector<job> jobs;
-  for (const auto& t : ts) {
+  for (const auto& t : g.ts) {
     for (const piece& p : t.self) jobs.push_back({&t, &p, nullptr});
   }
-  for (int peer : send_peers) {
+  for (int peer : g.send_peers) {
     char* out = package_of_peer[static_cast<std::size_t>(peer)];
-    for_pieces(&transform_plan::send, peer, [&](const transform_plan& t, const piece& p, std::size_t) {
+    g.for_pieces(&transform_plan::send, peer, [&](const transform_plan& t, const piece& p, std::size_t) {
       jobs.push_back({&t, &p, out});
-      out += piece_bytes(t, p);
+      out += geometry::piece_bytes(t, p);
     });
   }
   // Row groups on the source side: pieces whose rows lie in the same source rows —
@@ -171,15 +168,15 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer, b
     const auto last = static_cast<std::size_t>(t.order[static_cast<std::size_t>(n - 1)]);
     if (n < 2 || !positive_strides(ss, n) || ss.strides[last] != 1) continue;
     row_candidate c;
-    c.m.src = src_corner(t, *j.p);
+    c.m.src = geometry::src_corner(t, *j.p);
     coords dst_stride{};  // per source axis
     if (j.out) {
-      dst_stride = packed_strides(*j.p, t.order, n);
+      dst_stride = geometry::packed_strides(*j.p, t.order, n);
       c.m.dst = j.out;
     } else {
       const block_storage ds = t.dst->storage(j.p->dst_block);
       for (int k = 0; k < n; ++k) dst_stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = ds.strides[static_cast<std::size_t>(k)];
-      c.m.dst = dst_corner(t, *j.p);
+      c.m.dst = geometry::dst_corner(t, *j.p);
       c.m.scale = t.scale;
     }
     c.m.length = j.p->ext[last];
@@ -200,55 +197,55 @@ void plan::impl::build_source_order(const std::vector<char*>& package_of_peer, b
     cands.push_back(std::move(c));
   }
   std::vector<char> local_groups;
-  const std::vector<char> grouped = form_row_groups(cands, jobs.size(), row_groups, local_groups);
+  const std::vector<char> grouped = form_row_groups(cands, jobs.size(), row_groups_, local_groups);
   // The rest: slabs in source-address order.
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (grouped[i]) continue;
     const transform_plan& t = *jobs[i].t;
     const job j = jobs[i];
-    if (!j.out && transposes(local_copy(t, *j.p))) {
+    if (!j.out && transposes(geometry::local_copy(t, *j.p))) {
       // A local transpose stays whole: the kernel's tiles need both axes (a slab
       // of whole source rows would scatter every element of a row to another
       // destination line: a 4000 x 2000 double transpose took 40 ms in slabs,
       // 14 ms whole, one core).
-      source_order.push_back({src_corner(t, *j.p), dst_corner(t, *j.p), local_copy(t, *j.p), &t, true});
+      ops_.push_back({geometry::src_corner(t, *j.p), geometry::dst_corner(t, *j.p), geometry::local_copy(t, *j.p), &t, true});
       continue;
     }
     for_slabs(t, *j.p, [&](const piece& sl, std::int64_t at) {
-      if (j.out) source_order.push_back({src_corner(t, sl), j.out + at * static_cast<std::int64_t>(t.esize), pack_copy(t, sl), &t, false});
-      else source_order.push_back({src_corner(t, sl), dst_corner(t, sl), local_copy(t, sl), &t, true});
+      if (j.out) ops_.push_back({geometry::src_corner(t, sl), j.out + at * static_cast<std::int64_t>(t.esize), geometry::pack_copy(t, sl), &t, false});
+      else ops_.push_back({geometry::src_corner(t, sl), geometry::dst_corner(t, sl), geometry::local_copy(t, sl), &t, true});
     });
   }
-  std::stable_sort(source_order.begin(), source_order.end(),
+  std::stable_sort(ops_.begin(), ops_.end(),
                    [](const copy_op& a, const copy_op& b) { return a.src < b.src; });
-  packing_groups = row_groups.size();
-  packing_ops = source_order.size();
+  packing_groups_ = row_groups_.size();
+  packing_ops_ = ops_.size();
   if (local_last) {
     // Everything that fills a package first (each part still in source order),
     // then the local copies: one_sided publishes its packages before them.
-    std::vector<detail::row_group> groups;
+    std::vector<row_group> groups;
     for (int local = 0; local < 2; ++local) {
-      for (std::size_t i = 0; i < row_groups.size(); ++i) {
-        if (local_groups[i] == local) groups.push_back(std::move(row_groups[i]));
+      for (std::size_t i = 0; i < row_groups_.size(); ++i) {
+        if (local_groups[i] == local) groups.push_back(std::move(row_groups_[i]));
       }
     }
-    packing_groups = static_cast<std::size_t>(std::count(local_groups.begin(), local_groups.end(), 0));
-    row_groups = std::move(groups);
-    const auto local_begin = std::stable_partition(source_order.begin(), source_order.end(), [](const copy_op& op) { return !op.local; });
-    packing_ops = static_cast<std::size_t>(local_begin - source_order.begin());
+    packing_groups_ = static_cast<std::size_t>(std::count(local_groups.begin(), local_groups.end(), 0));
+    row_groups_ = std::move(groups);
+    const auto local_begin = std::stable_partition(ops_.begin(), ops_.end(), [](const copy_op& op) { return !op.local; });
+    packing_ops_ = static_cast<std::size_t>(local_begin - ops_.begin());
   }
 }
 
-void plan::impl::run_source_order(copies which) const {
-  const std::size_t g0 = which == copies::local ? packing_groups : 0;
-  const std::size_t g1 = which == copies::packing ? packing_groups : row_groups.size();
-  const std::size_t o0 = which == copies::local ? packing_ops : 0;
-  const std::size_t o1 = which == copies::packing ? packing_ops : source_order.size();
-  for (std::size_t i = g0; i < g1; ++i) detail::apply(row_groups[i]);
+void source_order_copies::run(copies which) const {
+  const std::size_t g0 = which == copies::local ? packing_groups_ : 0;
+  const std::size_t g1 = which == copies::packing ? packing_groups_ : row_groups_.size();
+  const std::size_t o0 = which == copies::local ? packing_ops_ : 0;
+  const std::size_t o1 = which == copies::packing ? packing_ops_ : ops_.size();
+  for (std::size_t i = g0; i < g1; ++i) apply(row_groups_[i]);
   for (std::size_t i = o0; i < o1; ++i) {
-    const copy_op& op = source_order[i];
-    detail::apply(op.t->type, op.copy, op.src, op.dst, op.local ? op.t->scale : detail::scaling{});
+    const copy_op& op = ops_[i];
+    apply(op.t->type, op.copy, op.src, op.dst, op.local ? op.t->scale : scaling{});
   }
 }
 
-}  // namespace conveyor::redistribute
+}  // namespace conveyor::redistribute::detail

@@ -1,0 +1,42 @@
+// Internal: every pack and local copy of one rank, in source-address order (the
+// one_sided and alltoallv transports). A plain loop over pieces reads each source
+// row once per piece it is cut into, which streams from memory at a fraction of
+// its bandwidth; here pieces are cut into slabs run in order of source address, and
+// pieces sharing source rows are copied row by row together (row groups), so each
+// source region is read while it is in cache. docs/algorithms.md ("Packing in
+// source order").
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "redistribute/box_copy.hpp"
+#include "redistribute/geometry.hpp"
+
+namespace conveyor::redistribute::detail {
+
+class source_order_copies {
+ public:
+  enum class copies { all, packing, local };
+  source_order_copies() = default;
+  /// package_of_peer[p]: where peer p's package is packed (null: p gets nothing).
+  /// local_last: the purely local copies after all packing (run's parts).
+  source_order_copies(const geometry& g, const std::vector<char*>& package_of_peer, bool local_last = false);
+  void run(copies which = copies::all) const;
+
+ private:
+  struct copy_op {
+    const char* src;
+    char* dst;
+    box_copy copy;
+    const transform_plan* t;
+    bool local;  // a local copy (transformed), else packing (plain)
+  };
+  std::vector<row_group> row_groups_;  // run before ops_
+  std::vector<copy_op> ops_;
+  // With local_last: row_groups_[0, packing_groups_) and ops_[0, packing_ops_)
+  // fill packages; the rest are local copies only.
+  std::size_t packing_groups_ = 0, packing_ops_ = 0;
+};
+
+}  // namespace conveyor::redistribute::detail

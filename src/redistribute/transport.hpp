@@ -1,0 +1,51 @@
+// Internal: the transports of the Redistribute engine, one object per plan. The
+// plan owns the geometry (geometry.hpp: what moves where) and one transport built
+// from it, which owns what that transport reuses on every execution (buffers, MPI
+// datatypes, windows). Each transport lives in its own file:
+//   transport_packed.cpp     packed     Irecv per peer; pack per peer + Isend;
+//                                       local pieces copied (and transformed)
+//                                       directly; each package unpacked as it arrives.
+//   transport_pipelined.cpp  pipelined  the same in chunks of >= chunk_bytes, so
+//                                       packing the next chunk overlaps sending.
+//   transport_datatype.cpp   datatype   one MPI struct type per peer over the source
+//                                       (and, for plain copies, destination) blocks:
+//                                       MPI walks the types (the tensor paper's baseline).
+//   transport_one_sided.cpp  one_sided  node peers: packed straight into their segment
+//                                       of a shared window, synchronized by counters
+//                                       (no fences); others: MPI_Put between fences.
+//   transport_alltoallv.cpp  alltoallv  all packages in one buffer, one MPI_Alltoallv.
+// Bytes on the wire: exactly the off-diagonal of the volume matrix; local pieces
+// never touch MPI. docs/algorithms.md ("Redistribute") has the details.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "redistribute/geometry.hpp"
+
+namespace conveyor::redistribute::detail {
+
+class transport_base {
+ public:
+  transport_base() = default;
+  transport_base(const transport_base&) = delete;
+  transport_base& operator=(const transport_base&) = delete;
+  virtual ~transport_base() = default;
+  /// One redistribution (collective over the plan's communicator).
+  virtual void execute() = 0;
+};
+
+// Builders (collective where the transport creates MPI objects). The geometry must
+// outlive the transport.
+std::unique_ptr<transport_base> make_packed_transport(const geometry& g);
+/// Cuts the geometry's pieces into slabs first (the packed byte order is unchanged).
+std::unique_ptr<transport_base> make_pipelined_transport(geometry& g, std::size_t chunk_bytes);
+std::unique_ptr<transport_base> make_datatype_transport(const geometry& g);
+/// node_color: my node's number if the caller set ranks per node, else -1 (the
+/// shared-memory domains MPI reports). With require_shared_memory, returns null
+/// (on every rank) when some node cannot have a shared window, having built nothing
+/// else; without it, such packages go by MPI_Put.
+std::unique_ptr<transport_base> make_one_sided_transport(const geometry& g, int node_color, bool require_shared_memory);
+std::unique_ptr<transport_base> make_alltoallv_transport(const geometry& g);
+
+}  // namespace conveyor::redistribute::detail
