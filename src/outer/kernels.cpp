@@ -11,7 +11,7 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace conveyor {
-namespace outer_detail {
+namespace detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -50,26 +50,26 @@ void RowsFromPairs(const T* A, std::size_t lda, const T* B, std::size_t ldb, std
   }
 }
 
-const kernel_tables* GetTables() {
-  static const kernel_tables tables{{&RowsFromPairs<float>}, {&RowsFromPairs<double>}};
+const outer_kernel_tables* GetOuterTables() {
+  static const outer_kernel_tables tables{{&RowsFromPairs<float>}, {&RowsFromPairs<double>}};
   return &tables;
 }
-CONVEYOR_REGISTER_TARGET_TABLE(kernel_tables, GetTables);
+CONVEYOR_REGISTER_TARGET_TABLE(outer_kernel_tables, GetOuterTables);
 
 }  // namespace HWY_NAMESPACE
-}  // namespace outer_detail
+}  // namespace detail
 }  // namespace conveyor
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 
 namespace conveyor {
-namespace outer_detail {
+namespace detail {
 
-const kernel_tables& active_tables() {
-  return conveyor::detail::target_tables<kernel_tables>::instance().get(conveyor::detail::active_target());
+const outer_kernel_tables& outer_active_tables() {
+  return conveyor::detail::target_tables<outer_kernel_tables>::instance().get(conveyor::detail::active_target());
 }
 
-}  // namespace outer_detail
+}  // namespace detail
 }  // namespace conveyor
 #endif  // HWY_ONCE

@@ -4,10 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace conveyor::outer_detail {
+namespace conveyor::detail {
 
 template <class T>
-struct kernels {
+struct outer_kernels {
   /// Rows [row0, row0 + rows) of sum_{i < P} a_i b_i^T into G (stride ldg), where
   /// a_i = A + i * lda (length >= row0 + rows) and b_i = B + i * ldb (length M).
   /// Every element is summed in order i = 0..P-1 (identical on every rank). Columns
@@ -16,12 +16,12 @@ struct kernels {
                           std::size_t rows, std::size_t M, T* G, std::size_t ldg);
 };
 
-struct kernel_tables {
-  kernels<float> f32;
-  kernels<double> f64;
+struct outer_kernel_tables {
+  outer_kernels<float> f32;
+  outer_kernels<double> f64;
 };
 
 /// The tables of the SIMD target the Reduce engine uses.
-const kernel_tables& active_tables();
+const outer_kernel_tables& outer_active_tables();
 
-}  // namespace conveyor::outer_detail
+}  // namespace conveyor::detail

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/box_copy.hpp"
 #include "runtime/context.hpp"
 #include "runtime/cost_model.hpp"
 #include "conveyor/contract.hpp"
@@ -89,7 +90,7 @@ struct dsop_run {
   MPI_Comm comm;
   int rank, size;
   const outer_options& options;
-  const outer_detail::kernels<T>& k;
+  const detail::outer_kernels<T>& k;
 
   outer_block mine() const { return outer_rows(N, rank, size); }
   std::vector<std::size_t> block_counts() const {
@@ -175,23 +176,23 @@ struct dsop_run {
 };
 
 // rows x M row-major block -> the same block column-major (stride rows).
+// The row block (rows x M, row-major) into column-major storage (leading
+// dimension rows), by the runtime's one tiled transpose (runtime/box_copy.hpp).
 template <class T>
 void to_column_major(const T* in, std::size_t rows, std::size_t M, T* out) {
-  constexpr std::size_t kTile = 32;
-  for (std::size_t i0 = 0; i0 < rows; i0 += kTile) {
-    for (std::size_t j0 = 0; j0 < M; j0 += kTile) {
-      for (std::size_t i = i0; i < std::min(rows, i0 + kTile); ++i) {
-        for (std::size_t j = j0; j < std::min(M, j0 + kTile); ++j) out[j * rows + i] = in[i * M + j];
-      }
-    }
-  }
+  detail::box_copy c;  // destination order: column j, then row i
+  c.ndim = 2;
+  c.extent = {static_cast<std::int64_t>(M), static_cast<std::int64_t>(rows)};
+  c.src_stride = {1, static_cast<std::int64_t>(M)};
+  c.dst_stride = {static_cast<std::int64_t>(rows), 1};
+  detail::apply(dtype_of_v<T>, c, in, out, detail::scaling{});
 }
 
 template <class T>
 void run_typed(const void* a, std::size_t N, const void* b, std::size_t M, void* G, outer_algorithm alg,
                const outer_options& o, MPI_Comm comm, int rank, int size) {
-  const auto& tables = outer_detail::active_tables();
-  const auto& k = [&]() -> const outer_detail::kernels<T>& {
+  const auto& tables = detail::outer_active_tables();
+  const auto& k = [&]() -> const detail::outer_kernels<T>& {
     if constexpr (sizeof(T) == 4) return tables.f32;
     else return tables.f64;
   }();

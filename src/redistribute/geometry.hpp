@@ -19,13 +19,20 @@
 #include <vector>
 
 #include "conveyor/redistribute.hpp"
-#include "redistribute/box_copy.hpp"
+#include "runtime/box_copy.hpp"
 
 namespace conveyor::detail {
 struct comm_context;
 }
 
 namespace conveyor::redistribute::detail {
+
+// The strided copy kernel of the runtime (runtime/box_copy.hpp).
+using conveyor::detail::apply;
+using conveyor::detail::arithmetic_dtype;
+using conveyor::detail::box_copy;
+using conveyor::detail::row_group;
+using conveyor::detail::scaling;
 
 using coords = std::array<std::int64_t, max_dims>;
 using axis_order = std::array<int, max_dims>;

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "redistribute/box_copy.hpp"
+#include "runtime/box_copy.hpp"
 #include "redistribute/geometry.hpp"
 
 namespace conveyor::redistribute::detail {

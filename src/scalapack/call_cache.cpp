@@ -9,7 +9,7 @@
 #include "conveyor/types.hpp"
 #include "scalapack/grid_exchange.hpp"
 
-namespace conveyor::scalapack_detail {
+namespace conveyor::scalapack::detail {
 namespace {
 
 // Calls kept per process set: CONVEYOR_SCALAPACK_CACHE (default 8; 0 plans every
@@ -119,4 +119,4 @@ void set_cache_capacity(std::size_t calls) {
   }
 }
 
-}  // namespace conveyor::scalapack_detail
+}  // namespace conveyor::scalapack::detail

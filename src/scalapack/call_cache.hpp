@@ -26,7 +26,7 @@
 
 #include "conveyor/redistribute.hpp"
 
-namespace conveyor::scalapack_detail {
+namespace conveyor::scalapack::detail {
 
 /// A cached call: its plan and whatever the plan's layouts point at.
 struct cached_call {
@@ -68,4 +68,4 @@ std::size_t cache_capacity();
 /// Collective in effect: every process must set the same capacity.
 void set_cache_capacity(std::size_t calls);
 
-}  // namespace conveyor::scalapack_detail
+}  // namespace conveyor::scalapack::detail

@@ -5,7 +5,7 @@
 #include "conveyor/types.hpp"
 #include "scalapack/reference.h"
 
-namespace conveyor::scalapack_detail {
+namespace conveyor::scalapack::detail {
 namespace {
 
 enum { kDtype = 0, kCtxt = 1 };
@@ -219,4 +219,4 @@ exchange_result exchange(int ctxt, const call_scalars& s, const int* a_desc, con
   return out;
 }
 
-}  // namespace conveyor::scalapack_detail
+}  // namespace conveyor::scalapack::detail

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace conveyor::scalapack_detail {
+namespace conveyor::scalapack::detail {
 
 /// A distributed matrix's descriptor, 9 integers (DTYPE 1) or PBLAS's 11 (DTYPE 2:
 /// with the sizes IMB / INB of the first row and column block).
@@ -68,4 +68,4 @@ exchange_result exchange(int ctxt, const call_scalars& s, const int* a_desc, con
 /// The communicator of a BLACS context's system context (where its grid lives).
 MPI_Comm system_communicator(int ctxt);
 
-}  // namespace conveyor::scalapack_detail
+}  // namespace conveyor::scalapack::detail

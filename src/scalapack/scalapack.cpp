@@ -35,7 +35,7 @@
 #include "scalapack/grid_exchange.hpp"
 #include "scalapack/reference.h"
 
-namespace conveyor::scalapack_detail {
+namespace conveyor::scalapack::detail {
 namespace {
 
 namespace rd = conveyor::redistribute;
@@ -307,28 +307,28 @@ grid_view describe_on(const int* desc, MPI_Comm comm) {
 #endif
 
 }  // namespace
-}  // namespace conveyor::scalapack_detail
+}  // namespace conveyor::scalapack::detail
 
 #ifndef CONVEYOR_SCALAPACK_NAME  // (the C++ entry points: in conveyor_scalapack only, not the compat library)
 namespace conveyor::scalapack {
 
-MPI_Comm context_communicator(int ctxt) { return scalapack_detail::system_communicator(ctxt); }
+MPI_Comm context_communicator(int ctxt) { return scalapack::detail::system_communicator(ctxt); }
 
 redistribute::layout layout_from_descriptor(const int* desc, void* local, MPI_Comm comm, int m, int n, int ia, int ja) {
   if (!desc) throw error(errc::invalid_argument, "layout_from_descriptor: descriptor is null");
-  const scalapack_detail::grid_view g = scalapack_detail::describe_on(desc, comm);
-  return scalapack_detail::submatrix(g, m < 0 ? g.M - ia + 1 : m, n < 0 ? g.N - ja + 1 : n, ia, ja, local);
+  const scalapack::detail::grid_view g = scalapack::detail::describe_on(desc, comm);
+  return scalapack::detail::submatrix(g, m < 0 ? g.M - ia + 1 : m, n < 0 ? g.N - ja + 1 : n, ia, ja, local);
 }
 
 }  // namespace conveyor::scalapack
 
 extern "C" CONVEYOR_SCALAPACK_API void conveyor_scalapack_set_cache_size(int calls) {
-  conveyor::scalapack_detail::set_cache_capacity(static_cast<std::size_t>(std::max(calls, 0)));
+  conveyor::scalapack::detail::set_cache_capacity(static_cast<std::size_t>(std::max(calls, 0)));
 }
 #endif
 
 using conveyor::dtype;
-namespace sd = conveyor::scalapack_detail;
+namespace sd = conveyor::scalapack::detail;
 
 // The entry points, once: CONVEYOR_SCALAPACK_NAME(x) is conveyor_x here and x_ in
 // compat.cpp (the library that interposes on ScaLAPACK's own symbols); the C entry

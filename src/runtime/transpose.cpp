@@ -1,25 +1,25 @@
 // The transpose kernel (transpose.hpp), for every Highway target.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "redistribute/transpose.cpp"
+#define HWY_TARGET_INCLUDE "runtime/transpose.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include <cstdint>
 #include <cstring>
 
-#include "redistribute/transpose.hpp"
+#include "runtime/transpose.hpp"
 #include "runtime/simd_targets.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace conveyor {
-namespace redistribute_detail {
+namespace detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // dst[a * dld + b] = src[a + b * sld]: blocks of L x L (L = lanes of a vector of up
 // to four 64-bit values) loaded as L source columns, transposed in registers and
 // stored as L destination rows; the edges element by element.
-using redistribute::detail::transpose_scale;
+
 
 // One element: a copy, or alpha * x (+ beta * y) in float64.
 inline void Element(const std::uint64_t* in, std::uint64_t* out, const transpose_scale* s) {
@@ -95,26 +95,26 @@ void Transpose8(const void* src, std::int64_t sld, void* dst, std::int64_t dld, 
                   static_cast<std::uint64_t*>(dst), dld, rows, cols, s);
 }
 
-const redistribute::detail::transpose8_fn* GetTranspose8() {
-  static const redistribute::detail::transpose8_fn fn = &Transpose8;
+const transpose8_fn* GetTranspose8() {
+  static const transpose8_fn fn = &Transpose8;
   return &fn;
 }
-CONVEYOR_REGISTER_TARGET_TABLE(redistribute::detail::transpose8_fn, GetTranspose8);
+CONVEYOR_REGISTER_TARGET_TABLE(transpose8_fn, GetTranspose8);
 
 }  // namespace HWY_NAMESPACE
-}  // namespace redistribute_detail
+}  // namespace detail
 }  // namespace conveyor
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 
 namespace conveyor {
-namespace redistribute::detail {
+namespace detail {
 
 transpose8_fn transpose8() {
   return conveyor::detail::target_tables<transpose8_fn>::instance().get(conveyor::detail::active_target());
 }
 
-}  // namespace redistribute::detail
+}  // namespace detail
 }  // namespace conveyor
 #endif  // HWY_ONCE

@@ -1,4 +1,4 @@
-// Internal: the transpose kernel of the Redistribute engine, written once with
+// The one tiled transpose kernel (box_copy.hpp uses it; so through it do Redistribute and DSOP), written once with
 // Highway for every SIMD target. box_copy's tiled path calls it for 8-byte
 // elements (float64, complex64, int64, ...) copied without scaling, and for
 // float64 with alpha and beta, where the source is contiguous along one axis of
@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace conveyor::redistribute::detail {
+namespace conveyor::detail {
 
 /// float64 scaling: y = alpha * x (+ beta * y if update), evaluated as the scalar
 /// kernel does (no fused multiply-add), so both give identical bits.
@@ -25,4 +25,4 @@ using transpose8_fn = void (*)(const void* src, std::int64_t src_ld, void* dst, 
 /// The kernel of the SIMD target the Reduce engine uses.
 transpose8_fn transpose8();
 
-}  // namespace conveyor::redistribute::detail
+}  // namespace conveyor::detail

@@ -1,5 +1,6 @@
-// Internal: the one data-movement kernel of the Redistribute engine. Every pack,
-// unpack, local copy and transform is
+// The one strided copy of the library (the Redistribute engine's data-movement
+// kernel; DSOP's local transpose into column-major storage). Every pack, unpack,
+// local copy and transform is
 //
 //     dst[i] = alpha * op(src[i]) + beta * dst[i]   over an N-D box,
 //
@@ -12,9 +13,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "conveyor/redistribute.hpp"
+#include "conveyor/redistribute.hpp"  // max_dims, dtype
 
-namespace conveyor::redistribute::detail {
+namespace conveyor::detail {
+
+using redistribute::max_dims;
 
 struct box_copy {
   int ndim = 1;
@@ -61,4 +64,4 @@ void apply(const row_group& g);
 /// True if `t` supports alpha/beta/conjugation (the floating and complex types).
 bool arithmetic_dtype(dtype t);
 
-}  // namespace conveyor::redistribute::detail
+}  // namespace conveyor::detail

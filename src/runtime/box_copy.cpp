@@ -1,8 +1,8 @@
 // The N-D strided copy/transform kernel (box_copy.hpp). The innermost dimension
 // is the destination's; when both sides are contiguous there the row is a memcpy
 // (plain copies) or a vectorizable loop (the compiler sees unit strides).
-#include "redistribute/box_copy.hpp"
-#include "redistribute/transpose.hpp"
+#include "runtime/box_copy.hpp"
+#include "runtime/transpose.hpp"
 
 #include <algorithm>
 #include <complex>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <type_traits>
 
-namespace conveyor::redistribute::detail {
+namespace conveyor::detail {
 namespace {
 
 template <class T>
@@ -224,4 +224,4 @@ void apply(dtype t, const box_copy& c, const void* src, void* dst, const scaling
   }
 }
 
-}  // namespace conveyor::redistribute::detail
+}  // namespace conveyor::detail
