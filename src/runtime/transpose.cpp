@@ -107,14 +107,7 @@ CONVEYOR_REGISTER_TARGET_TABLE(transpose8_fn, GetTranspose8);
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-
-namespace conveyor {
-namespace detail {
-
-transpose8_fn transpose8() {
-  return conveyor::detail::target_tables<transpose8_fn>::instance().get(conveyor::detail::active_target());
+conveyor::detail::transpose8_fn conveyor::detail::transpose8() {
+  return target_tables<transpose8_fn>::instance().get(active_target());
 }
-
-}  // namespace detail
-}  // namespace conveyor
 #endif  // HWY_ONCE
