@@ -55,10 +55,10 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t i = 0; i < methods.size(); ++i) {
       rd::plan_options o;
-      o.method = methods[i];
+      o.transport = methods[i];
       rd::plan p(t, MPI_COMM_WORLD, o);
       names[i] = std::string(rd::transport_name(methods[i])) +
-                 (methods[i] == rd::transport::automatic ? " (" + std::string(rd::transport_name(p.method())) + ")" : "");
+                 (methods[i] == rd::transport::automatic ? " (" + std::string(rd::transport_name(p.transport())) + ")" : "");
       remote[i] = static_cast<double>(p.remote_bytes());
       collective_samples(samples[i], per_round, [&] { p.execute(); });
     }
@@ -185,7 +185,7 @@ void local_transpose_case(const redistribute_bench_options& opt, report& rep) {
     t.dst = &dst;
     t.perm = {1, 0};
     rd::plan_options o;
-    o.method = rd::transport::one_sided;
+    o.transport = rd::transport::one_sided;
     rd::plan plan(t, MPI_COMM_SELF, o);
     const double ms = median_ms([&] { plan.execute(); });
     rep.add_row({blk == R ? "one block" : "32 x 32 blocks", format_fixed(ms, 2), format_fixed(bound, 2), format_fixed(ms / bound, 2)});

@@ -57,7 +57,7 @@ local_matrix<T> make_matrix(std::size_t M, std::size_t N, int threads) {
 template <class T>
 measured time_variant(local_matrix<T>& m, sk::variant kind, const sinkhorn_bench_options& opt) {
   sk::options o;
-  o.kind = kind;
+  o.variant = kind;
   o.threads = opt.threads;
   o.overlap = opt.overlap;
   o.tol = 0;  // never converged: exactly `iters` iterations

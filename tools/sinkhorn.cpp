@@ -60,7 +60,7 @@ int solve(const sinkhorn_cli_options& o, MPI_Comm comm) {
   const std::vector<T> r(b.count, static_cast<T>(1.0 / static_cast<double>(M)));
   const std::vector<T> c(N, static_cast<T>(1.0 / static_cast<double>(N)));
   sk::options opts;
-  opts.kind = sk::parse_variant(o.variant);
+  opts.variant = sk::parse_variant(o.variant);
   opts.tol = o.tol;
   opts.max_iter = o.max_iter;
   opts.threads = o.threads;
@@ -74,7 +74,7 @@ int solve(const sinkhorn_cli_options& o, MPI_Comm comm) {
     state = res.state, iterations = res.iterations, err = res.error, cost = res.cost, total = res.time.total;
     per_iter = (res.time.row_pass + res.time.column_pass) / std::max<std::size_t>(res.error_history.size(), 1);
   } else {
-    const auto res = sk::rewrites_matrix(opts.kind) ? sk::scale_in_place(A.data(), b.count, N, N, r.data(), c.data(), comm, opts)
+    const auto res = sk::rewrites_matrix(opts.variant) ? sk::scale_in_place(A.data(), b.count, N, N, r.data(), c.data(), comm, opts)
                                                     : sk::scale(A.data(), b.count, N, N, r.data(), c.data(), comm, opts);
     state = res.state, iterations = res.iterations, err = res.error, total = res.time.total;
     per_iter = (res.time.row_pass + res.time.column_pass) / std::max<std::size_t>(res.error_history.size(), 1);

@@ -19,13 +19,9 @@
 
 namespace conveyor {
 
-enum class allreduce_algorithm : int {
-  automatic = 0,       // chosen by the cost model (see docs/algorithms.md)
-  ring,                // segmented, pipelined ring: reduce-scatter + allgather
-  recursive_doubling,  // log2(P) full-vector exchanges; small messages
-  rabenseifner,        // recursive-halving reduce-scatter + recursive-doubling allgather
-  hierarchical,        // node-aware: intra-node reduce-scatter, inter-node ring, intra-node allgather, pipelined
-};
+/// automatic (the cost model's choice), ring, recursive_doubling, rabenseifner,
+/// hierarchical: described in conveyor/enums.h and docs/algorithms.md.
+enum class allreduce_algorithm : int { CONVEYOR_ALLREDUCE_ALGORITHM_LIST(CONVEYOR_ENUMERATOR_) };
 CONVEYOR_API std::string_view algorithm_name(allreduce_algorithm a);
 /// "auto", "ring", "recursive_doubling", "rabenseifner", "hierarchical".
 CONVEYOR_API allreduce_algorithm parse_algorithm(std::string_view name);

@@ -13,6 +13,8 @@
 
 #include <mpi.h>
 
+#include "conveyor/enums.h"
+
 #if defined(_WIN32)
 #define CONVEYOR_C_API
 #else
@@ -29,35 +31,12 @@ typedef int conveyor_dtype; /* one of the CONVEYOR_<type> values */
 typedef int conveyor_op;    /* one of the CONVEYOR_<op> values */
 typedef int conveyor_status;
 
-enum {
-  CONVEYOR_INT8 = 0,
-  CONVEYOR_INT16,
-  CONVEYOR_INT32,
-  CONVEYOR_INT64,
-  CONVEYOR_UINT8,
-  CONVEYOR_UINT16,
-  CONVEYOR_UINT32,
-  CONVEYOR_UINT64,
-  CONVEYOR_FLOAT16,
-  CONVEYOR_BFLOAT16,
-  CONVEYOR_FLOAT32,
-  CONVEYOR_FLOAT64,
-  CONVEYOR_COMPLEX64,
-  CONVEYOR_COMPLEX128
-};
+/* C constants from the lists of conveyor/enums.h: CONVEYOR_<SUFFIX>, numbered from 0. */
+#define CONVEYOR_C_PLAIN_(suffix, cpp, name) CONVEYOR_##suffix,
+enum { CONVEYOR_DTYPE_LIST(CONVEYOR_C_PLAIN_) };                /* CONVEYOR_INT8 ... CONVEYOR_COMPLEX128 */
+enum { CONVEYOR_OP_LIST(CONVEYOR_C_PLAIN_) };                   /* CONVEYOR_SUM ... CONVEYOR_LXOR */
 
-enum {
-  CONVEYOR_SUM = 0,
-  CONVEYOR_PROD,
-  CONVEYOR_MIN,
-  CONVEYOR_MAX,
-  CONVEYOR_BAND,
-  CONVEYOR_BOR,
-  CONVEYOR_BXOR,
-  CONVEYOR_LAND,
-  CONVEYOR_LOR,
-  CONVEYOR_LXOR
-};
+
 
 enum {
   CONVEYOR_SUCCESS = 0,
@@ -94,13 +73,8 @@ CONVEYOR_C_API int conveyor_mpi_datatype(conveyor_dtype t, MPI_Datatype* result)
 
 /* ---- Collectives (see conveyor/collectives.hpp) ---- */
 
-enum {
-  CONVEYOR_ALLREDUCE_AUTO = 0,
-  CONVEYOR_ALLREDUCE_RING,
-  CONVEYOR_ALLREDUCE_RECURSIVE_DOUBLING,
-  CONVEYOR_ALLREDUCE_RABENSEIFNER,
-  CONVEYOR_ALLREDUCE_HIERARCHICAL
-};
+#define CONVEYOR_C_ALLREDUCE_(suffix, cpp, name) CONVEYOR_ALLREDUCE_##suffix,
+enum { CONVEYOR_ALLREDUCE_ALGORITHM_LIST(CONVEYOR_C_ALLREDUCE_) }; /* CONVEYOR_ALLREDUCE_AUTO, _RING, ... */
 
 typedef struct conveyor_allreduce_options {
   int algorithm;          /* CONVEYOR_ALLREDUCE_* */
@@ -141,17 +115,9 @@ CONVEYOR_C_API int conveyor_allgatherv(const void* send, void* recv, const size_
 
 /* ---- Sinkhorn: matrix scaling and entropic OT (conveyor/sinkhorn.hpp) ---- */
 
-enum {
-  CONVEYOR_SINKHORN_FUSED = 0,  /* never writes A; one read of A per iteration */
-  CONVEYOR_SINKHORN_TYPICAL,    /* the paper's Algorithm 1 (in place) */
-  CONVEYOR_SINKHORN_C2R,        /* Algorithm 2 (in place) */
-  CONVEYOR_SINKHORN_BLOCKED     /* Algorithm 3 (in place) */
-};
-enum {
-  CONVEYOR_SINKHORN_CONVERGED = 0,
-  CONVEYOR_SINKHORN_MAX_ITER,
-  CONVEYOR_SINKHORN_NUMERICAL_FAILURE
-};
+#define CONVEYOR_C_SINKHORN_(suffix, cpp, name) CONVEYOR_SINKHORN_##suffix,
+enum { CONVEYOR_SINKHORN_VARIANT_LIST(CONVEYOR_C_SINKHORN_) }; /* CONVEYOR_SINKHORN_FUSED, _TYPICAL, _C2R, _BLOCKED */
+enum { CONVEYOR_SINKHORN_STATUS_LIST(CONVEYOR_C_SINKHORN_) };  /* CONVEYOR_SINKHORN_CONVERGED, _MAX_ITER, _NUMERICAL_FAILURE */
 
 typedef struct conveyor_sinkhorn_options {
   int variant;            /* CONVEYOR_SINKHORN_* */
@@ -164,6 +130,7 @@ typedef struct conveyor_sinkhorn_options {
   const double* init_u;   /* warm start (this rank's rows) or NULL */
   const double* init_v;   /* warm start (all columns) or NULL */
   int allreduce_algorithm; /* CONVEYOR_ALLREDUCE_* for the column sums */
+  int ranks_per_node;     /* of the column-sum allreduce; 0: real nodes */
 } conveyor_sinkhorn_options;
 
 typedef struct conveyor_sinkhorn_info {
@@ -196,14 +163,9 @@ CONVEYOR_C_API int conveyor_sinkhorn_transport(conveyor_dtype t, const void* C, 
 
 /* ---- Distributed sum of outer products (conveyor/outer.hpp) ---- */
 
-enum {
-  CONVEYOR_OUTER_AUTO = 0,
-  CONVEYOR_OUTER_ALLGATHER,
-  CONVEYOR_OUTER_ALLREDUCE,
-  CONVEYOR_OUTER_RING,
-  CONVEYOR_OUTER_GENERALIZED_RABENSEIFNER
-};
-enum { CONVEYOR_ROW_MAJOR = 0, CONVEYOR_COLUMN_MAJOR = 1 };
+#define CONVEYOR_C_OUTER_(suffix, cpp, name) CONVEYOR_OUTER_##suffix,
+enum { CONVEYOR_OUTER_ALGORITHM_LIST(CONVEYOR_C_OUTER_) };     /* CONVEYOR_OUTER_AUTO, _ALLGATHER, ... */
+enum { CONVEYOR_MATRIX_ORDER_LIST(CONVEYOR_C_PLAIN_) };  /* CONVEYOR_ROW_MAJOR, CONVEYOR_COLUMN_MAJOR */
 
 typedef struct conveyor_outer_options {
   int algorithm;          /* CONVEYOR_OUTER_* */
@@ -242,15 +204,10 @@ CONVEYOR_C_API int conveyor_outer_sum(const void* a, size_t N, const void* b, si
 typedef struct conveyor_layout_s* conveyor_layout;
 typedef struct conveyor_redistribution_s* conveyor_redistribution;
 
-enum {
-  CONVEYOR_TRANSPORT_AUTO = 0,  /* chosen by the cost model; conveyor_redistribution_transport reports it */
-  CONVEYOR_TRANSPORT_DATATYPE,  /* MPI derived datatypes per block (the baseline) */
-  CONVEYOR_TRANSPORT_PACKED,    /* one package per peer, unpacked as it arrives */
-  CONVEYOR_TRANSPORT_PIPELINED, /* packages in chunks */
-  CONVEYOR_TRANSPORT_ONE_SIDED, /* shared-memory window on the node, MPI_Put across */
-  CONVEYOR_TRANSPORT_ALLTOALLV
-};
-enum { CONVEYOR_RELABEL_NONE = 0, CONVEYOR_RELABEL_GREEDY, CONVEYOR_RELABEL_OPTIMAL };
+#define CONVEYOR_C_TRANSPORT_(suffix, cpp, name) CONVEYOR_TRANSPORT_##suffix,
+enum { CONVEYOR_TRANSPORT_LIST(CONVEYOR_C_TRANSPORT_) };       /* CONVEYOR_TRANSPORT_AUTO, _DATATYPE, ... */
+#define CONVEYOR_C_RELABEL_(suffix, cpp, name) CONVEYOR_RELABEL_##suffix,
+enum { CONVEYOR_RELABELING_LIST(CONVEYOR_C_RELABEL_) };        /* CONVEYOR_RELABEL_NONE, _GREEDY, _OPTIMAL */
 
 /* Cartesian block distribution: dimension d cut into grid[d] near-equal blocks, the
  * block at grid coordinates c owned by the row-major (column_major_ranks: column-

@@ -23,17 +23,15 @@
 
 namespace conveyor {
 
-enum class outer_algorithm : int {
-  automatic = 0,
-  allgather,
-  allreduce,
-  ring,
-  generalized_rabenseifner,
-};
+/// automatic, allgather, allreduce, ring, generalized_rabenseifner (conveyor/enums.h).
+enum class outer_algorithm : int { CONVEYOR_OUTER_ALGORITHM_LIST(CONVEYOR_ENUMERATOR_) };
 CONVEYOR_API std::string_view outer_algorithm_name(outer_algorithm a);
 CONVEYOR_API outer_algorithm parse_outer_algorithm(std::string_view name);
 
-enum class matrix_order : int { row_major = 0, column_major };
+enum class matrix_order : int { CONVEYOR_MATRIX_ORDER_LIST(CONVEYOR_ENUMERATOR_) };
+CONVEYOR_API std::string_view matrix_order_name(matrix_order o);
+/// "row_major", "column_major".
+CONVEYOR_API matrix_order parse_matrix_order(std::string_view name);
 
 struct outer_options {
   outer_algorithm algorithm = outer_algorithm::automatic;

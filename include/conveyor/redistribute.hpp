@@ -148,19 +148,14 @@ class CONVEYOR_API layout {
   std::shared_ptr<impl> impl_;  // owner formula or table, local storage
 };
 
-enum class transport : int {
-  automatic = 0,  // chosen by a measured cost model, reported by the plan
-  datatype,       // MPI_Type per block + non-blocking send/recv (the tensor paper's baseline)
-  packed,         // one contiguous package per peer; unpack-and-transform as packages arrive
-  pipelined,      // packages in chunks so packing overlaps sending
-  one_sided,      // windows created once per plan: peers sharing my memory get their package
-                  // packed straight into their shared-window segment; others by MPI_Put
-  alltoallv,      // packing + one MPI_Alltoallv
-};
+/// automatic (a measured cost model's choice, reported by the plan), datatype (the
+/// tensor paper's baseline), packed, pipelined, one_sided, alltoallv: described in
+/// conveyor/enums.h and docs/algorithms.md.
+enum class transport : int { CONVEYOR_TRANSPORT_LIST(CONVEYOR_ENUMERATOR_) };
 CONVEYOR_API std::string_view transport_name(transport t);
 CONVEYOR_API transport parse_transport(std::string_view name);
 
-enum class relabeling : int { none = 0, greedy, optimal };
+enum class relabeling : int { CONVEYOR_RELABELING_LIST(CONVEYOR_ENUMERATOR_) };
 CONVEYOR_API std::string_view relabeling_name(relabeling r);
 /// "none", "greedy", "optimal".
 CONVEYOR_API relabeling parse_relabeling(std::string_view name);
@@ -179,7 +174,9 @@ struct transform {
 };
 
 struct plan_options {
-  transport method = transport::automatic;
+  /// The transport (automatic: the cost model's choice; CONVEYOR_REDISTRIBUTE_TRANSPORT
+  /// overrides automatic). C: conveyor_redistribute_options.transport; Python: transport=.
+  redistribute::transport transport = redistribute::transport::automatic;
   relabeling relabel = relabeling::none;
   /// Moves between ranks of one node cost `intra_node_cost` per byte relative to
   /// moves between nodes (1: no topology). Nodes come from MPI_COMM_TYPE_SHARED or
@@ -204,10 +201,10 @@ class CONVEYOR_API plan {
   /// Runs the transforms with the buffers the layouts describe. Collective.
   void execute();
 
-  transport method() const;  // the transport that runs (auto resolved)
+  redistribute::transport transport() const;  // the transport that runs (auto resolved)
   /// automatic plans: the cost model's seconds for transport t (slowest rank;
   /// model from current_cost_model(), i.e. defaults or `conveyor tune`); else 0.
-  double predicted_seconds(transport t) const;
+  double predicted_seconds(redistribute::transport t) const;
   /// Bytes rank i sends to rank j (i != j: over MPI; i == j: local copies), every rank.
   const std::vector<std::int64_t>& volume() const;  // row-major P x P
   std::int64_t remote_bytes() const;                // sum of volume off the diagonal

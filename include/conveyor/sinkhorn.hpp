@@ -32,22 +32,17 @@
 namespace conveyor::sinkhorn {
 
 /// How one iteration walks the matrix (docs/algorithms.md, "Sinkhorn").
-enum class variant : int {
-  fused = 0,  // default: never writes A, one read of A per iteration
-  typical,    // the paper's Algorithm 1: row pass, then a column-strided column pass (in place)
-  c2r,        // Algorithm 2: column sums and column scaling in row order (in place)
-  blocked,    // Algorithm 3: c2r with mc x nc blocks and an mr x nr micro-kernel (in place)
-};
+/// fused (default: never writes A), typical, c2r, blocked (the paper's Algorithms
+/// 1-3, in place): described in conveyor/enums.h.
+enum class variant : int { CONVEYOR_SINKHORN_VARIANT_LIST(CONVEYOR_ENUMERATOR_) };
 CONVEYOR_API std::string_view variant_name(variant v);
 CONVEYOR_API variant parse_variant(std::string_view name);
 /// True for the variants that rescale A itself (typical, c2r, blocked).
 CONVEYOR_API bool rewrites_matrix(variant v);
 
-enum class status : int {
-  converged = 0,      // error <= tol
-  max_iter,           // max_iter iterations without reaching tol
-  numerical_failure,  // a scaling factor or column sum became 0, Inf or NaN; last good iterate kept
-};
+/// converged (error <= tol), max_iter, numerical_failure (a scaling factor or
+/// column sum became 0, Inf or NaN; the last good iterate is kept).
+enum class status : int { CONVEYOR_SINKHORN_STATUS_LIST(CONVEYOR_ENUMERATOR_) };
 CONVEYOR_API std::string_view status_name(status s);
 
 /// Blocking of the `blocked` variant (the paper's defaults).
@@ -59,7 +54,7 @@ struct blocking {
 };
 
 struct options {
-  variant kind = variant::fused;
+  sinkhorn::variant variant = sinkhorn::variant::fused;
   double tol = 1e-9;  // on the L1 column-marginal error
   int max_iter = 1000;
   /// OpenMP threads per rank; 0: OpenMP's default divided by the ranks sharing this

@@ -9,27 +9,23 @@
 #include <string>
 #include <string_view>
 
+#include "conveyor/enums.h"
 #include "conveyor/export.hpp"
 
 namespace conveyor {
 
 /// Element types. The numeric values are the C API's `conveyor_dtype_t` values.
-enum class dtype : int {
-  int8 = 0, int16, int32, int64,
-  uint8, uint16, uint32, uint64,
-  float16, bfloat16, float32, float64,
-  complex64, complex128,
-};
-inline constexpr int dtype_count = 14;
+/// int8 ... uint64, float16, bfloat16, float32, float64, complex64, complex128
+/// (the list in conveyor/enums.h).
+enum class dtype : int { CONVEYOR_DTYPE_LIST(CONVEYOR_ENUMERATOR_) };
+inline constexpr int dtype_count = 0 CONVEYOR_DTYPE_LIST(CONVEYOR_COUNT_);
 
 /// Reduction operations, with MPI semantics. The numeric values are the C API's
 /// `conveyor_op_t` values.
-enum class op : int {
-  sum = 0, prod, min, max,
-  band, bor, bxor,   // bitwise: integer types only
-  land, lor, lxor,   // logical (result 0 or 1): integer types only
-};
-inline constexpr int op_count = 10;
+/// `conveyor_op_t` values: sum, prod, min, max; band, bor, bxor (bitwise) and land,
+/// lor, lxor (logical, result 0 or 1) on integer types only (conveyor/enums.h).
+enum class op : int { CONVEYOR_OP_LIST(CONVEYOR_ENUMERATOR_) };
+inline constexpr int op_count = 0 CONVEYOR_OP_LIST(CONVEYOR_COUNT_);
 
 /// Error categories; the numeric values are the C API's return codes.
 enum class errc : int {

@@ -43,7 +43,8 @@ def reduce_local(inbuf, inoutbuf, op="sum"):
     return inoutbuf
 
 
-def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", deterministic=False, validate=False):
+def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", deterministic=False, validate=False,
+              segment_bytes=None, ranks_per_node=None):
     """The reduction of `send` over every rank of `comm` (mpi4py, default
     COMM_WORLD), on every rank. Collective.
 
@@ -51,10 +52,14 @@ def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", determinist
     for an in-place allreduce); a new array if None. algorithm: "auto" (the
     cost model), "ring", "recursive_doubling", "rabenseifner", "hierarchical".
     deterministic: the same bits for any algorithm and segmentation.
+    segment_bytes: the pipeline segment (None: the cost model's).
+    ranks_per_node: emulate nodes of this many consecutive ranks (None: the real ones).
     validate: agree across ranks on every argument first (one extra small
     allreduce): a bad or mismatched argument on any rank raises on every rank.
     Returns the result array."""
-    return _conveyor.allreduce(send, out, op, _comm(comm), algorithm, deterministic, bool(validate))[0]
+    options = dict(algorithm=algorithm, deterministic=deterministic, segment_bytes=segment_bytes,
+                   ranks_per_node=ranks_per_node)
+    return _conveyor.allreduce(send, out, op, _comm(comm), bool(validate), options)[0]
 
 
 # ---------------------------------------------------------------------------
@@ -75,23 +80,44 @@ def balanced_rows(M, comm=None):
     return _conveyor.balanced_rows(M, comm.Get_rank(), comm.Get_size())
 
 
-def sinkhorn_scale(A, r, c, comm=None, in_place=False, variant="fused", tol=1e-9, max_iter=1000, threads=0):
+_SOLVER_OPTIONS_DOC = """
+    Options shared by the solvers (None: the engine's default): variant "fused"
+    (never writes the matrix), "typical", "c2r", "blocked" (in place); overlap:
+    scale columns as their sums arrive (in-place variants); mc, nc, mr, nr: the
+    blocking of "blocked"; init_u, init_v: warm start (this rank's rows, all
+    columns; log_domain: the potentials); allreduce_algorithm, ranks_per_node:
+    for the column-sum allreduce."""
+
+
+def sinkhorn_scale(A, r, c, comm=None, in_place=False, variant="fused", tol=1e-9, max_iter=1000, threads=0,
+                   overlap=None, mc=None, nc=None, mr=None, nr=None, init_u=None, init_v=None,
+                   allreduce_algorithm="auto", ranks_per_node=None):
     """Matrix scaling: u, v with diag(u) A diag(v) having row sums r and column
     sums c. A: this rank's rows (float32/float64; C-contiguous and writable when
     in_place); r: their row marginals; c: all column marginals (converted to A's
-    dtype). in_place: also rescale A (any variant: "fused", "typical", "c2r",
-    "blocked"). Collective. Returns ScalingResult (status "converged", "max_iter"
-    or "numerical_failure")."""
-    return ScalingResult(*_conveyor.sinkhorn_scale(A, r, c, _comm(comm), in_place, variant, tol, max_iter, threads))
+    dtype). in_place: also rescale A (any variant). Collective. Returns
+    ScalingResult (status "converged", "max_iter" or "numerical_failure")."""
+    options = dict(variant=variant, tol=tol, max_iter=max_iter, threads=threads, overlap=overlap, mc=mc, nc=nc, mr=mr,
+                   nr=nr, init_u=init_u, init_v=init_v, allreduce_algorithm=allreduce_algorithm,
+                   ranks_per_node=ranks_per_node)
+    return ScalingResult(*_conveyor.sinkhorn_scale(A, r, c, _comm(comm), in_place, options))
 
 
-def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_domain=False, threads=0, plan=False):
+def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_domain=False, threads=0, plan=False,
+                       variant="fused", overlap=None, mc=None, nc=None, mr=None, nr=None, init_u=None, init_v=None,
+                       allreduce_algorithm="auto", ranks_per_node=None):
     """Entropic optimal transport on this rank's rows of the cost matrix C: the
     dual potentials f (this rank's rows), g (all columns), <P, C> over all ranks,
     and this rank's rows of the plan P if plan=True. log_domain: stable for any
     eps. Collective. Returns TransportResult."""
-    return TransportResult(*_conveyor.sinkhorn_transport(C, a, b, eps, _comm(comm), tol, max_iter, log_domain, threads,
-                                                         plan))
+    options = dict(variant=variant, tol=tol, max_iter=max_iter, log_domain=log_domain, threads=threads, overlap=overlap,
+                   mc=mc, nc=nc, mr=mr, nr=nr, init_u=init_u, init_v=init_v,
+                   allreduce_algorithm=allreduce_algorithm, ranks_per_node=ranks_per_node)
+    return TransportResult(*_conveyor.sinkhorn_transport(C, a, b, eps, _comm(comm), plan, options))
+
+
+sinkhorn_scale.__doc__ += _SOLVER_OPTIONS_DOC
+sinkhorn_transport.__doc__ += _SOLVER_OPTIONS_DOC
 
 
 # ---------------------------------------------------------------------------
@@ -103,12 +129,17 @@ def outer_rows(N, comm=None):
     return _conveyor.outer_rows(N, comm.Get_rank(), comm.Get_size())
 
 
-def outer_sum(a, b, comm=None, algorithm="auto", distributed=False, out=None):
-    """G = the sum over the ranks of outer(a, b) (a: N, b: M, float32/float64),
-    row-major; with distributed=True only this rank's rows (outer_rows).
-    algorithm: "auto", "allgather", "allreduce", "ring", "generalized_rabenseifner".
+def outer_sum(a, b, comm=None, algorithm="auto", distributed=False, out=None, order="row_major",
+              allreduce_algorithm="auto", ranks_per_node=None):
+    """G = the sum over the ranks of outer(a, b) (a: N, b: M, float32/float64);
+    with distributed=True only this rank's rows (outer_rows). order: "row_major"
+    (C order) or "column_major" (a Fortran-ordered array; `out` must be one).
+    algorithm: "auto", "allgather", "allreduce", "ring", "generalized_rabenseifner";
+    allreduce_algorithm, ranks_per_node: for the ring algorithm's allreduce.
     Collective; bad arguments on any rank raise on every rank."""
-    return _conveyor.outer_sum(a, b, out, _comm(comm), algorithm, distributed)[0]
+    options = dict(algorithm=algorithm, distributed=distributed, order=order, allreduce_algorithm=allreduce_algorithm,
+                   ranks_per_node=ranks_per_node)
+    return _conveyor.outer_sum(a, b, out, _comm(comm), options)[0]
 
 
 # ---------------------------------------------------------------------------
@@ -159,13 +190,19 @@ class Plan:
     """dst = alpha * op(src) + beta * dst between two layouts, op = an axis
     permutation (perm[k]: the source axis that becomes destination axis k; None:
     identity), with complex conjugation if asked. Built once (collective), then
-    execute() as often as the local arrays change. transport: "auto" (cost
-    model), "datatype", "packed", "pipelined", "one_sided", "alltoallv";
-    relabel: "none", "greedy", "optimal" (see .sigma)."""
+    execute() as often as the local arrays change. alpha, beta: real or complex
+    (complex dtypes). transport: "auto" (cost model), "datatype", "packed",
+    "pipelined", "one_sided", "alltoallv"; relabel: "none", "greedy", "optimal"
+    (see .sigma), weighing bytes within a node by intra_node_cost; ranks_per_node:
+    emulate nodes (None: the real ones); chunk_bytes: the pipelined transport's
+    chunk (None: 8 MiB)."""
 
-    def __init__(self, src, dst, perm=None, alpha=1.0, beta=0.0, conjugate=False, transport="auto", relabel="none"):
+    def __init__(self, src, dst, perm=None, alpha=1.0, beta=0.0, conjugate=False, transport="auto", relabel="none",
+                 intra_node_cost=None, ranks_per_node=None, chunk_bytes=None):
         self.src, self.dst = src, dst  # keep the arrays alive
-        self._impl = _conveyor._Plan(src._impl, dst._impl, src.comm, perm, alpha, beta, conjugate, transport, relabel)
+        options = dict(perm=perm, alpha=alpha, beta=beta, conjugate=conjugate, transport=transport, relabel=relabel,
+                       intra_node_cost=intra_node_cost, ranks_per_node=ranks_per_node, chunk_bytes=chunk_bytes)
+        self._impl = _conveyor._Plan(src._impl, dst._impl, src.comm, options)
 
     def execute(self):
         """Moves (and transforms) the data. Collective."""

@@ -13,10 +13,13 @@
 #include <mpi4py/mpi4py.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/complex.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/tuple.h>
 
+#include <algorithm>
+#include <complex>
 #include <cstring>
 #include <optional>
 #include <memory>
@@ -129,6 +132,42 @@ array output(nb::handle h, const char* name) {
   return a;
 }
 
+// The options of a call, given from Python as a dict (the keyword arguments of
+// the Python function): each read by its name, which is the C++ field's (nested
+// allreduce options as allreduce_<field>, except the shared ranks_per_node). None
+// keeps the engine's default. A name no reader asked for is an error, so the
+// Python front end cannot pass an option that reaches nothing.
+class option_reader {
+ public:
+  explicit option_reader(nb::handle options) : options_(nb::borrow<nb::dict>(options)) {}
+  template <class T>
+  void read(const char* name, T& into, const char* kind) {
+    read_with(name, [&](nb::handle h) { into = value<T>(h, name, kind); });
+  }
+  template <class F>
+  void read_with(const char* name, F&& convert) {
+    asked_.emplace_back(name);
+    if (options_.contains(name) && !options_[name].is_none()) convert(options_[name]);
+  }
+  void finish() const {
+    for (auto item : options_) {
+      const std::string key = nb::cast<std::string>(nb::str(item.first));
+      if (std::find(asked_.begin(), asked_.end(), key) == asked_.end()) fail(errc::invalid_argument, "unknown option '" + key + "'");
+    }
+  }
+
+ private:
+  nb::dict options_;
+  std::vector<std::string> asked_;
+};
+
+// The options every engine passes to its inner allreduce.
+void read_inner_allreduce(option_reader& r, conveyor::allreduce_options& o) {
+  r.read_with("allreduce_algorithm",
+              [&](nb::handle h) { o.algorithm = conveyor::parse_algorithm(value<std::string>(h, "allreduce_algorithm", "a string")); });
+  r.read("ranks_per_node", o.ranks_per_node, "an int");
+}
+
 void require_shape(std::size_t got_ndim, const std::size_t* got, std::initializer_list<std::size_t> want,
                    const char* name) {
   bool same = got_ndim == want.size();
@@ -219,9 +258,8 @@ struct sinkhorn_args {
   bool single = false;      // float32
 };
 
-void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c, bool in_place, nb::handle variant,
-                      nb::handle tol, nb::handle max_iter, nb::handle threads, const char* row_name,
-                      const char* col_name) {
+void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c, bool in_place, option_reader& opt,
+                      const char* row_name, const char* col_name) {
   if (in_place) {
     s.matrix_out = output(M, "A");
     s.matrix.obj = nb::borrow(M);
@@ -244,10 +282,27 @@ void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c
   s.col = input(c, col_name, dtype);
   require_shape(s.row.a, {s.rows}, row_name);
   require_shape(s.col.a, {s.cols}, col_name);
-  s.o.kind = sk::parse_variant(value<std::string>(variant, "variant", "a string"));
-  s.o.tol = value<double>(tol, "tol", "a number");
-  s.o.max_iter = value<int>(max_iter, "max_iter", "an int");
-  s.o.threads = value<int>(threads, "threads", "an int");
+  opt.read_with("variant", [&](nb::handle h) { s.o.variant = sk::parse_variant(value<std::string>(h, "variant", "a string")); });
+  opt.read("tol", s.o.tol, "a number");
+  opt.read("max_iter", s.o.max_iter, "an int");
+  opt.read("threads", s.o.threads, "an int");
+  opt.read("log_domain", s.o.log_domain, "a bool");
+  opt.read("overlap", s.o.overlap, "a bool");
+  opt.read("mc", s.o.block.mc, "an int");
+  opt.read("nc", s.o.block.nc, "an int");
+  opt.read("mr", s.o.block.mr, "an int");
+  opt.read("nr", s.o.block.nr, "an int");
+  const nb::object float64 = nb::module_::import_("numpy").attr("float64");
+  const auto warm = [&](const char* name, std::vector<double>& into) {
+    opt.read_with(name, [&](nb::handle h) {
+      const py_input v = input(h, name, float64);
+      const auto* p = static_cast<const double*>(v.a.data());
+      into.assign(p, p + v.a.size());
+    });
+  };
+  warm("init_u", s.o.init_u);
+  warm("init_v", s.o.init_v);
+  read_inner_allreduce(opt, s.o.allreduce);
 }
 
 template <class T>
@@ -323,8 +378,7 @@ NB_MODULE(_conveyor, m) {
 
   m.def(
       "allreduce",
-      [](nb::handle send, nb::handle out, nb::handle op, nb::handle comm, nb::handle algorithm, nb::handle deterministic,
-         bool validate) {
+      [](nb::handle send, nb::handle out, nb::handle op, nb::handle comm, bool validate, nb::handle options) {
         const MPI_Comm c = comm_of(comm);
         conveyor::collective_call call("allreduce", c);
         py_input in;
@@ -343,8 +397,12 @@ NB_MODULE(_conveyor, m) {
                                              std::to_string(result.size()) + ")");
           }
           reduction = conveyor::parse_op(value<std::string>(op, "op", "a string"));
-          o.algorithm = conveyor::parse_algorithm(value<std::string>(algorithm, "algorithm", "a string"));
-          o.deterministic = value<bool>(deterministic, "deterministic", "a bool");
+          option_reader opt(options);
+          opt.read_with("algorithm", [&](nb::handle h) { o.algorithm = conveyor::parse_algorithm(value<std::string>(h, "algorithm", "a string")); });
+          opt.read("segment_bytes", o.segment_bytes, "an int");
+          opt.read("ranks_per_node", o.ranks_per_node, "an int");
+          opt.read("deterministic", o.deterministic, "a bool");
+          opt.finish();
         });
         call.finish_front_end(validate);
         conveyor::allreduce_report r;
@@ -354,13 +412,12 @@ NB_MODULE(_conveyor, m) {
         }
         return nb::make_tuple(result_obj, std::string(conveyor::algorithm_name(r.algorithm)));
       },
-      nb::arg("send").none(), nb::arg("out").none(), nb::arg("op").none(), nb::arg("comm").none(), nb::arg("algorithm").none(),
-      nb::arg("deterministic").none(), nb::arg("validate"));
+      nb::arg("send").none(), nb::arg("out").none(), nb::arg("op").none(), nb::arg("comm").none(), nb::arg("validate"),
+      nb::arg("options").none());
 
   m.def(
       "sinkhorn_scale",
-      [](nb::handle A, nb::handle r, nb::handle c, nb::handle comm, nb::handle in_place, nb::handle variant, nb::handle tol,
-         nb::handle max_iter, nb::handle threads) {
+      [](nb::handle A, nb::handle r, nb::handle c, nb::handle comm, nb::handle in_place, nb::handle options) {
         const MPI_Comm cm = comm_of(comm);
         bool in_place_value = false;
         {
@@ -368,28 +425,30 @@ NB_MODULE(_conveyor, m) {
           sinkhorn_args s;
           convert(call, [&] {
             in_place_value = value<bool>(in_place, "in_place", "a bool");
-            convert_sinkhorn(s, A, r, c, in_place_value, variant, tol, max_iter, threads, "r", "c");
+            option_reader opt(options);
+            convert_sinkhorn(s, A, r, c, in_place_value, opt, "r", "c");
+            opt.finish();
           });
           call.finish_front_end();
           return s.single ? run_scale<float>(s, cm, in_place_value) : run_scale<double>(s, cm, in_place_value);
         }
       },
-      nb::arg("A").none(), nb::arg("r").none(), nb::arg("c").none(), nb::arg("comm").none(), nb::arg("in_place").none(), nb::arg("variant").none(), nb::arg("tol").none(),
-      nb::arg("max_iter").none(), nb::arg("threads").none());
+      nb::arg("A").none(), nb::arg("r").none(), nb::arg("c").none(), nb::arg("comm").none(), nb::arg("in_place").none(),
+      nb::arg("options").none());
 
   m.def(
       "sinkhorn_transport",
-      [](nb::handle C, nb::handle a, nb::handle b, nb::handle eps, nb::handle comm, nb::handle tol, nb::handle max_iter,
-         nb::handle log_domain, nb::handle threads, nb::handle plan) {
+      [](nb::handle C, nb::handle a, nb::handle b, nb::handle eps, nb::handle comm, nb::handle plan, nb::handle options) {
         const MPI_Comm cm = comm_of(comm);
         conveyor::collective_call call("sinkhorn::transport", cm);
         sinkhorn_args s;
         void* plan_data = nullptr;
         s.plan = nb::none();
         convert(call, [&] {
-          convert_sinkhorn(s, C, a, b, false, nb::str("fused"), tol, max_iter, threads, "a", "b");
+          option_reader opt(options);
+          convert_sinkhorn(s, C, a, b, false, opt, "a", "b");
+          opt.finish();
           s.eps = value<double>(eps, "eps", "a number");
-          s.o.log_domain = value<bool>(log_domain, "log_domain", "a bool");
           if (value<bool>(plan, "plan", "a bool")) {
             s.plan = nb::module_::import_("numpy").attr("empty_like")(s.matrix.obj);
             plan_data = output(s.plan, "plan").data();
@@ -399,8 +458,8 @@ NB_MODULE(_conveyor, m) {
         return s.single ? run_transport<float>(s, cm, static_cast<float*>(plan_data))
                         : run_transport<double>(s, cm, static_cast<double*>(plan_data));
       },
-      nb::arg("C").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("eps").none(), nb::arg("comm").none(), nb::arg("tol").none(), nb::arg("max_iter").none(),
-      nb::arg("log_domain").none(), nb::arg("threads").none(), nb::arg("plan").none());
+      nb::arg("C").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("eps").none(), nb::arg("comm").none(),
+      nb::arg("plan").none(), nb::arg("options").none());
 
   m.def("balanced_rows", [](std::size_t M, int rank, int size) {
     const sk::row_block b = sk::balanced_rows(M, rank, size);
@@ -409,7 +468,7 @@ NB_MODULE(_conveyor, m) {
 
   m.def(
       "outer_sum",
-      [](nb::handle a, nb::handle b, nb::handle G, nb::handle comm, nb::handle algorithm, nb::handle distributed) {
+      [](nb::handle a, nb::handle b, nb::handle G, nb::handle comm, nb::handle options) {
         const MPI_Comm c = comm_of(comm);
         conveyor::collective_call call("outer_sum", c);
         py_input x, y;
@@ -419,13 +478,22 @@ NB_MODULE(_conveyor, m) {
         convert(call, [&] {
           x = input(a, "a");
           y = input(b, "b", x.obj.attr("dtype"));
-          o.algorithm = conveyor::parse_outer_algorithm(value<std::string>(algorithm, "algorithm", "a string"));
-          o.distributed = value<bool>(distributed, "distributed", "a bool");
+          option_reader opt(options);
+          opt.read_with("algorithm", [&](nb::handle h) {
+            o.algorithm = conveyor::parse_outer_algorithm(value<std::string>(h, "algorithm", "a string"));
+          });
+          opt.read_with("order", [&](nb::handle h) { o.order = conveyor::parse_matrix_order(value<std::string>(h, "order", "a string")); });
+          opt.read("distributed", o.distributed, "a bool");
+          read_inner_allreduce(opt, o.allreduce);
+          opt.finish();
           const std::size_t rows = o.distributed ? conveyor::outer_rows(x.a.size(), call.rank(), call.size()).count : x.a.size();
+          const bool column_major = o.order == conveyor::matrix_order::column_major;
           if (G.is_none()) {
-            g_obj = nb::module_::import_("numpy").attr("empty")(nb::make_tuple(rows, y.a.size()), nb::arg("dtype") = x.obj.attr("dtype"));
+            g_obj = nb::module_::import_("numpy").attr("empty")(nb::make_tuple(rows, y.a.size()), nb::arg("dtype") = x.obj.attr("dtype"),
+                                                                 nb::arg("order") = column_major ? "F" : "C");
           }
-          g = output(g_obj, "out");
+          // Column-major G is the C-contiguous transpose (M x rows) of the Fortran-ordered rows x M array.
+          g = output(column_major ? g_obj.attr("T") : g_obj, column_major ? "out.T (order='F' with column_major)" : "out");
           if (dtype_of(g.dtype()) != x.type) fail(errc::invalid_type, "out differs in dtype from a");
         });
         call.finish_front_end();
@@ -436,7 +504,7 @@ NB_MODULE(_conveyor, m) {
         }
         return nb::make_tuple(g_obj, std::string(conveyor::outer_algorithm_name(r.algorithm)));
       },
-      nb::arg("a").none(), nb::arg("b").none(), nb::arg("G").none(), nb::arg("comm").none(), nb::arg("algorithm").none(), nb::arg("distributed").none());
+      nb::arg("a").none(), nb::arg("b").none(), nb::arg("G").none(), nb::arg("comm").none(), nb::arg("options").none());
   m.def("outer_rows", [](std::size_t N, int rank, int size) {
     const conveyor::outer_block b = conveyor::outer_rows(N, rank, size);
     return nb::make_tuple(b.first, b.count);
@@ -533,20 +601,32 @@ NB_MODULE(_conveyor, m) {
 
   nb::class_<py_plan>(m, "_Plan")
       .def("__init__",
-           [](py_plan* self, const py_layout& src, const py_layout& dst, nb::handle comm, nb::handle perm, nb::handle alpha,
-              nb::handle beta, nb::handle conjugate, nb::handle transport, nb::handle relabel) {
+           [](py_plan* self, const py_layout& src, const py_layout& dst, nb::handle comm, nb::handle options) {
              new (self) py_plan();
              const MPI_Comm c = comm_of(comm);
              conveyor::collective_call call("redistribute::plan", c);
              rd::transform t;
              rd::plan_options o;
              convert(call, [&] {
-               t.perm = perm.is_none() ? std::vector<int>{} : value<std::vector<int>>(perm, "perm", "a sequence of ints");
-               t.alpha = value<double>(alpha, "alpha", "a number");
-               t.beta = value<double>(beta, "beta", "a number");
-               t.conjugate = value<bool>(conjugate, "conjugate", "a bool");
-               o.method = rd::parse_transport(value<std::string>(transport, "transport", "a string"));
-               o.relabel = rd::parse_relabeling(value<std::string>(relabel, "relabel", "a string"));
+               option_reader opt(options);
+               opt.read("perm", t.perm, "a sequence of ints");
+               // alpha and beta may be complex (alpha_imag, beta_imag of the C++ and C transform).
+               const auto complex_scalar = [&](const char* name, double& re, double& im) {
+                 opt.read_with(name, [&](nb::handle h) {
+                   const auto z = value<std::complex<double>>(h, name, "a number");
+                   re = z.real();
+                   im = z.imag();
+                 });
+               };
+               complex_scalar("alpha", t.alpha, t.alpha_imag);
+               complex_scalar("beta", t.beta, t.beta_imag);
+               opt.read("conjugate", t.conjugate, "a bool");
+               opt.read_with("transport", [&](nb::handle h) { o.transport = rd::parse_transport(value<std::string>(h, "transport", "a string")); });
+               opt.read_with("relabel", [&](nb::handle h) { o.relabel = rd::parse_relabeling(value<std::string>(h, "relabel", "a string")); });
+               opt.read("intra_node_cost", o.intra_node_cost, "a number");
+               opt.read("ranks_per_node", o.ranks_per_node, "an int");
+               opt.read("chunk_bytes", o.chunk_bytes, "an int");
+               opt.finish();
                // Both dtypes were agreed when the layouts were built: the same here on every rank.
                if (src.dtype >= 0 && dst.dtype >= 0 && src.dtype != dst.dtype) {
                  fail(errc::invalid_type, "source and destination arrays differ in dtype (" +
@@ -562,14 +642,13 @@ NB_MODULE(_conveyor, m) {
              nb::gil_scoped_release unlocked;
              self->p = std::make_unique<rd::plan>(t, c, o);
            },
-           nb::arg("src"), nb::arg("dst"), nb::arg("comm").none(), nb::arg("perm").none(), nb::arg("alpha").none(),
-           nb::arg("beta").none(), nb::arg("conjugate").none(), nb::arg("transport").none(), nb::arg("relabel").none())
+           nb::arg("src"), nb::arg("dst"), nb::arg("comm").none(), nb::arg("options").none())
       .def("execute",
            [](py_plan& p) {
              nb::gil_scoped_release unlocked;
              p.p->execute();
            })
-      .def_prop_ro("transport", [](const py_plan& p) { return std::string(rd::transport_name(p.p->method())); })
+      .def_prop_ro("transport", [](const py_plan& p) { return std::string(rd::transport_name(p.p->transport())); })
       .def_prop_ro("volume", [](const py_plan& p) { return p.p->volume(); })
       .def_prop_ro("sigma", [](const py_plan& p) { return p.p->sigma(); })
       .def_prop_ro("remote_bytes", [](const py_plan& p) { return p.p->remote_bytes(); })

@@ -169,7 +169,7 @@ namespace sk = conveyor::sinkhorn;
 sk::options to_sinkhorn_options(const conveyor_sinkhorn_options* o, std::size_t rows, std::size_t cols) {
   sk::options opt;
   if (!o) return opt;
-  opt.kind = static_cast<sk::variant>(o->variant);
+  opt.variant = static_cast<sk::variant>(o->variant);
   opt.tol = o->tol;
   opt.max_iter = o->max_iter;
   opt.threads = o->threads;
@@ -179,6 +179,7 @@ sk::options to_sinkhorn_options(const conveyor_sinkhorn_options* o, std::size_t 
   if (o->init_u && rows) opt.init_u.assign(o->init_u, o->init_u + rows);
   if (o->init_v && cols) opt.init_v.assign(o->init_v, o->init_v + cols);
   opt.allreduce.algorithm = static_cast<conveyor::allreduce_algorithm>(o->allreduce_algorithm);
+  opt.allreduce.ranks_per_node = o->ranks_per_node;
   return opt;
 }
 
@@ -235,9 +236,9 @@ void transport_as(const void* C, std::size_t rows, std::size_t cols, std::size_t
 void conveyor_sinkhorn_options_init(conveyor_sinkhorn_options* options) {
   if (!options) return;
   const sk::options d;
-  *options = conveyor_sinkhorn_options{static_cast<int>(d.kind), d.tol, d.max_iter, d.threads, d.log_domain ? 1 : 0,
+  *options = conveyor_sinkhorn_options{static_cast<int>(d.variant), d.tol, d.max_iter, d.threads, d.log_domain ? 1 : 0,
                                        d.overlap ? 1 : 0, d.block.mc, d.block.nc, d.block.mr, d.block.nr,
-                                       nullptr, nullptr, static_cast<int>(d.allreduce.algorithm)};
+                                       nullptr, nullptr, static_cast<int>(d.allreduce.algorithm), d.allreduce.ranks_per_node};
 }
 
 int conveyor_sinkhorn_scale(conveyor_dtype t, void* A, size_t rows, size_t cols, size_t ld, const void* r,
@@ -381,7 +382,7 @@ void conveyor_transform_init(conveyor_transform* t) {
 void conveyor_redistribute_options_init(conveyor_redistribute_options* options) {
   const rd::plan_options d;
   if (options) {
-    *options = conveyor_redistribute_options{static_cast<int>(d.method), static_cast<int>(d.relabel), d.intra_node_cost,
+    *options = conveyor_redistribute_options{static_cast<int>(d.transport), static_cast<int>(d.relabel), d.intra_node_cost,
                                              d.ranks_per_node, d.chunk_bytes};
   }
 }
@@ -412,7 +413,7 @@ int conveyor_redistribution_create(const conveyor_transform* transforms, size_t 
         t.type = to_dtype(c.type);
       }
       if (options) {
-        o.method = static_cast<rd::transport>(options->transport);
+        o.transport = static_cast<rd::transport>(options->transport);
         o.relabel = static_cast<rd::relabeling>(options->relabel);
         o.intra_node_cost = options->intra_node_cost;
         o.ranks_per_node = options->ranks_per_node;
@@ -436,7 +437,7 @@ int conveyor_redistribution_transport(conveyor_redistribution plan, int* result)
   if (!result) return null_result("conveyor_redistribution_transport");
   return guarded([&] {
     require(plan != nullptr, "conveyor_redistribution_transport: plan is NULL");
-    *result = static_cast<int>(plan->p->method());
+    *result = static_cast<int>(plan->p->transport());
   });
 }
 

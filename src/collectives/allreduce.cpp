@@ -13,6 +13,7 @@
 #include "conveyor/collectives.hpp"
 #include "conveyor/contract.hpp"
 #include "core/checks.hpp"
+#include "core/names.hpp"
 
 namespace conveyor {
 namespace {
@@ -22,8 +23,7 @@ using detail::range_buffer;
 using detail::schedule;
 using detail::scratch_alloc;
 
-constexpr std::string_view kAlgorithmNames[] = {"auto", "ring", "recursive_doubling", "rabenseifner",
-                                                "hierarchical"};
+constexpr auto kAlgorithmNames = CONVEYOR_NAMES_OF(CONVEYOR_ALLREDUCE_ALGORITHM_LIST);
 
 bool overlaps_partially(const void* x, const void* y, std::size_t bytes) {
   const auto a = reinterpret_cast<std::uintptr_t>(x), b = reinterpret_cast<std::uintptr_t>(y);
@@ -122,11 +122,7 @@ std::string_view algorithm_name(allreduce_algorithm a) {
 }
 
 allreduce_algorithm parse_algorithm(std::string_view name) {
-  for (std::size_t i = 0; i < std::size(kAlgorithmNames); ++i) {
-    if (kAlgorithmNames[i] == name) return static_cast<allreduce_algorithm>(i);
-  }
-  throw error(errc::invalid_argument, "unknown allreduce algorithm '" + std::string(name) +
-                                          "' (auto, ring, recursive_doubling, rabenseifner, hierarchical)");
+  return detail::value_of<allreduce_algorithm>(kAlgorithmNames, name, "allreduce algorithm");
 }
 
 allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtype t, op o, MPI_Comm comm,

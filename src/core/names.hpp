@@ -1,4 +1,5 @@
-// Internal: enum <-> name tables shared by every engine's option enums.
+// Internal: enum <-> name tables of every engine's enums, from the lists of
+// conveyor/enums.h (one list per enum for C++, C and Python).
 #pragma once
 
 #include <array>
@@ -6,7 +7,11 @@
 #include <string>
 #include <string_view>
 
+#include "conveyor/enums.h"
 #include "conveyor/types.hpp"
+
+/// The names of a conveyor/enums.h list, in value order (a std::array).
+#define CONVEYOR_NAMES_OF(LIST) std::array<std::string_view, 0 LIST(CONVEYOR_COUNT_)>{LIST(CONVEYOR_NAME_)}
 
 namespace conveyor::detail {
 

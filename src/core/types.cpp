@@ -4,6 +4,7 @@
 
 #include "conveyor/types.hpp"
 #include "core/checks.hpp"
+#include "core/names.hpp"
 
 namespace conveyor {
 
@@ -12,12 +13,9 @@ error::error(errc code, const std::string& message)
 
 namespace {
 
-constexpr std::array<std::string_view, dtype_count> kDtypeNames = {
-    "int8",    "int16",    "int32",   "int64",   "uint8",     "uint16",     "uint32",
-    "uint64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128"};
+constexpr auto kDtypeNames = CONVEYOR_NAMES_OF(CONVEYOR_DTYPE_LIST);
 
-constexpr std::array<std::string_view, op_count> kOps = {
-    "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor"};
+constexpr auto kOps = CONVEYOR_NAMES_OF(CONVEYOR_OP_LIST);
 
 bool is_integer(dtype t) { return static_cast<int>(t) <= static_cast<int>(dtype::uint64); }
 bool is_complex(dtype t) { return t == dtype::complex64 || t == dtype::complex128; }

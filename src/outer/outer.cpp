@@ -48,7 +48,8 @@ namespace conveyor {
 
 namespace {
 
-constexpr std::array<std::string_view, 5> kNames = {"auto", "allgather", "allreduce", "ring", "generalized_rabenseifner"};
+constexpr auto kNames = CONVEYOR_NAMES_OF(CONVEYOR_OUTER_ALGORITHM_LIST);
+constexpr auto kOrderNames = CONVEYOR_NAMES_OF(CONVEYOR_MATRIX_ORDER_LIST);
 
 }  // namespace
 
@@ -57,6 +58,10 @@ std::string_view outer_algorithm_name(outer_algorithm a) { return detail::name_o
 outer_algorithm parse_outer_algorithm(std::string_view name) {
   return detail::value_of<outer_algorithm>(kNames, name, "DSOP algorithm");
 }
+
+std::string_view matrix_order_name(matrix_order o) { return detail::name_of(kOrderNames, o); }
+
+matrix_order parse_matrix_order(std::string_view name) { return detail::value_of<matrix_order>(kOrderNames, name, "matrix order"); }
 
 outer_block outer_rows(std::size_t N, int rank, int size) {
   if (size <= 0 || rank < 0 || rank >= size) {
@@ -223,7 +228,7 @@ outer_report outer_sum(const void* a, std::size_t N, const void* b, std::size_t 
   const auto bad = [&](errc code, const std::string& m) { call.fail(code, m); };
   if (t != dtype::float32 && t != dtype::float64) bad(errc::unsupported, "dtype must be float32 or float64");
   if (alg_value < 0 || alg_value >= static_cast<int>(kNames.size())) bad(errc::invalid_argument, "unknown algorithm");
-  if (order_value < 0 || order_value > 1) bad(errc::invalid_argument, "unknown matrix order");
+  if (order_value < 0 || order_value >= static_cast<int>(kOrderNames.size())) bad(errc::invalid_argument, "unknown matrix order");
   if (o.allreduce.algorithm < allreduce_algorithm::automatic || o.allreduce.algorithm > allreduce_algorithm::hierarchical) {
     bad(errc::invalid_argument, "unknown allreduce algorithm");
   }

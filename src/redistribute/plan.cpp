@@ -25,9 +25,8 @@ namespace conveyor::redistribute {
 
 namespace {
 
-constexpr std::array<std::string_view, 6> kTransportNames = {"auto", "datatype", "packed", "pipelined", "one_sided",
-                                                              "alltoallv"};
-constexpr std::array<std::string_view, 3> kRelabelingNames = {"none", "greedy", "optimal"};
+constexpr auto kTransportNames = CONVEYOR_NAMES_OF(CONVEYOR_TRANSPORT_LIST);
+constexpr auto kRelabelingNames = CONVEYOR_NAMES_OF(CONVEYOR_RELABELING_LIST);
 
 // CONVEYOR_REDISTRIBUTE_TRANSPORT: what `automatic` plans run instead of the cost
 // model's choice (read once, like the other engines' overrides).
@@ -212,7 +211,7 @@ std::uint64_t digest_of_batch(const std::vector<transform>& batch) {
 // after the geometry, destroyed before it).
 struct plan::impl {
   detail::geometry geometry;
-  transport method = transport::packed;
+  redistribute::transport chosen = redistribute::transport::packed;
   std::unique_ptr<detail::transport_base> mover;
   conveyor::detail::transport_seconds predicted{};  // auto: the model's seconds per transport (slowest rank)
   std::vector<int> sigma;
@@ -227,7 +226,7 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   impl& im = *impl_;
   collective_call call("redistribute::plan", user_comm);
   const MPI_Comm comm = call.comm();
-  const int method = static_cast<int>(options.method);
+  const int method = static_cast<int>(options.transport);
   const int relabel = static_cast<int>(options.relabel);
   const auto bad = [&](const std::string& m) { call.fail(errc::invalid_argument, m); };
   if (method < 0 || method >= static_cast<int>(kTransportNames.size())) bad("unknown transport");
@@ -244,7 +243,7 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   if (call.matching()) {
     call.must_match("transform counts", static_cast<std::int64_t>(batch.size()))
         .must_match_digest("transforms (layouts, permutation, dtype or scaling)", call.ok() ? digest_of_batch(batch) : 0)
-        .must_match("transports", options.method, transport_name)
+        .must_match("transports", options.transport, transport_name)
         .must_match("relabelings", options.relabel, relabeling_name)
         .must_match_real("intra_node_cost values", options.intra_node_cost)
         .must_match("ranks_per_node values", options.ranks_per_node)
@@ -272,10 +271,10 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   g.exchange_orders_and_volume();
   conveyor::detail::comm_context& ctx = conveyor::detail::context_of(call);
   const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : ctx.env_ranks_per_node;
-  im.method = options.method == transport::automatic ? env_transport() : options.method;
-  if (im.method == transport::automatic) im.method = choose_transport(g, ctx.layout(ppn), options.chunk_bytes, im.predicted);
+  im.chosen = options.transport == transport::automatic ? env_transport() : options.transport;
+  if (im.chosen == transport::automatic) im.chosen = choose_transport(g, ctx.layout(ppn), options.chunk_bytes, im.predicted);
   const int node_color = ppn > 0 ? ctx.layout(ppn).node_of[static_cast<std::size_t>(g.rank)] : -1;
-  im.mover = build_transport(im.method, g, options, node_color, options.method == transport::automatic);
+  im.mover = build_transport(im.chosen, g, options, node_color, options.transport == transport::automatic);
 
   // Relabeling of the destination (COSTA): gains from the volume matrix.
   const conveyor::detail::node_layout* nodes = nullptr;
@@ -291,8 +290,8 @@ plan& plan::operator=(plan&&) noexcept = default;
 
 void plan::execute() { impl_->mover->execute(); }
 
-transport plan::method() const { return impl_->method; }
-double plan::predicted_seconds(transport t) const {
+redistribute::transport plan::transport() const { return impl_->chosen; }
+double plan::predicted_seconds(redistribute::transport t) const {
   const int i = static_cast<int>(t);
   return i > 0 && i < static_cast<int>(impl_->predicted.size()) ? impl_->predicted[static_cast<std::size_t>(i)] : 0.0;
 }

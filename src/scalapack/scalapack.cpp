@@ -128,7 +128,7 @@ void plan_call(cached_call& entry, const call& c, const exchange_result& x, MPI_
   rd::transform tr;
   tr.type = c.type;
   rd::plan_options options;
-  options.method = warm ? rd::transport::automatic : rd::transport::packed;
+  options.transport = warm ? rd::transport::automatic : rd::transport::packed;
   if (c.routine == kTran) {
     // C(ic.., jc..) (m x n) = beta C + alpha op(A(ia.., ja..)), A being n x m.
     entry.src = std::make_unique<rd::layout>(submatrix(x.a, c.n, c.m, c.ia, c.ja, c.a));

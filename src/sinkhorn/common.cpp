@@ -13,8 +13,8 @@
 namespace conveyor::sinkhorn {
 
 namespace {
-constexpr std::array<std::string_view, 4> kVariantNames = {"fused", "typical", "c2r", "blocked"};
-constexpr std::array<std::string_view, 3> kStatusNames = {"converged", "max_iter", "numerical_failure"};
+constexpr auto kVariantNames = CONVEYOR_NAMES_OF(CONVEYOR_SINKHORN_VARIANT_LIST);
+constexpr auto kStatusNames = CONVEYOR_NAMES_OF(CONVEYOR_SINKHORN_STATUS_LIST);
 }  // namespace
 
 std::string_view variant_name(variant v) { return conveyor::detail::name_of(kVariantNames, v); }
@@ -40,10 +40,10 @@ namespace detail {
 
 void check_call(const call_shape& c, const options& o) {
   const auto bad = [](const std::string& m) { throw error(errc::invalid_argument, m); };
-  const int kind = static_cast<int>(o.kind);
+  const int kind = static_cast<int>(o.variant);
   if (kind < 0 || kind > static_cast<int>(variant::blocked)) bad("unknown variant " + std::to_string(kind));
-  if (!c.in_place && !c.transport && rewrites_matrix(o.kind)) {
-    bad("variant '" + std::string(variant_name(o.kind)) +
+  if (!c.in_place && !c.transport && rewrites_matrix(o.variant)) {
+    bad("variant '" + std::string(variant_name(o.variant)) +
                "' rescales A in place; call scale_in_place (scale takes a read-only A: variant fused)");
   }
   if (c.ld < c.cols) bad("leading dimension " + std::to_string(c.ld) + " < columns " + std::to_string(c.cols));
@@ -75,7 +75,7 @@ void check_call(const call_shape& c, const options& o) {
 run_context start(collective_call& call, const call_shape& shape, dtype t, const options& o, double eps) {
   call.check([&] { check_call(shape, o); });
   call.must_match("column counts", static_cast<std::int64_t>(shape.cols)).must_match("dtypes", t);
-  call.must_match("variants", o.kind, variant_name).must_match("max_iter values", o.max_iter);
+  call.must_match("variants", o.variant, variant_name).must_match("max_iter values", o.max_iter);
   call.must_match_real("tolerances", o.tol).must_match("log_domain flags", o.log_domain ? 1 : 0);
   call.must_match("overlap flags", o.overlap ? 1 : 0);
   call.must_match("allreduce algorithms", o.allreduce.algorithm, algorithm_name);

@@ -93,7 +93,7 @@ class in_place_solver {
       const double t0 = now();
       u_prev = u;
       double t1;
-      if (o_.kind == variant::blocked) {
+      if (o_.variant == variant::blocked) {
         // Blocking applied to the other parts too (the paper, IV-B): each mc-row
         // panel is rescaled and added into the column sums while it is in cache.
         // Its time counts as row pass; the column pass is the allreduce and scaling.
@@ -174,7 +174,7 @@ class in_place_solver {
 
   void column_sums(std::vector<T>& s) {
     const std::size_t rows = p_.rows, cols = p_.cols;
-    if (o_.kind == variant::typical) {
+    if (o_.variant == variant::typical) {
       // Algorithm 1, lines 12-15: down each column (stride ld).
       const auto n = static_cast<std::ptrdiff_t>(cols);
 #pragma omp parallel for num_threads(threads()) schedule(static)
@@ -188,7 +188,7 @@ class in_place_solver {
     }
     // Algorithm 2, lines 1-5 (c2r: each thread's column range; blocked: nc-wide
     // blocks so the partial sums stay in L1), in row order.
-    const std::size_t width = o_.kind == variant::blocked ? o_.block.nc : (cols + static_cast<std::size_t>(threads()) - 1) / static_cast<std::size_t>(threads());
+    const std::size_t width = o_.variant == variant::blocked ? o_.block.nc : (cols + static_cast<std::size_t>(threads()) - 1) / static_cast<std::size_t>(threads());
     const auto blocks = static_cast<std::ptrdiff_t>(width ? (cols + width - 1) / width : 0);
 #pragma omp parallel for num_threads(threads()) schedule(static)
     for (std::ptrdiff_t b = 0; b < blocks; ++b) {
@@ -201,7 +201,7 @@ class in_place_solver {
   // Columns [off, off + cnt) times beta.
   void scale_columns(const T* beta, std::size_t off, std::size_t cnt) {
     const std::size_t rows = p_.rows;
-    if (o_.kind == variant::typical) {
+    if (o_.variant == variant::typical) {
       // Algorithm 1, lines 17-19: down each column.
       const auto n = static_cast<std::ptrdiff_t>(cnt);
 #pragma omp parallel for num_threads(threads()) schedule(static)
@@ -209,7 +209,7 @@ class in_place_solver {
         const std::size_t j = off + static_cast<std::size_t>(jj);
         for (std::size_t i = 0; i < rows; ++i) A_[i * p_.ld + j] *= beta[j];
       }
-    } else if (o_.kind == variant::c2r) {
+    } else if (o_.variant == variant::c2r) {
       // Algorithm 2, lines 9-13: row by row.
       const auto n = static_cast<std::ptrdiff_t>(rows);
 #pragma omp parallel for num_threads(threads()) schedule(static)
@@ -310,7 +310,7 @@ scaling_result<T> scale_entry(const T* A, T* A_mut, std::size_t rows, std::size_
 
 template <class T>
 scaling_result<T> solve_scaling(const run_context& ctx, const scaling_problem<T>& p, const options& o) {
-  if (p.in_place && rewrites_matrix(o.kind)) return in_place_solver<T>(ctx, p, o).run();
+  if (p.in_place && rewrites_matrix(o.variant)) return in_place_solver<T>(ctx, p, o).run();
   scaling_result<T> res = solve_fused(ctx, p, o);
   if (p.in_place) {  // scale_in_place with the fused kernel: write diag(u) A diag(v) once
     const auto& k = active<T>();

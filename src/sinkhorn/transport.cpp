@@ -224,7 +224,7 @@ transport_result<T> solve_plain(const run_context& ctx, const ot_problem<T>& p, 
   for (std::ptrdiff_t i = 0; i < n; ++i) {
     k.gibbs_row(K.data() + static_cast<std::size_t>(i) * cols, p.C + static_cast<std::size_t>(i) * p.ld, neg_inv_eps, cols);
   }
-  const bool in_place = rewrites_matrix(o.kind);
+  const bool in_place = rewrites_matrix(o.variant);
   const scaling_problem<T> sp{K.data(), K.data(), in_place, rows, cols, cols, p.a, p.b};
   scaling_result<T> s = solve_scaling(ctx, sp, o);
 

@@ -295,8 +295,8 @@ std::vector<sweep_case> sinkhorn_cases() {
     add(w, "different max_iter", false, [](sk_args& s) { s.o.max_iter = 49; });
     add(w, "NaN in a row marginal (data)", true, [](sk_args& s) { s.r[1] = std::nan(""); });
   }
-  add(0, "variant rewrites A (scale is read-only)", true, [](sk_args& s) { s.o.kind = sk::variant::typical; });
-  add(1, "variant out of range", true, [](sk_args& s) { s.o.kind = static_cast<sk::variant>(9); });
+  add(0, "variant rewrites A (scale is read-only)", true, [](sk_args& s) { s.o.variant = sk::variant::typical; });
+  add(1, "variant out of range", true, [](sk_args& s) { s.o.variant = static_cast<sk::variant>(9); });
   add(1, "init_u of the wrong length", true, [](sk_args& s) { s.o.init_u.assign(2, 1.0); });
   add(1, "different tol", false, [](sk_args& s) { s.o.tol = 1e-7; });
   add(0, "negative matrix entry (data)", true, [](sk_args& s) { s.A[2] = -1; });
@@ -386,13 +386,13 @@ std::vector<sweep_case> plan_cases() {
   add("null block storage", true, [](args& x) { x.null_storage = true; });
   add("perm not a permutation", true, [](args& x) { x.perm = {1, 1}; });
   add("extents do not match", true, [](args& x) { x.dst_shape[1] += 1; });
-  add("transport out of range", true, [](args& x) { x.o.method = static_cast<rd::transport>(11); });
+  add("transport out of range", true, [](args& x) { x.o.transport = static_cast<rd::transport>(11); });
   add("relabeling out of range", true, [](args& x) { x.o.relabel = static_cast<rd::relabeling>(5); });
   add("chunk_bytes 0", true, [](args& x) { x.o.chunk_bytes = 0; });
   add("alpha on a copy-only dtype", true, [](args& x) { x.t = dtype::int64; x.alpha = 2; });
   add("different dtype", false, [](args& x) { x.t = dtype::int64; });
   add("different alpha", false, [](args& x) { x.alpha = 3; });
-  add("different transport", false, [](args& x) { x.o.method = rd::transport::alltoallv; });
+  add("different transport", false, [](args& x) { x.o.transport = rd::transport::alltoallv; });
   add("different destination owners", false, [](args& x) { x.rotate_owners = true; });
   return cs;
 }

@@ -62,7 +62,7 @@ TEST(Large, Int8RedistributionBeyondIntCount) {
   t.type = dtype::int8;
   for (rd::transport m : {rd::transport::packed, rd::transport::one_sided, rd::transport::datatype}) {
     rd::plan_options opt;
-    opt.method = m;
+    opt.transport = m;
     rd::plan p(t, MPI_COMM_WORLD, opt);
     EXPECT_EQ(p.remote_bytes(), n);
     std::fill(b.begin(), b.end(), std::int8_t{0});

@@ -200,7 +200,7 @@ void run_case(const case_params& c, rd::transport method, std::uint64_t seed, co
   t.conjugate = c.conjugate;
   t.type = dtype_of_v<T>;
   rd::plan_options opt;
-  opt.method = method;
+  opt.transport = method;
   opt.chunk_bytes = 64;  // many chunks for the pipelined transport
   opt.ranks_per_node = c.ranks_per_node;
   rd::plan p(t, MPI_COMM_WORLD, opt);
@@ -316,7 +316,7 @@ TEST(Redistribute, VolumeEqualsBytesSent) {
   t.alpha = 2;
   for (rd::transport m : kTransports) {
     rd::plan_options opt;
-    opt.method = m;
+    opt.transport = m;
     opt.chunk_bytes = 100;
     opt.ranks_per_node = 1;  // one_sided: every package through MPI_Put
     rd::plan p(t, MPI_COMM_WORLD, opt);
@@ -371,7 +371,7 @@ TEST(Redistribute, AutoChoosesTheCheapestPredictedTransport) {
     rd::plan_options opt;
     opt.ranks_per_node = ppn;
     rd::plan p(t, MPI_COMM_WORLD, opt);
-    const rd::transport chosen = p.method();
+    const rd::transport chosen = p.transport();
     ASSERT_NE(chosen, rd::transport::automatic);
     EXPECT_NE(chosen, rd::transport::datatype);
     for (rd::transport m : {rd::transport::packed, rd::transport::pipelined, rd::transport::one_sided, rd::transport::alltoallv}) {
@@ -393,7 +393,7 @@ TEST(Redistribute, AutoChoosesTheCheapestPredictedTransport) {
     EXPECT_EQ(b.back(), (rank + size - 1) % size);
   }
   rd::plan_options fixed;
-  fixed.method = rd::transport::packed;
+  fixed.transport = rd::transport::packed;
   EXPECT_EQ(rd::plan(t, MPI_COMM_WORLD, fixed).predicted_seconds(rd::transport::packed), 0.0);
 }
 
@@ -448,7 +448,7 @@ TEST(Redistribute, BatchedPlanOneMessagePerPeer) {
   const int rank = rank_of(), size = size_of();
   for (rd::transport m : kTransports) {
     rd::plan_options o;
-    o.method = m;
+    o.transport = m;
     o.ranks_per_node = 1;  // one_sided: MPI_Put, so the messages can be counted
     rd::plan p(batch, MPI_COMM_WORLD, o);
     for_my_elements<double>(a, [&](const index_t& at, double* x) { *x = static_cast<double>(linear_index({9, 4}, at)); });
@@ -525,7 +525,7 @@ TEST(Redistribute, BlockCyclicAndCartesian) {
     t.perm = {1, 0};
     for (rd::transport m : kTransports) {
       rd::plan_options o;
-      o.method = m;
+      o.transport = m;
       rd::plan p(t, MPI_COMM_WORLD, o);
       std::fill(cart.begin(), cart.end(), std::nan(""));
       p.execute();
@@ -578,7 +578,7 @@ TEST(Redistribute, EmptyArraysMoveNothing) {
   batch[3].dst = &b.l;
   for (rd::transport m : kTransports) {
     rd::plan_options o;
-    o.method = m;
+    o.transport = m;
     for (std::size_t k = 0; k < 3; ++k) {  // each empty transform alone
       rd::plan p(batch[k], MPI_COMM_WORLD, o);
       p.execute();

@@ -200,7 +200,7 @@ void check_scaling_variants() {
         for (auto kind : {sk::variant::fused, sk::variant::typical, sk::variant::c2r, sk::variant::blocked}) {
           for (int threads : {1, 2}) {
             sk::options o;
-            o.kind = kind;
+            o.variant = kind;
             o.threads = threads;
             o.tol = solver_tol<T>();
             o.max_iter = 20000;
@@ -249,7 +249,7 @@ TEST(SinkhornScaling, EverySimdTarget) {
     set_simd_target(name);
     for (auto kind : {sk::variant::fused, sk::variant::blocked}) {
       sk::options o;
-      o.kind = kind;
+      o.variant = kind;
       o.threads = 1;
       o.tol = 1e-12;
       auto work = A;
@@ -269,7 +269,7 @@ TEST(SinkhornScaling, OverlapOffGivesTheSameScaling) {
     std::vector<double> results[2];
     for (bool overlap : {false, true}) {
       sk::options o;
-      o.kind = kind;
+      o.variant = kind;
       o.overlap = overlap;
       o.threads = 1;
       o.allreduce.segment_bytes = 32;  // many chunks
@@ -311,7 +311,7 @@ TEST(SinkhornScaling, StatusAndWarmStart) {
   o.init_u.assign(res.u.begin(), res.u.end());
   o.init_v.assign(res.v.begin(), res.v.end());
   for (auto kind : {sk::variant::fused, sk::variant::c2r}) {
-    o.kind = kind;
+    o.variant = kind;
     auto work = A;
     const auto warm = sk::scale_in_place(work.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD, o);
     EXPECT_EQ(warm.state, sk::status::converged) << sk::variant_name(kind);
@@ -340,7 +340,7 @@ TEST(SinkhornScaling, EmptyProblemsAndZeroLines) {
   const sk::row_block b = my_rows(p.M, true);
   const auto r = convert<double>(p.r.data() + b.first, b.count);
   for (auto kind : {sk::variant::fused, sk::variant::typical, sk::variant::blocked}) {
-    o.kind = kind;
+    o.variant = kind;
     o.tol = 1e-12;
     auto A = rows_of<double>(p.A, p.N, b, p.N);
     const auto s = sk::scale_in_place(A.data(), b.count, p.N, p.N, r.data(), p.c.data(), MPI_COMM_WORLD, o);
@@ -363,7 +363,7 @@ void check_transport(double eps, double offset, bool log_domain, sk::variant kin
   const auto a = convert<T>(p.r.data() + b.first, b.count);
   const auto bb = convert<T>(p.c.data(), p.N);
   sk::options o;
-  o.kind = kind;
+  o.variant = kind;
   o.log_domain = log_domain;
   o.threads = 2;
   o.tol = solver_tol<T>();
@@ -404,7 +404,7 @@ TEST(SinkhornTransport, TinyEpsPlainFailsLogDomainConverges) {
   sk::options o;
   o.threads = 1;
   for (auto kind : {sk::variant::fused, sk::variant::typical}) {
-    o.kind = kind;
+    o.variant = kind;
     const auto plain = sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), eps, MPI_COMM_WORLD, o);
     EXPECT_EQ(plain.state, sk::status::numerical_failure) << sk::variant_name(kind);
     EXPECT_EQ(plain.iterations, 0);
@@ -494,7 +494,7 @@ TEST(SinkhornErrors, BadDataOnOneRankFailsEveryRank) {
 TEST(SinkhornErrors, BadArgumentsOnOneRankFailEveryRank) {
   {
     bad_input_case t;
-    if (rank_of() == 0) t.o.kind = sk::variant::typical;  // scale() takes a read-only A
+    if (rank_of() == 0) t.o.variant = sk::variant::typical;  // scale() takes a read-only A
     expect_error_everywhere([&] { t.run(); }, "call scale_in_place");
   }
   {

@@ -1,0 +1,83 @@
+/* Every enumeration of Conveyor's interfaces, listed once. The C constants
+ * (conveyor.h: CONVEYOR_<prefix><SUFFIX>), the C++ enum classes (the headers conveyor/<engine>.hpp),
+ * their names (the *_name and parse_* functions) and the strings the Python package
+ * accepts are all generated from these lists, so the three interfaces cannot
+ * drift apart. Each list calls X(SUFFIX, cpp_enumerator, "name") in value order,
+ * from 0. C and C++. */
+#ifndef CONVEYOR_ENUMS_H
+#define CONVEYOR_ENUMS_H
+
+/* Element types (C: CONVEYOR_INT8, ...). */
+#define CONVEYOR_DTYPE_LIST(X)                                                                       \
+  X(INT8, int8, "int8") X(INT16, int16, "int16") X(INT32, int32, "int32") X(INT64, int64, "int64") \
+  X(UINT8, uint8, "uint8") X(UINT16, uint16, "uint16") X(UINT32, uint32, "uint32")                  \
+  X(UINT64, uint64, "uint64") X(FLOAT16, float16, "float16") X(BFLOAT16, bfloat16, "bfloat16")      \
+  X(FLOAT32, float32, "float32") X(FLOAT64, float64, "float64") X(COMPLEX64, complex64, "complex64") \
+  X(COMPLEX128, complex128, "complex128")
+
+/* Reduction operations, MPI semantics (C: CONVEYOR_SUM, ...). band/bor/bxor:
+ * bitwise, land/lor/lxor: logical (result 0 or 1); both integer types only. */
+#define CONVEYOR_OP_LIST(X)                                                                  \
+  X(SUM, sum, "sum") X(PROD, prod, "prod") X(MIN, min, "min") X(MAX, max, "max")             \
+  X(BAND, band, "band") X(BOR, bor, "bor") X(BXOR, bxor, "bxor") X(LAND, land, "land")       \
+  X(LOR, lor, "lor") X(LXOR, lxor, "lxor")
+
+/* Allreduce algorithms (C: CONVEYOR_ALLREDUCE_AUTO, ...):
+ *   automatic           chosen by the cost model (docs/algorithms.md)
+ *   ring                segmented, pipelined ring: reduce-scatter + allgather
+ *   recursive_doubling  log2(P) full-vector exchanges; small messages
+ *   rabenseifner        recursive-halving reduce-scatter + recursive-doubling allgather
+ *   hierarchical        node-aware: intra-node reduce-scatter, inter-node ring,
+ *                       intra-node allgather, pipelined */
+#define CONVEYOR_ALLREDUCE_ALGORITHM_LIST(X)                                                  \
+  X(AUTO, automatic, "auto") X(RING, ring, "ring")                                            \
+  X(RECURSIVE_DOUBLING, recursive_doubling, "recursive_doubling")                             \
+  X(RABENSEIFNER, rabenseifner, "rabenseifner") X(HIERARCHICAL, hierarchical, "hierarchical")
+
+/* How one Sinkhorn iteration walks the matrix (C: CONVEYOR_SINKHORN_FUSED, ...):
+ *   fused    default: never writes A, one read of A per iteration
+ *   typical  the paper's Algorithm 1: row pass, then a column-strided column pass (in place)
+ *   c2r      Algorithm 2: column sums and column scaling in row order (in place)
+ *   blocked  Algorithm 3: c2r with mc x nc blocks and an mr x nr micro-kernel (in place) */
+#define CONVEYOR_SINKHORN_VARIANT_LIST(X) \
+  X(FUSED, fused, "fused") X(TYPICAL, typical, "typical") X(C2R, c2r, "c2r") X(BLOCKED, blocked, "blocked")
+
+/* How a Sinkhorn solve ended (C: CONVEYOR_SINKHORN_CONVERGED, ...):
+ *   converged          error <= tol
+ *   max_iter           max_iter iterations without reaching tol
+ *   numerical_failure  a scaling factor or column sum became 0, Inf or NaN; the
+ *                      last good iterate is kept */
+#define CONVEYOR_SINKHORN_STATUS_LIST(X) \
+  X(CONVERGED, converged, "converged") X(MAX_ITER, max_iter, "max_iter") X(NUMERICAL_FAILURE, numerical_failure, "numerical_failure")
+
+/* DSOP algorithms (C: CONVEYOR_OUTER_AUTO, ...); docs/algorithms.md. */
+#define CONVEYOR_OUTER_ALGORITHM_LIST(X)                                              \
+  X(AUTO, automatic, "auto") X(ALLGATHER, allgather, "allgather")                     \
+  X(ALLREDUCE, allreduce, "allreduce") X(RING, ring, "ring")                          \
+  X(GENERALIZED_RABENSEIFNER, generalized_rabenseifner, "generalized_rabenseifner")
+
+/* Storage order of a matrix (C: CONVEYOR_ROW_MAJOR, CONVEYOR_COLUMN_MAJOR). */
+#define CONVEYOR_MATRIX_ORDER_LIST(X) X(ROW_MAJOR, row_major, "row_major") X(COLUMN_MAJOR, column_major, "column_major")
+
+/* Redistribute transports (C: CONVEYOR_TRANSPORT_AUTO, ...):
+ *   automatic  chosen by a measured cost model, reported by the plan
+ *   datatype   MPI_Type per block + non-blocking send/recv (the tensor paper's baseline)
+ *   packed     one contiguous package per peer; unpack-and-transform as packages arrive
+ *   pipelined  packages in chunks so packing overlaps sending
+ *   one_sided  peers sharing my memory get their package packed straight into
+ *              their segment of a shared window; others by MPI_Put
+ *   alltoallv  packing + one MPI_Alltoallv */
+#define CONVEYOR_TRANSPORT_LIST(X)                                                            \
+  X(AUTO, automatic, "auto") X(DATATYPE, datatype, "datatype") X(PACKED, packed, "packed")    \
+  X(PIPELINED, pipelined, "pipelined") X(ONE_SIDED, one_sided, "one_sided")                   \
+  X(ALLTOALLV, alltoallv, "alltoallv")
+
+/* Process relabeling of a Redistribute destination (C: CONVEYOR_RELABEL_NONE, ...). */
+#define CONVEYOR_RELABELING_LIST(X) X(NONE, none, "none") X(GREEDY, greedy, "greedy") X(OPTIMAL, optimal, "optimal")
+
+/* Helpers to expand a list. */
+#define CONVEYOR_ENUMERATOR_(suffix, cpp, name) cpp,  /* C++ enum class body */
+#define CONVEYOR_NAME_(suffix, cpp, name) name,        /* the names, in value order */
+#define CONVEYOR_COUNT_(suffix, cpp, name) +1          /* the number of values */
+
+#endif /* CONVEYOR_ENUMS_H */

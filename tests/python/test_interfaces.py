@@ -1,0 +1,209 @@
+"""One vocabulary across C++, C and Python (issue: "every option of every engine
+reaches all three interfaces").
+
+1. Every name of every list in include/conveyor/enums.h (which generates the C
+   constants and the C++ enums and names) is accepted by the Python call that
+   takes it, and comes back where the call reports it.
+2. Every field of every C++ options struct (read from the public headers) is a
+   field of the C struct and a keyword of the Python function of that engine, by
+   the same name, except the few listed below with the reason. Nested structs are
+   flattened: the inner allreduce of Sinkhorn and DSOP as allreduce_algorithm and
+   ranks_per_node, Sinkhorn's blocking as mc, nc, mr, nr.
+The headers are parsed as text, so a field added to one interface only fails here.
+"""
+import inspect
+import pathlib
+import re
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import conveyor
+
+COMM = MPI.COMM_WORLD
+RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+INCLUDE = pathlib.Path(__file__).resolve().parents[2] / "include" / "conveyor"
+
+
+def enum_lists():
+    """{list macro: [(C suffix, C++ enumerator, name)]} from enums.h."""
+    text = (INCLUDE / "enums.h").read_text()
+    lists = {}
+    for m in re.finditer(r"#define (CONVEYOR_\w+_LIST)\(X\)((?:[^\n]*\\\n)*[^\n]*)", text):
+        lists[m.group(1)] = re.findall(r'X\((\w+),\s*(\w+),\s*"(\w+)"\)', m.group(2))
+    return lists
+
+
+LISTS = enum_lists()
+
+
+def names(macro):
+    return [name for _, _, name in LISTS[macro]]
+
+
+def test_every_list_is_parsed():
+    assert len(LISTS) == 9, sorted(LISTS)
+    for macro, entries in LISTS.items():
+        assert entries, macro
+
+
+# --- 1. enum names -----------------------------------------------------------------
+def test_ops_and_dtypes_reach_python():
+    for op in names("CONVEYOR_OP_LIST"):
+        a = np.arange(1, 6, dtype=np.int32)
+        conveyor.reduce_local(a.copy(), a, op)
+    for name in names("CONVEYOR_DTYPE_LIST"):
+        if name == "bfloat16":
+            continue  # NumPy has no bfloat16 (issue 15: through DLPack)
+        a = np.ones(3, dtype=np.dtype(name))
+        conveyor.reduce_local(a.copy(), a, "sum")
+
+
+def test_allreduce_algorithms_reach_python():
+    for name in names("CONVEYOR_ALLREDUCE_ALGORITHM_LIST"):
+        out = conveyor.allreduce(np.ones(100), algorithm=name)
+        assert np.all(out == SIZE), name
+
+
+def test_sinkhorn_variants_and_statuses_reach_python():
+    rng = np.random.default_rng(7)
+    first, rows = conveyor.balanced_rows(12, COMM)
+    A = rng.random((12, 9))[first:first + rows] + 0.1
+    r, c = np.full(rows, 9 / 12), np.ones(9)
+    statuses = set(names("CONVEYOR_SINKHORN_STATUS_LIST"))
+    for name in names("CONVEYOR_SINKHORN_VARIANT_LIST"):
+        in_place = name != "fused"
+        res = conveyor.sinkhorn_scale(A.copy(), r, c, in_place=in_place, variant=name, mc=4, nc=5, mr=2, nr=2)
+        assert res.status == "converged", name
+        assert res.status in statuses
+    res = conveyor.sinkhorn_scale(A, r, c, max_iter=1)
+    assert res.status == "max_iter"
+
+
+def test_outer_algorithms_and_orders_reach_python():
+    a, b = np.arange(1.0, 6.0), np.arange(1.0, 4.0)
+    for name in names("CONVEYOR_OUTER_ALGORITHM_LIST"):
+        np.testing.assert_allclose(conveyor.outer_sum(a, b, algorithm=name), SIZE * np.outer(a, b), err_msg=name)
+    for name in names("CONVEYOR_MATRIX_ORDER_LIST"):
+        G = conveyor.outer_sum(a, b, order=name)
+        np.testing.assert_allclose(G, SIZE * np.outer(a, b), err_msg=name)
+        assert G.flags["F_CONTIGUOUS" if name == "column_major" else "C_CONTIGUOUS"], name
+    first, rows = conveyor.outer_rows(len(a), COMM)
+    G = conveyor.outer_sum(a, b, distributed=True, order="column_major")
+    np.testing.assert_allclose(G, SIZE * np.outer(a, b)[first:first + rows])
+
+
+def plan_between_layouts(**options):
+    n, m = 4 * SIZE, 2 * SIZE  # rows to columns: 4 rows, then 2 columns per rank
+    whole = np.arange(n * m, dtype=np.float64).reshape(n, m)
+    src = conveyor.Layout.cartesian((n, m), (SIZE, 1), whole[RANK * 4:(RANK + 1) * 4].copy(), COMM)
+    dst = conveyor.Layout.cartesian((n, m), (1, SIZE), np.zeros((n, 2)), COMM)
+    plan = conveyor.Plan(src, dst, **options)
+    plan.execute()
+    np.testing.assert_array_equal(dst.local, whole[:, RANK * 2:(RANK + 1) * 2])
+    return plan, dst
+
+
+def test_transports_and_relabelings_reach_python():
+    for name in names("CONVEYOR_TRANSPORT_LIST"):
+        plan, _ = plan_between_layouts(transport=name)
+        assert plan.transport == name or name == "auto", name
+    for name in names("CONVEYOR_RELABELING_LIST"):
+        plan, _ = plan_between_layouts(relabel=name, intra_node_cost=0.5, ranks_per_node=1, chunk_bytes=64)
+        assert sorted(plan.sigma) == list(range(SIZE)), name
+
+
+def test_unknown_names_and_options_are_errors():
+    with pytest.raises(ValueError, match="unknown transport 'fast'"):
+        plan_between_layouts(transport="fast")
+    with pytest.raises(ValueError, match="unknown matrix order"):
+        conveyor.outer_sum(np.ones(2), np.ones(2), order="diagonal")
+
+
+# --- 2. options -----------------------------------------------------------------------
+def cpp_fields(header, struct):
+    """The data members of a C++ struct in a public header (functions skipped)."""
+    text = (INCLUDE / header).read_text()
+    body = re.search(r"struct %s \{(.*?)\n\};" % struct, text, re.S).group(1)
+    body = re.sub(r"//[^\n]*", "", body)
+    fields = []
+    for decl in body.split(";"):
+        decl = re.sub(r"std::function<[^>]*>", "function", decl.strip())
+        decl = re.sub(r"=[^,]*", "", decl)  # initializers
+        if not decl or "(" in decl:
+            continue  # a member function
+        # "double alpha_imag = 0, beta_imag = 0" -> both names
+        for part in re.split(r",(?![^<]*>)", decl):
+            fields.append(re.findall(r"\w+", part)[-1])
+    return fields
+
+
+def c_fields(struct):
+    text = (INCLUDE / "conveyor.h").read_text()
+    body = re.search(r"typedef struct %s \{(.*?)\}" % struct, text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    fields = []
+    for decl in body.split(";"):
+        decl = decl.strip()
+        if not decl:
+            continue
+        if "(" in decl:  # a function pointer: void (*on_chunk)(...)
+            fields.append(re.search(r"\(\s*\*\s*(\w+)\s*\)", decl).group(1))
+            continue
+        head, *rest = decl.split(",")
+        fields.append(re.findall(r"\w+", head)[-1])
+        fields += [r.strip().lstrip("*") for r in rest]
+    return fields
+
+
+def flatten(fields, nested):
+    out = []
+    for f in fields:
+        out += nested.get(f, [f])
+    return out
+
+
+INNER_ALLREDUCE = ["allreduce_algorithm", "ranks_per_node"]
+# Options of the inner allreduce that only C++ passes on (the front ends use the
+# engine's defaults for its segment size, deterministic order, validation and
+# chunk callback).
+INNER_ONLY_CPP = "inner allreduce tuning: C++ only"
+
+ENGINES = {
+    # engine: (C++ header, struct, nested, C struct, Python functions, {name: reason})
+    "allreduce": ("collectives.hpp", "allreduce_options", {}, "conveyor_allreduce_options", [conveyor.allreduce],
+                  {"on_chunk": "a callback per chunk, inside the collective: C++ and C only"}),
+    "sinkhorn": ("sinkhorn.hpp", "options", {"block": ["mc", "nc", "mr", "nr"], "allreduce": INNER_ALLREDUCE},
+                 "conveyor_sinkhorn_options", [conveyor.sinkhorn_scale, conveyor.sinkhorn_transport], {}),
+    "outer": ("outer.hpp", "outer_options", {"allreduce": INNER_ALLREDUCE}, "conveyor_outer_options",
+              [conveyor.outer_sum], {"validate": "ignored: outer_sum always agrees (C keeps the field)"}),
+    "redistribute": ("redistribute.hpp", "plan_options", {}, "conveyor_redistribute_options", [conveyor.Plan], {}),
+    "transform": ("redistribute.hpp", "transform", {}, "conveyor_transform", [conveyor.Plan],
+                  {"type": "Python: the arrays' dtype", "alpha_imag": "Python: a complex alpha",
+                   "beta_imag": "Python: a complex beta"}),
+}
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_every_option_reaches_c_and_python(engine):
+    header, struct, nested, c_struct, functions, python_reasons = ENGINES[engine]
+    cpp = flatten(cpp_fields(header, struct), nested)
+    assert cpp, engine
+    c = set(c_fields(c_struct))
+    python = set()
+    for f in functions:
+        python |= set(inspect.signature(f).parameters)
+    missing_c = [f for f in cpp if f not in c]
+    missing_python = [f for f in cpp if f not in python and f not in python_reasons and f not in ("src", "dst")]
+    assert not missing_c, f"{engine}: C++ options missing in {c_struct}: {missing_c}"
+    assert not missing_python, f"{engine}: C++ options missing in Python: {missing_python}"
+    extra_c = c - set(cpp) - {"user_data"}  # user_data: on_chunk's argument in C
+    assert not extra_c, f"{engine}: C fields without a C++ option: {sorted(extra_c)}"
+
+
+def test_the_parser_sees_nested_and_listed_fields():
+    assert cpp_fields("redistribute.hpp", "transform") == ["src", "dst", "perm", "conjugate", "alpha", "beta",
+                                                           "alpha_imag", "beta_imag", "type"]
+    assert "mc" in c_fields("conveyor_sinkhorn_options") and "nr" in c_fields("conveyor_sinkhorn_options")
+    assert "on_chunk" in c_fields("conveyor_allreduce_options")
