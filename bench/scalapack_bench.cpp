@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "scalapack/reference.h"
+#include "scalapack_reference.h"
 #include "conveyor/scalapack.h"
 
 

@@ -12,7 +12,6 @@ class App;
 namespace conveyor::tool {
 
 int run_info();
-int run_demo();
 /// Measures the cost model on MPI_COMM_WORLD; rank 0 prints it and writes `output`.
 int run_tune(const std::string& output, int ranks_per_node);
 

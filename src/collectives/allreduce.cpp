@@ -96,6 +96,31 @@ void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool d
   }
 }
 
+// The schedules of the last scheduled allreduce on a context, with what they were
+// built for. Schedules hold addresses (of recv and of the scratch memory), so a
+// call reuses them only for the same buffer and the same shape: the common case
+// of a training loop or a solver calling allreduce on one buffer again and again,
+// which then builds nothing (building costs allocations per round and chunk).
+struct schedule_cache {
+  allreduce_algorithm algorithm{};
+  bool deterministic = false;
+  std::size_t count = 0, chunk = 0, esize = 0;
+  const detail::node_layout* layout = nullptr;
+  const void* recv = nullptr;
+  std::size_t scratch_bytes = 0;  // what these schedules need
+  const char* scratch = nullptr;  // where they were built to find it
+  std::vector<schedule> schedules;
+
+  bool fits(allreduce_algorithm a, bool det, std::size_t n, std::size_t c, std::size_t e, const detail::node_layout* l) const {
+    return algorithm == a && deterministic == det && count == n && chunk == c && esize == e && layout == l;
+  }
+};
+
+schedule_cache& schedule_cache_of(detail::comm_context& ctx) {
+  if (!ctx.schedule_cache) ctx.schedule_cache = std::make_shared<schedule_cache>();
+  return *static_cast<schedule_cache*>(ctx.schedule_cache.get());
+}
+
 // Scratch memory of a context: grows, never shrinks, so repeated calls do not
 // fault in fresh pages (MPI forbids concurrent collectives on one communicator).
 char* scratch_of(detail::comm_context& ctx, std::size_t bytes) {
@@ -199,13 +224,22 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
                        alg == allreduce_algorithm::hierarchical;
   const std::size_t chunk = chunked ? std::max<std::size_t>(1, report.segment_bytes / esize) : count;
 
-  std::vector<schedule> schedules;
+  schedule_cache& cache = schedule_cache_of(ctx);
   range_buffer buf{static_cast<char*>(recv), esize};
-  scratch_alloc measure(nullptr);
-  build_allreduce(schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, measure);
-  scratch_alloc scratch(scratch_of(ctx, measure.used()));
-  build_allreduce(schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, scratch);
-  run_schedules(ctx, schedules, kernel, &options.on_chunk, params.window);
+  const bool same_shape = cache.fits(alg, options.deterministic, count, chunk, esize, &layout);
+  if (!same_shape) {  // measure the scratch memory once per shape
+    scratch_alloc measure(nullptr);
+    build_allreduce(cache.schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, measure);
+    cache = schedule_cache{alg, options.deterministic, count, chunk, esize, &layout, nullptr, measure.used(), nullptr, {}};
+  }
+  char* scratch_base = scratch_of(ctx, cache.scratch_bytes);
+  if (cache.recv != recv || cache.scratch != scratch_base || cache.schedules.empty()) {
+    scratch_alloc scratch(scratch_base);
+    build_allreduce(cache.schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, scratch);
+    cache.recv = recv;
+    cache.scratch = scratch_base;
+  }
+  run_schedules(ctx, cache.schedules, kernel, &options.on_chunk, params.window);
   return report;
 }
 

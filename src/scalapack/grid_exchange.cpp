@@ -3,7 +3,7 @@
 #include <string>
 
 #include "conveyor/types.hpp"
-#include "scalapack/reference.h"
+#include "scalapack/blacs.h"
 
 namespace conveyor::scalapack::detail {
 namespace {

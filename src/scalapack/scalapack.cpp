@@ -33,7 +33,7 @@
 
 #include "scalapack/call_cache.hpp"
 #include "scalapack/grid_exchange.hpp"
-#include "scalapack/reference.h"
+#include "scalapack/blacs.h"
 
 namespace conveyor::scalapack::detail {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../unit/reference.hpp"
+#include "reference.hpp"
 #include "mpi_test_util.hpp"
 #include "conveyor/collectives.hpp"
 #include "conveyor/conveyor.h"
@@ -395,6 +395,62 @@ TEST(Allreduce, NeverTouchesTheCallersMessages) {
   MPI_Wait(&req, MPI_STATUS_IGNORE);
   EXPECT_EQ(got, 1000 + (r + P - 1) % P);
   EXPECT_EQ(v[999], P);
+}
+
+}  // namespace
+}  // namespace conveyor
+
+namespace conveyor {
+namespace {
+
+// Schedules are cached per communicator (the last shape and buffer): repeated
+// calls on one buffer, calls alternating between buffers, counts, algorithms,
+// deterministic mode and segment sizes, and collectives in between that grow the
+// shared scratch memory, must all give the reference sum every time.
+TEST(Allreduce, CachedSchedulesFollowEveryChange) {
+  const int P = size_of(MPI_COMM_WORLD), r = rank_of(MPI_COMM_WORLD);
+  std::vector<std::int64_t> a(5000), b(5000);
+  const auto expect_sum = [&](const std::vector<std::int64_t>& v, std::size_t n, std::int64_t base, const std::string& what) {
+    // rank q contributed base + q + i at element i: sum = P (base + i) + P (P - 1) / 2
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(v[i], P * (base + static_cast<std::int64_t>(i)) + std::int64_t{P} * (P - 1) / 2) << what << " at " << i;
+    }
+  };
+  struct step {
+    std::vector<std::int64_t>* buf;
+    std::size_t n;
+    allreduce_algorithm alg;
+    bool deterministic;
+    std::size_t segment;
+    bool grow_scratch;  // a reduce_scatter of a larger buffer first
+  };
+  const allreduce_algorithm ring = allreduce_algorithm::ring, rab = allreduce_algorithm::rabenseifner,
+                            hier = allreduce_algorithm::hierarchical;
+  const std::vector<step> steps = {
+      {&a, 5000, ring, false, 1024, false}, {&a, 5000, ring, false, 1024, false}, {&a, 5000, ring, false, 1024, false},
+      {&b, 5000, ring, false, 1024, false}, {&a, 5000, ring, false, 1024, false}, {&a, 4999, ring, false, 1024, false},
+      {&a, 5000, ring, false, 2048, false}, {&a, 5000, rab, false, 0, false},     {&a, 5000, rab, false, 0, false},
+      {&a, 5000, ring, true, 1024, false},  {&a, 5000, ring, false, 1024, true},  {&a, 5000, ring, false, 1024, false},
+      {&b, 17, hier, false, 64, false},     {&b, 17, hier, false, 64, false},     {&a, 5000, ring, false, 1024, true},
+  };
+  std::int64_t base = 0;
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const step& s = steps[k];
+    if (s.grow_scratch) {
+      const std::size_t big = 40000 * static_cast<std::size_t>(k + 1);
+      std::vector<std::int64_t> in(big * static_cast<std::size_t>(P), 1), out(big);
+      reduce_scatter_block(in.data(), out.data(), big, dtype::int64, op::sum, MPI_COMM_WORLD);
+    }
+    base += 1000;
+    for (std::size_t i = 0; i < s.n; ++i) (*s.buf)[i] = base + r + static_cast<std::int64_t>(i);
+    allreduce_options o;
+    o.algorithm = s.alg;
+    o.deterministic = s.deterministic;
+    o.segment_bytes = s.segment;
+    o.ranks_per_node = s.alg == hier ? 2 : 0;
+    allreduce(s.buf->data(), s.buf->data(), s.n, dtype::int64, op::sum, MPI_COMM_WORLD, o);
+    expect_sum(*s.buf, s.n, base, "step " + std::to_string(k));
+  }
 }
 
 }  // namespace

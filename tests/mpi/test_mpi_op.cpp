@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "../unit/reference.hpp"
+#include "reference.hpp"
 #include "conveyor/mpi.hpp"
 #include "conveyor/reduce.hpp"
 

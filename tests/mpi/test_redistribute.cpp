@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "../unit/reference.hpp"
+#include "reference.hpp"
 #include "mpi_test_util.hpp"
 #include "conveyor/conveyor.h"
 #include "conveyor/redistribute.hpp"

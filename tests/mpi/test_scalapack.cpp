@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "../unit/reference.hpp"
+#include "reference.hpp"
 #include "mpi_test_util.hpp"
-#include "scalapack/reference.h"
+#include "scalapack_reference.h"
 #include "conveyor/scalapack.h"
 #include "conveyor/scalapack.hpp"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "mpi_test_util.hpp"
-#include "scalapack/reference.h"
+#include "scalapack_reference.h"
 
 namespace conveyor {
 namespace {

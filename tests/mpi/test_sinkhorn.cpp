@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "../unit/reference.hpp"
+#include "reference.hpp"
 #include "mpi_test_util.hpp"
 #include "conveyor/conveyor.h"
 #include "conveyor/reduce.hpp"

@@ -1,10 +1,11 @@
-// `conveyor demo`: a short tour of each engine next to what users would otherwise
+// `conveyor demo` (= `conveyor-bench demo`): a short tour of each engine next to what users would otherwise
 // use, on whatever ranks it was launched with (scripts/demo uses 2 local ranks).
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "allreduce_bench.hpp"
@@ -13,17 +14,18 @@
 #include "conveyor/collectives.hpp"
 #include "conveyor/mpi.hpp"
 #include "conveyor/reduce.hpp"
+#include "conveyor/sinkhorn.hpp"
+#include "conveyor/version.hpp"
 #include "reduce_bench.hpp"
 #ifdef CONVEYOR_HAVE_SCALAPACK
 #include "scalapack_bench.hpp"
 #endif
 #include "sinkhorn_bench.hpp"
-#include "tool.hpp"
+#include "demo.hpp"
 
-namespace conveyor::tool {
+namespace conveyor::bench {
 namespace {
 
-using bench::world_rank;
 
 void section(const char* title) {
   if (world_rank() == 0) std::printf("\n=== %s ===\n", title);
@@ -68,11 +70,44 @@ void demo_mpi_op() {
   }
 }
 
+// The build and the job (`conveyor info` says more).
+void print_build() {
+  if (world_rank() != 0) return;
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(lib, &len);
+  std::string mpi(lib, static_cast<std::size_t>(len));
+  mpi = mpi.substr(0, mpi.find_first_of("\n,"));
+  std::printf("conveyor %s, %s, SIMD %s, %d rank(s)\n", CONVEYOR_VERSION_STRING, mpi.c_str(), simd_targets().active.c_str(),
+              world_size());
+}
+
+// Entropic OT to convergence on n x n squared distances of points on [0, 1),
+// rows split over the ranks (balanced_rows), log domain.
+void solve_ot(std::size_t n, double eps) {
+  namespace sk = conveyor::sinkhorn;
+  const sk::row_block mine = sk::balanced_rows(n, world_rank(), world_size());
+  const auto point = [](std::size_t i) { return static_cast<double>((i * 7919) % 1000) / 1000.0; };
+  std::vector<double> C(mine.count * n), a(mine.count, 1.0 / static_cast<double>(n)), b(n, 1.0 / static_cast<double>(n));
+  for (std::size_t i = 0; i < mine.count; ++i) {
+    for (std::size_t j = 0; j < n; ++j) C[i * n + j] = (point(mine.first + i) - point(j)) * (point(mine.first + i) - point(j));
+  }
+  sk::options o;
+  o.log_domain = true;
+  o.tol = 1e-8;
+  const auto res = sk::transport(C.data(), mine.count, n, n, a.data(), b.data(), eps, MPI_COMM_WORLD, o);
+  const double total = max_over_ranks(res.time.total);
+  if (world_rank() == 0) {
+    std::printf("%zu x %zu, eps %g: %s after %d iterations, error %.2e, cost %.9g, %.3f s\n", n, n, eps,
+                std::string(sk::status_name(res.state)).c_str(), res.iterations, res.error, res.cost, total);
+  }
+}
+
 }  // namespace
 
 int run_demo() {
   section("Conveyor: this build and this job");
-  run_info();
+  print_build();
 
   section("Reduce engine: local reduction kernels (rank 0), sum/float32");
   if (world_rank() == 0) {
@@ -102,13 +137,7 @@ int run_demo() {
 
   section("Sinkhorn: entropic OT to convergence (log domain, eps = 0.01), rows split over the ranks");
   {
-    sinkhorn_cli_options o;
-    o.ot = true;
-    o.log_domain = true;
-    o.eps = 0.01;
-    o.rows = o.cols = 1500;
-    o.tol = 1e-8;
-    run_sinkhorn(o);
+    solve_ot(1500, 0.01);
   }
 
   section("Sinkhorn: ms per iteration, fused kernel vs the paper's variants and the one-read bound");
@@ -149,4 +178,4 @@ int run_demo() {
   return 0;
 }
 
-}  // namespace conveyor::tool
+}  // namespace conveyor::bench

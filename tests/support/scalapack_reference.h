@@ -1,6 +1,6 @@
-/* Internal: the prototypes Conveyor uses from BLACS and reference ScaLAPACK (the
- * library that creates the contexts, and the oracle/baseline of the tests and the
- * benchmark). Fortran routines take every argument by pointer. */
+/* Test and benchmark support: the prototypes of BLACS and reference ScaLAPACK (the
+ * oracle of the tests, the baseline of the benchmark). Fortran routines take every
+ * argument by pointer. */
 #ifndef CONVEYOR_SCALAPACK_REFERENCE_H
 #define CONVEYOR_SCALAPACK_REFERENCE_H
 
