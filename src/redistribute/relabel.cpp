@@ -8,8 +8,11 @@
 namespace conveyor::redistribute {
 
 // Shortest augmenting paths with potentials (the Hungarian method in the
-// Jonker-Volgenant formulation), minimizing cost = -gain; O(n^3). Written here:
-// Debian has no C++ library for linear assignment.
+// Jonker-Volgenant formulation), minimizing cost = -gain; O(n^3). Written here
+// although Debian has assignment solvers: dlib's max_cost_assignment takes integer
+// costs only (the gains are bytes weighted by a real intra_node_cost), and LEMON
+// (matchings, min-cost flow) would be a build dependency of the whole library for
+// a 60-line solver of P x P problems.
 std::vector<int> max_weight_assignment(const std::vector<double>& gain, int n) {
   if (n < 0 || gain.size() != static_cast<std::size_t>(n) * static_cast<std::size_t>(n)) {
     throw error(errc::invalid_argument, "max_weight_assignment: need an n x n gain matrix");
