@@ -76,31 +76,31 @@ CONVEYOR_API bool supports(op o, dtype t) noexcept;
 // from float round to nearest, ties to even, and keep NaN a NaN (as a quiet NaN).
 // ---------------------------------------------------------------------------
 
-/// IEEE 754 binary16.
-struct CONVEYOR_API float16 {
+/// The 16 bits of a 16-bit float type, and building one from them.
+template <class Self>
+struct bits16 {
   std::uint16_t bits = 0;
-  float16() = default;
-  explicit float16(float value);
-  explicit operator float() const;
-  static float16 from_bits(std::uint16_t b) {
-    float16 h;
+  static Self from_bits(std::uint16_t b) {
+    Self h;
     h.bits = b;
     return h;
   }
 };
 
+/// IEEE 754 binary16.
+struct CONVEYOR_API float16 : bits16<float16> {
+  float16() = default;
+  explicit float16(float value);
+  explicit operator float() const;
+};
+
 /// bfloat16: the upper 16 bits of an IEEE binary32.
-struct CONVEYOR_API bfloat16 {
-  std::uint16_t bits = 0;
+struct CONVEYOR_API bfloat16 : bits16<bfloat16> {
   bfloat16() = default;
   explicit bfloat16(float value);
   explicit operator float() const;
-  static bfloat16 from_bits(std::uint16_t b) {
-    bfloat16 h;
-    h.bits = b;
-    return h;
-  }
 };
+static_assert(sizeof(float16) == 2 && sizeof(bfloat16) == 2, "16-bit floats are stored as their 16 bits");
 
 /// Maps a C++ element type to its dtype: dtype_of<float>::value == dtype::float32.
 template <class T> struct dtype_of;

@@ -313,20 +313,11 @@ int conveyor_layout_block_cyclic(const conveyor_block_cyclic* params, conveyor_l
   if (!result) return null_result("conveyor_layout_block_cyclic");
   return guarded([&] {
     require(params != nullptr, "conveyor_layout_block_cyclic: params is NULL");
-    rd::layout::block_cyclic_params p;
-    p.M = params->M;
-    p.N = params->N;
-    p.mb = params->mb;
-    p.nb = params->nb;
-    p.prow = params->prow;
-    p.pcol = params->pcol;
-    p.row_major_grid = params->row_major_grid != 0;
-    p.rsrc = params->rsrc;
-    p.csrc = params->csrc;
-    p.row_offset = params->row_offset;
-    p.col_offset = params->col_offset;
-    p.local = params->local;
-    p.lld = params->lld;
+    const conveyor_block_cyclic& c = *params;
+    // Every field of the C struct, in the C++ struct's order (imb, inb: the C API
+    // has no irregular first block; rank_of_grid: none).
+    const rd::layout::block_cyclic_params p{c.M,        c.N,          c.mb,   c.nb,  0, 0, c.prow, c.pcol, c.row_major_grid != 0,
+                                            c.rsrc,     c.csrc,       c.row_offset, c.col_offset, c.local, c.lld, {}};
     *result = wrap(rd::layout::block_cyclic(p));
   });
 }
@@ -441,22 +432,29 @@ int conveyor_redistribution_transport(conveyor_redistribution plan, int* result)
   });
 }
 
-int conveyor_redistribution_volume(conveyor_redistribution plan, int64_t* matrix, size_t capacity) {
+namespace {
+
+// Copies one of a plan's vectors (`what` of the plan) to the caller's array of
+// `capacity` entries.
+template <class T>
+int copy_out(const char* fn, conveyor_redistribution plan, T* out, size_t capacity,
+             const std::vector<T>& (rd::plan::*what)() const, const char* needed) {
   return guarded([&] {
-    require(plan && matrix, "conveyor_redistribution_volume: plan or matrix is NULL");
-    const auto& v = plan->p->volume();
-    require(capacity >= v.size(), "conveyor_redistribution_volume: capacity below P * P");
-    std::copy(v.begin(), v.end(), matrix);
+    require(plan && out, (std::string(fn) + ": plan or output array is NULL").c_str());
+    const std::vector<T>& v = (plan->p.get()->*what)();
+    require(capacity >= v.size(), (std::string(fn) + ": capacity below " + needed).c_str());
+    std::copy(v.begin(), v.end(), out);
   });
 }
 
+}  // namespace
+
+int conveyor_redistribution_volume(conveyor_redistribution plan, int64_t* matrix, size_t capacity) {
+  return copy_out<std::int64_t>("conveyor_redistribution_volume", plan, matrix, capacity, &rd::plan::volume, "P * P");
+}
+
 int conveyor_redistribution_sigma(conveyor_redistribution plan, int* sigma, size_t capacity) {
-  return guarded([&] {
-    require(plan && sigma, "conveyor_redistribution_sigma: plan or sigma is NULL");
-    const auto& s = plan->p->sigma();
-    require(capacity >= s.size(), "conveyor_redistribution_sigma: capacity below P");
-    std::copy(s.begin(), s.end(), sigma);
-  });
+  return copy_out<int>("conveyor_redistribution_sigma", plan, sigma, capacity, &rd::plan::sigma, "P");
 }
 
 int conveyor_redistribution_relabeled_destination(conveyor_redistribution plan, size_t k, conveyor_layout* result) {

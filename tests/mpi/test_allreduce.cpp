@@ -26,6 +26,7 @@ namespace {
 
 using testing::visit_dtype;
 
+using testing::hash_bytes;
 using testing::rank_of;
 using testing::size_of;
 
@@ -45,15 +46,6 @@ std::vector<T> input(int r, std::size_t n, std::uint64_t salt) {
     }
   }
   return v;
-}
-
-// FNV-1a of the bytes: equal on every rank iff (with overwhelming probability) the
-// results are bitwise identical.
-std::uint64_t hash_bytes(const void* p, std::size_t n) {
-  std::uint64_t h = 1469598103934665603ull;
-  const auto* b = static_cast<const unsigned char*>(p);
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
 }
 
 bool same_on_all_ranks(std::uint64_t h) {

@@ -21,6 +21,7 @@
 namespace conveyor {
 namespace {
 
+using testing::hash_bytes;
 using testing::rank_of;
 using testing::size_of;
 
@@ -42,13 +43,6 @@ std::vector<double> reference(std::size_t N, std::size_t M, int P) {
     }
   }
   return G;
-}
-
-std::uint64_t hash_bytes(const void* p, std::size_t n) {
-  std::uint64_t h = 1469598103934665603ull;
-  const auto* c = static_cast<const unsigned char*>(p);
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 1099511628211ull;
-  return h;
 }
 
 const outer_algorithm kAlgorithms[] = {outer_algorithm::automatic, outer_algorithm::allgather, outer_algorithm::allreduce,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -32,6 +33,15 @@ inline void expect_error_everywhere(const std::function<void()>& call, const std
     message = e.what();
   }
   EXPECT_NE(message.find(needle), std::string::npos) << "got: '" << message << "', want '" << needle << "'";
+}
+
+/// FNV-1a of the bytes: equal on every rank iff (with overwhelming probability)
+/// the buffers are bitwise identical.
+inline std::uint64_t hash_bytes(const void* p, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
 }
 
 }  // namespace conveyor::testing
