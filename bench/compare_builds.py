@@ -13,7 +13,10 @@ old then new then new then old (so neither always runs first):
   - Sinkhorn fused, 8000 x 8000 float64, 2 ranks x 1 thread (ms per iteration);
   - pdgemr2d 4000 x 4000 on 2 ranks, warm (cached plan) and cold (plan per call).
 Reports per case the median over rounds of the new/old time ratio (< 1: the new
-build is faster) next to the stock rows' ratio.
+build is faster) next to the stock rows' ratio, and the ratio normalized by the
+stock row of the same run (Conveyor's time / the baseline's time in that run,
+new over old): a shared machine's slow phases move both rows of a run together,
+so the normalized ratio is the one to read.
 """
 import argparse
 import csv
@@ -59,6 +62,17 @@ def measure(build, tmp):
     return out
 
 
+def baseline_of(case):
+    """The stock row measured beside `case` in the same run (None for stock rows)."""
+    if case.endswith("stock"):
+        return None
+    if case.startswith("allreduce"):
+        return case[: -len("auto")] + "stock"
+    if case.startswith("sinkhorn"):
+        return "sinkhorn 8000^2 read_bound stock"
+    return case + " reference stock"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("old")
@@ -66,7 +80,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out")
     a = ap.parse_args()
-    ratios = {}
+    ratios, normalized = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
             order = [a.old, a.new, a.new, a.old]
@@ -78,12 +92,18 @@ def main():
                 old = statistics.mean(x[case] for x in runs[a.old] if case in x)
                 new = statistics.mean(x[case] for x in runs[a.new] if case in x)
                 ratios.setdefault(case, []).append(new / old)
+                base = baseline_of(case)
+                if base:
+                    rel_old = statistics.mean(x[case] / x[base] for x in runs[a.old])
+                    rel_new = statistics.mean(x[case] / x[base] for x in runs[a.new])
+                    normalized.setdefault(case, []).append(rel_new / rel_old)
     lines = [f"new = {a.new}, old = {a.old}; {a.rounds} rounds (old, new, new, old); "
              "ratio = median over rounds of new time / old time (< 1: new faster). "
              "\"stock\" rows run the same MPI or reference code in both builds: their spread is the noise.", "",
-             "| case | new / old |", "|---|---|"]
+             "| case | new / old | normalized by the same run's baseline |", "|---|---|---|"]
     for case, v in ratios.items():
-        lines.append(f"| {case} | {statistics.median(v):.3f} |")
+        norm = f"{statistics.median(normalized[case]):.3f}" if case in normalized else "(baseline)"
+        lines.append(f"| {case} | {statistics.median(v):.3f} | {norm} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
