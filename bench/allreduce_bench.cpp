@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,19 @@ float expected(std::size_t i, int size) {
   return s;
 }
 
+// Every power of two and 3 * 2^k in [min, max] (size_step 0), or a geometric
+// series of size_step (the demo's short tour).
 std::vector<std::size_t> sizes(const allreduce_bench_options& o) {
   std::vector<std::size_t> out;
+  if (o.size_step == 0) {
+    for (std::size_t p = 1; p <= o.max_bytes; p *= 2) {
+      for (std::size_t b : {p, 3 * p}) {
+        if (b >= o.min_bytes && b <= o.max_bytes && (b == p || p >= 4)) out.push_back(b);  // 3 * 2^k from 12 B (whole floats)
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
   for (std::size_t b = o.min_bytes; b <= o.max_bytes; b *= o.size_step) {
     out.push_back(b);
     if (b * o.size_step > o.max_bytes && b != o.max_bytes) out.push_back(o.max_bytes);
@@ -61,6 +73,8 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
   rep.add_note("time = slowest rank; busbw = algbw * 2(P-1)/P; x_vs_MPI = stock median / this median (same run); "
                "wrong = elements differing from the exact sum, over all ranks");
 
+  // Per Conveyor row: (stock median / its median, bytes) at every size.
+  std::map<std::string, std::vector<std::pair<double, std::size_t>>> vs_mpi;
   for (std::size_t bytes : sizes(opt)) {
     const std::size_t n = std::max<std::size_t>(1, bytes / sizeof(float));
     std::vector<float> send(n), recv(n);
@@ -69,7 +83,7 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
     std::vector<impl> impls;
     impls.reserve(opt.impls.size());  // the lambdas keep pointers into it
     for (const std::string& name : opt.impls) {
-      if (name == "mpi") {
+      if (name == "stock") {
         impls.push_back({mpi_label, [&] {
                            MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
                                          MPI_COMM_WORLD);
@@ -123,6 +137,10 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
     for (std::size_t i = 0; i < impls.size(); ++i) {
       if (impls[i].name == mpi_label) t_mpi = summarize(samples[i]).median;
     }
+    for (std::size_t i = 0; i < impls.size() && t_mpi > 0; ++i) {
+      if (impls[i].name == mpi_label) continue;
+      vs_mpi[impls[i].name].push_back({t_mpi / summarize(samples[i]).median, n * sizeof(float)});
+    }
     for (std::size_t i = 0; i < impls.size(); ++i) {
       const summary s = summarize(samples[i]);
       const double algbw = static_cast<double>(n * sizeof(float)) / s.median / 1e9;
@@ -132,6 +150,17 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
                    format_fixed(algbw * 2.0 * (P - 1) / std::max(P, 1), 3),
                    t_mpi > 0 ? format_fixed(t_mpi / s.median, 2) : "-", std::to_string(wrong[i])});
     }
+  }
+  for (const auto& [name, ratios] : vs_mpi) {
+    double log_sum = 0;
+    auto worst = ratios.front();
+    for (const auto& r : ratios) {
+      log_sum += std::log(r.first);
+      if (r.first < worst.first) worst = r;
+    }
+    rep.add_note(name + " vs " + mpi_label + " over " + std::to_string(ratios.size()) + " sizes: geometric mean " +
+                 format_fixed(std::exp(log_sum / static_cast<double>(ratios.size())), 3) + "x, lowest " +
+                 format_fixed(worst.first, 3) + "x at " + format_bytes(worst.second));
   }
   if (rank == 0) {
     rep.print();
@@ -149,6 +178,8 @@ int run_overlap_bench(const allreduce_bench_options& opt) {
               "overlapped/sum"});
   rep.add_note("compute: 24 dependent fused multiply-adds per element (~ the allreduce's cost at these sizes); "
                "overlapped = the compute runs in on_chunk as each chunk of the result completes");
+  // Per Conveyor row: (stock median / its median, bytes) at every size.
+  std::map<std::string, std::vector<std::pair<double, std::size_t>>> vs_mpi;
   for (std::size_t bytes : sizes(opt)) {
     const std::size_t n = std::max<std::size_t>(1, bytes / sizeof(float));
     std::vector<float> send(n), recv(n), out(n);

@@ -11,10 +11,12 @@ namespace conveyor::bench {
 struct allreduce_bench_options {
   std::size_t min_bytes = 8;
   std::size_t max_bytes = std::size_t{64} << 20;
-  std::size_t size_step = 4;
+  std::size_t size_step = 0;  // 0: every power of two and 3 * 2^k; else a geometric series
   int reps = 20;
-  /// Rows: conveyor algorithm names ("auto", "ring", ...) and "mpi" (stock).
-  std::vector<std::string> impls = {"auto", "ring", "recursive_doubling", "rabenseifner", "hierarchical", "mpi"};
+  /// Rows: Conveyor's algorithms by name ("auto", "ring", ..., "mpi": the MPI
+  /// library's allreduce called through Conveyor) and "stock" (MPI_Allreduce called
+  /// directly: the baseline every row is compared with).
+  std::vector<std::string> impls = {"auto", "ring", "recursive_doubling", "rabenseifner", "hierarchical", "stock"};
   std::string mpi_label;   // label of the stock row, e.g. "MPI_Allreduce (tuned ring)"
   std::string config;      // free text naming the configuration, e.g. "2 nodes x 2 ranks, 1 Gbit"
   int ranks_per_node = 0;  // passed to Conveyor (0: real shared-memory nodes)

@@ -131,7 +131,7 @@ int run_demo() {
     o.max_bytes = std::size_t{16} << 20;
     o.size_step = 16;
     o.reps = 7;
-    o.impls = {"auto", "mpi"};
+    o.impls = {"auto", "stock"};
     bench::run_allreduce_bench(o);
   }
 

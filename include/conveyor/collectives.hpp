@@ -20,8 +20,10 @@
 namespace conveyor {
 
 /// automatic (the cost model's choice), ring, recursive_doubling, rabenseifner,
-/// hierarchical: described in conveyor/enums.h and docs/algorithms.md.
+/// hierarchical, mpi (the MPI library's own): described in conveyor/enums.h and
+/// docs/algorithms.md.
 enum class allreduce_algorithm : int { CONVEYOR_ALLREDUCE_ALGORITHM_LIST(CONVEYOR_ENUMERATOR_) };
+inline constexpr int allreduce_algorithm_count = 0 CONVEYOR_ALLREDUCE_ALGORITHM_LIST(CONVEYOR_COUNT_);
 CONVEYOR_API std::string_view algorithm_name(allreduce_algorithm a);
 /// "auto", "ring", "recursive_doubling", "rabenseifner", "hierarchical".
 CONVEYOR_API allreduce_algorithm parse_algorithm(std::string_view name);

@@ -52,7 +52,8 @@ class CONVEYOR_API collective_call {
   /// Arguments that can be listed for matching in one call.
   static constexpr int max_matched = 12;
 
-  /// Opens the call of `operation` (e.g. "allreduce") on `comm`; the first call on
+  /// Opens the call of `operation` (e.g. "allreduce": a string that outlives the
+  /// call, such as a literal) on `comm`; the first call on
   /// a communicator creates its private duplicate (collective over `comm`).
   collective_call(std::string_view operation, MPI_Comm comm);
   ~collective_call();
@@ -133,8 +134,8 @@ class CONVEYOR_API collective_call {
 
  private:
   friend detail::comm_context& detail::context_of(const collective_call& call);
-  std::unique_ptr<state> own_;  // null when this call joined an open one
   state* state_;
+  bool owns_ = false;  // false when this call joined an open one
 };
 
 /// A digest of a list of integers, for must_match_digest.

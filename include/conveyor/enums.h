@@ -28,11 +28,14 @@
  *   recursive_doubling  log2(P) full-vector exchanges; small messages
  *   rabenseifner        recursive-halving reduce-scatter + recursive-doubling allgather
  *   hierarchical        node-aware: intra-node reduce-scatter, inter-node ring,
- *                       intra-node allgather, pipelined */
+ *                       intra-node allgather, pipelined
+ *   mpi                 the MPI library's own MPI_Allreduce (through PMPI_Allreduce),
+ *                       on Conveyor's private communicator */
 #define CONVEYOR_ALLREDUCE_ALGORITHM_LIST(X)                                                  \
   X(AUTO, automatic, "auto") X(RING, ring, "ring")                                            \
   X(RECURSIVE_DOUBLING, recursive_doubling, "recursive_doubling")                             \
-  X(RABENSEIFNER, rabenseifner, "rabenseifner") X(HIERARCHICAL, hierarchical, "hierarchical")
+  X(RABENSEIFNER, rabenseifner, "rabenseifner") X(HIERARCHICAL, hierarchical, "hierarchical") \
+  X(MPI, mpi, "mpi")
 
 /* How one Sinkhorn iteration walks the matrix (C: CONVEYOR_SINKHORN_FUSED, ...):
  *   fused    default: never writes A, one read of A per iteration

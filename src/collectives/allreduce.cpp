@@ -5,13 +5,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <tuple>
+#include <map>
 #include <string>
 
 #include "collectives/algorithms.hpp"
 #include "runtime/context.hpp"
 #include "runtime/cost_model.hpp"
+#include "runtime/message_pieces.hpp"
 #include "conveyor/collectives.hpp"
 #include "conveyor/contract.hpp"
+#include "conveyor/mpi.hpp"
+#include "conveyor/settings.hpp"
 #include "core/checks.hpp"
 #include "core/names.hpp"
 
@@ -89,11 +94,30 @@ void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool d
       case allreduce_algorithm::hierarchical:
         detail::hierarchical(s, *layout, ctx.rank, range, buf, scratch);
         break;
-      case allreduce_algorithm::recursive_doubling:  // runs directly, never as a schedule
+      case allreduce_algorithm::recursive_doubling:  // run directly, never as schedules
+      case allreduce_algorithm::mpi:
       case allreduce_algorithm::automatic:
         throw error(errc::internal, "allreduce: no schedule for this algorithm");
     }
   }
+}
+
+// The MPI library's own allreduce (PMPI_Allreduce: an interposing library passes
+// it through), in pieces of at most INT_MAX elements (the reduction is element
+// by element, so pieces are independent). Predefined types and ops where MPI has
+// them and gets them right; Conveyor's kernel as an MPI_Op for the 16-bit floats
+// (no MPI type) and for 8- and 16-bit integers: Open MPI 4.1's op/avx component
+// saturates their sums instead of wrapping as MPI and C define (measured: ~half
+// of 2^31 int8 sums wrong, tests/mpi/test_large.cpp).
+void stock_allreduce(MPI_Comm comm, const void* send, void* recv, std::size_t count, dtype t, op o) {
+  const MPI_Datatype type = mpi_datatype(t);
+  const bool native = dtype_size(t) > 2;  // the 8- and 16-bit types: Conveyor's kernel
+  const MPI_Op mop = native ? mpi_builtin_op(o) : mpi_op(o, t);
+  const std::size_t esize = dtype_size(t);
+  detail::for_each_piece(count, [&](std::size_t off, int n, int) {
+    const void* in = send == MPI_IN_PLACE ? MPI_IN_PLACE : static_cast<const char*>(send) + off * esize;
+    detail::check_mpi(PMPI_Allreduce(in, static_cast<char*>(recv) + off * esize, n, type, mop, comm), "MPI_Allreduce");
+  });
 }
 
 // The schedules of the last scheduled allreduce on a context, with what they were
@@ -116,9 +140,44 @@ struct schedule_cache {
   }
 };
 
-schedule_cache& schedule_cache_of(detail::comm_context& ctx) {
-  if (!ctx.schedule_cache) ctx.schedule_cache = std::make_shared<schedule_cache>();
-  return *static_cast<schedule_cache*>(ctx.schedule_cache.get());
+// `auto`, measured (CONVEYOR_ALLREDUCE_MEASURE, on by default): per size class
+// (two per octave) of a communicator, the first calls alternate the cost model's
+// choice and the MPI library's own allreduce, kMeasured times each; then one
+// MPI_Allreduce of the slowest rank's medians decides, identically on every rank,
+// and later calls of that class run the faster one. So `auto` is slower than
+// stock only by its preamble and these first calls. Not with on_chunk (the
+// overlap it buys is not in the allreduce's own time) or deterministic mode.
+constexpr int kMeasured = 3;
+
+struct measured_class {
+  double seconds[2][kMeasured] = {};  // [0]: the model's choice, [1]: mpi
+  int taken = 0;
+  allreduce_algorithm decided = allreduce_algorithm::automatic;
+};
+
+int size_class(std::size_t bytes) {
+  const int octave = 63 - __builtin_clzll(static_cast<unsigned long long>(bytes | 1));
+  const bool upper_half = octave > 0 && (bytes >> (octave - 1)) & 1;  // >= 1.5 * 2^octave
+  return 2 * octave + (upper_half ? 1 : 0);
+}
+
+double median_of(const double* v) {
+  double x[kMeasured];
+  std::copy(v, v + kMeasured, x);
+  std::sort(x, x + kMeasured);
+  return x[kMeasured / 2];
+}
+
+// What the collectives keep per communicator (in its runtime context).
+struct collectives_state {
+  schedule_cache schedules;
+  // auto's measured choices: (size class, node layout, segment size) -> choice.
+  std::map<std::tuple<int, const detail::node_layout*, std::size_t>, measured_class> measured;
+};
+
+collectives_state& collectives_state_of(detail::comm_context& ctx) {
+  if (!ctx.collectives_state) ctx.collectives_state = std::make_shared<collectives_state>();
+  return *static_cast<collectives_state*>(ctx.collectives_state.get());
 }
 
 // Scratch memory of a context: grows, never shrinks, so repeated calls do not
@@ -136,6 +195,61 @@ void run_schedules(detail::comm_context& ctx, std::vector<schedule>& schedules, 
                    const std::function<void(std::size_t, std::size_t)>* on_chunk, int window) {
   detail::executor ex(ctx.comm, f, on_chunk);
   ex.run(schedules, window);
+}
+
+// Runs `alg` (resolved) for one call.
+void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const void* send, void* recv, std::size_t count,
+                   dtype t, op o, reduce_kernel_fn kernel, const allreduce_options& options, const detail::node_layout& layout,
+                   std::size_t segment_bytes, int window) {
+  const std::size_t bytes = count * dtype_size(t);
+  if (alg == allreduce_algorithm::mpi && !options.deterministic && count > 0 && ctx.size > 1) {
+    stock_allreduce(ctx.comm, send == recv ? MPI_IN_PLACE : send, recv, count, t, o);
+    if (options.on_chunk) options.on_chunk(0, count);
+    return;
+  }
+  if (send != MPI_IN_PLACE && send != recv && bytes) std::memcpy(recv, send, bytes);
+  if (count == 0) return;
+  if (ctx.size == 1) {  // nothing to combine: the copy above is the result
+    if (options.on_chunk) options.on_chunk(0, count);
+    return;
+  }
+
+  const std::size_t esize = dtype_size(t);
+  if (alg == allreduce_algorithm::recursive_doubling && !options.deterministic) {
+    detail::recursive_doubling_direct(ctx.comm, ctx.rank, ctx.size, static_cast<char*>(recv), count, esize,
+                                      kernel, scratch_of(ctx, bytes), &options.on_chunk);
+    return;
+  }
+
+  // Ring, hierarchical and the deterministic schedule are pipelined in chunks;
+  // Rabenseifner runs on the whole vector.
+  const bool chunked = options.deterministic || alg == allreduce_algorithm::ring ||
+                       alg == allreduce_algorithm::hierarchical;
+  const std::size_t chunk = chunked ? std::max<std::size_t>(1, segment_bytes / esize) : count;
+
+  schedule_cache& cache = collectives_state_of(ctx).schedules;
+  range_buffer buf{static_cast<char*>(recv), esize};
+  const bool same_shape = cache.fits(alg, options.deterministic, count, chunk, esize, &layout);
+  if (!same_shape) {  // measure the scratch memory once per shape
+    scratch_alloc measure(nullptr);
+    build_allreduce(cache.schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, measure);
+    cache = schedule_cache{alg, options.deterministic, count, chunk, esize, &layout, nullptr, measure.used(), nullptr, {}};
+  }
+  char* scratch_base = scratch_of(ctx, cache.scratch_bytes);
+  if (cache.recv != recv || cache.scratch != scratch_base || cache.schedules.empty()) {
+    scratch_alloc scratch(scratch_base);
+    build_allreduce(cache.schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, scratch);
+    cache.recv = recv;
+    cache.scratch = scratch_base;
+  }
+  run_schedules(ctx, cache.schedules, kernel, &options.on_chunk, window);
+}
+bool measuring_enabled() {
+  static const bool on = [] {
+    const auto v = setting("CONVEYOR_ALLREDUCE_MEASURE");
+    return !v || *v != "0";
+  }();
+  return on;
 }
 
 }  // namespace
@@ -164,10 +278,13 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
     if (!in_place && overlaps_partially(send, recv, bytes)) {
       throw error(errc::invalid_argument, "send and recv buffers partially overlap");
     }
-    if (options.algorithm < allreduce_algorithm::automatic || options.algorithm > allreduce_algorithm::hierarchical) {
+    if (static_cast<unsigned>(options.algorithm) >= static_cast<unsigned>(allreduce_algorithm_count)) {
       throw error(errc::invalid_argument, "unknown algorithm value " + std::to_string(static_cast<int>(options.algorithm)));
     }
     if (options.ranks_per_node < 0) throw error(errc::invalid_argument, "ranks_per_node must be >= 0");
+    if (options.deterministic && options.algorithm == allreduce_algorithm::mpi) {
+      throw error(errc::invalid_argument, "the mpi algorithm cannot be deterministic (MPI does not fix the reduction order)");
+    }
   });
   if (options.validate) {
     call.must_match("counts", static_cast<std::int64_t>(count)).must_match("dtypes", t).must_match("ops", o);
@@ -200,46 +317,33 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
     memo.chosen = chosen;
     memo.predicted = detail::predict_allreduce(chosen, bytes, ctx.size, layout, report.segment_bytes, params);
   }
+  const bool measure_candidate = options.algorithm == allreduce_algorithm::automatic &&
+                                 ctx.env_algorithm == allreduce_algorithm::automatic && !options.deterministic &&
+                                 !options.on_chunk && count > 0 && ctx.size > 1 && measuring_enabled();
   alg = memo.chosen;
   report.algorithm = alg;
   report.predicted_seconds = memo.predicted;
 
-  if (send != MPI_IN_PLACE && send != recv && bytes) std::memcpy(recv, send, bytes);
-  if (count == 0) return report;
-  if (ctx.size == 1) {  // nothing to combine: the copy above is the result
-    if (options.on_chunk) options.on_chunk(0, count);
-    return report;
+  if (measure_candidate) {
+    measured_class& m = collectives_state_of(ctx).measured[{size_class(bytes), &layout, report.segment_bytes}];
+    if (m.decided == allreduce_algorithm::automatic) {
+      const int which = m.taken % 2;
+      const allreduce_algorithm trial = which == 1 ? allreduce_algorithm::mpi : alg;
+      const double t0 = MPI_Wtime();
+      run_algorithm(ctx, trial, send, recv, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
+      m.seconds[which][m.taken / 2] = MPI_Wtime() - t0;
+      if (++m.taken == 2 * kMeasured) {
+        double slowest[2] = {median_of(m.seconds[0]), median_of(m.seconds[1])};
+        detail::check_mpi(PMPI_Allreduce(MPI_IN_PLACE, slowest, 2, MPI_DOUBLE, MPI_MAX, ctx.comm), "MPI_Allreduce");
+        m.decided = slowest[0] < slowest[1] ? alg : allreduce_algorithm::mpi;
+      }
+      report.algorithm = trial;
+      return report;
+    }
+    alg = m.decided;
+    report.algorithm = alg;
   }
-
-  const std::size_t esize = dtype_size(t);
-  if (alg == allreduce_algorithm::recursive_doubling && !options.deterministic) {
-    detail::recursive_doubling_direct(ctx.comm, ctx.rank, ctx.size, static_cast<char*>(recv), count, esize,
-                                      kernel, scratch_of(ctx, bytes), &options.on_chunk);
-    return report;
-  }
-
-  // Ring, hierarchical and the deterministic schedule are pipelined in chunks;
-  // Rabenseifner runs on the whole vector.
-  const bool chunked = options.deterministic || alg == allreduce_algorithm::ring ||
-                       alg == allreduce_algorithm::hierarchical;
-  const std::size_t chunk = chunked ? std::max<std::size_t>(1, report.segment_bytes / esize) : count;
-
-  schedule_cache& cache = schedule_cache_of(ctx);
-  range_buffer buf{static_cast<char*>(recv), esize};
-  const bool same_shape = cache.fits(alg, options.deterministic, count, chunk, esize, &layout);
-  if (!same_shape) {  // measure the scratch memory once per shape
-    scratch_alloc measure(nullptr);
-    build_allreduce(cache.schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, measure);
-    cache = schedule_cache{alg, options.deterministic, count, chunk, esize, &layout, nullptr, measure.used(), nullptr, {}};
-  }
-  char* scratch_base = scratch_of(ctx, cache.scratch_bytes);
-  if (cache.recv != recv || cache.scratch != scratch_base || cache.schedules.empty()) {
-    scratch_alloc scratch(scratch_base);
-    build_allreduce(cache.schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, scratch);
-    cache.recv = recv;
-    cache.scratch = scratch_base;
-  }
-  run_schedules(ctx, cache.schedules, kernel, &options.on_chunk, params.window);
+  run_algorithm(ctx, alg, send, recv, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
   return report;
 }
 

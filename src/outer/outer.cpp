@@ -229,7 +229,7 @@ outer_report outer_sum(const void* a, std::size_t N, const void* b, std::size_t 
   if (t != dtype::float32 && t != dtype::float64) bad(errc::unsupported, "dtype must be float32 or float64");
   if (alg_value < 0 || alg_value >= static_cast<int>(kNames.size())) bad(errc::invalid_argument, "unknown algorithm");
   if (order_value < 0 || order_value >= static_cast<int>(kOrderNames.size())) bad(errc::invalid_argument, "unknown matrix order");
-  if (o.allreduce.algorithm < allreduce_algorithm::automatic || o.allreduce.algorithm > allreduce_algorithm::hierarchical) {
+  if (static_cast<unsigned>(o.allreduce.algorithm) >= static_cast<unsigned>(allreduce_algorithm_count)) {
     bad(errc::invalid_argument, "unknown allreduce algorithm");
   }
   if (o.allreduce.ranks_per_node < 0) bad(errc::invalid_argument, "ranks_per_node must be >= 0");

@@ -1,6 +1,8 @@
 #include "runtime/context.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -19,11 +21,49 @@ void check_mpi(int rc, const char* what) {
 
 namespace {
 
+// The last communicator each thread looked up, and its context: repeated calls
+// on one communicator (the common case) skip MPI_Initialized, MPI_Finalized and
+// MPI_Comm_get_attr. The entry is good while `generation` is unchanged: it moves
+// whenever a context goes away (a communicator freed, whose handle MPI may reuse)
+// and when MPI_Finalize starts.
+std::atomic<std::uint64_t> g_generation{1};
+struct last_lookup {
+  MPI_Comm comm = MPI_COMM_NULL;
+  comm_context* ctx = nullptr;
+  std::uint64_t generation = 0;
+};
+thread_local last_lookup last;
+
+void forget_lookups() { g_generation.fetch_add(1, std::memory_order_acq_rel); }
+
 // The attribute holds a shared reference: plans built on the communicator keep
 // its context (and private communicator) alive after the caller frees it.
 int delete_context(MPI_Comm, int, void* value, void*) {
+  forget_lookups();
   delete static_cast<std::shared_ptr<comm_context>*>(value);
   return MPI_SUCCESS;
+}
+
+// MPI_Finalize deletes MPI_COMM_SELF's attributes first: from then on no
+// cached lookup may be used.
+int on_finalize(MPI_Comm, int, void*, void*) {
+  forget_lookups();
+  return MPI_SUCCESS;
+}
+
+void watch_finalize() {
+  static const bool watching = [] {
+    int k = MPI_KEYVAL_INVALID;
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_finalize, &k, nullptr), "MPI_Comm_create_keyval");
+    check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, k, nullptr), "MPI_Comm_set_attr");
+    return true;
+  }();
+  (void)watching;
+}
+
+comm_context& remember(MPI_Comm comm, comm_context& ctx, std::uint64_t generation) {
+  last = {comm, &ctx, generation};
+  return ctx;
 }
 
 int new_keyval(MPI_Comm_delete_attr_function* on_delete) {
@@ -88,6 +128,7 @@ node_layout build_layout(const comm_context& ctx, int ranks_per_node) {
 }  // namespace
 
 comm_context::~comm_context() {
+  forget_lookups();  // its private communicator's handle may be reused
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
@@ -103,6 +144,8 @@ const node_layout& comm_context::layout(int ranks_per_node) {
 }
 
 comm_context& context_for(MPI_Comm user_comm) {
+  const std::uint64_t generation = g_generation.load(std::memory_order_acquire);
+  if (user_comm == last.comm && last.generation == generation && user_comm != MPI_COMM_NULL) return *last.ctx;
   if (user_comm == MPI_COMM_NULL) throw error(errc::invalid_argument, "communicator is MPI_COMM_NULL");
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -114,10 +157,11 @@ comm_context& context_for(MPI_Comm user_comm) {
   const int key = keyval();
   void* value = nullptr;
   int found = 0;
+  watch_finalize();
   check_mpi(MPI_Comm_get_attr(user_comm, key, &value, &found), "MPI_Comm_get_attr");
-  if (found) return **static_cast<std::shared_ptr<comm_context>*>(value);
+  if (found) return remember(user_comm, **static_cast<std::shared_ptr<comm_context>*>(value), generation);
   check_mpi(MPI_Comm_get_attr(user_comm, self_keyval(), &value, &found), "MPI_Comm_get_attr");
-  if (found) return *static_cast<comm_context*>(value);
+  if (found) return remember(user_comm, *static_cast<comm_context*>(value), generation);
 
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter");

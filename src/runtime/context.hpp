@@ -57,9 +57,10 @@ struct comm_context : std::enable_shared_from_this<comm_context> {
     double predicted = 0;
   } last_choice;
   allreduce_algorithm env_algorithm = allreduce_algorithm::automatic;  // CONVEYOR_ALLREDUCE_ALGORITHM
-  // The collectives' cache of the last allreduce's schedules (its type is theirs:
-  // collectives/allreduce.cpp), so the runtime does not depend on the engine.
-  std::shared_ptr<void> schedule_cache;
+  // The collectives' state of this communicator (the last allreduce's schedules,
+  // auto's measured choices); its type is theirs (collectives/allreduce.cpp), so
+  // the runtime does not depend on the engine.
+  std::shared_ptr<void> collectives_state;
 
   ~comm_context();
   /// The layout for `ranks_per_node` (0: MPI_COMM_TYPE_SHARED). Collective the first

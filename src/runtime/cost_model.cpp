@@ -2,6 +2,7 @@
 #include "runtime/cost_model.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <mutex>
@@ -55,7 +56,14 @@ std::string format_cost_model(const cost_model& p) {
   return o.str();
 }
 
+namespace {
+// Set once the tune file was read without a problem: later calls return at once
+// (std::call_once and the failure check cost a few percent of a small allreduce).
+std::atomic<const cost_model*> g_loaded{nullptr};
+}  // namespace
+
 const cost_model& current_cost_model() {
+  if (const cost_model* p = g_loaded.load(std::memory_order_acquire)) return *p;
   static std::once_flag once;
   static cost_model params;
   static std::string failure;
@@ -77,6 +85,7 @@ const cost_model& current_cost_model() {
     }
   });
   if (!failure.empty()) throw error(errc::invalid_argument, failure);
+  g_loaded.store(&params, std::memory_order_release);
   return params;
 }
 
@@ -150,6 +159,11 @@ double predict_allreduce(allreduce_algorithm a, std::size_t bytes, int size, con
       const double bw_inter = ring_cost(n / l, layout.nodes, {0, inter.beta}, p.gamma);
       return lat + std::max(bw_intra, bw_inter) + std::min(bw_intra, bw_inter) / chunks;
     }
+    case allreduce_algorithm::mpi:
+      // The MPI library runs the same textbook algorithms (recursive doubling
+      // small, Rabenseifner large): the better of the two flat predictions.
+      return std::min(predict_allreduce(allreduce_algorithm::recursive_doubling, bytes, size, layout, segment_bytes, p),
+                      predict_allreduce(allreduce_algorithm::rabenseifner, bytes, size, layout, segment_bytes, p));
     case allreduce_algorithm::automatic: break;
   }
   return 0;

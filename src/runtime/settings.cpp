@@ -12,7 +12,7 @@ struct entry {
   std::string_view name, default_value, meaning, read_when;
 };
 
-constexpr std::array<entry, 9> kSettings = {{
+constexpr std::array<entry, 10> kSettings = {{
     {"CONVEYOR_SIMD_TARGET", "the best target this CPU runs",
      "SIMD target of every kernel (a Highway name: AVX3, AVX2, SSE4, EMU128, ...)", "first kernel call in the process"},
     {"CONVEYOR_TUNE_FILE", "built-in defaults",
@@ -22,8 +22,12 @@ constexpr std::array<entry, 9> kSettings = {{
      "group consecutive ranks into emulated nodes of this many (node-aware algorithms, cost model)",
      "first use of a communicator"},
     {"CONVEYOR_ALLREDUCE_ALGORITHM", "auto",
-     "what `automatic` allreduce runs: auto, ring, recursive_doubling, rabenseifner, hierarchical",
+     "what `automatic` allreduce runs: auto, ring, recursive_doubling, rabenseifner, hierarchical, mpi",
      "first use of a communicator"},
+    {"CONVEYOR_ALLREDUCE_MEASURE", "1",
+     "0: `automatic` allreduce takes the cost model's choice alone; 1: per size class it times that choice "
+     "against the MPI library's own allreduce on its first calls and keeps the faster",
+     "first automatic allreduce in the process"},
     {"CONVEYOR_DSOP_ALGORITHM", "auto",
      "what `automatic` outer_sum runs: allgather, allreduce, ring, generalized_rabenseifner",
      "first outer_sum in the process"},

@@ -83,6 +83,7 @@ std::vector<config> configs() {
       {allreduce_algorithm::hierarchical, 2, 200},  // uneven nodes at odd P, pipelined
       {allreduce_algorithm::hierarchical, 3, 0},
       {allreduce_algorithm::hierarchical, 1, 0},  // one rank per node: pure inter-node ring
+      {allreduce_algorithm::mpi, 0, 0},           // the MPI library's own
   };
 }
 
@@ -187,6 +188,7 @@ TEST(Allreduce, DeterministicIsTheRankOrderedFoldForEveryAlgorithm) {
     }
     const auto mine = input<float>(rank_of(), n, 77);
     for (const config& cfg : configs()) {
+      if (cfg.algorithm == allreduce_algorithm::mpi) continue;  // MPI fixes no order: refused (below)
       allreduce_options opt;
       opt.algorithm = cfg.algorithm;
       opt.ranks_per_node = cfg.ranks_per_node;
@@ -203,16 +205,37 @@ TEST(Allreduce, DeterministicIsTheRankOrderedFoldForEveryAlgorithm) {
 TEST(Allreduce, HalfPrecisionUsesTheKernels) {
   const int P = size_of();
   const std::size_t n = 777;
-  std::vector<bfloat16> mine(n), out(n);
-  for (std::size_t i = 0; i < n; ++i) mine[i] = bfloat16(static_cast<float>((i + rank_of()) % 9));
-  allreduce(mine.data(), out.data(), n, op::sum, MPI_COMM_WORLD);
-  bool ok = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    float want = 0;
-    for (int q = 0; q < P; ++q) want += static_cast<float>((i + q) % 9);
-    ok = ok && static_cast<float>(out[i]) == want;  // small integers: exact in bfloat16
+  // auto, and the MPI library's own allreduce (16-bit floats: with Conveyor's kernel as an MPI_Op).
+  for (allreduce_algorithm a : {allreduce_algorithm::automatic, allreduce_algorithm::mpi}) {
+    std::vector<bfloat16> mine(n), out(n);
+    for (std::size_t i = 0; i < n; ++i) mine[i] = bfloat16(static_cast<float>((i + rank_of()) % 9));
+    allreduce_options opt;
+    opt.algorithm = a;
+    allreduce(mine.data(), out.data(), n, op::sum, MPI_COMM_WORLD, opt);
+    bool ok = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      float want = 0;
+      for (int q = 0; q < P; ++q) want += static_cast<float>((i + q) % 9);
+      ok = ok && static_cast<float>(out[i]) == want;  // small integers: exact in bfloat16
+    }
+    EXPECT_TRUE(all_ranks(ok)) << algorithm_name(a);
   }
-  EXPECT_TRUE(all_ranks(ok));
+}
+
+TEST(Allreduce, TheMpiAlgorithmIsNeverDeterministic) {
+  std::vector<double> v(10, 1.0);
+  allreduce_options opt;
+  opt.algorithm = allreduce_algorithm::mpi;
+  opt.deterministic = true;
+  testing::expect_error_everywhere([&] { allreduce(v.data(), v.size(), op::sum, MPI_COMM_WORLD, opt); },
+                                   "cannot be deterministic");
+  opt.deterministic = false;
+  std::size_t seen = 0;
+  opt.on_chunk = [&](std::size_t, std::size_t count) { seen += count; };
+  const allreduce_report r = allreduce(v.data(), v.size(), op::sum, MPI_COMM_WORLD, opt);
+  EXPECT_EQ(r.algorithm, allreduce_algorithm::mpi);
+  EXPECT_EQ(v[9], size_of());
+  EXPECT_EQ(seen, v.size());  // on_chunk: every element once
 }
 
 TEST(Allreduce, ValidateCatchesMismatchesOnEveryRank) {
@@ -443,6 +466,37 @@ TEST(Allreduce, CachedSchedulesFollowEveryChange) {
     allreduce(s.buf->data(), s.buf->data(), s.n, dtype::int64, op::sum, MPI_COMM_WORLD, o);
     expect_sum(*s.buf, s.n, base, "step " + std::to_string(k));
   }
+}
+
+}  // namespace
+}  // namespace conveyor
+
+namespace conveyor {
+namespace {
+
+// auto, measured: the first calls of a size class alternate the model's choice
+// and the MPI library's allreduce (every result correct), then every rank keeps
+// the same one of the two.
+TEST(Allreduce, AutoMeasuresItsChoiceAgainstTheMpiLibrary) {
+  const int P = size_of(MPI_COMM_WORLD);
+  MPI_Comm fresh;
+  MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+  std::vector<int> seen;
+  for (int call = 0; call < 12; ++call) {
+    std::vector<std::int64_t> v(3000, call + 1);
+    const allreduce_report r = allreduce(v.data(), v.size(), op::sum, fresh);
+    ASSERT_EQ(v[2999], std::int64_t{P} * (call + 1)) << "call " << call;
+    seen.push_back(static_cast<int>(r.algorithm));
+  }
+  MPI_Comm_free(&fresh);
+  if (P == 1) return;  // nothing to measure on one rank
+  EXPECT_NE(seen[0], seen[1]);  // the trials alternate
+  EXPECT_EQ(seen[1], static_cast<int>(allreduce_algorithm::mpi));
+  for (int call = 7; call < 12; ++call) EXPECT_EQ(seen[static_cast<std::size_t>(call)], seen[6]) << "call " << call;
+  int lo = seen[11], hi = seen[11];
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(lo, hi);  // the same decision on every rank
 }
 
 }  // namespace
