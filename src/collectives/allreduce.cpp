@@ -172,7 +172,20 @@ double median_of(const double* v) {
 struct collectives_state {
   schedule_cache schedules;
   // auto's measured choices: (size class, node layout, segment size) -> choice.
-  std::map<std::tuple<int, const detail::node_layout*, std::size_t>, measured_class> measured;
+  using measured_key = std::tuple<int, const detail::node_layout*, std::size_t>;
+  std::map<measured_key, measured_class> measured;
+  // The last class used (map nodes do not move): repeated calls of one size skip
+  // the map lookup on the hot path.
+  measured_key last_key{-1, nullptr, 0};
+  measured_class* last = nullptr;
+
+  measured_class& measured_for(const measured_key& key) {
+    if (!last || key != last_key) {
+      last = &measured[key];
+      last_key = key;
+    }
+    return *last;
+  }
 };
 
 collectives_state& collectives_state_of(detail::comm_context& ctx) {
@@ -325,7 +338,7 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
   report.predicted_seconds = memo.predicted;
 
   if (measure_candidate) {
-    measured_class& m = collectives_state_of(ctx).measured[{size_class(bytes), &layout, report.segment_bytes}];
+    measured_class& m = collectives_state_of(ctx).measured_for({size_class(bytes), &layout, report.segment_bytes});
     if (m.decided == allreduce_algorithm::automatic) {
       const int which = m.taken % 2;
       const allreduce_algorithm trial = which == 1 ? allreduce_algorithm::mpi : alg;

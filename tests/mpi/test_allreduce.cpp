@@ -478,25 +478,30 @@ namespace {
 // and the MPI library's allreduce (every result correct), then every rank keeps
 // the same one of the two.
 TEST(Allreduce, AutoMeasuresItsChoiceAgainstTheMpiLibrary) {
-  const int P = size_of(MPI_COMM_WORLD);
-  MPI_Comm fresh;
-  MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
-  std::vector<int> seen;
-  for (int call = 0; call < 12; ++call) {
-    std::vector<std::int64_t> v(3000, call + 1);
-    const allreduce_report r = allreduce(v.data(), v.size(), op::sum, fresh);
-    ASSERT_EQ(v[2999], std::int64_t{P} * (call + 1)) << "call " << call;
-    seen.push_back(static_cast<int>(r.algorithm));
+  // On the whole world, and on a subset (even and odd ranks: sizes 1..3 at P = 1..5).
+  for (int subset = 0; subset < 2; ++subset) {
+    MPI_Comm comm;
+    if (subset) MPI_Comm_split(MPI_COMM_WORLD, rank_of(MPI_COMM_WORLD) % 2, 0, &comm);
+    else MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    const int P = size_of(comm);
+    std::vector<int> seen;
+    for (int call = 0; call < 12; ++call) {
+      std::vector<std::int64_t> v(3000, call + 1);
+      const allreduce_report r = allreduce(v.data(), v.size(), op::sum, comm);
+      ASSERT_EQ(v[2999], std::int64_t{P} * (call + 1)) << "call " << call;
+      seen.push_back(static_cast<int>(r.algorithm));
+    }
+    if (P > 1) {  // one rank: nothing to measure
+      EXPECT_NE(seen[0], seen[1]);  // the trials alternate
+      EXPECT_EQ(seen[1], static_cast<int>(allreduce_algorithm::mpi));
+      for (int call = 7; call < 12; ++call) EXPECT_EQ(seen[static_cast<std::size_t>(call)], seen[6]) << "call " << call;
+      int lo = seen[11], hi = seen[11];
+      MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, comm);
+      MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, comm);
+      EXPECT_EQ(lo, hi);  // the same decision on every rank
+    }
+    MPI_Comm_free(&comm);
   }
-  MPI_Comm_free(&fresh);
-  if (P == 1) return;  // nothing to measure on one rank
-  EXPECT_NE(seen[0], seen[1]);  // the trials alternate
-  EXPECT_EQ(seen[1], static_cast<int>(allreduce_algorithm::mpi));
-  for (int call = 7; call < 12; ++call) EXPECT_EQ(seen[static_cast<std::size_t>(call)], seen[6]) << "call " << call;
-  int lo = seen[11], hi = seen[11];
-  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  EXPECT_EQ(lo, hi);  // the same decision on every rank
 }
 
 }  // namespace
