@@ -112,6 +112,8 @@ CONVEYOR_API cost_model parse_cost_model(const std::string& text);
 /// Reduce-scatter: rank r receives block r of the element-wise reduction, where
 /// block r has counts[r] elements and blocks are consecutive in `send` (which
 /// holds sum(counts) elements on every rank). recv must hold counts[rank].
+/// `send` may be MPI_IN_PLACE (MPI's meaning): the input is then read from `recv`,
+/// which holds all sum(counts) elements, and block `rank` is written to its start.
 /// validate: as allreduce_options::validate (counts, dtype and op must match).
 CONVEYOR_API void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
                                  dtype t, op o, MPI_Comm comm, bool validate = false);

@@ -371,7 +371,7 @@ void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>
     blocks = consecutive_blocks(counts, ctx.size, "reduce_scatter", total);
     kernel = reduce_kernel(t, o);
     bytes = detail::checked_bytes(total, t, "reduce_scatter");
-    if ((bytes && !send) || (counts[static_cast<std::size_t>(ctx.rank)] && !recv)) {
+    if ((bytes && !send) || ((counts[static_cast<std::size_t>(ctx.rank)] || (bytes && send == MPI_IN_PLACE)) && !recv)) {
       throw error(errc::invalid_argument, "null buffer");
     }
   });
@@ -389,7 +389,9 @@ void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>
   measure.take(largest * esize);
   scratch_alloc scratch(scratch_of(ctx, measure.used()));
   char* work = scratch.take(bytes);
-  if (bytes) std::memcpy(work, send, bytes);
+  // MPI_IN_PLACE (MPI's meaning): the input is in `recv`, which then holds all
+  // sum(counts) elements; the result is written to its start.
+  if (bytes) std::memcpy(work, send == MPI_IN_PLACE ? recv : send, bytes);
   std::vector<schedule> schedules(1);
   detail::ring_reduce_scatter(schedules[0], all, ctx.rank, blocks, {work, esize}, scratch);
   run_schedules(ctx, schedules, kernel, nullptr, 1);

@@ -12,7 +12,7 @@ struct entry {
   std::string_view name, default_value, meaning, read_when;
 };
 
-constexpr std::array<entry, 10> kSettings = {{
+constexpr std::array<entry, 14> kSettings = {{
     {"CONVEYOR_SIMD_TARGET", "the best target this CPU runs",
      "SIMD target of every kernel (a Highway name: AVX3, AVX2, SSE4, EMU128, ...)", "first kernel call in the process"},
     {"CONVEYOR_TUNE_FILE", "built-in defaults",
@@ -41,6 +41,21 @@ constexpr std::array<entry, 10> kSettings = {{
      "first drop-in call"},
     {"CONVEYOR_SCALAPACK_REPORT", "0",
      "1: each process prints at exit the drop-in calls it served (planned / cached)", "first drop-in call"},
+    {"CONVEYOR_MPI", "1",
+     "libconveyor_mpi (the MPI interposition library): 0 passes every call to the MPI library unchanged",
+     "first intercepted MPI call"},
+    {"CONVEYOR_MPI_CALLS", "all",
+     "libconveyor_mpi: the calls Conveyor serves, a comma list of allreduce, reduce_scatter_block, "
+     "reduce_scatter, allgather, allgatherv, reduce_local (or all)",
+     "first intercepted MPI call"},
+    {"CONVEYOR_MPI_MIN_BYTES", "0",
+     "libconveyor_mpi: calls moving fewer bytes than this (the whole result: count x type size, "
+     "or the gathered total) go to the MPI library; same on every process",
+     "first intercepted MPI call"},
+    {"CONVEYOR_MPI_REPORT", "0",
+     "libconveyor_mpi: 1 prints at MPI_Finalize (rank 0, summed over MPI_COMM_WORLD) what was served "
+     "(calls, bytes, algorithms) and what passed through, and why",
+     "MPI_Finalize"},
 }};
 
 std::optional<std::string> read(std::string_view name) {

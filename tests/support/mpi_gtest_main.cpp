@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "mpi_test_util.hpp"
@@ -59,8 +60,11 @@ class CollectiveVerdict : public testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // CONVEYOR_TEST_THREAD_LEVEL=multiple: for tests that call MPI from several threads.
+  const char* level = std::getenv("CONVEYOR_TEST_THREAD_LEVEL");
+  const bool multiple = level && std::string(level) == "multiple";
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED, &provided);
   testing::InitGoogleTest(&argc, argv);
 
   const int rank = rank_of();

@@ -1,0 +1,174 @@
+#include "interpose/policy.hpp"
+
+#include <mpi.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "conveyor/settings.hpp"
+
+namespace conveyor::interpose {
+namespace {
+
+constexpr std::array<std::string_view, call_count> kCallNames = {
+    "allreduce", "reduce_scatter_block", "reduce_scatter", "allgather", "allgatherv", "reduce_local"};
+constexpr std::array<std::string_view, call_count> kMpiNames = {
+    "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Reduce_scatter", "MPI_Allgather", "MPI_Allgatherv",
+    "MPI_Reduce_local"};
+constexpr std::array<std::string_view, pass_reason_count> kReasonNames = {
+    "off", "not selected", "below threshold", "empty", "op", "type", "intercomm", "arguments", "internal"};
+
+[[noreturn]] void refuse(const std::string& name, const std::string& value, const std::string& expected) {
+  std::fprintf(stderr, "conveyor_mpi: %s=%s is not valid: expected %s\n", name.c_str(), value.c_str(), expected.c_str());
+  std::fflush(stderr);
+  // The launcher forwards output through a pipe and drops what is still in it when
+  // the abort kills the job (seen with MPICH's hydra under load): let it drain.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  PMPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+bool flag(const char* name, bool fallback) {
+  const auto v = setting(name);
+  if (!v) return fallback;
+  if (*v == "0") return false;
+  if (*v == "1") return true;
+  refuse(name, *v, "0 or 1");
+}
+
+// Bytes: a whole number, optionally with k, m or g (KiB, MiB, GiB).
+std::size_t bytes_setting(const char* name) {
+  const auto v = setting(name);
+  if (!v) return 0;
+  std::size_t value = 0, i = 0;
+  for (; i < v->size() && (*v)[i] >= '0' && (*v)[i] <= '9'; ++i) value = value * 10 + static_cast<std::size_t>((*v)[i] - '0');
+  const std::string unit = v->substr(i);
+  if (i == 0 || i > 18) refuse(name, *v, "a number of bytes (optionally with k, m or g)");
+  if (unit.empty()) return value;
+  if (unit == "k" || unit == "K") return value << 10;
+  if (unit == "m" || unit == "M") return value << 20;
+  if (unit == "g" || unit == "G") return value << 30;
+  refuse(name, *v, "a number of bytes (optionally with k, m or g)");
+}
+
+void calls_setting(policy& p) {
+  const auto v = setting("CONVEYOR_MPI_CALLS");
+  if (!v || *v == "all") return;
+  for (bool& s : p.serves) s = false;
+  std::string_view rest = *v;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view name = rest.substr(0, comma);
+    bool known = false;
+    for (int c = 0; c < call_count; ++c) {
+      if (kCallNames[static_cast<std::size_t>(c)] == name) p.serves[c] = known = true;
+    }
+    if (!known) {
+      std::string valid = "all or a comma list of";
+      for (std::string_view n : kCallNames) valid += " " + std::string(n);
+      refuse("CONVEYOR_MPI_CALLS", *v, valid);
+    }
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+}
+
+struct counters {
+  std::atomic<std::uint64_t> served[call_count] = {};
+  std::atomic<std::uint64_t> bytes[call_count] = {};
+  std::atomic<std::uint64_t> staged[call_count] = {};
+  std::atomic<std::uint64_t> passed[call_count][pass_reason_count] = {};
+  std::atomic<std::uint64_t> algorithms[allreduce_algorithm_count] = {};
+};
+counters g_counts;
+
+void add(std::atomic<std::uint64_t>& c, std::uint64_t n) { c.fetch_add(n, std::memory_order_relaxed); }
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  char s[32];
+  std::snprintf(s, sizeof s, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+  return s;
+}
+
+}  // namespace
+
+const policy& current_policy() {
+  static const policy p = [] {
+    policy q;
+    q.on = flag("CONVEYOR_MPI", true);
+    calls_setting(q);
+    q.min_bytes = bytes_setting("CONVEYOR_MPI_MIN_BYTES");
+    q.report = flag("CONVEYOR_MPI_REPORT", false);
+    return q;
+  }();
+  return p;
+}
+
+void count_served(call c, std::size_t bytes, bool staged) {
+  const auto i = static_cast<std::size_t>(c);
+  add(g_counts.served[i], 1);
+  add(g_counts.bytes[i], bytes);
+  if (staged) add(g_counts.staged[i], 1);
+}
+
+void count_algorithm(allreduce_algorithm a) { add(g_counts.algorithms[static_cast<std::size_t>(a)], 1); }
+
+void count_passed(call c, pass_reason why) {
+  add(g_counts.passed[static_cast<std::size_t>(c)][static_cast<std::size_t>(why)], 1);
+}
+
+void print_report() {
+  std::vector<std::uint64_t> mine;
+  for (int c = 0; c < call_count; ++c) {
+    mine.push_back(g_counts.served[c].load());
+    mine.push_back(g_counts.bytes[c].load());
+    mine.push_back(g_counts.staged[c].load());
+    for (int r = 0; r < pass_reason_count; ++r) mine.push_back(g_counts.passed[c][r].load());
+  }
+  for (int a = 0; a < allreduce_algorithm_count; ++a) mine.push_back(g_counts.algorithms[a].load());
+  std::vector<std::uint64_t> sum(mine.size());
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  PMPI_Reduce(mine.data(), sum.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank != 0) return;
+  std::string out = "conveyor_mpi report (" + std::to_string(size) + " processes, summed)\n";
+  std::size_t k = 0;
+  for (int c = 0; c < call_count; ++c) {
+    const std::uint64_t served = sum[k], bytes = sum[k + 1], staged = sum[k + 2];
+    k += 3;
+    std::string passed;
+    std::uint64_t passed_total = 0;
+    for (int r = 0; r < pass_reason_count; ++r, ++k) {
+      if (!sum[k]) continue;
+      passed_total += sum[k];
+      passed += (passed.empty() ? "" : ", ") + std::string(kReasonNames[static_cast<std::size_t>(r)]) + " " + std::to_string(sum[k]);
+    }
+    if (!served && !passed_total) continue;
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-25s served %llu (%s, %llu staged), passed to MPI %llu", kMpiNames[static_cast<std::size_t>(c)].data(),
+                  static_cast<unsigned long long>(served), human_bytes(static_cast<double>(bytes)).c_str(),
+                  static_cast<unsigned long long>(staged), static_cast<unsigned long long>(passed_total));
+    out += line;
+    out += passed.empty() ? "\n" : " (" + passed + ")\n";
+  }
+  std::string algs;
+  for (int a = 0; a < allreduce_algorithm_count; ++a, ++k) {
+    if (sum[k]) algs += " " + std::string(algorithm_name(static_cast<allreduce_algorithm>(a))) + " " + std::to_string(sum[k]);
+  }
+  if (!algs.empty()) out += "  allreduce algorithms:" + algs + "\n";
+  std::fputs(out.c_str(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace conveyor::interpose

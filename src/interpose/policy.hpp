@@ -1,0 +1,48 @@
+// libconveyor_mpi's settings (the CONVEYOR_MPI* entries of the runtime's settings
+// table, read once at the first intercepted call) and its counters, printed at
+// MPI_Finalize when CONVEYOR_MPI_REPORT=1.
+#pragma once
+
+#include <cstddef>
+
+#include "conveyor/collectives.hpp"
+
+namespace conveyor::interpose {
+
+/// The calls libconveyor_mpi can serve (CONVEYOR_MPI_CALLS names them).
+enum class call : int { allreduce, reduce_scatter_block, reduce_scatter, allgather, allgatherv, reduce_local };
+inline constexpr int call_count = 6;
+
+/// Why a call went to the MPI library.
+enum class pass_reason : int {
+  off,              // CONVEYOR_MPI=0
+  not_selected,     // not in CONVEYOR_MPI_CALLS
+  below_threshold,  // fewer bytes than CONVEYOR_MPI_MIN_BYTES
+  empty,            // nothing to move
+  op,               // user-defined, MINLOC, MAXLOC, REPLACE, NO_OP
+  type,             // several basic types, or a pair (op, type) Conveyor does not reduce
+  intercomm,        // an intercommunicator
+  arguments,        // a null handle, a negative count, mismatched sizes: MPI reports it
+  internal,         // Conveyor's own call (not the program's)
+};
+inline constexpr int pass_reason_count = 9;
+
+struct policy {
+  bool on = true;
+  bool serves[call_count] = {true, true, true, true, true, true};
+  std::size_t min_bytes = 0;
+  bool report = false;
+};
+
+/// The settings, read at the first call (an invalid value: a message naming the
+/// setting, then MPI_Abort).
+const policy& current_policy();
+
+void count_served(call c, std::size_t bytes, bool staged);
+void count_algorithm(allreduce_algorithm a);
+void count_passed(call c, pass_reason why);
+
+/// Rank 0 prints the counts summed over MPI_COMM_WORLD (collective on it).
+void print_report();
+
+}  // namespace conveyor::interpose
