@@ -10,9 +10,15 @@
 # served.
 #
 # Left out: test_spawn and test_dynproc (process creation, connect/accept). They
-# reach no intercepted call but MPI_Finalize, take ~8 of the ~9 minutes of a 2-rank
-# run here, and Open MPI 4.1's PMIx server times out under them on this 2-core
-# machine (pmix_server_pub.c LOOKUP, seen with the library and without).
+# reach no intercepted call but MPI_Finalize and take ~8 of the ~9 minutes of a
+# 2-rank run here; in the one run with them, Open MPI 4.1's PMIx server also
+# reported LOOKUP timeouts (pmix_server_pub.c) on this 2-core machine.
+# On MPICH also test_util_sync (mpi4py.util.sync: mutexes and condition variables
+# built on MPI one-sided operations): with MPICH 4.0.2 at 2 ranks several of its
+# tests (TestConditionMutexWorld.testWaitNotify, TestConditionWorld.*, ...) report
+# ERROR and the run then hangs, without the library (3 runs of 3 here; also with
+# nothing preloaded at all); no intercepted call is involved, and each hang would
+# cost two 15-minute timeouts.
 #
 # usage: mpi4py_tests.sh <openmpi|mpich> <build-dir> <work-dir>
 # Prints one line per rank count, and "N passed, M failed" last.
@@ -49,6 +55,7 @@ case $mpi in
     without=(mpiexec.mpich -genv PYTHONPATH "$pypath" -genv LD_PRELOAD "$yield") ;;
 esac
 suite=(/usr/bin/python3 "$src/test/runtests.py" --no-builddir -v -e test_spawn -e test_dynproc)
+[ "$mpi" = mpich ] && suite+=(-e test_util_sync)
 
 # The ids of the tests a log reports as failed or in error.
 failures_of() { sed -nE 's/^(FAIL|ERROR): ([^ ]+) \(([^)]+)\).*/\3.\2/p' "$1" | sort -u; }
@@ -60,6 +67,11 @@ for np in 1 2 3; do
   rc=$?
   ran=$(grep -oE "^Ran [0-9]+ tests" "$log" | head -n 1)
   served=$(sed -nE 's/^ +MPI_Allreduce +served ([0-9]+).*/\1/p' "$log" | awk '{ s += $1 } END { print s + 0 }')
+  if [ "$served" = 0 ]; then
+    failed=$((failed + 1))
+    echo "  np$np: the report shows no MPI_Allreduce served (rc $rc, see $log)"
+    continue
+  fi
   if [ $rc -eq 0 ] && grep -q "^OK" "$log"; then
     passed=$((passed + 1))
     echo "  np$np: $ran per rank, OK ($(grep -m1 -oE "^OK.*" "$log")); MPI_Allreduce calls served: $served"
@@ -75,6 +87,5 @@ for np in 1 2 3; do
     echo "  np$np: $ran; the tests failing with the library fail without it too: $(failures_of "$log" | tr '\n' ' ')"
   fi
 done
-if [ "$served" = 0 ]; then echo "  no MPI_Allreduce was served: the library was not in use"; failed=$((failed + 1)); fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

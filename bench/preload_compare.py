@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""An unmodified MPI program with and without libconveyor_mpi preloaded.
+
+run:    preload_compare.py run --config NAME --library LIB [--base-preload SO] [--rounds R]
+                               --csv OUT -- LAUNCHER... PROGRAM ARGS...
+        Launches the command 2*R times, alternating without / with LIB in
+        LD_PRELOAD (the order flips every round, so drift on a shared machine
+        hits both alike); PROGRAM prints "bytes,us_per_call,wrong" per sample
+        (bench/unmodified_allreduce.c). Appends one CSV row per sample.
+report: preload_compare.py report CSV... [--markdown OUT] [--plot PNG]
+        Per configuration and size: median µs per call without and with the
+        library over all samples of all rounds, and the ratio without / with
+        (> 1: the preload is faster), its geometric mean and the lowest ratio.
+"""
+import argparse
+import csv
+import math
+import os
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+FIELDS = ["config", "variant", "round", "bytes", "us_per_call", "wrong"]
+
+
+def human(n):
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            v = n / size
+            return f"{v:g} {unit}"
+    return f"{n} B"
+
+
+def run(args):
+    new_file = not os.path.exists(args.csv)
+    with open(args.csv, "a", newline="") as out:
+        writer = csv.writer(out)
+        if new_file:
+            writer.writerow(FIELDS)
+        for rnd in range(args.rounds):
+            order = ("without", "with") if rnd % 2 == 0 else ("with", "without")
+            for variant in order:
+                preload = [p for p in (args.base_preload, args.library if variant == "with" else "") if p]
+                env = dict(os.environ)
+                env.pop("LD_PRELOAD", None)
+                if preload:
+                    env["LD_PRELOAD"] = ":".join(preload)
+                done = subprocess.run(args.command, env=env, stdout=subprocess.PIPE, text=True,
+                                      timeout=args.timeout)
+                rows = [line.split(",") for line in done.stdout.splitlines()
+                        if line.count(",") == 2 and line[0].isdigit()]
+                if done.returncode != 0 or not rows:
+                    sys.exit(f"preload_compare: {variant} run {rnd} failed (exit {done.returncode})")
+                for size, us, wrong in rows:
+                    writer.writerow([args.config, variant, rnd, size, us, wrong])
+                out.flush()
+                print(f"  {args.config}: round {rnd} {variant}: {len(rows)} samples", flush=True)
+
+
+def summarize(paths):
+    samples = defaultdict(list)  # (config, bytes, variant) -> [us]
+    wrong = defaultdict(int)
+    configs = []
+    for path in paths:
+        with open(path) as f:
+            for row in csv.DictReader(f):
+                key = (row["config"], int(row["bytes"]), row["variant"])
+                samples[key].append(float(row["us_per_call"]))
+                wrong[row["config"]] += int(row["wrong"])
+                if row["config"] not in configs:
+                    configs.append(row["config"])
+    table = {}
+    for config in configs:
+        sizes = sorted({b for (c, b, _) in samples if c == config})
+        rows = []
+        for b in sizes:
+            without = statistics.median(samples[(config, b, "without")])
+            with_ = statistics.median(samples[(config, b, "with")])
+            rows.append((b, without, with_, without / with_))
+        table[config] = rows
+    return configs, table, wrong
+
+
+def report(args):
+    configs, table, wrong = summarize(args.csv)
+    lines = []
+    for config in configs:
+        rows = table[config]
+        ratios = [r for (_, _, _, r) in rows]
+        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        low = min(rows, key=lambda r: r[3])
+        lines.append(f"#### {config}: µs per call (median), x = without ÷ with (> 1: faster with the preload)")
+        lines.append("")
+        lines.append("| size | without | with libconveyor_mpi | x |")
+        lines.append("|---:|---:|---:|---:|")
+        for b, without, with_, r in rows:
+            mark = f"**{r:.2f}**" if r >= 1.2 else f"{r:.2f}"
+            lines.append(f"| {human(b)} | {without:.2f} | {with_:.2f} | {mark} |")
+        lines.append("")
+        lines.append(f"Geometric mean {geo:.2f}× over {len(rows)} sizes; lowest {low[3]:.2f}× at "
+                     f"{human(low[0])}; wrong elements: {wrong[config]}.")
+        lines.append("")
+    text = "\n".join(lines)
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text + "\n")
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(9, 5))
+        for config in configs:
+            rows = table[config]
+            ax.plot([r[0] for r in rows], [r[3] for r in rows], marker=".", label=config)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("message size (bytes, float32 sum)")
+        ax.set_ylabel("time without ÷ time with libconveyor_mpi")
+        ax.set_title("Unmodified MPI_Allreduce loop, LD_PRELOAD=libconveyor_mpi.so")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=110)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="what", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--config", required=True)
+    r.add_argument("--library", required=True)
+    r.add_argument("--base-preload", default="")
+    r.add_argument("--rounds", type=int, default=3)
+    r.add_argument("--timeout", type=int, default=900)
+    r.add_argument("--csv", required=True)
+    r.add_argument("command", nargs=argparse.REMAINDER)
+    p = sub.add_parser("report")
+    p.add_argument("csv", nargs="+")
+    p.add_argument("--markdown")
+    p.add_argument("--plot")
+    args = parser.parse_args()
+    if args.what == "run":
+        if args.command and args.command[0] == "--":
+            args.command = args.command[1:]
+        run(args)
+    else:
+        report(args)
+
+
+if __name__ == "__main__":
+    main()
