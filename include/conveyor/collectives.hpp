@@ -96,6 +96,17 @@ struct cost_model {
   double copy_beta = 1.0 / 5e9;     // seconds per byte of a strided local copy out of memory (pack, unpack)
   std::size_t segment_bytes = std::size_t{1} << 20;  // pipeline chunk
   int window = 4;                   // pipeline chunks in flight
+  // Messages larger than this go in pieces of this size, all posted at once, so
+  // no piece waits for the transport's rendezvous handshake (0: whole messages).
+  // `conveyor tune` measures which is faster. Defaults: what it measured on this
+  // project's machines -- MPICH 4.0's shared memory 8 KiB pieces (a 12 KiB message
+  // took ~3x an 8 KiB one), Open MPI 4.1's whole messages (pieces were slower).
+#if defined(MPICH_VERSION)
+  std::size_t intra_piece_bytes = 8192;
+#else
+  std::size_t intra_piece_bytes = 0;
+#endif
+  std::size_t inter_piece_bytes = 0;
 };
 
 /// The model in use: defaults, or $CONVEYOR_TUNE_FILE if set (throws

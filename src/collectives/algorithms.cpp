@@ -135,51 +135,69 @@ void ordered_reduce_scatter(schedule& s, const std::vector<int>& group, int me,
   r.copy(acc, buf.at(mine.offset), bytes);
 }
 
-namespace {
-
-// Blocking point-to-point in pieces (runtime/message_pieces.hpp).
-void send_all(MPI_Comm comm, const char* p, std::size_t bytes, int peer) {
-  for_each_piece(bytes, [&](std::size_t off, int n, int) {
-    check_mpi(MPI_Send(p + off, n, MPI_BYTE, peer, 0, comm), "MPI_Send");
-  });
+// Sends `out` to `peer` and / or receives `in` from it (either may be null),
+// `bytes` each. Up to `piece` bytes: one blocking call. Larger: pieces of `piece`
+// bytes (at most kMaxPieces of them, larger pieces if needed), all posted at once
+// and completed together, so each piece travels below the eager limit instead of
+// waiting for a rendezvous (schedule.hpp). Beyond kMaxPieces pieces of the largest
+// message: blocking calls piece after piece (runtime/message_pieces.hpp).
+void exchange_in_pieces(MPI_Comm comm, const char* out, char* in, std::size_t bytes, int peer, std::size_t piece) {
+  constexpr std::size_t kMaxPieces = 64;
+  const auto blocking = [&](std::size_t off, int n, int) {
+    if (out && in) {
+      check_mpi(MPI_Sendrecv(out + off, n, MPI_BYTE, peer, 0, in + off, n, MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE),
+                "MPI_Sendrecv");
+    } else if (out) {
+      check_mpi(MPI_Send(out + off, n, MPI_BYTE, peer, 0, comm), "MPI_Send");
+    } else {
+      check_mpi(MPI_Recv(in + off, n, MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+    }
+  };
+  if (bytes <= piece || bytes > kMaxPieces * kMaxMessageBytes) {
+    for_each_piece(bytes, blocking);
+    return;
+  }
+  piece = std::min(kMaxMessageBytes, std::max(piece, (bytes + kMaxPieces - 1) / kMaxPieces));
+  MPI_Request requests[2 * kMaxPieces];
+  int k = 0;
+  if (in) {
+    for_each_piece(bytes, [&](std::size_t off, int n, int) {
+      check_mpi(MPI_Irecv(in + off, n, MPI_BYTE, peer, 0, comm, &requests[k++]), "MPI_Irecv");
+    }, piece);
+  }
+  if (out) {
+    for_each_piece(bytes, [&](std::size_t off, int n, int) {
+      check_mpi(MPI_Isend(out + off, n, MPI_BYTE, peer, 0, comm, &requests[k++]), "MPI_Isend");
+    }, piece);
+  }
+  check_mpi(MPI_Waitall(k, requests, MPI_STATUSES_IGNORE), "MPI_Waitall");
 }
-void recv_all(MPI_Comm comm, char* p, std::size_t bytes, int peer) {
-  for_each_piece(bytes, [&](std::size_t off, int n, int) {
-    check_mpi(MPI_Recv(p + off, n, MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-  });
-}
-void exchange_all(MPI_Comm comm, const char* out, char* in, std::size_t bytes, int peer) {
-  for_each_piece(bytes, [&](std::size_t off, int n, int) {
-    check_mpi(MPI_Sendrecv(out + off, n, MPI_BYTE, peer, 0, in + off, n, MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE),
-              "MPI_Sendrecv");
-  });
-}
-
-}  // namespace
 
 void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::size_t count,
-                               std::size_t esize, reduce_kernel_fn reduce, char* tmp,
+                               std::size_t esize, reduce_kernel_fn reduce, char* tmp, const piece_rule& pieces,
                                const std::function<void(std::size_t, std::size_t)>* on_chunk) {
   const std::size_t bytes = count * esize;
   const fold f(g, me);
   const bool folded_out = me < 2 * f.r && me % 2 == 0;
+  // Pieces hold whole elements, so a piece boundary never splits one.
+  const auto piece_to = [&](int peer) { return std::max(esize, pieces.for_peer(peer) / esize * esize); };
   if (me < 2 * f.r) {
     if (folded_out) {
-      send_all(comm, data, bytes, me + 1);
-      recv_all(comm, data, bytes, me + 1);
+      exchange_in_pieces(comm, data, nullptr, bytes, me + 1, piece_to(me + 1));
+      exchange_in_pieces(comm, nullptr, data, bytes, me + 1, piece_to(me + 1));
     } else {
-      recv_all(comm, tmp, bytes, me - 1);
+      exchange_in_pieces(comm, nullptr, tmp, bytes, me - 1, piece_to(me - 1));
       reduce(tmp, data, data, count);  // lower rank first
     }
   }
   if (!folded_out) {
     for (int mask = 1; mask < f.p; mask <<= 1) {
       const int partner = f.real(f.id ^ mask);
-      exchange_all(comm, data, tmp, bytes, partner);
+      exchange_in_pieces(comm, data, tmp, bytes, partner, piece_to(partner));
       if (partner < me) reduce(tmp, data, data, count);
       else reduce(data, tmp, data, count);
     }
-    if (me < 2 * f.r) send_all(comm, data, bytes, me - 1);
+    if (me < 2 * f.r) exchange_in_pieces(comm, data, nullptr, bytes, me - 1, piece_to(me - 1));
   }
   if (on_chunk && *on_chunk && count) (*on_chunk)(0, count);
 }

@@ -68,14 +68,20 @@ void ring_allgather(schedule& s, const std::vector<int>& group, int me, const st
 void ordered_reduce_scatter(schedule& s, const std::vector<int>& group, int me,
                             const std::vector<block>& blocks, range_buffer buf, scratch_alloc& scratch);
 
+/// Sends `out` to `peer` and / or receives `in` from it (either may be null),
+/// `bytes` each: up to `piece` bytes as one blocking call, larger in pieces of
+/// `piece` bytes (at most 64; larger pieces if needed) posted at once.
+void exchange_in_pieces(MPI_Comm comm, const char* out, char* in, std::size_t bytes, int peer, std::size_t piece);
+
 /// Recursive doubling on the whole range, run directly (not as a schedule: it is
 /// for small messages, where building rounds would cost more than sending):
-/// log2(p) MPI_Sendrecv exchanges of the full range with partner me^mask, both
-/// reducing lower-rank-first so the bits agree. Non-power-of-two G: the first 2r
+/// log2(p) exchanges of the full range with partner me^mask (in pieces of the
+/// piece rule, all posted at once: schedule.hpp), both reducing lower-rank-first
+/// so the bits agree. Non-power-of-two G: the first 2r
 /// ranks (r = G - p) fold pairwise into p participants before, and the results
 /// are sent back after. Sends log2(p)·n (+n for folded ranks).
 void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::size_t count,
-                               std::size_t esize, reduce_kernel_fn reduce, char* tmp,
+                               std::size_t esize, reduce_kernel_fn reduce, char* tmp, const piece_rule& pieces,
                                const std::function<void(std::size_t, std::size_t)>* on_chunk);
 
 /// Rabenseifner: the same fold to p = 2^k participants, then a recursive-halving

@@ -147,7 +147,7 @@ struct schedule_cache {
 // and later calls of that class run the faster one. So `auto` is slower than
 // stock only by its preamble and these first calls. Not with on_chunk (the
 // overlap it buys is not in the allreduce's own time) or deterministic mode.
-constexpr int kMeasured = 3;
+constexpr int kMeasured = 5;  // median of 5 single calls: one outlier (a page fault, a preempted rank) cannot decide
 
 struct measured_class {
   double seconds[2][kMeasured] = {};  // [0]: the model's choice, [1]: mpi
@@ -204,9 +204,17 @@ char* scratch_of(detail::comm_context& ctx, std::size_t bytes) {
   return ctx.scratch.data();
 }
 
+// How messages of a call on `layout` are cut (schedule.hpp): the model's piece
+// sizes within a node and between nodes of the layout the call runs on.
+detail::piece_rule pieces_of(const detail::comm_context& ctx, const detail::node_layout& layout) {
+  const cost_model& p = current_cost_model();
+  return {&layout, ctx.rank, p.intra_piece_bytes, p.inter_piece_bytes};
+}
+
 void run_schedules(detail::comm_context& ctx, std::vector<schedule>& schedules, reduce_kernel_fn f,
-                   const std::function<void(std::size_t, std::size_t)>* on_chunk, int window) {
-  detail::executor ex(ctx.comm, f, on_chunk);
+                   const std::function<void(std::size_t, std::size_t)>* on_chunk, int window,
+                   const detail::piece_rule& pieces) {
+  detail::executor ex(ctx.comm, f, on_chunk, pieces);
   ex.run(schedules, window);
 }
 
@@ -230,7 +238,7 @@ void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const voi
   const std::size_t esize = dtype_size(t);
   if (alg == allreduce_algorithm::recursive_doubling && !options.deterministic) {
     detail::recursive_doubling_direct(ctx.comm, ctx.rank, ctx.size, static_cast<char*>(recv), count, esize,
-                                      kernel, scratch_of(ctx, bytes), &options.on_chunk);
+                                      kernel, scratch_of(ctx, bytes), pieces_of(ctx, layout), &options.on_chunk);
     return;
   }
 
@@ -255,7 +263,7 @@ void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const voi
     cache.recv = recv;
     cache.scratch = scratch_base;
   }
-  run_schedules(ctx, cache.schedules, kernel, &options.on_chunk, window);
+  run_schedules(ctx, cache.schedules, kernel, &options.on_chunk, window, pieces_of(ctx, layout));
 }
 bool measuring_enabled() {
   static const bool on = [] {
@@ -394,7 +402,7 @@ void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>
   if (bytes) std::memcpy(work, send == MPI_IN_PLACE ? recv : send, bytes);
   std::vector<schedule> schedules(1);
   detail::ring_reduce_scatter(schedules[0], all, ctx.rank, blocks, {work, esize}, scratch);
-  run_schedules(ctx, schedules, kernel, nullptr, 1);
+  run_schedules(ctx, schedules, kernel, nullptr, 1, pieces_of(ctx, ctx.layout(ctx.env_ranks_per_node)));
   if (mine) std::memcpy(recv, work + blocks[static_cast<std::size_t>(ctx.rank)].offset * esize, mine * esize);
 }
 
@@ -431,7 +439,7 @@ void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& co
   const std::vector<int> all = all_ranks(ctx.size);
   std::vector<schedule> schedules(1);
   detail::ring_allgather(schedules[0], all, ctx.rank, blocks, {static_cast<char*>(recv), esize}, false);
-  run_schedules(ctx, schedules, nullptr, nullptr, 1);
+  run_schedules(ctx, schedules, nullptr, nullptr, 1, pieces_of(ctx, ctx.layout(ctx.env_ranks_per_node)));
 }
 
 void allgather(const void* send, void* recv, std::size_t block_count, dtype t, MPI_Comm comm, bool validate) {

@@ -20,6 +20,13 @@ struct active_schedule {
 
 }  // namespace
 
+std::size_t piece_rule::for_peer(int peer) const {
+  const bool same_node = !layout || layout->node_of[static_cast<std::size_t>(peer)] ==
+                                        layout->node_of[static_cast<std::size_t>(me)];
+  const std::size_t piece = same_node ? intra : inter;
+  return piece ? std::min(piece, kMaxMessageBytes) : kMaxMessageBytes;
+}
+
 void executor::run(std::vector<schedule>& schedules, int window) {
   window = std::max(1, window);
   std::vector<MPI_Request> requests;
@@ -67,7 +74,7 @@ void executor::run(std::vector<schedule>& schedules, int window) {
             owner.push_back(a);
           }
           ++st.pending;
-        });
+        }, pieces_.for_peer(t.peer));
       }
       if (st.pending > 0) return true;
       run_locals(r);  // a round without transfers: local work only

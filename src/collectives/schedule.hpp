@@ -5,6 +5,12 @@
 // chunk c reduces, and in the hierarchical algorithm chunk c's inter-node stage
 // overlaps chunk c+1's intra-node stage.
 //
+// Message pieces: a transfer larger than the transport's eager limit waits for a
+// rendezvous handshake (MPICH 4.0's shared memory: ~5 us above 8 KiB per message,
+// measured). Cut into pieces of at most the piece size, all posted at once, every
+// piece goes eagerly. The piece size per link level comes from the cost model
+// (`conveyor tune` measures it; 0 = whole messages) -- see piece_rule.
+//
 // Matching rules (why tags are safe): every rank builds the same schedules in the
 // same order. Schedule k uses tag k, so concurrently active schedules never match
 // each other's messages; within one schedule, round r+1 is posted only after round
@@ -21,6 +27,19 @@
 #include "runtime/message_pieces.hpp"
 
 namespace conveyor::detail {
+
+struct node_layout;
+
+/// The largest piece a message to `peer` is cut into: intra for a peer on this
+/// rank's node of `layout`, inter otherwise; 0 in the model means whole messages
+/// (up to kMaxMessageBytes). Every rank uses the same model, so sender and
+/// receiver cut a message alike.
+struct piece_rule {
+  const node_layout* layout = nullptr;  // null: every peer is "intra"
+  int me = 0;
+  std::size_t intra = 0, inter = 0;
+  std::size_t for_peer(int peer) const;
+};
 
 struct transfer {
   int peer;
@@ -68,8 +87,8 @@ struct schedule {
 class executor {
  public:
   executor(MPI_Comm comm, reduce_kernel_fn reduce_fn,
-           const std::function<void(std::size_t, std::size_t)>* on_chunk)
-      : comm_(comm), reduce_(reduce_fn), on_chunk_(on_chunk) {}
+           const std::function<void(std::size_t, std::size_t)>* on_chunk, piece_rule pieces = {})
+      : comm_(comm), reduce_(reduce_fn), on_chunk_(on_chunk), pieces_(pieces) {}
 
   void run(std::vector<schedule>& schedules, int window);
 
@@ -77,6 +96,7 @@ class executor {
   MPI_Comm comm_;
   reduce_kernel_fn reduce_;
   const std::function<void(std::size_t, std::size_t)>* on_chunk_;
+  piece_rule pieces_;
 };
 
 

@@ -8,11 +8,17 @@
 // sum divided by 4 MiB. The pipeline segment is chosen so one segment's transfer
 // time is ~16 message latencies (latency is then ~6% of a step), within
 // [64 KiB, 4 MiB]. copy_beta: the slowest rank's time per byte packing 64 MiB in
-// 288-byte rows (the Redistribute engine's local work).
+// 288-byte rows (the Redistribute engine's local work). Piece size of a link: the
+// time of a two-way exchange of 16 KiB and of 64 KiB (what recursive doubling and
+// a ring step do), sent whole and in pieces of 4, 8, 16 and 32 KiB posted at once;
+// the fastest total wins (0: whole messages). This finds the transport's eager
+// limit where crossing it costs a rendezvous handshake, and leaves messages whole
+// where the transport pipelines large messages well by itself.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "collectives/algorithms.hpp"
 #include "runtime/context.hpp"
 #include "conveyor/collectives.hpp"
 #include "conveyor/reduce.hpp"
@@ -48,6 +54,42 @@ double ping_pong(detail::comm_context& ctx, int a, int b, std::size_t bytes) {
   return t;
 }
 
+// Median time of a step of recursive doubling between a and b: a two-way
+// exchange of `bytes` in pieces of `piece` bytes, then a float32 sum of what
+// arrived into what was sent (a bare exchange loop hides part of the rendezvous
+// cost on MPICH). The same answer on every rank.
+double exchange_time(detail::comm_context& ctx, int a, int b, std::size_t bytes, std::size_t piece) {
+  std::vector<float> out(bytes / sizeof(float), 1.0f), in(bytes / sizeof(float));
+  std::vector<double> samples;
+  detail::check_mpi(MPI_Barrier(ctx.comm), "MPI_Barrier");
+  for (int r = -3; r < 31; ++r) {
+    const double t0 = MPI_Wtime();
+    if (ctx.rank == a || ctx.rank == b) {
+      detail::exchange_in_pieces(ctx.comm, reinterpret_cast<const char*>(out.data()), reinterpret_cast<char*>(in.data()),
+                                 bytes, ctx.rank == a ? b : a, piece);
+      reduce_local(in.data(), out.data(), out.size(), op::sum);
+    }
+    if (r >= 0) samples.push_back(MPI_Wtime() - t0);
+  }
+  double t = ctx.rank == a ? median(samples) : 0;
+  detail::check_mpi(MPI_Bcast(&t, 1, MPI_DOUBLE, a, ctx.comm), "MPI_Bcast");
+  return t;
+}
+
+std::size_t measure_piece(detail::comm_context& ctx, int a, int b) {
+  std::size_t best_piece = 0;
+  double best = 0;
+  for (std::size_t piece : {std::size_t{0}, std::size_t{4096}, std::size_t{8192}, std::size_t{16384}, std::size_t{32768}}) {
+    const std::size_t as_bytes = piece ? piece : detail::kMaxMessageBytes;
+    const double t = exchange_time(ctx, a, b, 16384, as_bytes) + exchange_time(ctx, a, b, 65536, as_bytes);
+    if (piece == 0 || t < 0.95 * best) {  // pieces must win clearly
+      best = piece == 0 ? t : std::min(best, t);
+      best_piece = piece;
+    }
+  }
+  return best_piece;
+}
+
 void measure_link(detail::comm_context& ctx, int a, int b, double& alpha, double& beta) {
   constexpr std::size_t kBig = std::size_t{4} << 20;
   alpha = ping_pong(ctx, a, b, 8);
@@ -62,8 +104,14 @@ cost_model measure_cost_model(MPI_Comm comm, int ranks_per_node) {
   const detail::node_layout& layout = ctx.layout(ranks_per_node);
   cost_model m;
   const auto& node0 = layout.members[0];
-  if (node0.size() > 1) measure_link(ctx, node0[0], node0[1], m.intra_alpha, m.intra_beta);
-  if (layout.nodes > 1) measure_link(ctx, node0[0], layout.members[1][0], m.inter_alpha, m.inter_beta);
+  if (node0.size() > 1) {
+    measure_link(ctx, node0[0], node0[1], m.intra_alpha, m.intra_beta);
+    m.intra_piece_bytes = measure_piece(ctx, node0[0], node0[1]);
+  }
+  if (layout.nodes > 1) {
+    measure_link(ctx, node0[0], layout.members[1][0], m.inter_alpha, m.inter_beta);
+    m.inter_piece_bytes = measure_piece(ctx, node0[0], layout.members[1][0]);
+  }
 
   // gamma: the slowest rank's local reduction speed.
   constexpr std::size_t kFloats = (std::size_t{4} << 20) / sizeof(float);

@@ -485,7 +485,8 @@ TEST(Allreduce, AutoMeasuresItsChoiceAgainstTheMpiLibrary) {
     else MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     const int P = size_of(comm);
     std::vector<int> seen;
-    for (int call = 0; call < 12; ++call) {
+    constexpr int kTrials = 2 * 5;  // kMeasured = 5 calls of each candidate (src/collectives/allreduce.cpp)
+    for (int call = 0; call < kTrials + 6; ++call) {
       std::vector<std::int64_t> v(3000, call + 1);
       const allreduce_report r = allreduce(v.data(), v.size(), op::sum, comm);
       ASSERT_EQ(v[2999], std::int64_t{P} * (call + 1)) << "call " << call;
@@ -494,8 +495,10 @@ TEST(Allreduce, AutoMeasuresItsChoiceAgainstTheMpiLibrary) {
     if (P > 1) {  // one rank: nothing to measure
       EXPECT_NE(seen[0], seen[1]);  // the trials alternate
       EXPECT_EQ(seen[1], static_cast<int>(allreduce_algorithm::mpi));
-      for (int call = 7; call < 12; ++call) EXPECT_EQ(seen[static_cast<std::size_t>(call)], seen[6]) << "call " << call;
-      int lo = seen[11], hi = seen[11];
+      for (int call = kTrials + 1; call < kTrials + 6; ++call) {
+        EXPECT_EQ(seen[static_cast<std::size_t>(call)], seen[kTrials]) << "call " << call;
+      }
+      int lo = seen.back(), hi = seen.back();
       MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, comm);
       MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, comm);
       EXPECT_EQ(lo, hi);  // the same decision on every rank

@@ -14,6 +14,8 @@ TEST(CostModel, FormatParseRoundTrip) {
   m.copy_beta = 3e-10;
   m.segment_bytes = 65536;
   m.window = 3;
+  m.intra_piece_bytes = 12288;
+  m.inter_piece_bytes = 0;
   const cost_model back = parse_cost_model(format_cost_model(m));
   EXPECT_DOUBLE_EQ(back.intra_alpha, m.intra_alpha);
   EXPECT_DOUBLE_EQ(back.inter_beta, m.inter_beta);
@@ -21,6 +23,8 @@ TEST(CostModel, FormatParseRoundTrip) {
   EXPECT_DOUBLE_EQ(back.copy_beta, m.copy_beta);
   EXPECT_EQ(back.segment_bytes, m.segment_bytes);
   EXPECT_EQ(back.window, m.window);
+  EXPECT_EQ(back.intra_piece_bytes, m.intra_piece_bytes);
+  EXPECT_EQ(back.inter_piece_bytes, m.inter_piece_bytes);
   EXPECT_DOUBLE_EQ(back.inter_alpha, cost_model{}.inter_alpha);  // untouched keys keep defaults
 }
 
