@@ -142,18 +142,16 @@ struct schedule_cache {
 
 // `auto`, measured (CONVEYOR_ALLREDUCE_MEASURE, on by default): per size class
 // (two per octave) of a communicator, the first calls alternate the cost model's
-// choice and the MPI library's own allreduce, kMeasured times each; then one
-// MPI_Allreduce of the slowest rank's medians decides, identically on every rank,
-// and later calls of that class run the faster one. So `auto` is slower than
-// stock only by its preamble and these first calls. Not with on_chunk (the
-// overlap it buys is not in the allreduce's own time) or deterministic mode.
-constexpr int kMeasured = 5;  // median of 5 single calls: one outlier (a page fault, a preempted rank) cannot decide
-
-struct measured_class {
-  double seconds[2][kMeasured] = {};  // [0]: the model's choice, [1]: mpi
-  int taken = 0;
-  allreduce_algorithm decided = allreduce_algorithm::automatic;
-};
+// choice and the MPI library's own allreduce, trials_of(class) times each; then
+// one MPI_Allreduce of the slowest rank's medians decides, identically on every
+// rank, and later calls of that class run the faster one. Conveyor's choice must
+// win by 3%: on a tie the library's call is the one without Conveyor's preamble.
+// Small calls are short and their single timings noisy, so they get more trials
+// (a 2-rank run with 5 trials kept recursive doubling at 96 B although it was
+// ~8% slower than the library afterwards). So `auto` is slower than stock only by
+// its preamble and these first calls. Not with on_chunk (the overlap it buys is
+// not in the allreduce's own time) or deterministic mode.
+constexpr int kMaxMeasured = 31;
 
 int size_class(std::size_t bytes) {
   const int octave = 63 - __builtin_clzll(static_cast<unsigned long long>(bytes | 1));
@@ -161,11 +159,25 @@ int size_class(std::size_t bytes) {
   return 2 * octave + (upper_half ? 1 : 0);
 }
 
-double median_of(const double* v) {
-  double x[kMeasured];
-  std::copy(v, v + kMeasured, x);
-  std::sort(x, x + kMeasured);
-  return x[kMeasured / 2];
+// Trials per candidate (odd, so the median is one sample): 31 up to 16 KiB, 15 up
+// to 256 KiB, 9 up to 4 MiB, 5 above. Depends on the class only, so every rank
+// (which sees the same calls) counts alike.
+int trials_of(int size_class) {
+  const int octave = size_class / 2;
+  return octave <= 14 ? 31 : octave <= 18 ? 15 : octave <= 22 ? 9 : 5;
+}
+
+struct measured_class {
+  double seconds[2][kMaxMeasured] = {};  // [0]: the model's choice, [1]: mpi
+  int taken = 0;
+  allreduce_algorithm decided = allreduce_algorithm::automatic;
+};
+
+double median_of(const double* v, int n) {
+  double x[kMaxMeasured];
+  std::copy(v, v + n, x);
+  std::sort(x, x + n);
+  return x[n / 2];
 }
 
 // What the collectives keep per communicator (in its runtime context).
@@ -191,6 +203,31 @@ struct collectives_state {
 collectives_state& collectives_state_of(detail::comm_context& ctx) {
   if (!ctx.collectives_state) ctx.collectives_state = std::make_shared<collectives_state>();
   return *static_cast<collectives_state*>(ctx.collectives_state.get());
+}
+
+// The decided-mpi fast path. Once `auto` measured the MPI library faster for a
+// size class (or CONVEYOR_ALLREDUCE_ALGORITHM=mpi chose it), a repeated call of the same shape (same communicator, count, dtype
+// and op, default options, on the same thread) goes straight to PMPI_Allreduce on
+// the private communicator: no call state, no context lookup, no model. Small
+// messages are where the library wins and where Conveyor's full preamble (~40 ns
+// at 1 rank, ~0.1 us of a 2-rank call here) was the whole difference. Anything
+// else takes the full path: another shape, a context gone (the generation moved),
+// an open front-end call (its agreement must run), a failed local check (the full
+// path reports it).
+struct fast_mpi_entry {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::size_t count = 0;
+  dtype t{};
+  op o{};
+  std::uint64_t generation = 0;
+  detail::comm_context* ctx = nullptr;
+  allreduce_report report;
+};
+thread_local fast_mpi_entry t_fast_mpi;
+
+bool default_options(const allreduce_options& o) {
+  return o.algorithm == allreduce_algorithm::automatic && !o.validate && !o.deterministic && !o.on_chunk &&
+         o.ranks_per_node == 0 && o.segment_bytes == 0;
 }
 
 // Scratch memory of a context: grows, never shrinks, so repeated calls do not
@@ -287,6 +324,13 @@ allreduce_algorithm parse_algorithm(std::string_view name) {
 
 allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtype t, op o, MPI_Comm comm,
                            const allreduce_options& options) {
+  const fast_mpi_entry& fast = t_fast_mpi;
+  if (comm == fast.comm && count == fast.count && t == fast.t && o == fast.o && send && recv &&
+      fast.generation == detail::context_generation() && default_options(options) && !detail::collective_call_open() &&
+      (send == MPI_IN_PLACE || send == recv || !overlaps_partially(send, recv, count * dtype_size(t)))) {
+    stock_allreduce(fast.ctx->comm, send == recv ? MPI_IN_PLACE : send, recv, count, t, o);
+    return fast.report;
+  }
   collective_call call("allreduce", comm);
   detail::comm_context& ctx = detail::context_of(call);
   reduce_kernel_fn kernel = nullptr;
@@ -346,23 +390,30 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
   report.predicted_seconds = memo.predicted;
 
   if (measure_candidate) {
-    measured_class& m = collectives_state_of(ctx).measured_for({size_class(bytes), &layout, report.segment_bytes});
+    const int cls = size_class(bytes);
+    measured_class& m = collectives_state_of(ctx).measured_for({cls, &layout, report.segment_bytes});
     if (m.decided == allreduce_algorithm::automatic) {
+      const int trials = trials_of(cls);
       const int which = m.taken % 2;
       const allreduce_algorithm trial = which == 1 ? allreduce_algorithm::mpi : alg;
       const double t0 = MPI_Wtime();
       run_algorithm(ctx, trial, send, recv, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
       m.seconds[which][m.taken / 2] = MPI_Wtime() - t0;
-      if (++m.taken == 2 * kMeasured) {
-        double slowest[2] = {median_of(m.seconds[0]), median_of(m.seconds[1])};
+      if (++m.taken == 2 * trials) {
+        double slowest[2] = {median_of(m.seconds[0], trials), median_of(m.seconds[1], trials)};
         detail::check_mpi(PMPI_Allreduce(MPI_IN_PLACE, slowest, 2, MPI_DOUBLE, MPI_MAX, ctx.comm), "MPI_Allreduce");
-        m.decided = slowest[0] < slowest[1] ? alg : allreduce_algorithm::mpi;
+        m.decided = slowest[0] < 0.97 * slowest[1] ? alg : allreduce_algorithm::mpi;
       }
       report.algorithm = trial;
       return report;
     }
     alg = m.decided;
     report.algorithm = alg;
+  }
+  // Measured or set by CONVEYOR_ALLREDUCE_ALGORITHM=mpi: the next call of this
+  // shape may take the fast path.
+  if (alg == allreduce_algorithm::mpi && default_options(options) && count > 0 && ctx.size > 1) {
+    t_fast_mpi = {comm, count, t, o, detail::context_generation(), &ctx, report};
   }
   run_algorithm(ctx, alg, send, recv, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
   return report;

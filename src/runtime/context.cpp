@@ -35,6 +35,11 @@ struct last_lookup {
 thread_local last_lookup last;
 
 void forget_lookups() { g_generation.fetch_add(1, std::memory_order_acq_rel); }
+}  // namespace
+
+std::uint64_t context_generation() { return g_generation.load(std::memory_order_acquire); }
+
+namespace {
 
 // The attribute holds a shared reference: plans built on the communicator keep
 // its context (and private communicator) alive after the caller frees it.

@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -71,6 +72,14 @@ struct comm_context : std::enable_shared_from_this<comm_context> {
 /// The context of `user_comm` (or of a private communicator: its own), created on
 /// first use (collective over user_comm).
 comm_context& context_for(MPI_Comm user_comm);
+
+/// Moves whenever a context goes away (a communicator freed, MPI_Finalize
+/// starting): a cached (handle -> context) pair is good while this is unchanged.
+std::uint64_t context_generation();
+
+/// Whether this thread has a collective_call open (a front end's, which an entry
+/// point would join): fast paths that skip the contract must not run then.
+bool collective_call_open();
 
 /// The context a collective call runs on (its private communicator's).
 comm_context& context_of(const collective_call& call);

@@ -261,6 +261,7 @@ std::optional<std::int64_t> collective_call::agreed(std::string_view what) const
 
 namespace detail {
 comm_context& context_of(const collective_call& call) { return *call.state_->ctx; }
+bool collective_call_open() { return calls.open != nullptr; }
 }  // namespace detail
 
 MPI_Comm collective_call::comm() const { return state_->ctx->comm; }

@@ -485,7 +485,7 @@ TEST(Allreduce, AutoMeasuresItsChoiceAgainstTheMpiLibrary) {
     else MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     const int P = size_of(comm);
     std::vector<int> seen;
-    constexpr int kTrials = 2 * 5;  // kMeasured = 5 calls of each candidate (src/collectives/allreduce.cpp)
+    constexpr int kTrials = 2 * 31;  // 31 calls of each candidate at 24 KB (trials_of in src/collectives/allreduce.cpp)
     for (int call = 0; call < kTrials + 6; ++call) {
       std::vector<std::int64_t> v(3000, call + 1);
       const allreduce_report r = allreduce(v.data(), v.size(), op::sum, comm);
@@ -505,6 +505,35 @@ TEST(Allreduce, AutoMeasuresItsChoiceAgainstTheMpiLibrary) {
     }
     MPI_Comm_free(&comm);
   }
+}
+
+
+
+// Repeated calls of one shape once the MPI library was chosen take a fast path
+// that skips the context lookup (allreduce.cpp). It must stay correct across
+// buffers, in place, other shapes in between, and a communicator freed and its
+// handle reused by one of another size.
+TEST(Allreduce, RepeatedCallsOfAnMpiShapeStayCorrect) {
+  setenv("CONVEYOR_ALLREDUCE_ALGORITHM", "mpi", 1);  // read when a communicator is first used
+  for (int round = 0; round < 3; ++round) {
+    MPI_Comm comm;
+    if (round == 1) MPI_Comm_split(MPI_COMM_WORLD, rank_of(MPI_COMM_WORLD) % 2, 0, &comm);
+    else MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    const int P = size_of(comm);
+    for (int call = 0; call < 20; ++call) {
+      const std::size_t n = call % 5 == 2 ? 7 : 3000;  // another shape now and then; the last and first alike
+      std::vector<double> a(n, call + 1.0), b(n, -1.0);
+      const allreduce_report r = call % 3 == 0 ? allreduce(a.data(), n, op::sum, comm)  // in place
+                                               : allreduce(a.data(), b.data(), n, op::sum, comm);
+      const double got = call % 3 == 0 ? a[n - 1] : b[n - 1];
+      ASSERT_EQ(got, P * (call + 1.0)) << "round " << round << " call " << call;
+      if (P > 1) {
+        EXPECT_EQ(r.algorithm, allreduce_algorithm::mpi);
+      }
+    }
+    MPI_Comm_free(&comm);
+  }
+  unsetenv("CONVEYOR_ALLREDUCE_ALGORITHM");
 }
 
 }  // namespace
