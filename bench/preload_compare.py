@@ -117,22 +117,10 @@ def report(args):
         with open(args.markdown, "w") as f:
             f.write(text + "\n")
     if args.plot:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(9, 5))
-        for config in configs:
-            rows = table[config]
-            ax.plot([r[0] for r in rows], [r[3] for r in rows], marker=".", label=config)
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("message size (bytes, float32 sum)")
-        ax.set_ylabel("time without ÷ time with libconveyor_mpi")
-        ax.set_title("Unmodified MPI_Allreduce loop, LD_PRELOAD=libconveyor_mpi.so")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=110)
+        from ratio_plot import plot_ratios
+        plot_ratios([(c, [r[0] for r in table[c]], [r[3] for r in table[c]]) for c in configs], args.plot,
+                    "time without ÷ time with libconveyor_mpi (fastest launches)",
+                    "Unmodified MPI_Allreduce loop, LD_PRELOAD=libconveyor_mpi.so")
 
 
 def main():

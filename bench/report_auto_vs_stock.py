@@ -72,23 +72,10 @@ def main():
                     "x = stock median / auto median, same run (bold: under 0.97x); "
                     "in parentheses the algorithm `auto` ran.\n\n" + text + "\n")
     if args.plot:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(9, 5))
-        for name, rows, _ in configs:
-            bs = sorted(rows)
-            ax.plot(bs, [rows[b][0] for b in bs], marker=".", label=name)
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.axhline(0.97, color="grey", linewidth=0.6, linestyle="--")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("stock time / Conveyor auto time")
-        ax.set_title("Conveyor auto vs stock MPI_Allreduce (same run)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=110)
+        from ratio_plot import plot_ratios
+        plot_ratios([(name, sorted(rows), [rows[b][0] for b in sorted(rows)]) for name, rows, _ in configs],
+                    args.plot, "stock time / Conveyor auto time",
+                    "Conveyor auto vs stock MPI_Allreduce (same run)", target=0.97)
 
 
 if __name__ == "__main__":
