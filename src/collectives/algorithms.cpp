@@ -179,8 +179,7 @@ void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::si
   const std::size_t bytes = count * esize;
   const fold f(g, me);
   const bool folded_out = me < 2 * f.r && me % 2 == 0;
-  // Pieces hold whole elements, so a piece boundary never splits one.
-  const auto piece_to = [&](int peer) { return std::max(esize, pieces.for_peer(peer) / esize * esize); };
+  const auto piece_to = [&](int peer) { return pieces.for_message(peer, bytes); };
   if (me < 2 * f.r) {
     if (folded_out) {
       exchange_in_pieces(comm, data, nullptr, bytes, me + 1, piece_to(me + 1));

@@ -20,11 +20,12 @@ struct active_schedule {
 
 }  // namespace
 
-std::size_t piece_rule::for_peer(int peer) const {
+std::size_t piece_rule::for_message(int peer, std::size_t bytes) const {
   const bool same_node = !layout || layout->node_of[static_cast<std::size_t>(peer)] ==
                                         layout->node_of[static_cast<std::size_t>(me)];
   const std::size_t piece = same_node ? intra : inter;
-  return piece ? std::min(piece, kMaxMessageBytes) : kMaxMessageBytes;
+  if (piece == 0 || bytes > kPiecesPerMessage * piece) return kMaxMessageBytes;
+  return std::min(piece, kMaxMessageBytes);
 }
 
 void executor::run(std::vector<schedule>& schedules, int window) {
@@ -74,7 +75,7 @@ void executor::run(std::vector<schedule>& schedules, int window) {
             owner.push_back(a);
           }
           ++st.pending;
-        }, pieces_.for_peer(t.peer));
+        }, pieces_.for_message(t.peer, t.bytes));
       }
       if (st.pending > 0) return true;
       run_locals(r);  // a round without transfers: local work only
