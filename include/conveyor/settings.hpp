@@ -28,4 +28,9 @@ CONVEYOR_API std::vector<setting_info> settings();
 /// conveyor::error(internal) for a name that is not in the table.
 CONVEYOR_API std::optional<std::string> setting(std::string_view name);
 
+/// The environment's value of `name`, or the table's default when it is unset or
+/// empty (for settings whose default depends on the build, such as
+/// CONVEYOR_MPI_MIN_BYTES). Throws as setting() does.
+CONVEYOR_API std::string setting_or_default(std::string_view name);
+
 }  // namespace conveyor

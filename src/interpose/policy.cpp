@@ -46,8 +46,7 @@ bool flag(const char* name, bool fallback) {
 
 // Bytes: a whole number, optionally with k, m or g (KiB, MiB, GiB).
 std::size_t bytes_setting(const char* name) {
-  const auto v = setting(name);
-  if (!v) return 0;
+  const std::optional<std::string> v = setting_or_default(name);
   std::size_t value = 0, i = 0;
   for (; i < v->size() && (*v)[i] >= '0' && (*v)[i] <= '9'; ++i) value = value * 10 + static_cast<std::size_t>((*v)[i] - '0');
   const std::string unit = v->substr(i);

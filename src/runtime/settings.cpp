@@ -1,9 +1,23 @@
 #include "conveyor/settings.hpp"
 
+#include <mpi.h>
+
 #include <array>
 #include <cstdlib>
 
 #include "conveyor/types.hpp"
+
+namespace {
+// libconveyor_mpi's default threshold, from the unmodified-program benchmark
+// (docs/results.md): under Open MPI 4.1 the preload lost 0.60-0.97x below ~3 KiB
+// on 2 and 4 ranks (Open MPI's small-message path is short; the interposer's and
+// Conveyor's preambles are not), under MPICH 4.0 it won 1.2-2.2x there.
+#if defined(OPEN_MPI)
+constexpr const char* kMpiMinBytesDefault = "4k";
+#else
+constexpr const char* kMpiMinBytesDefault = "0";
+#endif
+}  // namespace
 
 namespace conveyor {
 namespace {
@@ -48,9 +62,10 @@ constexpr std::array<entry, 14> kSettings = {{
      "libconveyor_mpi: the calls Conveyor serves, a comma list of allreduce, reduce_scatter_block, "
      "reduce_scatter, allgather, allgatherv, reduce_local (or all)",
      "first intercepted MPI call"},
-    {"CONVEYOR_MPI_MIN_BYTES", "0",
+    {"CONVEYOR_MPI_MIN_BYTES", kMpiMinBytesDefault,
      "libconveyor_mpi: calls moving fewer bytes than this (the whole result: count x type size, "
-     "or the gathered total) go to the MPI library; same on every process",
+     "or the gathered total) go to the MPI library; same on every process (default: 4k with Open MPI, "
+     "0 with MPICH -- docs/results.md)",
      "first intercepted MPI call"},
     {"CONVEYOR_MPI_REPORT", "0",
      "libconveyor_mpi: 1 prints at MPI_Finalize (rank 0, summed over MPI_COMM_WORLD) what was served "
@@ -75,11 +90,21 @@ std::vector<setting_info> settings() {
   return out;
 }
 
-std::optional<std::string> setting(std::string_view name) {
+namespace {
+const entry& entry_of(std::string_view name) {
   for (const entry& e : kSettings) {
-    if (e.name == name) return read(name);
+    if (e.name == name) return e;
   }
   throw error(errc::internal, "setting " + std::string(name) + " is not in the settings table (src/runtime/settings.cpp)");
+}
+}  // namespace
+
+std::optional<std::string> setting(std::string_view name) { return read(entry_of(name).name); }
+
+std::string setting_or_default(std::string_view name) {
+  const entry& e = entry_of(name);
+  const auto v = read(e.name);
+  return v ? *v : std::string(e.default_value);
 }
 
 }  // namespace conveyor
