@@ -68,7 +68,7 @@ def main():
     print(text)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write("Conveyor `auto` vs stock `MPI_Allreduce`, float32 sum, shared memory; "
+            f.write("Conveyor `auto` vs stock `MPI_Allreduce`, float32 sum; "
                     "x = stock median / auto median, same run (bold: under 0.97x); "
                     "in parentheses the algorithm `auto` ran.\n\n" + text + "\n")
     if args.plot:
