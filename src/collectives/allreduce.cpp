@@ -206,14 +206,14 @@ collectives_state& collectives_state_of(detail::comm_context& ctx) {
 }
 
 // The decided-mpi fast path. Once `auto` measured the MPI library faster for a
-// size class (or CONVEYOR_ALLREDUCE_ALGORITHM=mpi chose it), a repeated call of the same shape (same communicator, count, dtype
-// and op, default options, on the same thread) goes straight to PMPI_Allreduce on
-// the private communicator: no call state, no context lookup, no model. Small
-// messages are where the library wins and where Conveyor's full preamble (~40 ns
-// at 1 rank, ~0.1 us of a 2-rank call here) was the whole difference. Anything
+// size class (or CONVEYOR_ALLREDUCE_ALGORITHM=mpi chose it), a repeated call of
+// the same shape (same communicator, count, dtype and op, default options, on the
+// same thread) goes straight to PMPI_Allreduce on the private communicator: no
+// call state, no context lookup, no model. Small messages are where the library
+// wins, so they are where Conveyor's preamble (~40 ns at 1 rank) shows. Anything
 // else takes the full path: another shape, a context gone (the generation moved),
 // an open front-end call (its agreement must run), a failed local check (the full
-// path reports it).
+// path reports it). What remains of the gap at 2 ranks is in docs/results.md.
 struct fast_mpi_entry {
   MPI_Comm comm = MPI_COMM_NULL;
   std::size_t count = 0;
