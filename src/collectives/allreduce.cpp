@@ -109,14 +109,21 @@ void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool d
 // (no MPI type) and for 8- and 16-bit integers: Open MPI 4.1's op/avx component
 // saturates their sums instead of wrapping as MPI and C define (measured: ~half
 // of 2^31 int8 sums wrong, tests/mpi/test_large.cpp).
-void stock_allreduce(MPI_Comm comm, const void* send, void* recv, std::size_t count, dtype t, op o) {
-  const MPI_Datatype type = mpi_datatype(t);
+struct stock_call {
+  MPI_Datatype type;
+  MPI_Op mop;
+};
+stock_call stock_call_of(dtype t, op o) {
   const bool native = dtype_size(t) > 2;  // the 8- and 16-bit types: Conveyor's kernel
-  const MPI_Op mop = native ? mpi_builtin_op(o) : mpi_op(o, t);
+  return {mpi_datatype(t), native ? mpi_builtin_op(o) : mpi_op(o, t)};
+}
+
+void stock_allreduce(MPI_Comm comm, const void* send, void* recv, std::size_t count, dtype t, op o) {
+  const stock_call c = stock_call_of(t, o);
   const std::size_t esize = dtype_size(t);
   detail::for_each_piece(count, [&](std::size_t off, int n, int) {
     const void* in = send == MPI_IN_PLACE ? MPI_IN_PLACE : static_cast<const char*>(send) + off * esize;
-    detail::check_mpi(PMPI_Allreduce(in, static_cast<char*>(recv) + off * esize, n, type, mop, comm), "MPI_Allreduce");
+    detail::check_mpi(PMPI_Allreduce(in, static_cast<char*>(recv) + off * esize, n, c.type, c.mop, comm), "MPI_Allreduce");
   });
 }
 
@@ -167,6 +174,16 @@ int trials_of(int size_class) {
   return octave <= 14 ? 31 : octave <= 18 ? 15 : octave <= 22 ? 9 : 5;
 }
 
+// Trials of classes below 128 KiB time kBatchedRuns back-to-back runs, after one
+// untimed run. One short call's time is mostly waiting for the other ranks (the
+// skew the previous call left, waking after a yield): on 2 Open MPI ranks,
+// single-call trials at 16 B chose recursive doubling in 2 launches of 3 while
+// it was 13% slower than the library in a loop (849 vs 752 ns). A batch times
+// what a loop of calls sees. It runs on copies, so the trial call costs
+// kBatchedRuns + 1 runs; from 128 KiB one run is long enough to time alone.
+constexpr int kBatchedRuns = 4;
+bool batched_trials(int size_class) { return size_class / 2 <= 16; }
+
 struct measured_class {
   double seconds[2][kMaxMeasured] = {};  // [0]: the model's choice, [1]: mpi
   int taken = 0;
@@ -183,6 +200,7 @@ double median_of(const double* v, int n) {
 // What the collectives keep per communicator (in its runtime context).
 struct collectives_state {
   schedule_cache schedules;
+  std::vector<char> trial_out;  // where batched trials of auto write (see batched_trials)
   // auto's measured choices: (size class, node layout, segment size) -> choice.
   using measured_key = std::tuple<int, const detail::node_layout*, std::size_t>;
   std::map<measured_key, measured_class> measured;
@@ -205,29 +223,50 @@ collectives_state& collectives_state_of(detail::comm_context& ctx) {
   return *static_cast<collectives_state*>(ctx.collectives_state.get());
 }
 
-// The decided-mpi fast path. Once `auto` measured the MPI library faster for a
-// size class (or CONVEYOR_ALLREDUCE_ALGORITHM=mpi chose it), a repeated call of
-// the same shape (same communicator, count, dtype and op, default options, on the
-// same thread) goes straight to PMPI_Allreduce on the private communicator: no
-// call state, no context lookup, no model. Small messages are where the library
-// wins, so they are where Conveyor's preamble (~40 ns at 1 rank) shows. Anything
-// else takes the full path: another shape, a context gone (the generation moved),
-// an open front-end call (its agreement must run), a failed local check (the full
-// path reports it). What remains of the gap at 2 ranks is in docs/results.md.
-struct fast_mpi_entry {
-  MPI_Comm comm = MPI_COMM_NULL;
+// The repeated-shape fast path. Once the algorithm of a call is settled (auto
+// measured its size class, or the model or CONVEYOR_ALLREDUCE_ALGORITHM chose it),
+// a repeated call of the same shape (same communicator, count, dtype and op,
+// default options, on the same thread) skips the preamble: no call state, no
+// context lookup, no model, no measured-class lookup. The library's allreduce goes
+// straight to PMPI_Allreduce on the private communicator; Conveyor's algorithms
+// run with the kernel and layout resolved by the first call. Small messages are
+// where the preamble shows: on 2 Open MPI ranks at 16 B, batched trials measured
+// recursive doubling 10% faster than the library (0.66 vs 0.73 us), yet with the
+// full preamble on every call it ran 13% slower in a loop. Anything else takes the
+// full path: another shape, a context gone (the generation moved), an open
+// front-end call (its agreement must run), a failed local check (the full path
+// reports it). The same shape passed the full path's checks before, so skipping
+// them changes nothing the contract promises.
+struct fast_entry {
+  MPI_Comm comm = MPI_COMM_NULL;  // the caller's
   std::size_t count = 0;
   dtype t{};
   op o{};
+  std::size_t bytes = 0;
   std::uint64_t generation = 0;
   detail::comm_context* ctx = nullptr;
+  allreduce_algorithm algorithm{};
+  stock_call call{};  // for mpi: resolved once
+  reduce_kernel_fn kernel = nullptr;
+  const detail::node_layout* layout = nullptr;
+  int window = 0;
   allreduce_report report;
+
+  bool serves(const void* send, const void* recv, std::size_t n, dtype type, op o_, MPI_Comm c,
+              const allreduce_options& options) const;
 };
-thread_local fast_mpi_entry t_fast_mpi;
+thread_local fast_entry t_fast;
 
 bool default_options(const allreduce_options& o) {
   return o.algorithm == allreduce_algorithm::automatic && !o.validate && !o.deterministic && !o.on_chunk &&
          o.ranks_per_node == 0 && o.segment_bytes == 0;
+}
+
+bool fast_entry::serves(const void* send, const void* recv, std::size_t n, dtype type, op o_, MPI_Comm c,
+                        const allreduce_options& options) const {
+  return c == comm && n == count && type == t && o_ == o && send && recv &&
+         generation == detail::context_generation() && default_options(options) && !detail::collective_call_open() &&
+         (send == MPI_IN_PLACE || send == recv || !overlaps_partially(send, recv, bytes));
 }
 
 // Scratch memory of a context: grows, never shrinks, so repeated calls do not
@@ -322,15 +361,12 @@ allreduce_algorithm parse_algorithm(std::string_view name) {
   return detail::value_of<allreduce_algorithm>(kAlgorithmNames, name, "allreduce algorithm");
 }
 
-allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtype t, op o, MPI_Comm comm,
-                           const allreduce_options& options) {
-  const fast_mpi_entry& fast = t_fast_mpi;
-  if (comm == fast.comm && count == fast.count && t == fast.t && o == fast.o && send && recv &&
-      fast.generation == detail::context_generation() && default_options(options) && !detail::collective_call_open() &&
-      (send == MPI_IN_PLACE || send == recv || !overlaps_partially(send, recv, count * dtype_size(t)))) {
-    stock_allreduce(fast.ctx->comm, send == recv ? MPI_IN_PLACE : send, recv, count, t, o);
-    return fast.report;
-  }
+namespace {
+
+// The full path of allreduce, kept out of line so that the fast path's caller
+// does not pay its stack frame.
+[[gnu::noinline]] allreduce_report allreduce_full(const void* send, void* recv, std::size_t count, dtype t, op o,
+                                                  MPI_Comm comm, const allreduce_options& options) {
   collective_call call("allreduce", comm);
   detail::comm_context& ctx = detail::context_of(call);
   reduce_kernel_fn kernel = nullptr;
@@ -396,9 +432,26 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
       const int trials = trials_of(cls);
       const int which = m.taken % 2;
       const allreduce_algorithm trial = which == 1 ? allreduce_algorithm::mpi : alg;
-      const double t0 = MPI_Wtime();
-      run_algorithm(ctx, trial, send, recv, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
-      m.seconds[which][m.taken / 2] = MPI_Wtime() - t0;
+      const auto run = [&](const void* in, void* out) {
+        run_algorithm(ctx, trial, in, out, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
+      };
+      if (batched_trials(cls)) {
+        // Out of place into the state's trial buffer (the input stays intact),
+        // one lead-in run, then kBatchedRuns timed back to back; the result is
+        // copied to recv.
+        std::vector<char>& out = collectives_state_of(ctx).trial_out;
+        out.resize(bytes);
+        const void* in = send == MPI_IN_PLACE ? recv : send;
+        run(in, out.data());
+        const double t0 = MPI_Wtime();
+        for (int r = 0; r < kBatchedRuns; ++r) run(in, out.data());
+        m.seconds[which][m.taken / 2] = (MPI_Wtime() - t0) / kBatchedRuns;
+        std::memcpy(recv, out.data(), bytes);
+      } else {
+        const double t0 = MPI_Wtime();
+        run(send, recv);
+        m.seconds[which][m.taken / 2] = MPI_Wtime() - t0;
+      }
       if (++m.taken == 2 * trials) {
         double slowest[2] = {median_of(m.seconds[0], trials), median_of(m.seconds[1], trials)};
         detail::check_mpi(PMPI_Allreduce(MPI_IN_PLACE, slowest, 2, MPI_DOUBLE, MPI_MAX, ctx.comm), "MPI_Allreduce");
@@ -410,13 +463,33 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
     alg = m.decided;
     report.algorithm = alg;
   }
-  // Measured or set by CONVEYOR_ALLREDUCE_ALGORITHM=mpi: the next call of this
-  // shape may take the fast path.
-  if (alg == allreduce_algorithm::mpi && default_options(options) && count > 0 && ctx.size > 1) {
-    t_fast_mpi = {comm, count, t, o, detail::context_generation(), &ctx, report};
+  // Settled: the next call of this shape may take the fast path.
+  if (default_options(options) && count > 0 && ctx.size > 1 &&
+      (alg != allreduce_algorithm::mpi || count <= detail::kMaxMessageBytes)) {
+    const stock_call stock = alg == allreduce_algorithm::mpi ? stock_call_of(t, o) : stock_call{};
+    t_fast = {comm, count, t, o, bytes, detail::context_generation(), &ctx, alg, stock, kernel, &layout, params.window, report};
   }
   run_algorithm(ctx, alg, send, recv, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
   return report;
+}
+
+}  // namespace
+
+allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtype t, op o, MPI_Comm comm,
+                           const allreduce_options& options) {
+  const fast_entry& fast = t_fast;
+  if (fast.serves(send, recv, count, t, o, comm, options)) {
+    if (fast.algorithm == allreduce_algorithm::mpi) {
+      detail::check_mpi(PMPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count), fast.call.type,
+                                       fast.call.mop, fast.ctx->comm),
+                        "MPI_Allreduce");
+    } else {
+      run_algorithm(*fast.ctx, fast.algorithm, send, recv, count, t, o, fast.kernel, options, *fast.layout,
+                    fast.report.segment_bytes, fast.window);
+    }
+    return fast.report;
+  }
+  return allreduce_full(send, recv, count, t, o, comm, options);
 }
 
 void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& counts, dtype t, op o,

@@ -509,31 +509,62 @@ TEST(Allreduce, AutoMeasuresItsChoiceAgainstTheMpiLibrary) {
 
 
 
-// Repeated calls of one shape once the MPI library was chosen take a fast path
-// that skips the context lookup (allreduce.cpp). It must stay correct across
-// buffers, in place, other shapes in between, and a communicator freed and its
-// handle reused by one of another size.
-TEST(Allreduce, RepeatedCallsOfAnMpiShapeStayCorrect) {
-  setenv("CONVEYOR_ALLREDUCE_ALGORITHM", "mpi", 1);  // read when a communicator is first used
-  for (int round = 0; round < 3; ++round) {
-    MPI_Comm comm;
-    if (round == 1) MPI_Comm_split(MPI_COMM_WORLD, rank_of(MPI_COMM_WORLD) % 2, 0, &comm);
-    else MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    const int P = size_of(comm);
-    for (int call = 0; call < 20; ++call) {
-      const std::size_t n = call % 5 == 2 ? 7 : 3000;  // another shape now and then; the last and first alike
-      std::vector<double> a(n, call + 1.0), b(n, -1.0);
-      const allreduce_report r = call % 3 == 0 ? allreduce(a.data(), n, op::sum, comm)  // in place
-                                               : allreduce(a.data(), b.data(), n, op::sum, comm);
-      const double got = call % 3 == 0 ? a[n - 1] : b[n - 1];
-      ASSERT_EQ(got, P * (call + 1.0)) << "round " << round << " call " << call;
-      if (P > 1) {
-        EXPECT_EQ(r.algorithm, allreduce_algorithm::mpi);
+// Repeated calls of one shape once the algorithm is settled take a fast path
+// that skips the context lookup (allreduce.cpp), for the MPI library's allreduce
+// and for Conveyor's. It must stay correct across buffers, in place, other shapes
+// in between, and a communicator freed and its handle reused by one of another
+// size.
+TEST(Allreduce, RepeatedCallsOfASettledShapeStayCorrect) {
+  for (const char* algorithm : {"mpi", "recursive_doubling", "ring", "rabenseifner"}) {
+    setenv("CONVEYOR_ALLREDUCE_ALGORITHM", algorithm, 1);  // read when a communicator is first used
+    for (int round = 0; round < 3; ++round) {
+      MPI_Comm comm;
+      if (round == 1) MPI_Comm_split(MPI_COMM_WORLD, rank_of(MPI_COMM_WORLD) % 2, 0, &comm);
+      else MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+      const int P = size_of(comm);
+      for (int call = 0; call < 20; ++call) {
+        const std::size_t n = call % 5 == 2 ? 7 : 3000;  // another shape now and then; the last and first alike
+        std::vector<double> a(n, call + 1.0), b(n, -1.0);
+        const allreduce_report r = call % 3 == 0 ? allreduce(a.data(), n, op::sum, comm)  // in place
+                                                 : allreduce(a.data(), b.data(), n, op::sum, comm);
+        const double got = call % 3 == 0 ? a[n - 1] : b[n - 1];
+        ASSERT_EQ(got, P * (call + 1.0)) << algorithm << " round " << round << " call " << call;
+        if (P > 1) {
+          EXPECT_EQ(algorithm_name(r.algorithm), algorithm);
+        }
       }
+      MPI_Comm_free(&comm);
     }
-    MPI_Comm_free(&comm);
   }
   unsetenv("CONVEYOR_ALLREDUCE_ALGORITHM");
+}
+
+// auto's trials below 128 KiB run on copies and copy the result to recv: the
+// first calls of a size class must give the right result in place and out of
+// place, with send left intact.
+TEST(Allreduce, AutoTrialsLeaveTheRightResult) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  const int P = size_of(comm), me = rank_of(comm);
+  for (const std::size_t n : {std::size_t{1}, std::size_t{24}, std::size_t{5000}}) {
+    for (int call = 0; call < 80; ++call) {  // beyond the 2 x 31 trials of the smallest classes
+      std::vector<float> a(n), b(n, -1.0f);
+      for (std::size_t i = 0; i < n; ++i) a[i] = static_cast<float>((me + 1) * (call + 1) + static_cast<int>(i % 7));
+      const std::vector<float> a0 = a;
+      const bool in_place = call % 2 == 0;
+      if (in_place) allreduce(a.data(), n, op::sum, comm);
+      else allreduce(a.data(), b.data(), n, op::sum, comm);
+      const std::vector<float>& got = in_place ? a : b;
+      for (std::size_t i = 0; i < n; ++i) {
+        const float want = static_cast<float>(P * (P + 1) / 2 * (call + 1) + P * static_cast<int>(i % 7));
+        ASSERT_EQ(got[i], want) << "n " << n << " call " << call << " element " << i;
+      }
+      if (!in_place) {
+        ASSERT_EQ(a, a0) << "send changed, n " << n << " call " << call;
+      }
+    }
+  }
+  MPI_Comm_free(&comm);
 }
 
 }  // namespace
