@@ -28,8 +28,19 @@ namespace {
 struct impl {
   std::string name;
   std::function<void()> run;
-  std::string chosen;  // what `auto` picked
+  std::string chosen;  // "-" for MPI's own; else filled from `algorithm` at the end
+  // What the last call ran: stored as the enum, not a string, so that the timed
+  // calls of Conveyor's rows do not pay a string (and, for the long names, a heap
+  // allocation) that the stock row does not.
+  allreduce_algorithm algorithm{};
+  bool trial = false;  // the last call was a trial of auto's measuring phase
+  int settle_calls = 0;       // calls until the implementation settled (1: at once)
+  double settle_seconds = 0;  // their time, slowest rank: the cold phase
 };
+
+// Calls before giving up on an implementation settling (auto's measuring phase
+// takes 2 x 31 calls per size class at most).
+constexpr int kMaxSettleCalls = 1000;
 
 // Fills the rank's input and returns the expected sum of element i.
 void fill(std::vector<float>& send, int rank) {
@@ -69,9 +80,10 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
   report rep("conveyor bench allreduce: float32 sum on " + std::to_string(P) + " ranks" +
                  (opt.config.empty() ? "" : " (" + opt.config + ")") + ", median of " + std::to_string(opt.reps),
              {"config", "size", "implementation", "algorithm", "median_us", "p10_us", "p90_us", "algbw_GB/s",
-              "busbw_GB/s", "x_vs_MPI", "wrong"});
+              "busbw_GB/s", "x_vs_MPI", "wrong", "settle_calls", "settle_ms"});
   rep.add_note("time = slowest rank; busbw = algbw * 2(P-1)/P; x_vs_MPI = stock median / this median (same run); "
-               "wrong = elements differing from the exact sum, over all ranks");
+               "wrong = elements differing from the exact sum, over all ranks; settle_calls / settle_ms = the calls "
+               "(and their time) before an implementation settled, made before the samples: auto's measuring phase");
 
   // Per Conveyor row: (stock median / its median, bytes) at every size.
   std::map<std::string, std::vector<std::pair<double, std::size_t>>> vs_mpi;
@@ -94,14 +106,26 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
         ao.ranks_per_node = opt.ranks_per_node;
         impls.push_back({"conveyor " + name, nullptr, ""});
         impl& im = impls.back();
-        std::string* chosen = &im.chosen;
-        im.run = [&, ao, chosen] {
-          const auto r = allreduce(send.data(), recv.data(), n, op::sum, MPI_COMM_WORLD, ao);
-          *chosen = std::string(algorithm_name(r.algorithm));
+        impl* self = &im;
+        im.run = [&, ao, self] {
+          const allreduce_report r = allreduce(send.data(), recv.data(), n, op::sum, MPI_COMM_WORLD, ao);
+          self->algorithm = r.algorithm;
+          self->trial = r.trial;
         };
       }
     }
 
+    // Cold phase: call each implementation until it settles (auto measures its
+    // candidates in its first calls of a size class), timed apart from the samples.
+    for (auto& im : impls) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = MPI_Wtime();
+      do {
+        im.run();
+        ++im.settle_calls;
+      } while (im.trial && im.settle_calls < kMaxSettleCalls);  // the same on every rank
+      im.settle_seconds = max_over_ranks(MPI_Wtime() - t0);
+    }
     // Warm up, and agree on K calls per sample from the slowest implementation.
     double slowest = 0;
     for (auto& im : impls) {
@@ -142,13 +166,15 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
       vs_mpi[impls[i].name].push_back({t_mpi / summarize(samples[i]).median, n * sizeof(float)});
     }
     for (std::size_t i = 0; i < impls.size(); ++i) {
+      if (impls[i].chosen.empty()) impls[i].chosen = std::string(algorithm_name(impls[i].algorithm));
       const summary s = summarize(samples[i]);
       const double algbw = static_cast<double>(n * sizeof(float)) / s.median / 1e9;
       rep.add_row({opt.config.empty() ? std::to_string(P) + " ranks" : opt.config, format_bytes(n * sizeof(float)),
                    impls[i].name, impls[i].chosen, format_fixed(s.median * 1e6, 2), format_fixed(s.p10 * 1e6, 2),
                    format_fixed(s.p90 * 1e6, 2), format_fixed(algbw, 3),
                    format_fixed(algbw * 2.0 * (P - 1) / std::max(P, 1), 3),
-                   t_mpi > 0 ? format_fixed(t_mpi / s.median, 2) : "-", std::to_string(wrong[i])});
+                   t_mpi > 0 ? format_fixed(t_mpi / s.median, 2) : "-", std::to_string(wrong[i]),
+                   std::to_string(impls[i].settle_calls), format_fixed(impls[i].settle_seconds * 1e3, 3)});
     }
   }
   for (const auto& [name, ratios] : vs_mpi) {

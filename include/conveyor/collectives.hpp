@@ -60,6 +60,10 @@ struct allreduce_report {
   std::size_t segment_bytes = 0;
   int nodes = 1;               // nodes seen by the node-aware layout
   double predicted_seconds = 0;  // the cost model's estimate for the chosen algorithm
+  // True while `auto` is still measuring this size class: the call ran one of the
+  // candidates (`algorithm`) as a trial, and its time is not the settled choice's.
+  // Benchmarks call until it is false before timing (and report that phase apart).
+  bool trial = false;
 };
 
 /// recv = send_0 op send_1 op ... op send_{P-1}, element-wise, on every rank, with

@@ -174,15 +174,16 @@ int trials_of(int size_class) {
   return octave <= 14 ? 31 : octave <= 18 ? 15 : octave <= 22 ? 9 : 5;
 }
 
-// Trials of classes below 128 KiB time kBatchedRuns back-to-back runs, after one
+// Trials of classes below 32 KiB time kBatchedRuns back-to-back runs, after one
 // untimed run. One short call's time is mostly waiting for the other ranks (the
 // skew the previous call left, waking after a yield): on 2 Open MPI ranks,
 // single-call trials at 16 B chose recursive doubling in 2 launches of 3 while
 // it was 13% slower than the library in a loop (849 vs 752 ns). A batch times
 // what a loop of calls sees. It runs on copies, so the trial call costs
-// kBatchedRuns + 1 runs; from 128 KiB one run is long enough to time alone.
+// kBatchedRuns + 1 runs (the classes with 31 trials: < 32 KiB, so the measuring
+// phase stays a few ms); from 32 KiB one run is long enough to time alone.
 constexpr int kBatchedRuns = 4;
-bool batched_trials(int size_class) { return size_class / 2 <= 16; }
+bool batched_trials(int size_class) { return size_class / 2 <= 14; }
 
 struct measured_class {
   double seconds[2][kMaxMeasured] = {};  // [0]: the model's choice, [1]: mpi
@@ -458,6 +459,7 @@ namespace {
         m.decided = slowest[0] < 0.97 * slowest[1] ? alg : allreduce_algorithm::mpi;
       }
       report.algorithm = trial;
+      report.trial = true;
       return report;
     }
     alg = m.decided;

@@ -539,14 +539,14 @@ TEST(Allreduce, RepeatedCallsOfASettledShapeStayCorrect) {
   unsetenv("CONVEYOR_ALLREDUCE_ALGORITHM");
 }
 
-// auto's trials below 128 KiB run on copies and copy the result to recv: the
+// auto's trials below 32 KiB run on copies and copy the result to recv: the
 // first calls of a size class must give the right result in place and out of
 // place, with send left intact.
 TEST(Allreduce, AutoTrialsLeaveTheRightResult) {
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   const int P = size_of(comm), me = rank_of(comm);
-  for (const std::size_t n : {std::size_t{1}, std::size_t{24}, std::size_t{5000}}) {
+  for (const std::size_t n : {std::size_t{1}, std::size_t{24}, std::size_t{5000}, std::size_t{12000}}) {
     for (int call = 0; call < 80; ++call) {  // beyond the 2 x 31 trials of the smallest classes
       std::vector<float> a(n), b(n, -1.0f);
       for (std::size_t i = 0; i < n; ++i) a[i] = static_cast<float>((me + 1) * (call + 1) + static_cast<int>(i % 7));
