@@ -2,8 +2,9 @@
 //
 // Method (after nccl-tests and the OSU benchmarks): float32 sum; each rank's input
 // is small integers, so the sum is exact and every result can be checked. For each
-// size every implementation is warmed up, then sampled `reps` times round-robin
-// with the others; a sample is K back-to-back calls (K agreed by all ranks so a
+// size every implementation is settled (auto's measuring phase, timed apart) and
+// warmed up, then sampled `reps` times round-robin with the others, the order
+// reversed every other round; a sample is K back-to-back calls (K agreed by all ranks so a
 // sample lasts ~2 ms at small sizes), preceded by a barrier, and its time is the
 // slowest rank's. algbw = bytes / time; busbw = algbw * 2(P-1)/P (the nccl-tests
 // definition: the fraction of the data each rank must send and receive).
@@ -95,8 +96,8 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
     std::vector<impl> impls;
     impls.reserve(opt.impls.size());  // the lambdas keep pointers into it
     for (const std::string& name : opt.impls) {
-      if (name == "stock") {
-        impls.push_back({mpi_label, [&] {
+      if (name == "stock" || name == "stock-again") {
+        impls.push_back({name == "stock" ? mpi_label : mpi_label + " again", [&] {
                            MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
                                          MPI_COMM_WORLD);
                          }, "-"});
@@ -140,10 +141,13 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
 
     std::vector<std::vector<double>> samples(impls.size());
     for (int r = 0; r < opt.reps; ++r) {
-      for (std::size_t i = 0; i < impls.size(); ++i) {
+      for (std::size_t j = 0; j < impls.size(); ++j) {
+        // Forward in even rounds, backward in odd ones: no row always runs first
+        // (after the barrier) or always after the same neighbour.
+        const std::size_t i = r % 2 == 0 ? j : impls.size() - 1 - j;
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = MPI_Wtime();
-        for (int j = 0; j < k; ++j) impls[i].run();
+        for (int c = 0; c < k; ++c) impls[i].run();
         samples[i].push_back(max_over_ranks((MPI_Wtime() - t0) / k));
       }
     }

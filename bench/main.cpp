@@ -94,12 +94,12 @@ int main(int argc, char** argv) {
   auto* bench_allreduce = app.add_subcommand("allreduce", "Conveyor's allreduce algorithms vs stock MPI_Allreduce");
   add_collective_options(bench_allreduce);
   bench_allreduce->add_option("--impls", ao.impls,
-                              "Rows: Conveyor's auto,ring,recursive_doubling,rabenseifner,hierarchical,mpi and stock "
-                              "(MPI_Allreduce called directly)")
+                              "Rows: Conveyor's auto,ring,recursive_doubling,rabenseifner,hierarchical,mpi, stock "
+                              "(MPI_Allreduce called directly) and stock-again (the same call again: an A/A control)")
       ->delimiter(',')
       ->capture_default_str()
-      ->check(names_of("ALGORITHM|stock", [](const std::string& n) {
-        if (n != "stock") conveyor::parse_algorithm(n);
+      ->check(names_of("ALGORITHM|stock|stock-again", [](const std::string& n) {
+        if (n != "stock" && n != "stock-again") conveyor::parse_algorithm(n);
       }));
   bench_allreduce->add_option("--mpi-label", ao.mpi_label, "Label of the stock MPI_Allreduce row");
   auto* bench_overlap = app.add_subcommand("overlap", "Allreduce + per-chunk compute: overlapped through on_chunk vs sequential");

@@ -6,7 +6,11 @@ usage: report_auto_vs_stock.py CSV... [--markdown OUT] [--plot PNG]
 Each CSV is one `conveyor bench allreduce --impls auto,stock` run (rounds
 alternate the two; x_vs_MPI = stock median / auto median). Prints, per size, the
 ratio of every configuration side by side (one column each), and per
-configuration the geometric mean, the lowest ratio and the sizes under 0.97x.
+configuration the geometric mean, the lowest ratio, the sizes under 0.97x, the
+cold phase (auto's measuring calls made before the samples: settle_ms over all
+sizes and the largest one, not in the ratios) and, where the run has a
+"stock-again" row, the A/A control: the range of stock-again / stock, the noise
+floor of the same rounds.
 """
 import argparse
 import csv
@@ -25,55 +29,75 @@ def main():
     parser.add_argument("--plot")
     args = parser.parse_args()
 
-    configs = []  # (name, {bytes: (ratio, chosen algorithm, size text)}, wrong)
+    configs = []  # (name, {bytes: (ratio, chosen algorithm, size text, settle ms)}, wrong, {bytes: A/A ratio})
     for path in args.csv:
         rows = {}
+        control = {}
         name = None
         wrong = 0
         with open(path) as f:
             for r in csv.DictReader(f):
                 wrong += int(r["wrong"])
+                if r["implementation"].endswith(" again"):
+                    control[size_bytes(r["size"])] = float(r["x_vs_MPI"])
                 if r["implementation"] != "conveyor auto":
                     continue
                 name = r["config"]
-                rows[size_bytes(r["size"])] = (float(r["x_vs_MPI"]), r["algorithm"], r["size"])
+                settle = float(r["settle_ms"]) if r.get("settle_ms") else None
+                rows[size_bytes(r["size"])] = (float(r["x_vs_MPI"]), r["algorithm"], r["size"], settle)
         if name:
-            configs.append((name, rows, wrong))
+            configs.append((name, rows, wrong, control))
 
-    sizes = sorted({b for _, rows, _ in configs for b in rows})
-    lines = ["| size | " + " | ".join(name for name, _, _ in configs) + " |",
+    sizes = sorted({b for _, rows, _, _ in configs for b in rows})
+    lines = ["| size | " + " | ".join(name for name, _, _, _ in configs) + " |",
              "|---:|" + "---:|" * len(configs)]
     for b in sizes:
         cells = []
         text = None
-        for _, rows, _ in configs:
+        for _, rows, _, _ in configs:
             if b in rows:
-                x, alg, text = rows[b]
+                x, alg, text, _ = rows[b]
                 cell = f"{x:.2f} ({alg})"
                 cells.append(f"**{cell}**" if x < 0.97 else cell)
             else:
                 cells.append("")
         lines.append(f"| {text} | " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append("| configuration | sizes | geometric mean | lowest | sizes under 0.97x | wrong elements |")
-    lines.append("|---|---:|---:|---:|---|---:|")
-    for name, rows, wrong in configs:
-        ratios = [x for x, _, _ in rows.values()]
+    lines.append("| configuration | sizes | geometric mean | lowest | sizes under 0.97x | wrong elements "
+                 "| measuring phase: all sizes / largest | A/A control: range, sizes under 0.97x |")
+    lines.append("|---|---:|---:|---:|---|---:|---:|---:|")
+    for name, rows, wrong, control in configs:
+        ratios = [x for x, _, _, _ in rows.values()]
         geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
         low_b = min(rows, key=lambda b: rows[b][0])
         under = [rows[b][2] for b in sorted(rows) if rows[b][0] < 0.97]
+        settles = {b: rows[b][3] for b in rows if rows[b][3] is not None}
+        if settles:
+            big = max(settles, key=settles.get)
+            cold = f"{sum(settles.values()):.1f} ms / {settles[big]:.1f} ms at {rows[big][2]}"
+        else:
+            cold = "not recorded"
+        if control:
+            aa = (f"{min(control.values()):.2f}-{max(control.values()):.2f}x, "
+                  f"{sum(1 for x in control.values() if x < 0.97)} of {len(control)}")
+        else:
+            aa = "not run"
         lines.append(f"| {name} | {len(rows)} | {geo:.2f}x | {rows[low_b][0]:.2f}x at {rows[low_b][2]} | "
-                     f"{', '.join(under) if under else 'none'} | {wrong} |")
+                     f"{', '.join(under) if under else 'none'} | {wrong} | {cold} | {aa} |")
     text = "\n".join(lines)
     print(text)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write("Conveyor `auto` vs stock `MPI_Allreduce`, float32 sum; "
                     "x = stock median / auto median, same run (bold: under 0.97x); "
-                    "in parentheses the algorithm `auto` ran.\n\n" + text + "\n")
+                    "in parentheses the algorithm `auto` ran. The measuring phase (auto's first calls of "
+                    "each size class, alternating its candidates) runs before the samples and is not in "
+                    "the ratios; its time is in the summary. The A/A control is stock `MPI_Allreduce` run "
+                    "as a second row of the same rounds: its ratio to stock is what noise alone gives.\n\n"
+                    + text + "\n")
     if args.plot:
         from ratio_plot import plot_ratios
-        plot_ratios([(name, sorted(rows), [rows[b][0] for b in sorted(rows)]) for name, rows, _ in configs],
+        plot_ratios([(name, sorted(rows), [rows[b][0] for b in sorted(rows)]) for name, rows, _, _ in configs],
                     args.plot, "stock time / Conveyor auto time",
                     "Conveyor auto vs stock MPI_Allreduce (same run)", target=0.97)
 

@@ -166,8 +166,8 @@ int size_class(std::size_t bytes) {
   return 2 * octave + (upper_half ? 1 : 0);
 }
 
-// Trials per candidate (odd, so the median is one sample): 31 up to 16 KiB, 15 up
-// to 256 KiB, 9 up to 4 MiB, 5 above. Depends on the class only, so every rank
+// Trials per candidate (odd, so the median is one sample): 31 below 32 KiB, 15 below
+// 512 KiB, 9 below 8 MiB, 5 above. Depends on the class only, so every rank
 // (which sees the same calls) counts alike.
 int trials_of(int size_class) {
   const int octave = size_class / 2;
