@@ -108,6 +108,7 @@ const policy& current_policy() {
     calls_setting(q);
     q.min_bytes = bytes_setting("CONVEYOR_MPI_MIN_BYTES");
     q.report = flag("CONVEYOR_MPI_REPORT", false);
+    if (q.report) arrange_report_at_finalize();
     return q;
   }();
   return p;
@@ -126,7 +127,9 @@ void count_passed(call c, pass_reason why) {
   add(g_counts.passed[static_cast<std::size_t>(c)][static_cast<std::size_t>(why)], 1);
 }
 
-void print_report() {
+namespace {
+
+std::vector<std::uint64_t> my_counts() {
   std::vector<std::uint64_t> mine;
   for (int c = 0; c < call_count; ++c) {
     mine.push_back(g_counts.served[c].load());
@@ -135,13 +138,12 @@ void print_report() {
     for (int r = 0; r < pass_reason_count; ++r) mine.push_back(g_counts.passed[c][r].load());
   }
   for (int a = 0; a < allreduce_algorithm_count; ++a) mine.push_back(g_counts.algorithms[a].load());
-  std::vector<std::uint64_t> sum(mine.size());
-  int rank = 0, size = 1;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  PMPI_Comm_size(MPI_COMM_WORLD, &size);
-  PMPI_Reduce(mine.data(), sum.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (rank != 0) return;
-  std::string out = "conveyor_mpi report (" + std::to_string(size) + " processes, summed)\n";
+  return mine;
+}
+
+// The report's lines for counts laid out as my_counts() lays them out.
+std::string format_report(const std::vector<std::uint64_t>& sum, const std::string& heading) {
+  std::string out = "conveyor_mpi report (" + heading + ")\n";
   std::size_t k = 0;
   for (int c = 0; c < call_count; ++c) {
     const std::uint64_t served = sum[k], bytes = sum[k + 1], staged = sum[k + 2];
@@ -166,6 +168,49 @@ void print_report() {
     if (sum[k]) algs += " " + std::string(algorithm_name(static_cast<allreduce_algorithm>(a))) + " " + std::to_string(sum[k]);
   }
   if (!algs.empty()) out += "  allreduce algorithms:" + algs + "\n";
+  return out;
+}
+
+std::atomic<bool> g_reported{false};
+
+// MPI_COMM_SELF's attributes are deleted first thing in MPI_Finalize, whichever
+// entry point the program called: a program whose MPI_Finalize bypasses the
+// interposed symbol (MPICH's `use mpi_f08` calls PMPI_Finalize) still gets a report,
+// one per process (the other processes may not have registered, so no collective).
+int report_at_finalize(MPI_Comm, int, void*, void*) {
+  if (g_reported.exchange(true)) return MPI_SUCCESS;
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  const std::string out = format_report(my_counts(), "process " + std::to_string(rank) + " of " + std::to_string(size) +
+                                                         ", this process only: MPI_Finalize was not intercepted");
+  std::fputs(out.c_str(), stderr);
+  std::fflush(stderr);
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+void arrange_report_at_finalize() {
+  int initialized = 0, finalized = 0;
+  PMPI_Initialized(&initialized);
+  PMPI_Finalized(&finalized);
+  if (!initialized || finalized) return;
+  int keyval = MPI_KEYVAL_INVALID;
+  if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, report_at_finalize, &keyval, nullptr) != MPI_SUCCESS) return;
+  PMPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
+}
+
+void print_report() {
+  if (g_reported.exchange(true)) return;
+  const std::vector<std::uint64_t> mine = my_counts();
+  std::vector<std::uint64_t> sum(mine.size());
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  PMPI_Reduce(mine.data(), sum.data(), static_cast<int>(mine.size()), MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank != 0) return;
+  const std::string out = format_report(sum, std::to_string(size) + " processes, summed");
   std::fputs(out.c_str(), stderr);
   std::fflush(stderr);
 }

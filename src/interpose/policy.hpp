@@ -42,7 +42,14 @@ void count_served(call c, std::size_t bytes, bool staged);
 void count_algorithm(allreduce_algorithm a);
 void count_passed(call c, pass_reason why);
 
-/// Rank 0 prints the counts summed over MPI_COMM_WORLD (collective on it).
+/// Rank 0 prints the counts summed over MPI_COMM_WORLD (collective on it; from the
+/// interposed MPI_Finalize).
 void print_report();
+
+/// Makes sure a report is printed even when the program's MPI_Finalize bypasses the
+/// interposed symbol: each process that calls this prints its own counts when
+/// MPI_Finalize starts, unless print_report ran (called at the first intercepted
+/// call when CONVEYOR_MPI_REPORT=1).
+void arrange_report_at_finalize();
 
 }  // namespace conveyor::interpose
