@@ -98,6 +98,7 @@ struct cost_model {
   double inter_beta = 1.0 / 1.1e9;  // seconds per byte between nodes
   double gamma = 1.0 / 12e9;        // seconds per byte of a local reduction
   double copy_beta = 1.0 / 5e9;     // seconds per byte of a strided local copy out of memory (pack, unpack)
+  double shared_alpha = 0.3e-6;     // seconds of the shared_memory allreduce's two flag hand-offs on one node
   std::size_t segment_bytes = std::size_t{1} << 20;  // pipeline chunk
   int window = 4;                   // pipeline chunks in flight
   // Messages larger than this go in pieces of this size, all posted at once, so

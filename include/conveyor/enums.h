@@ -30,12 +30,15 @@
  *   hierarchical        node-aware: intra-node reduce-scatter, inter-node ring,
  *                       intra-node allgather, pipelined
  *   mpi                 the MPI library's own MPI_Allreduce (through PMPI_Allreduce),
- *                       on Conveyor's private communicator */
+ *                       on Conveyor's private communicator
+ *   shared_memory       ranks of one node reduce through one shared segment (rank-ordered
+ *                       fold, no messages); small messages; recursive doubling when the
+ *                       ranks span several nodes */
 #define CONVEYOR_ALLREDUCE_ALGORITHM_LIST(X)                                                  \
   X(AUTO, automatic, "auto") X(RING, ring, "ring")                                            \
   X(RECURSIVE_DOUBLING, recursive_doubling, "recursive_doubling")                             \
   X(RABENSEIFNER, rabenseifner, "rabenseifner") X(HIERARCHICAL, hierarchical, "hierarchical") \
-  X(MPI, mpi, "mpi")
+  X(MPI, mpi, "mpi") X(SHARED_MEMORY, shared_memory, "shared_memory")
 
 /* How one Sinkhorn iteration walks the matrix (C: CONVEYOR_SINKHORN_FUSED, ...):
  *   fused    default: never writes A, one read of A per iteration

@@ -50,7 +50,8 @@ def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", determinist
 
     out: where to write the result (same dtype and size; may be `send` itself
     for an in-place allreduce); a new array if None. algorithm: "auto" (the
-    cost model), "ring", "recursive_doubling", "rabenseifner", "hierarchical".
+    cost model), "ring", "recursive_doubling", "rabenseifner", "hierarchical",
+    "mpi", "shared_memory".
     deterministic: the same bits for any algorithm and segmentation.
     segment_bytes: the pipeline segment (None: the cost model's).
     ranks_per_node: emulate nodes of this many consecutive ranks (None: the real ones).

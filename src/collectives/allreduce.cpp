@@ -10,6 +10,7 @@
 #include <string>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/shared_memory.hpp"
 #include "runtime/context.hpp"
 #include "runtime/cost_model.hpp"
 #include "runtime/message_pieces.hpp"
@@ -96,6 +97,7 @@ void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool d
         break;
       case allreduce_algorithm::recursive_doubling:  // run directly, never as schedules
       case allreduce_algorithm::mpi:
+      case allreduce_algorithm::shared_memory:
       case allreduce_algorithm::automatic:
         throw error(errc::internal, "allreduce: no schedule for this algorithm");
     }
@@ -202,6 +204,10 @@ double median_of(const double* v, int n) {
 struct collectives_state {
   schedule_cache schedules;
   std::vector<char> trial_out;  // where batched trials of auto write (see batched_trials)
+  // The shared_memory algorithm's segment, mapped by the first call that runs it
+  // (null if the ranks span several nodes or mapping failed: recursive doubling).
+  std::unique_ptr<detail::shm_allreduce> shared_segment;
+  bool shared_segment_tried = false;
   // auto's measured choices: (size class, node layout, segment size) -> choice.
   using measured_key = std::tuple<int, const detail::node_layout*, std::size_t>;
   std::map<measured_key, measured_class> measured;
@@ -270,6 +276,25 @@ bool fast_entry::serves(const void* send, const void* recv, std::size_t n, dtype
          (send == MPI_IN_PLACE || send == recv || !overlaps_partially(send, recv, bytes));
 }
 
+// The shared-memory segment of a context, mapped at the first call that needs it:
+// collective, and every rank reaches it at the same call (the algorithm is
+// decided alike everywhere). Null when the ranks are not all on one node.
+detail::shm_allreduce* shared_segment_of(detail::comm_context& ctx) {
+  collectives_state& state = collectives_state_of(ctx);
+  if (!state.shared_segment_tried) {
+    state.shared_segment_tried = true;
+    if (ctx.layout(0).nodes == 1) state.shared_segment = detail::shm_allreduce::create(ctx.comm, ctx.rank, ctx.size);
+  }
+  return state.shared_segment.get();
+}
+
+// What runs for `alg`: shared_memory becomes recursive doubling where the ranks
+// cannot share a segment.
+allreduce_algorithm runnable(detail::comm_context& ctx, allreduce_algorithm alg, std::size_t count) {
+  if (alg != allreduce_algorithm::shared_memory || count == 0 || ctx.size == 1) return alg;
+  return shared_segment_of(ctx) ? alg : allreduce_algorithm::recursive_doubling;
+}
+
 // Scratch memory of a context: grows, never shrinks, so repeated calls do not
 // fault in fresh pages (MPI forbids concurrent collectives on one communicator).
 char* scratch_of(detail::comm_context& ctx, std::size_t bytes) {
@@ -302,6 +327,11 @@ void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const voi
   const std::size_t bytes = count * dtype_size(t);
   if (alg == allreduce_algorithm::mpi && !options.deterministic && count > 0 && ctx.size > 1) {
     stock_allreduce(ctx.comm, send == recv ? MPI_IN_PLACE : send, recv, count, t, o);
+    if (options.on_chunk) options.on_chunk(0, count);
+    return;
+  }
+  if (alg == allreduce_algorithm::shared_memory && count > 0 && ctx.size > 1) {  // resolved by runnable()
+    shared_segment_of(ctx)->run(send == MPI_IN_PLACE ? recv : send, recv, count, dtype_size(t), kernel);
     if (options.on_chunk) options.on_chunk(0, count);
     return;
   }
@@ -422,7 +452,7 @@ namespace {
   const bool measure_candidate = options.algorithm == allreduce_algorithm::automatic &&
                                  ctx.env_algorithm == allreduce_algorithm::automatic && !options.deterministic &&
                                  !options.on_chunk && count > 0 && ctx.size > 1 && measuring_enabled();
-  alg = memo.chosen;
+  alg = runnable(ctx, memo.chosen, count);
   report.algorithm = alg;
   report.predicted_seconds = memo.predicted;
 

@@ -13,12 +13,15 @@
 // a ring step do), sent whole and in pieces of 4, 8, 16 and 32 KiB posted at once;
 // the fastest total wins (0: whole messages). This finds the transport's eager
 // limit where crossing it costs a rendezvous handshake, and leaves messages whole
-// where the transport pipelines large messages well by itself.
+// where the transport pipelines large messages well by itself. shared_alpha: the
+// shared_memory allreduce of one float, 100 runs back to back, median of 15
+// batches, slowest rank (ranks of one node only).
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/shared_memory.hpp"
 #include "runtime/context.hpp"
 #include "conveyor/collectives.hpp"
 #include "conveyor/reduce.hpp"
@@ -90,6 +93,26 @@ std::size_t measure_piece(detail::comm_context& ctx, int a, int b) {
   return best_piece;
 }
 
+// shared_alpha: the shared_memory allreduce of one float on the real node layout,
+// the median of 15 batches of 100 back-to-back runs, slowest rank. Only when every
+// rank is on one node (the algorithm's precondition); else the default stays.
+void measure_shared_alpha(detail::comm_context& ctx, double& shared_alpha) {
+  if (ctx.size < 2 || ctx.layout(0).nodes != 1) return;
+  const auto segment = detail::shm_allreduce::create(ctx.comm, ctx.rank, ctx.size);
+  if (!segment) return;
+  const reduce_kernel_fn kernel = reduce_kernel(dtype::float32, op::sum);
+  float in = 1.0f, out = 0.0f;
+  std::vector<double> samples;
+  for (int batch = -1; batch < 15; ++batch) {
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < 100; ++i) segment->run(&in, &out, 1, sizeof(float), kernel);
+    if (batch >= 0) samples.push_back((MPI_Wtime() - t0) / 100);
+  }
+  double t = median(samples);
+  detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, ctx.comm), "MPI_Allreduce");
+  shared_alpha = t;
+}
+
 void measure_link(detail::comm_context& ctx, int a, int b, double& alpha, double& beta) {
   constexpr std::size_t kBig = std::size_t{4} << 20;
   alpha = ping_pong(ctx, a, b, 8);
@@ -108,6 +131,7 @@ cost_model measure_cost_model(MPI_Comm comm, int ranks_per_node) {
     measure_link(ctx, node0[0], node0[1], m.intra_alpha, m.intra_beta);
     m.intra_piece_bytes = measure_piece(ctx, node0[0], node0[1]);
   }
+  measure_shared_alpha(ctx, m.shared_alpha);
   if (layout.nodes > 1) {
     measure_link(ctx, node0[0], layout.members[1][0], m.inter_alpha, m.inter_beta);
     m.inter_piece_bytes = measure_piece(ctx, node0[0], layout.members[1][0]);

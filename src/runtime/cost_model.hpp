@@ -13,6 +13,8 @@
 //   rabenseifner:       fold + sum over halving rounds 2 (alpha + n d/q beta) + ...
 //   hierarchical:       intra reduce-scatter/allgather + inter ring on n/L, the
 //                       slower stage's bandwidth dominating across segments.
+//   shared_memory:      shared_alpha + n copy_beta + (P-1) n (gamma + copy_beta), one node
+//                       only, offered up to P n = kSharedMemoryMaxBytes.
 //
 // DSOP (G = sum of P outer products, N x M, T-byte elements; an allgather of k
 // bytes per rank costs (P-1)(alpha + k beta); a multiply-add on cached data
@@ -53,6 +55,8 @@ struct node_layout;
 /// Predicted seconds of `a` for `bytes` on the layout.
 double predict_allreduce(allreduce_algorithm a, std::size_t bytes, int size, const node_layout& layout,
                          std::size_t segment_bytes, const cost_model& p);
+/// The largest P x n (bytes) for which the model offers the shared_memory allreduce.
+inline constexpr std::size_t kSharedMemoryMaxBytes = std::size_t{64} << 10;
 /// The cheapest algorithm whose preconditions hold.
 allreduce_algorithm choose_allreduce(std::size_t bytes, int size, const node_layout& layout,
                                      std::size_t segment_bytes, const cost_model& p);

@@ -84,6 +84,8 @@ std::vector<config> configs() {
       {allreduce_algorithm::hierarchical, 3, 0},
       {allreduce_algorithm::hierarchical, 1, 0},  // one rank per node: pure inter-node ring
       {allreduce_algorithm::mpi, 0, 0},           // the MPI library's own
+      {allreduce_algorithm::shared_memory, 0, 0},  // one segment per node (1e6 elements: 123 chunks)
+      {allreduce_algorithm::shared_memory, 2, 0},  // emulated nodes: still one physical node
   };
 }
 
@@ -537,6 +539,38 @@ TEST(Allreduce, RepeatedCallsOfASettledShapeStayCorrect) {
     }
   }
   unsetenv("CONVEYOR_ALLREDUCE_ALGORITHM");
+}
+
+// The shared_memory algorithm reuses two buffers of one segment per communicator:
+// many calls in a row with changing inputs, two communicators interleaved (each
+// has its own segment), in place and not, chunked and not, must never read a
+// buffer another rank is still writing or has not yet written.
+TEST(Allreduce, SharedMemoryBackToBackOnTwoCommunicators) {
+  MPI_Comm split, dup;
+  MPI_Comm_split(MPI_COMM_WORLD, rank_of(MPI_COMM_WORLD) % 2, 0, &split);
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  allreduce_options opt;
+  opt.algorithm = allreduce_algorithm::shared_memory;
+  for (int call = 0; call < 300; ++call) {
+    MPI_Comm comm = call % 3 == 2 ? split : dup;
+    const int P = size_of(comm), me = rank_of(comm);
+    const std::size_t n = call % 7 == 0 ? 20000 : static_cast<std::size_t>(1 + call % 13);  // 20000: 3 chunks
+    std::vector<std::int64_t> a(n), b(n, -1);
+    for (std::size_t i = 0; i < n; ++i) a[i] = (me + 1) * 1000 + call + static_cast<std::int64_t>(i);
+    const bool in_place = call % 2 == 1;
+    const allreduce_report r = in_place ? allreduce(a.data(), n, op::sum, comm, opt)
+                                        : allreduce(a.data(), b.data(), n, op::sum, comm, opt);
+    const std::vector<std::int64_t>& got = in_place ? a : b;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t want = 1000 * P * (P + 1) / 2 + P * (call + static_cast<std::int64_t>(i));
+      ASSERT_EQ(got[i], want) << "call " << call << " element " << i << " of " << n;
+    }
+    if (P > 1) {
+      EXPECT_EQ(r.algorithm, allreduce_algorithm::shared_memory);  // these ranks share one node
+    }
+  }
+  MPI_Comm_free(&split);
+  MPI_Comm_free(&dup);
 }
 
 // auto's trials below 32 KiB run on copies and copy the result to recv: the
