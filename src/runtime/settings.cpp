@@ -8,15 +8,12 @@
 #include "conveyor/types.hpp"
 
 namespace {
-// libconveyor_mpi's default threshold, from the unmodified-program benchmark
-// (docs/results.md): under Open MPI 4.1 the preload lost 0.60-0.97x below ~3 KiB
-// on 2 and 4 ranks (Open MPI's small-message path is short; the interposer's and
-// Conveyor's preambles are not), under MPICH 4.0 it won 1.2-2.2x there.
-#if defined(OPEN_MPI)
-constexpr const char* kMpiMinBytesDefault = "4k";
-#else
+// libconveyor_mpi's default threshold: 0, every size served. It was 4k under
+// Open MPI 4.1 while its small-message path beat Conveyor's (the preload lost
+// 0.60-0.97x below ~3 KiB); with the shared_memory algorithm an unmodified
+// 2-rank loop runs 2.4-16x faster at 8 B - 8 KiB under the preload (two launches
+// each, docs/results.md), as under MPICH.
 constexpr const char* kMpiMinBytesDefault = "0";
-#endif
 }  // namespace
 
 namespace conveyor {
@@ -64,8 +61,7 @@ constexpr std::array<entry, 14> kSettings = {{
      "first intercepted MPI call"},
     {"CONVEYOR_MPI_MIN_BYTES", kMpiMinBytesDefault,
      "libconveyor_mpi: calls moving fewer bytes than this (the whole result: count x type size, "
-     "or the gathered total) go to the MPI library; same on every process (default: 4k with Open MPI, "
-     "0 with MPICH -- docs/results.md)",
+     "or the gathered total) go to the MPI library; same on every process",
      "first intercepted MPI call"},
     {"CONVEYOR_MPI_REPORT", "0",
      "libconveyor_mpi: 1 prints at MPI_Finalize (rank 0, summed over MPI_COMM_WORLD) what was served "
