@@ -22,6 +22,15 @@ def size_bytes(text):
     return int(float(value) * {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit])
 
 
+def emit(lines, markdown, heading):
+    """Prints the table; writes it under `heading` to the file `markdown` if given."""
+    text = "\n".join(lines)
+    print(text)
+    if markdown:
+        with open(markdown, "w") as f:
+            f.write(heading + "\n\n" + text + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("csv", nargs="+")
@@ -84,17 +93,13 @@ def main():
             aa = "not run"
         lines.append(f"| {name} | {len(rows)} | {geo:.2f}x | {rows[low_b][0]:.2f}x at {rows[low_b][2]} | "
                      f"{', '.join(under) if under else 'none'} | {wrong} | {cold} | {aa} |")
-    text = "\n".join(lines)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write("Conveyor `auto` vs stock `MPI_Allreduce`, float32 sum; "
-                    "x = stock median / auto median, same run (bold: under 0.97x); "
-                    "in parentheses the algorithm `auto` ran. The measuring phase (auto's first calls of "
-                    "each size class, alternating its candidates) runs before the samples and is not in "
-                    "the ratios; its time is in the summary. The A/A control is stock `MPI_Allreduce` run "
-                    "as a second row of the same rounds: its ratio to stock is what noise alone gives.\n\n"
-                    + text + "\n")
+    emit(lines, args.markdown,
+         "Conveyor `auto` vs stock `MPI_Allreduce`, float32 sum; "
+         "x = stock median / auto median, same run (bold: under 0.97x); "
+         "in parentheses the algorithm `auto` ran. The measuring phase (auto's first calls of "
+         "each size class, alternating its candidates) runs before the samples and is not in "
+         "the ratios; its time is in the summary. The A/A control is stock `MPI_Allreduce` run "
+         "as a second row of the same rounds: its ratio to stock is what noise alone gives.")
     if args.plot:
         from ratio_plot import plot_ratios
         plot_ratios([(name, sorted(rows), [rows[b][0] for b in sorted(rows)]) for name, rows, _, _ in configs],

@@ -14,7 +14,7 @@ import argparse
 import csv
 import math
 
-from report_auto_vs_stock import size_bytes
+from report_auto_vs_stock import emit, size_bytes
 
 
 def main():
@@ -30,7 +30,8 @@ def main():
         name = None
         with open(path) as f:
             for r in csv.DictReader(f):
-                if not r["implementation"].startswith("conveyor ") or r["x_vs_MPI"] == "-":
+                if (not r["implementation"].startswith("conveyor ") or r["implementation"] == "conveyor auto"
+                        or r["x_vs_MPI"] == "-"):
                     continue
                 name = r["config"]
                 b, x = size_bytes(r["size"]), float(r["x_vs_MPI"])
@@ -43,13 +44,9 @@ def main():
         ties = [best[b][2] for b in sorted(best) if best[b][0] < 1.03]
         lines.append(f"| {name} | {len(best)} | {min(ratios):.2f}x / {max(ratios):.2f}x | {bound:.2f}x | "
                      f"{len(ties)}: {', '.join(ties) if ties else 'none'} |")
-    text = "\n".join(lines)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write("The ceiling of `auto`: the best of Conveyor's algorithms (each forced) against stock "
-                    "`MPI_Allreduce`, same rounds, float32 sum. auto's geometric mean cannot exceed the bound.\n\n"
-                    + text + "\n")
+    emit(lines, args.markdown,
+         "The ceiling of `auto`: the best of Conveyor's algorithms (each forced) against stock "
+         "`MPI_Allreduce`, same rounds, float32 sum. auto's geometric mean cannot exceed the bound.")
 
 
 if __name__ == "__main__":

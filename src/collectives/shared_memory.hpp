@@ -21,8 +21,8 @@
 // Limits: every rank of the communicator on one node (MPI_COMM_TYPE_SHARED covers
 // it; else the caller runs recursive doubling). Reads grow with P, so it pays for
 // small messages; the cost model offers it only there and auto measures it
-// against the MPI library. A waiting rank spins (pause) and then yields, so
-// oversubscribed ranks still progress.
+// against the MPI library. A waiting rank spins (pause) and then yields; with
+// more ranks on the node than cores it may use, it yields at once.
 //
 // Why a POSIX segment and not MPI_Win_allocate_shared: freeing a window
 // synchronizes every rank, but a context can die at different times on different
@@ -58,13 +58,15 @@ class shm_allreduce {
   void run(const void* in, void* out, std::size_t count, std::size_t esize, reduce_kernel_fn kernel);
 
  private:
-  shm_allreduce(void* base, std::size_t bytes, int rank, int size) : base_(base), bytes_(bytes), rank_(rank), size_(size) {}
+  shm_allreduce(void* base, std::size_t bytes, int rank, int size, int spins)
+      : base_(base), bytes_(bytes), rank_(rank), size_(size), spins_(spins) {}
   void* posted() const;  // P flags, one cache line each: the last chunk each rank posted
   char* slot(int buffer, int rank) const;
 
   void* base_;
   std::size_t bytes_;
   int rank_, size_;
+  int spins_;                 // pause spins before a waiting rank yields (0: oversubscribed)
   std::uint64_t chunks_ = 0;  // chunks run so far: the same on every rank
 };
 
