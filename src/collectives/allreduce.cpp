@@ -290,8 +290,8 @@ detail::shm_allreduce* shared_segment_of(detail::comm_context& ctx) {
 
 // What runs for `alg`: shared_memory becomes recursive doubling where the ranks
 // cannot share a segment.
-allreduce_algorithm runnable(detail::comm_context& ctx, allreduce_algorithm alg, std::size_t count) {
-  if (alg != allreduce_algorithm::shared_memory || count == 0 || ctx.size == 1) return alg;
+allreduce_algorithm runnable(detail::comm_context& ctx, allreduce_algorithm alg) {
+  if (alg != allreduce_algorithm::shared_memory || ctx.size == 1) return alg;
   return shared_segment_of(ctx) ? alg : allreduce_algorithm::recursive_doubling;
 }
 
@@ -452,7 +452,7 @@ namespace {
   const bool measure_candidate = options.algorithm == allreduce_algorithm::automatic &&
                                  ctx.env_algorithm == allreduce_algorithm::automatic && !options.deterministic &&
                                  !options.on_chunk && count > 0 && ctx.size > 1 && measuring_enabled();
-  alg = runnable(ctx, memo.chosen, count);
+  alg = runnable(ctx, memo.chosen);
   report.algorithm = alg;
   report.predicted_seconds = memo.predicted;
 
