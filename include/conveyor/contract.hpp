@@ -50,7 +50,7 @@ comm_context& context_of(const collective_call& call);
 class CONVEYOR_API collective_call {
  public:
   /// Arguments that can be listed for matching in one call.
-  static constexpr int max_matched = 12;
+  static constexpr int max_matched = 16;
 
   /// Opens the call of `operation` (e.g. "allreduce": a string that outlives the
   /// call, such as a literal) on `comm`; the first call on

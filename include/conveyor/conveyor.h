@@ -118,10 +118,11 @@ CONVEYOR_C_API int conveyor_allgatherv(const void* send, void* recv, const size_
 #define CONVEYOR_C_SINKHORN_(suffix, cpp, name) CONVEYOR_SINKHORN_##suffix,
 enum { CONVEYOR_SINKHORN_VARIANT_LIST(CONVEYOR_C_SINKHORN_) }; /* CONVEYOR_SINKHORN_FUSED, _TYPICAL, _C2R, _BLOCKED */
 enum { CONVEYOR_SINKHORN_STATUS_LIST(CONVEYOR_C_SINKHORN_) };  /* CONVEYOR_SINKHORN_CONVERGED, _MAX_ITER, _NUMERICAL_FAILURE */
+enum { CONVEYOR_SINKHORN_NORM_LIST(CONVEYOR_C_SINKHORN_) };    /* CONVEYOR_SINKHORN_L1, _L2 */
 
 typedef struct conveyor_sinkhorn_options {
   int variant;            /* CONVEYOR_SINKHORN_* */
-  double tol;             /* on the L1 column-marginal error */
+  double tol;             /* on the column-marginal error (in `norm`) */
   int max_iter;
   int threads;            /* OpenMP threads per rank; 0: automatic */
   int log_domain;         /* OT only: iterate on potentials */
@@ -131,12 +132,15 @@ typedef struct conveyor_sinkhorn_options {
   const double* init_v;   /* warm start (all columns) or NULL */
   int allreduce_algorithm; /* CONVEYOR_ALLREDUCE_* for the column sums */
   int ranks_per_node;     /* of the column-sum allreduce; 0: real nodes */
+  int norm;               /* CONVEYOR_SINKHORN_L1 (default) or _L2 (POT's) */
+  int check_every;        /* test convergence on iterations 1, 1 + check_every, ... */
+  int columns_first;      /* begin with a column update from init_u (POT's order) */
 } conveyor_sinkhorn_options;
 
 typedef struct conveyor_sinkhorn_info {
   int status;             /* CONVEYOR_SINKHORN_CONVERGED, ... */
   int iterations;
-  double error;           /* L1 column-marginal error of the result */
+  double error;           /* column-marginal error of the result (options' norm) */
   double cost;            /* OT: <P, C> over all ranks; scaling: 0 */
   double seconds;         /* the whole call on this rank */
 } conveyor_sinkhorn_info;

@@ -56,6 +56,11 @@
 #define CONVEYOR_SINKHORN_STATUS_LIST(X) \
   X(CONVERGED, converged, "converged") X(MAX_ITER, max_iter, "max_iter") X(NUMERICAL_FAILURE, numerical_failure, "numerical_failure")
 
+/* The norm of a Sinkhorn solve's column-marginal error (C: CONVEYOR_SINKHORN_L1, ...):
+ *   l1  sum_j |colsum_j - c_j| (default)
+ *   l2  sqrt(sum_j (colsum_j - c_j)^2): POT's stopping rule */
+#define CONVEYOR_SINKHORN_NORM_LIST(X) X(L1, l1, "l1") X(L2, l2, "l2")
+
 /* DSOP algorithms (C: CONVEYOR_OUTER_AUTO, ...); docs/algorithms.md. */
 #define CONVEYOR_OUTER_ALGORITHM_LIST(X)                                              \
   X(AUTO, automatic, "auto") X(ALLGATHER, allgather, "allgather")                     \

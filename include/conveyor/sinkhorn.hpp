@@ -14,10 +14,11 @@
 // f = eps log u, g = eps log v. The log-domain variant iterates on f, g directly
 // and stays finite where exp(-C/eps) underflows.
 //
-// Convergence: the error is the L1 column-marginal error sum_j |colsum_j - c_j| of
-// the iterate right after its row update (rows exact), computed from the column
-// sums the iteration needs anyway: no extra pass over A, and no lag for the
-// returned (u, v) of the fused and log-domain kernels. See docs/algorithms.md.
+// Convergence: the error is the column-marginal error of the iterate right after
+// its row update (rows exact), sum_j |colsum_j - c_j| (or its L2 form, POT's),
+// computed from the column sums the iteration needs anyway: no extra pass over A,
+// and no lag for the returned (u, v) of the fused and log-domain kernels. See
+// docs/algorithms.md.
 #pragma once
 
 #include <mpi.h>
@@ -40,6 +41,11 @@ CONVEYOR_API variant parse_variant(std::string_view name);
 /// True for the variants that rescale A itself (typical, c2r, blocked).
 CONVEYOR_API bool rewrites_matrix(variant v);
 
+/// The norm of the column-marginal error: l1 (default), l2 (POT's).
+enum class error_norm : int { CONVEYOR_SINKHORN_NORM_LIST(CONVEYOR_ENUMERATOR_) };
+CONVEYOR_API std::string_view norm_name(error_norm n);
+CONVEYOR_API error_norm parse_norm(std::string_view name);
+
 /// converged (error <= tol), max_iter, numerical_failure (a scaling factor or
 /// column sum became 0, Inf or NaN; the last good iterate is kept).
 enum class status : int { CONVEYOR_SINKHORN_STATUS_LIST(CONVEYOR_ENUMERATOR_) };
@@ -55,8 +61,18 @@ struct blocking {
 
 struct options {
   sinkhorn::variant variant = sinkhorn::variant::fused;
-  double tol = 1e-9;  // on the L1 column-marginal error
+  double tol = 1e-9;  // on the column-marginal error, in `norm`
   int max_iter = 1000;
+  /// The error's norm (l1: sum_j |colsum_j - c_j|; l2: POT's).
+  error_norm norm = error_norm::l1;
+  /// Convergence is tested on iterations 1, 1 + check_every, 1 + 2 check_every, ...
+  /// (POT tests every 10th); the error is recorded on every iteration either way.
+  int check_every = 1;
+  /// Begin with a column update from init_u (ones when empty; log domain: the
+  /// potential f, zeros when empty) instead of a row update from init_v, which
+  /// is then ignored: POT's order (v = b / K^T u, then u = a / K v). One more
+  /// pass over the matrix, before the first iteration.
+  bool columns_first = false;
   /// OpenMP threads per rank; 0: OpenMP's default divided by the ranks sharing this
   /// node, fewer for small local blocks (one per 64 Ki elements). With more
   /// threads than cores, set OMP_WAIT_POLICY=passive so idle threads sleep.
@@ -87,7 +103,7 @@ template <class T>
 struct scaling_result {
   status state = status::max_iter;
   int iterations = 0;
-  double error = 0;                  // L1 column-marginal error of the returned (u, v)
+  double error = 0;                  // column-marginal error of the returned (u, v) (options.norm)
   std::vector<double> error_history; // one entry per iteration
   std::vector<T> u;                  // this rank's rows
   std::vector<T> v;                  // all columns (identical on every rank)

@@ -180,6 +180,9 @@ sk::options to_sinkhorn_options(const conveyor_sinkhorn_options* o, std::size_t 
   if (o->init_v && cols) opt.init_v.assign(o->init_v, o->init_v + cols);
   opt.allreduce.algorithm = static_cast<conveyor::allreduce_algorithm>(o->allreduce_algorithm);
   opt.allreduce.ranks_per_node = o->ranks_per_node;
+  opt.norm = static_cast<sk::error_norm>(o->norm);
+  opt.check_every = o->check_every;
+  opt.columns_first = o->columns_first != 0;
   return opt;
 }
 
@@ -238,7 +241,8 @@ void conveyor_sinkhorn_options_init(conveyor_sinkhorn_options* options) {
   const sk::options d;
   *options = conveyor_sinkhorn_options{static_cast<int>(d.variant), d.tol, d.max_iter, d.threads, d.log_domain ? 1 : 0,
                                        d.overlap ? 1 : 0, d.block.mc, d.block.nc, d.block.mr, d.block.nr,
-                                       nullptr, nullptr, static_cast<int>(d.allreduce.algorithm), d.allreduce.ranks_per_node};
+                                       nullptr, nullptr, static_cast<int>(d.allreduce.algorithm), d.allreduce.ranks_per_node,
+                                       static_cast<int>(d.norm), d.check_every, d.columns_first ? 1 : 0};
 }
 
 int conveyor_sinkhorn_scale(conveyor_dtype t, void* A, size_t rows, size_t cols, size_t ld, const void* r,

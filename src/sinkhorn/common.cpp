@@ -15,7 +15,14 @@ namespace conveyor::sinkhorn {
 namespace {
 constexpr auto kVariantNames = CONVEYOR_NAMES_OF(CONVEYOR_SINKHORN_VARIANT_LIST);
 constexpr auto kStatusNames = CONVEYOR_NAMES_OF(CONVEYOR_SINKHORN_STATUS_LIST);
+constexpr auto kNormNames = CONVEYOR_NAMES_OF(CONVEYOR_SINKHORN_NORM_LIST);
 }  // namespace
+
+std::string_view norm_name(error_norm n) { return conveyor::detail::name_of(kNormNames, n); }
+
+error_norm parse_norm(std::string_view name) {
+  return conveyor::detail::value_of<error_norm>(kNormNames, name, "error norm");
+}
 
 std::string_view variant_name(variant v) { return conveyor::detail::name_of(kVariantNames, v); }
 
@@ -52,6 +59,8 @@ void check_call(const call_shape& c, const options& o) {
   if (c.column_marginal_null && c.cols > 0) bad("column marginal is null");
   if (!(o.tol >= 0)) bad("tol must be >= 0");
   if (o.max_iter < 1) bad("max_iter must be >= 1");
+  if (o.check_every < 1) bad("check_every must be >= 1");
+  if (static_cast<int>(o.norm) < 0 || o.norm > error_norm::l2) bad("unknown norm " + std::to_string(static_cast<int>(o.norm)));
   if (o.threads < 0) bad("threads must be >= 0");
   if (o.block.mc == 0 || o.block.nc == 0 || o.block.mr == 0 || o.block.nr == 0) bad("blocking sizes must be > 0");
   if (!o.init_u.empty() && o.init_u.size() != c.rows) {
@@ -80,6 +89,8 @@ run_context start(collective_call& call, const call_shape& shape, dtype t, const
   call.must_match("overlap flags", o.overlap ? 1 : 0);
   call.must_match("allreduce algorithms", o.allreduce.algorithm, algorithm_name);
   call.must_match("init_v given flags", o.init_v.empty() ? 0 : 1);
+  call.must_match("norms", o.norm, norm_name).must_match("check_every values", o.check_every);
+  call.must_match("columns_first flags", o.columns_first ? 1 : 0);
   if (eps > 0) call.must_match_real("eps values", eps);
   call.agree();
 

@@ -57,13 +57,13 @@ scaling_result<T> solve_fused(const run_context& ctx, const scaling_problem<T>& 
     t.allreduce += allreduce_columns(ctx, o, s_local, s, [&](std::size_t off, std::size_t cnt) {
       for (std::size_t j = off; j < off + cnt; ++j) {
         v_new[j] = factor(p.c[j], s[j]);
-        err_el[j] = std::abs(static_cast<double>(v[j]) * static_cast<double>(s[j]) - static_cast<double>(p.c[j]));
+        err_el[j] = error_term(static_cast<double>(v[j]) * static_cast<double>(s[j]), static_cast<double>(p.c[j]), o.norm);
       }
     });
-    const double err = ordered_sum(err_el);
+    const double err = marginal_error(err_el, o.norm);
     t.row_pass += t1 - t0;
     t.column_pass += now() - t1;
-    if (finish_iteration(log, it, err, all_finite(v_new), o.tol)) {
+    if (finish_iteration(log, it, err, all_finite(v_new), o)) {
       if (log.state == status::numerical_failure) u = std::move(u_prev);
       break;
     }
@@ -107,19 +107,19 @@ class in_place_solver {
       t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
         for (std::size_t j = off; j < off + cnt; ++j) {
           beta[j] = factor(p_.c[j], s[j]);
-          err_el[j] = std::abs(static_cast<double>(s[j]) - static_cast<double>(p_.c[j]));
+          err_el[j] = error_term(static_cast<double>(s[j]), static_cast<double>(p_.c[j]), o_.norm);
         }
         if (o_.overlap) scale_columns(beta.data(), off, cnt);
       });
       if (!o_.overlap) scale_columns(beta.data(), 0, cols);
-      const double err = ordered_sum(err_el);
+      const double err = marginal_error(err_el, o_.norm);
       const bool finite = all_finite(beta);
       if (finite) {
         for (std::size_t j = 0; j < cols; ++j) v[j] *= beta[j];
       }
       t.row_pass += t1 - t0;
       t.column_pass += now() - t1;
-      if (finish_iteration(log, it, err, finite, o_.tol)) {
+      if (finish_iteration(log, it, err, finite, o_)) {
         if (log.state == status::numerical_failure) u = std::move(u_prev);
         break;
       }
@@ -306,10 +306,36 @@ scaling_result<T> scale_entry(const T* A, T* A_mut, std::size_t rows, std::size_
   return res;
 }
 
+// options.columns_first (POT's order): v = c / (A^T u0) over all ranks, with u0 =
+// init_u or ones; the solvers then start from (u0, v) with a row update. One
+// read of A and one allreduce of N elements.
+template <class T>
+std::vector<double> first_column_update(const run_context& ctx, const scaling_problem<T>& p, const options& o) {
+  const auto& k = active<T>();
+  const std::vector<T> u = initial<T>(o.init_u, p.rows, T(1));
+  const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(p.rows, 1)));
+  std::vector<T> s_local(p.cols), s(p.cols);
+  std::vector<std::vector<T>> partial;
+  threaded_column_reduce(nt, p.rows, T(0), partial, s_local, k.add, [&](std::size_t lo, std::size_t hi, T* acc) {
+    for (std::size_t i = lo; i < hi; ++i) k.axpy(acc, u[i], p.A + i * p.ld, p.cols);
+  });
+  allreduce_columns(ctx, o, s_local, s, [](std::size_t, std::size_t) {});
+  std::vector<double> v(p.cols);
+  for (std::size_t j = 0; j < p.cols; ++j) v[j] = static_cast<double>(factor(p.c[j], s[j]));
+  return v;
+}
+
 }  // namespace
 
 template <class T>
 scaling_result<T> solve_scaling(const run_context& ctx, const scaling_problem<T>& p, const options& o) {
+  if (o.columns_first) {
+    options from_columns = o;
+    from_columns.columns_first = false;
+    from_columns.init_v = first_column_update(ctx, p, o);
+    if (from_columns.init_u.empty()) from_columns.init_u.assign(p.rows, 1.0);
+    return solve_scaling(ctx, p, from_columns);
+  }
   if (p.in_place && rewrites_matrix(o.variant)) return in_place_solver<T>(ctx, p, o).run();
   scaling_result<T> res = solve_fused(ctx, p, o);
   if (p.in_place) {  // scale_in_place with the fused kernel: write diag(u) A diag(v) once

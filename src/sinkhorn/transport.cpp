@@ -68,6 +68,7 @@ class log_solver {
     for (std::size_t j = 0; j < cols; ++j) {
       if (p_.b[j] == 0) g_[j] = -std::numeric_limits<T>::infinity();  // an empty column stays empty
     }
+    if (o_.columns_first) exact_column_update(g_);  // POT's order: g from f first
     std::vector<T> f_prev(rows), s_local(cols), s(cols), g_new(cols);
     std::vector<double> err_el(cols);
     iteration_log log;
@@ -79,10 +80,10 @@ class log_solver {
       const double t1 = now();
       t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
         for (std::size_t j = off; j < off + cnt; ++j) {
-          err_el[j] = std::abs(static_cast<double>(s[j]) - static_cast<double>(p_.b[j]));
+          err_el[j] = error_term(static_cast<double>(s[j]), static_cast<double>(p_.b[j]), o_.norm);
         }
       });
-      const double err = ordered_sum(err_el);
+      const double err = marginal_error(err_el, o_.norm);
       bool underflow = false;
       for (std::size_t j = 0; j < cols; ++j) {
         underflow |= p_.b[j] > 0 && !(s[j] > 0 && std::isfinite(s[j]));
@@ -100,7 +101,7 @@ class log_solver {
       for (std::size_t j = 0; j < cols && finite; ++j) finite = p_.b[j] == 0 || std::isfinite(g_new[j]);
       t.row_pass += t1 - t0;
       t.column_pass += now() - t1;
-      if (finish_iteration(log, it, err, finite, o_.tol)) {
+      if (finish_iteration(log, it, err, finite, o_)) {
         if (log.state == status::numerical_failure) f_ = std::move(f_prev);
         break;
       }

@@ -281,11 +281,22 @@ TEST(SinkhornScaling, OverlapOffGivesTheSameScaling) {
   }
 }
 
+// A scaling problem and this rank's balanced share of it (rows of A and r).
+struct my_scaling {
+  dense_problem p;
+  sk::row_block b;
+  std::vector<double> A, r;
+  my_scaling(std::size_t M, std::size_t N, std::uint64_t seed)
+      : p(scaling_problem(M, N, seed, false)), b(my_rows(M, false)), A(rows_of<double>(p.A, p.N, b, p.N)),
+        r(convert<double>(p.r.data() + b.first, b.count)) {}
+};
+
 TEST(SinkhornScaling, StatusAndWarmStart) {
-  const dense_problem p = scaling_problem(30, 20, 11, false);
-  const sk::row_block b = my_rows(p.M, false);
-  const auto A = rows_of<double>(p.A, p.N, b, p.N);
-  const auto r = convert<double>(p.r.data() + b.first, b.count);
+  const my_scaling mine(30, 20, 11);
+  const dense_problem& p = mine.p;
+  const sk::row_block& b = mine.b;
+  const auto& A = mine.A;
+  const auto& r = mine.r;
   sk::options o;
   o.threads = 1;
   o.tol = 1e-12;
@@ -435,6 +446,146 @@ TEST(SinkhornTransport, WarmStartFromPotentialsOrScalings) {
     EXPECT_EQ(warm.iterations, 1) << log_domain;
     EXPECT_NEAR(warm.cost, cold.cost, 1e-12) << log_domain;
   }
+}
+
+// POT's loop (ot.bregman.sinkhorn_knopp / sinkhorn_log), dense, in double: a
+// column update first, the L2 column-marginal error tested on iterations
+// 0, 10, 20, ... (0-based), stopping when it is below tol. Returns the plan and
+// the 0-based index of the last iteration (POT's log["niter"]).
+struct pot_result {
+  std::vector<double> plan;
+  int niter = -1;
+  double err = 0;
+};
+pot_result pot_reference(const dense_problem& p, double eps, bool log_domain, double tol, int max_iter) {
+  const std::size_t M = p.M, N = p.N;
+  std::vector<double> u(M, log_domain ? 0.0 : 1.0 / double(M)), v(N, log_domain ? 0.0 : 1.0 / double(N));
+  const auto K = [&](std::size_t i, std::size_t j) { return std::exp(p.A[i * N + j] / -eps); };
+  const auto lse = [](const std::vector<double>& x) {
+    const double m = *std::max_element(x.begin(), x.end());
+    double s = 0;
+    for (double y : x) s += std::exp(y - m);
+    return m + std::log(s);
+  };
+  const auto plan_entry = [&](std::size_t i, std::size_t j) {
+    return log_domain ? std::exp(p.A[i * N + j] / -eps + u[i] + v[j]) : u[i] * K(i, j) * v[j];
+  };
+  pot_result out;
+  std::vector<double> col(M), row(N);
+  for (int ii = 0; ii < max_iter; ++ii) {
+    for (std::size_t j = 0; j < N; ++j) {
+      double t = 0;
+      for (std::size_t i = 0; i < M; ++i) {
+        if (log_domain) col[i] = p.A[i * N + j] / -eps + u[i]; else t += K(i, j) * u[i];
+      }
+      v[j] = log_domain ? std::log(p.c[j]) - lse(col) : p.c[j] / t;
+    }
+    for (std::size_t i = 0; i < M; ++i) {
+      double t = 0;
+      for (std::size_t j = 0; j < N; ++j) {
+        if (log_domain) row[j] = p.A[i * N + j] / -eps + v[j]; else t += K(i, j) * v[j];
+      }
+      u[i] = log_domain ? std::log(p.r[i]) - lse(row) : p.r[i] / t;
+    }
+    out.niter = ii;
+    if (ii % 10 == 0) {
+      double e2 = 0;
+      for (std::size_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (std::size_t i = 0; i < M; ++i) s += plan_entry(i, j);
+        e2 += (s - p.c[j]) * (s - p.c[j]);
+      }
+      out.err = std::sqrt(e2);
+      if (out.err < tol) break;
+    }
+  }
+  out.plan.resize(M * N);
+  for (std::size_t i = 0; i < M; ++i) {
+    for (std::size_t j = 0; j < N; ++j) out.plan[i * N + j] = plan_entry(i, j);
+  }
+  return out;
+}
+
+// columns_first + norm l2 + check_every 10 is POT's iteration: the same number of
+// iterations and the same plan (1e-10 relative), for the plain kernel (fused) and
+// the log domain, converged or stopped at max_iter. An in-place variant (c2r)
+// stops on the same iteration, but its matrix has already taken that
+// iteration's column scaling: its plan is half an iteration ahead (1e-6 here).
+TEST(SinkhornTransport, PotOrderMatchesPotsLoop) {
+  const dense_problem p = ot_problem(23, 31, 17, 0.0);
+  const sk::row_block b = my_rows(p.M, true);
+  const auto C = rows_of<double>(p.A, p.N, b, p.N);
+  const auto a = convert<double>(p.r.data() + b.first, b.count);
+  for (int max_iter : {1000, 25}) {
+    for (int kind = 0; kind < 3; ++kind) {
+      const bool log_domain = kind == 2;
+      const pot_result ref = pot_reference(p, 0.05, log_domain, 1e-9, max_iter);
+      sk::options o;
+      o.threads = 2;
+      o.tol = 1e-9;
+      o.max_iter = max_iter;
+      o.norm = sk::error_norm::l2;
+      o.check_every = 10;
+      o.columns_first = true;
+      o.log_domain = log_domain;
+      o.variant = kind == 1 ? sk::variant::c2r : sk::variant::fused;
+      if (!log_domain) o.init_u.assign(b.count, 1.0 / double(p.M));
+      std::vector<double> plan(std::max<std::size_t>(b.count * p.N, 1));
+      const auto res = sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.05, MPI_COMM_WORLD, o, plan.data());
+      const std::string label = std::to_string(kind) + " max_iter " + std::to_string(max_iter);
+      EXPECT_EQ(res.iterations - 1, ref.niter) << label;
+      EXPECT_EQ(res.state, max_iter == 1000 ? sk::status::converged : sk::status::max_iter) << label;
+      EXPECT_EQ(res.error_history.size(), std::size_t(ref.niter + 1)) << label;
+      if (max_iter == 1000) {
+        EXPECT_NEAR(res.error, ref.err, 1e-6 * ref.err) << label;
+      }
+      if (kind == 1 && max_iter != 1000) continue;  // unconverged: the half step is large
+      const double relative = kind == 1 ? 1e-6 : 1e-10;
+      for (std::size_t i = 0; i < b.count; ++i) {
+        for (std::size_t j = 0; j < p.N; ++j) {
+          const double want = ref.plan[(b.first + i) * p.N + j];
+          ASSERT_NEAR(plan[i * p.N + j], want, relative * want) << label << " at " << b.first + i << "," << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(SinkhornScaling, NormAndCheckEvery) {
+  const my_scaling m(19, 14, 3);
+  const std::size_t N = m.p.N, rows = m.b.count;
+  const auto solve = [&](const sk::options& o) {
+    return sk::scale(m.A.data(), rows, N, N, m.r.data(), m.p.c.data(), MPI_COMM_WORLD, o);
+  };
+  sk::options o;
+  o.threads = 1;
+  o.tol = 1e-10;
+  const auto every = solve(o);
+  o.check_every = 7;
+  const auto sparse = solve(o);
+  ASSERT_EQ(every.state, sk::status::converged);
+  ASSERT_EQ(sparse.state, sk::status::converged);
+  EXPECT_EQ((sparse.iterations - 1) % 7, 0);
+  EXPECT_GE(sparse.iterations, every.iterations);
+  EXPECT_LT(sparse.iterations, every.iterations + 7);
+  // The L2 error of the returned pair, recomputed from it.
+  o.check_every = 1;
+  o.norm = sk::error_norm::l2;
+  const auto l2 = solve(o);
+  std::vector<double> s(N, 0.0), all(N);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < N; ++j) s[j] += l2.u[i] * m.A[i * N + j] * l2.v[j];
+  }
+  MPI_Allreduce(s.data(), all.data(), int(N), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  double e2 = 0, e1 = 0;
+  for (std::size_t j = 0; j < N; ++j) {
+    e2 += (all[j] - m.p.c[j]) * (all[j] - m.p.c[j]);
+    e1 += std::abs(all[j] - m.p.c[j]);
+  }
+  EXPECT_NEAR(l2.error, std::sqrt(e2), 1e-13);
+  EXPECT_LE(std::sqrt(e2), e1 + 1e-15);
+  o.check_every = 0;
+  EXPECT_THROW(solve(o), error);
 }
 
 // ---------------------------------------------------------------------------

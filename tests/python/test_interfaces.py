@@ -43,7 +43,7 @@ def names(macro):
 
 
 def test_every_list_is_parsed():
-    assert len(LISTS) == 9, sorted(LISTS)
+    assert len(LISTS) == 10, sorted(LISTS)
     for macro, entries in LISTS.items():
         assert entries, macro
 
@@ -79,6 +79,9 @@ def test_sinkhorn_variants_and_statuses_reach_python():
         assert res.status in statuses
     res = conveyor.sinkhorn_scale(A, r, c, max_iter=1)
     assert res.status == "max_iter"
+    for norm in names("CONVEYOR_SINKHORN_NORM_LIST"):
+        res = conveyor.sinkhorn_scale(A, r, c, norm=norm, tol=1e-12)
+        assert res.status == "converged" and res.error <= 1e-12, norm
 
 
 def test_outer_algorithms_and_orders_reach_python():
