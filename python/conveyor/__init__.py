@@ -19,13 +19,17 @@ Only `comm` itself is checked before the agreement.
 """
 from collections import namedtuple
 
-from mpi4py import MPI  # noqa: F401  (initializes MPI before Conveyor needs it)
+from mpi4py import MPI  # initializes MPI before Conveyor needs it
 import numpy as np
 
-from . import _conveyor
+from ._mpi import check_same_mpi, comm_address
+
+check_same_mpi()  # before the extension loads: a clear error rather than a crash
+from . import _conveyor  # noqa: E402
+from . import ot  # noqa: E402,F401  (conveyor.ot: POT's sinkhorn / sinkhorn2)
 
 __version__ = _conveyor.__version__
-__all__ = ["__version__", "simd_target", "reduce_local", "allreduce", "sinkhorn_scale", "sinkhorn_transport",
+__all__ = ["__version__", "ot", "simd_target", "reduce_local", "allreduce", "sinkhorn_scale", "sinkhorn_transport",
            "balanced_rows", "outer_sum", "outer_rows", "Layout", "Plan"]
 
 
@@ -60,14 +64,14 @@ def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", determinist
     Returns the result array."""
     options = dict(algorithm=algorithm, deterministic=deterministic, segment_bytes=segment_bytes,
                    ranks_per_node=ranks_per_node)
-    return _conveyor.allreduce(send, out, op, _comm(comm), bool(validate), options)[0]
+    return _conveyor.allreduce(send, out, op, comm_address(comm), bool(validate), options)[0]
 
 
 # ---------------------------------------------------------------------------
 # Sinkhorn and entropic optimal transport (rows of the matrix spread over ranks)
 # ---------------------------------------------------------------------------
 ScalingResult = namedtuple("ScalingResult", "u v status iterations error")
-TransportResult = namedtuple("TransportResult", "f g status iterations error cost plan")
+TransportResult = namedtuple("TransportResult", "f g status iterations error cost plan history")
 
 
 def _comm(comm):
@@ -87,12 +91,15 @@ _SOLVER_OPTIONS_DOC = """
     scale columns as their sums arrive (in-place variants); mc, nc, mr, nr: the
     blocking of "blocked"; init_u, init_v: warm start (this rank's rows, all
     columns; log_domain: the potentials); allreduce_algorithm, ranks_per_node:
-    for the column-sum allreduce."""
+    for the column-sum allreduce; norm: of the column-marginal error, "l1" or
+    "l2" (POT's); check_every: test convergence on iterations 1, 1 + check_every,
+    ... (POT: 10); columns_first: begin with a column update from init_u (POT's
+    order; init_v is ignored)."""
 
 
 def sinkhorn_scale(A, r, c, comm=None, in_place=False, variant="fused", tol=1e-9, max_iter=1000, threads=0,
                    overlap=None, mc=None, nc=None, mr=None, nr=None, init_u=None, init_v=None,
-                   allreduce_algorithm="auto", ranks_per_node=None):
+                   allreduce_algorithm="auto", ranks_per_node=None, norm="l1", check_every=1, columns_first=False):
     """Matrix scaling: u, v with diag(u) A diag(v) having row sums r and column
     sums c. A: this rank's rows (float32/float64; C-contiguous and writable when
     in_place); r: their row marginals; c: all column marginals (converted to A's
@@ -100,21 +107,24 @@ def sinkhorn_scale(A, r, c, comm=None, in_place=False, variant="fused", tol=1e-9
     ScalingResult (status "converged", "max_iter" or "numerical_failure")."""
     options = dict(variant=variant, tol=tol, max_iter=max_iter, threads=threads, overlap=overlap, mc=mc, nc=nc, mr=mr,
                    nr=nr, init_u=init_u, init_v=init_v, allreduce_algorithm=allreduce_algorithm,
-                   ranks_per_node=ranks_per_node)
-    return ScalingResult(*_conveyor.sinkhorn_scale(A, r, c, _comm(comm), in_place, options))
+                   ranks_per_node=ranks_per_node, norm=norm, check_every=check_every, columns_first=columns_first)
+    return ScalingResult(*_conveyor.sinkhorn_scale(A, r, c, comm_address(comm), in_place, options))
 
 
 def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_domain=False, threads=0, plan=False,
                        variant="fused", overlap=None, mc=None, nc=None, mr=None, nr=None, init_u=None, init_v=None,
-                       allreduce_algorithm="auto", ranks_per_node=None):
+                       allreduce_algorithm="auto", ranks_per_node=None, norm="l1", check_every=1,
+                       columns_first=False):
     """Entropic optimal transport on this rank's rows of the cost matrix C: the
     dual potentials f (this rank's rows), g (all columns), <P, C> over all ranks,
     and this rank's rows of the plan P if plan=True. log_domain: stable for any
-    eps. Collective. Returns TransportResult."""
+    eps. Collective. Returns TransportResult (history: the error of every
+    iteration)."""
     options = dict(variant=variant, tol=tol, max_iter=max_iter, log_domain=log_domain, threads=threads, overlap=overlap,
                    mc=mc, nc=nc, mr=mr, nr=nr, init_u=init_u, init_v=init_v,
-                   allreduce_algorithm=allreduce_algorithm, ranks_per_node=ranks_per_node)
-    return TransportResult(*_conveyor.sinkhorn_transport(C, a, b, eps, _comm(comm), plan, options))
+                   allreduce_algorithm=allreduce_algorithm, ranks_per_node=ranks_per_node, norm=norm,
+                   check_every=check_every, columns_first=columns_first)
+    return TransportResult(*_conveyor.sinkhorn_transport(C, a, b, eps, comm_address(comm), plan, options))
 
 
 sinkhorn_scale.__doc__ += _SOLVER_OPTIONS_DOC
@@ -140,7 +150,7 @@ def outer_sum(a, b, comm=None, algorithm="auto", distributed=False, out=None, or
     Collective; bad arguments on any rank raise on every rank."""
     options = dict(algorithm=algorithm, distributed=distributed, order=order, allreduce_algorithm=allreduce_algorithm,
                    ranks_per_node=ranks_per_node)
-    return _conveyor.outer_sum(a, b, out, _comm(comm), options)[0]
+    return _conveyor.outer_sum(a, b, out, comm_address(comm), options)[0]
 
 
 # ---------------------------------------------------------------------------
@@ -168,7 +178,7 @@ class Layout:
         (local_shape). Collective: a wrong local array on any rank raises on every
         rank, and the ranks agree on the dtype."""
         comm = _comm(comm)
-        impl, local = _conveyor._Layout.cartesian(shape, grid, local, column_major_ranks, comm)
+        impl, local = _conveyor._Layout.cartesian(shape, grid, local, column_major_ranks, comm_address(comm))
         return cls(impl, local, comm)
 
     @classmethod
@@ -179,7 +189,7 @@ class Layout:
         shape (NUMROC rows, NUMROC columns) = local_shape(); None on ranks without
         elements. Collective, like cartesian."""
         comm = _comm(comm)
-        impl, local = _conveyor._Layout.block_cyclic(M, N, mb, nb, prow, pcol, row_major_grid, rsrc, csrc, local, comm)
+        impl, local = _conveyor._Layout.block_cyclic(M, N, mb, nb, prow, pcol, row_major_grid, rsrc, csrc, local, comm_address(comm))
         return cls(impl, local, comm)
 
     def local_shape(self, rank=None):
@@ -203,7 +213,7 @@ class Plan:
         self.src, self.dst = src, dst  # keep the arrays alive
         options = dict(perm=perm, alpha=alpha, beta=beta, conjugate=conjugate, transport=transport, relabel=relabel,
                        intra_node_cost=intra_node_cost, ranks_per_node=ranks_per_node, chunk_bytes=chunk_bytes)
-        self._impl = _conveyor._Plan(src._impl, dst._impl, src.comm, options)
+        self._impl = _conveyor._Plan(src._impl, dst._impl, comm_address(src.comm), options)
 
     def execute(self):
         """Moves (and transforms) the data. Collective."""

@@ -1,5 +1,5 @@
 // The Python extension `conveyor._conveyor` (nanobind): NumPy arrays in and out,
-// communicators from mpi4py. The Python-facing names and docs are in
+// communicators (as handle addresses) from mpi4py. The Python-facing names and docs are in
 // python/conveyor/__init__.py; this file converts arguments.
 //
 // The collective contract (conveyor/contract.hpp) from Python: every collective
@@ -10,7 +10,6 @@
 // checks (which run before any code of ours) could not. Only the communicator
 // itself is converted before the call: without one there is nothing to agree on.
 #include <mpi.h>
-#include <mpi4py/mpi4py.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/complex.h>
@@ -20,6 +19,7 @@
 
 #include <algorithm>
 #include <complex>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <memory>
@@ -185,11 +185,17 @@ void require_shape(const A& a, std::initializer_list<std::size_t> want, const ch
   require_shape(got.size(), got.data(), want, name);
 }
 
-// mpi4py's communicator object as an MPI_Comm (checked before any call: see above).
-MPI_Comm comm_of(nb::handle comm) {
-  if (!PyObject_TypeCheck(comm.ptr(), &PyMPIComm_Type)) fail(errc::invalid_type, "comm must be an mpi4py communicator");
-  return *PyMPIComm_Get(comm.ptr());
+// An MPI handle from Python: the address of the handle inside its mpi4py object
+// (mpi4py's MPI._addressof), its type checked by the Python side
+// (conveyor/_mpi.py). Taking addresses rather than mpi4py's C API keeps mpi4py
+// out of the build: pip builds the extension in an environment without it.
+template <class Handle>
+Handle handle_at(nb::handle address) {
+  std::uintptr_t a = 0;
+  if (!nb::try_cast(address, a) || a == 0) fail(errc::invalid_type, "expected the address of an MPI handle");
+  return *reinterpret_cast<const Handle*>(a);
 }
+MPI_Comm comm_of(nb::handle comm) { return handle_at<MPI_Comm>(comm); }
 
 namespace rd = conveyor::redistribute;
 
@@ -285,6 +291,9 @@ void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c
   opt.read_with("variant", [&](nb::handle h) { s.o.variant = sk::parse_variant(value<std::string>(h, "variant", "a string")); });
   opt.read("tol", s.o.tol, "a number");
   opt.read("max_iter", s.o.max_iter, "an int");
+  opt.read_with("norm", [&](nb::handle h) { s.o.norm = sk::parse_norm(value<std::string>(h, "norm", "a string")); });
+  opt.read("check_every", s.o.check_every, "an int");
+  opt.read("columns_first", s.o.columns_first, "a bool");
   opt.read("threads", s.o.threads, "an int");
   opt.read("log_domain", s.o.log_domain, "a bool");
   opt.read("overlap", s.o.overlap, "a bool");
@@ -329,7 +338,7 @@ nb::tuple run_transport(sinkhorn_args& s, MPI_Comm cm, T* plan) {
                         plan, s.cols);
   }
   return nb::make_tuple(to_numpy(std::move(res.f)), to_numpy(std::move(res.g)), std::string(sk::status_name(res.state)),
-                        res.iterations, res.error, res.cost, s.plan);
+                        res.iterations, res.error, res.cost, s.plan, to_numpy(std::move(res.error_history)));
 }
 
 std::string dtype_shown(std::int64_t v) { return std::string(conveyor::dtype_name(static_cast<conveyor::dtype>(v))); }
@@ -339,7 +348,6 @@ std::uint64_t digest_of_ints(const std::vector<std::int64_t>& v) { return convey
 }  // namespace
 
 NB_MODULE(_conveyor, m) {
-  if (import_mpi4py() < 0) throw nb::python_error();
   // conveyor::error -> ValueError (bad arguments), TypeError (wrong kind or
   // dtype), NotImplementedError (unsupported), RuntimeError (MPI or internal),
   // with Conveyor's message.

@@ -1,0 +1,241 @@
+"""Entropic optimal transport with POT's interface: ``conveyor.ot.sinkhorn`` and
+``conveyor.ot.sinkhorn2`` take the arguments of ``ot.sinkhorn`` / ``ot.sinkhorn2``
+and return what they return, computed by Conveyor's Sinkhorn engine.
+
+The contract followed is POT's (0.9): the iteration starts with the column update
+(v = b / K^T u, then u = a / K v; for ``method="sinkhorn_log"`` the same on log
+potentials), the marginal error ``||colsum(P) - b||_2`` is tested every 10th
+iteration (0, 10, 20, ...) against ``stopThr``, ``log`` holds ``err`` (the errors
+tested), ``niter`` (the index of the last iteration), ``u``, ``v`` (and ``log_u``,
+``log_v`` for ``sinkhorn_log``), and a ``UserWarning`` says when the solve did
+not converge (``warn``) or stopped on a numerical failure. For the same problem
+and the same number of iterations the plan is POT's to rounding (tested to
+1e-10 relative in float64).
+
+Beyond POT: ``comm`` (an mpi4py communicator) spreads the problem over its ranks
+by rows: ``M`` and ``a`` are this rank's rows (any split; the balanced one is
+``conveyor.balanced_rows``), ``b`` is whole on every rank, and the plan returned
+is this rank's rows; ``sinkhorn2``'s loss is the total over all ranks. Without
+``comm`` the whole problem runs in this process, on its OpenMP threads
+(``threads=`` sets their number). ``allreduce_algorithm=`` chooses the column-sum
+allreduce.
+
+Only NumPy-compatible inputs are accepted (anything ``numpy.asarray`` takes);
+float32 stays float32, other dtypes become float64.
+"""
+import warnings
+
+import numpy as np
+from mpi4py import MPI
+
+from . import _conveyor
+from ._mpi import comm_address
+
+__all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS"]
+
+#: The ``method`` values Conveyor runs (POT's names).
+IMPLEMENTED_METHODS = ("sinkhorn", "sinkhorn_log")
+# POT's other Sinkhorn methods: named in the NotImplementedError.
+_POT_ONLY_METHODS = ("greenkhorn", "sinkhorn_stabilized", "sinkhorn_epsilon_scaling")
+# Keyword arguments Conveyor understands beyond POT's; others are ignored, as
+# POT's solvers ignore keyword arguments they do not use.
+_ENGINE_KWARGS = ("threads", "allreduce_algorithm", "ranks_per_node")
+_CHECK_EVERY = 10  # POT tests the error on every 10th iteration
+
+
+def sinkhorn(a, b, M, reg, method="sinkhorn", numItermax=1000, stopThr=1e-9, verbose=False, log=False, warn=True,
+             warmstart=None, comm=None, **kwargs):
+    """The entropic OT plan, as ``ot.sinkhorn``.
+
+    Parameters
+    ----------
+    a : array_like, shape (dim_a,)
+        Source histogram (this rank's rows with ``comm``); empty: uniform.
+    b : array_like, shape (dim_b,) or (dim_b, n_hists)
+        Target histogram(s); empty: uniform. With several, the losses are returned.
+    M : array_like, shape (dim_a, dim_b)
+        Cost matrix (this rank's rows with ``comm``).
+    reg : float
+        Entropic regularization (> 0).
+    method : {"sinkhorn", "sinkhorn_log"}
+        ``"sinkhorn_log"`` iterates on log potentials (stable for small ``reg``).
+        POT's other methods raise NotImplementedError.
+    numItermax : int
+        Iterations at most.
+    stopThr : float
+        Stop when the L2 marginal error, tested every 10th iteration, is below it.
+    verbose : bool
+        Print the tested errors.
+    log : bool
+        Also return a dict: ``err``, ``niter``, ``u``, ``v`` (``log_u``, ``log_v``
+        for ``sinkhorn_log``).
+    warn : bool
+        Warn when the solve does not converge.
+    warmstart : tuple of arrays, optional
+        ``(log u, log v)`` to start from (POT's convention; ``log v`` is not used,
+        since the iteration starts with the update of v).
+    comm : mpi4py.MPI.Comm, optional
+        Spread the problem over these ranks by rows (collective).
+    **kwargs
+        ``threads``, ``allreduce_algorithm``, ``ranks_per_node``: Conveyor's engine
+        options; anything else is ignored, as POT does.
+
+    Returns
+    -------
+    gamma : ndarray, shape (dim_a, dim_b)
+        The plan (this rank's rows with ``comm``); with a 2-D ``b``, the loss of
+        each histogram instead.
+    log : dict
+        Only when ``log=True``.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor.ot
+    >>> a = b = np.full(3, 1 / 3)
+    >>> M = np.array([[0.0, 1.0, 4.0], [1.0, 0.0, 1.0], [4.0, 1.0, 0.0]])
+    >>> P = conveyor.ot.sinkhorn(a, b, M, reg=1.0)
+    >>> bool(np.allclose(P.sum(axis=0), b))
+    True
+    """
+    return _solve(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, kwargs,
+                  want_plan=True, caller="sinkhorn")
+
+
+def sinkhorn2(a, b, M, reg, method="sinkhorn", numItermax=1000, stopThr=1e-9, verbose=False, log=False, warn=False,
+              warmstart=None, comm=None, **kwargs):
+    """The entropic OT loss <P, M>, as ``ot.sinkhorn2`` (same arguments as
+    :func:`sinkhorn`; ``warn`` defaults to False, as in POT).
+
+    Returns
+    -------
+    W : float or ndarray, shape (n_hists,)
+        The loss (over all ranks with ``comm``); one per histogram for a 2-D ``b``.
+    log : dict
+        Only when ``log=True``.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor.ot
+    >>> a = b = np.full(2, 0.5)
+    >>> M = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> W = conveyor.ot.sinkhorn2(a, b, M, reg=0.1)
+    >>> bool(0 <= W < 1e-3)
+    True
+    """
+    return _solve(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, kwargs,
+                  want_plan=False, caller="sinkhorn2")
+
+
+# ---------------------------------------------------------------------------
+def _check_method(method):
+    name = str(method).lower()
+    if name in IMPLEMENTED_METHODS:
+        return name
+    if name in _POT_ONLY_METHODS:
+        raise NotImplementedError(f"conveyor.ot: method '{method}' is not implemented (Conveyor implements "
+                                  f"{', '.join(IMPLEMENTED_METHODS)}); use POT's ot.sinkhorn for it")
+    raise ValueError(f"Unknown method '{method}'.")
+
+
+def _as_float_array(x, dtype=None):
+    x = np.asarray(x)
+    if dtype is None:
+        dtype = np.float32 if x.dtype == np.float32 else np.float64
+    return np.ascontiguousarray(x, dtype=dtype)
+
+
+def _solve(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, kwargs, want_plan, caller):
+    method = _check_method(method)
+    engine = {k: kwargs[k] for k in _ENGINE_KWARGS if k in kwargs}
+    M = _as_float_array(M)
+    if M.ndim != 2:
+        raise ValueError(f"M must be 2-D, got shape {M.shape}")
+    a, b = _as_float_array(a, M.dtype), _as_float_array(b, M.dtype)
+    comm = MPI.COMM_SELF if comm is None else comm
+    rows, cols = M.shape
+    if a.size == 0:
+        total_rows = comm.allreduce(rows) if comm.Get_size() > 1 else rows
+        a = np.full(rows, 1.0 / total_rows, dtype=M.dtype)
+    if b.size == 0:
+        b = np.full(cols, 1.0 / cols, dtype=M.dtype)
+    if b.ndim == 2:
+        return _several_histograms(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm,
+                                   engine, caller)
+    run = _run(a, b, M, reg, method, numItermax, stopThr, warmstart, comm, engine, want_plan)
+    _report(run, verbose, warn, caller)
+    result = run["plan"] if want_plan else run["cost"]
+    return (result, run["log"]) if log else result
+
+
+def _run(a, b, M, reg, method, numItermax, stopThr, warmstart, comm, engine, want_plan):
+    """One histogram: the engine in POT's order and stopping rule."""
+    log_domain = method == "sinkhorn_log"
+    rows = M.shape[0]
+    if warmstart is not None:
+        start = np.asarray(warmstart[0], dtype=np.float64)
+        init_u = reg * start if log_domain else np.exp(start)
+    elif log_domain:
+        init_u = None  # zeros
+    else:  # POT starts from u = 1/dim_a (the scale of u and v, not the plan, depends on it)
+        total_rows = comm.allreduce(rows) if comm.Get_size() > 1 else rows
+        init_u = np.full(rows, 1.0 / total_rows)
+    options = dict(tol=float(stopThr), max_iter=int(numItermax), log_domain=log_domain, norm="l2",
+                   check_every=_CHECK_EVERY, columns_first=True, init_u=init_u, **engine)
+    f, g, status, iterations, _, cost, plan, history = _conveyor.sinkhorn_transport(
+        M, a, b, reg, comm_address(comm), bool(want_plan), options)
+    # POT's niter: the 0-based index of the last iteration run (the failing one
+    # after a numerical failure, whose iterate is not kept).
+    niter = iterations if status == "numerical_failure" else max(iterations - 1, 0)
+    log_u, log_v = f / reg, g / reg
+    out = {"status": status, "niter": niter, "cost": cost, "plan": plan, "numItermax": numItermax,
+           "stopThr": stopThr}
+    log = {"err": [float(e) for e in history[:iterations:_CHECK_EVERY]], "niter": niter}
+    if log_domain:
+        log["log_u"], log["log_v"] = log_u, log_v
+    log["u"], log["v"] = np.exp(log_u), np.exp(log_v)
+    out["log"] = log
+    return out
+
+
+def _report(run, verbose, warn, caller):
+    if verbose:
+        for k, err in enumerate(run["log"]["err"]):
+            if k % 20 == 0:
+                print(f"{'It.':>5s}|{'Err':>12s}\n" + "-" * 19)
+            print(f"{k * _CHECK_EVERY:5d}|{err:12e}|")
+    if run["status"] == "numerical_failure":
+        warnings.warn(f"conveyor.ot.{caller}: numerical errors at iteration {run['niter']} (a scaling factor "
+                      "became 0, Inf or NaN); the last finite iterate is returned", UserWarning, stacklevel=4)
+    elif run["status"] == "max_iter" and warn:
+        last = run["log"]["err"][-1] if run["log"]["err"] else float("nan")
+        warnings.warn(f"conveyor.ot.{caller}: Sinkhorn did not converge in numItermax={run['numItermax']} "
+                      f"iterations (marginal error {last:.3e}, stopThr={run['stopThr']:g}); raise numItermax "
+                      "or reg", UserWarning, stacklevel=4)
+
+
+def _several_histograms(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, engine,
+                        caller):
+    """A 2-D b: one solve per column; the losses (POT returns them for either
+    function). The log's err combines the histograms' errors at each test (each
+    one's last error once it has stopped)."""
+    n_hists = b.shape[1]
+    runs = []
+    for k in range(n_hists):
+        start = None
+        if warmstart is not None:
+            start = (np.asarray(warmstart[0])[:, k], np.asarray(warmstart[1])[:, k])
+        run = _run(a, np.ascontiguousarray(b[:, k]), M, reg, method, numItermax, stopThr, start, comm, engine,
+                   want_plan=False)
+        _report(run, verbose, warn, caller)
+        runs.append(run)
+    losses = np.array([r["cost"] for r in runs], dtype=M.dtype)
+    if not log:
+        return losses
+    stacked = {key: np.stack([r["log"][key] for r in runs], axis=1)
+               for key in ("u", "v", "log_u", "log_v") if key in runs[0]["log"]}
+    if method == "sinkhorn_log":  # POT's log for several histograms in the log domain
+        return losses, stacked
+    tests = max(len(r["log"]["err"]) for r in runs)
+    err = [float(np.sqrt(sum(r["log"]["err"][min(t, len(r["log"]["err"]) - 1)] ** 2 for r in runs if r["log"]["err"])))
+           for t in range(tests)]
+    return losses, dict(err=err, niter=max(r["niter"] for r in runs), **stacked)

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The Python package as its users get it: `python3 -m pip install .` into a fresh
+# virtual environment, then the Python tests against that installed copy at 1-3
+# ranks under mpiexec.
+#
+#   openmpi: the venv sees Debian's NumPy, pytest, POT and mpi4py (Open MPI's)
+#            through --system-site-packages; MPICC=mpicc.openmpi.
+#   mpich:   the same venv, plus mpi4py built against MPICH (scripts/setup's
+#            wheel) installed into it; MPICC=mpicc.mpich.
+# POT 0.9.5 (PyPI's wheel) is installed into the venv over Debian's 0.8.2: the
+# version whose interface conveyor.ot follows (warmstart, sinkhorn2's warn=False),
+# which tests/python/test_ot.py compares against and whose own test_bregman.py
+# then runs with conveyor.ot substituted (tests/external/pot_tests.sh).
+# Also checked: `pip wheel .` makes a wheel holding the extension and
+# libconveyor; importing conveyor with an mpi4py on the other MPI raises the
+# ImportError that names both libraries (not a crash).
+#
+# usage: installed_package.sh <openmpi|mpich> <build-dir of that MPI> <work-dir>
+# The pip build directory is <work-dir>/cmake-<mpi> (incremental on reruns).
+set -uo pipefail
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi=$1
+mkdir -p "$3"
+build=$(cd "$2" && pwd) work=$(cd "$3" && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build_root=$(dirname "$build")
+venv="$work/venv-$mpi"
+python="$venv/bin/python"
+pip=("$python" -m pip --disable-pip-version-check)
+wheels="$build_root/pydeps/wheels"
+
+fail() { echo "installed package ($mpi): $*"; exit 1; }
+
+rm -rf "$venv"
+/usr/bin/python3 -m venv --system-site-packages "$venv" || fail "python3 -m venv failed"
+log="$work/pip-$mpi.log"
+MPICC=mpicc.$mpi "${pip[@]}" install --config-settings=build-dir="$work/cmake-$mpi" "$root" >"$log" 2>&1 ||
+  { tail -n 30 "$log"; fail "pip install . failed (see $log)"; }
+echo "  pip install . -> $(grep -oE 'Successfully installed .*' "$log")"
+
+# The other MPI's mpi4py first: the import must stop with both library names.
+if [ "$mpi" = openmpi ]; then
+  other_path="$build_root/pydeps/mpich"          # mpi4py built against MPICH
+else
+  other_path="/usr/lib/python3/dist-packages"    # Debian's mpi4py (Open MPI)
+fi
+mismatch=$(cd "$work" && PYTHONPATH="$other_path" "$python" -c "import conveyor" 2>&1)
+if [ $? -eq 0 ] || ! grep -q "built against one MPI library and mpi4py uses another" <<<"$mismatch" ||
+   ! grep -q "Open MPI" <<<"$mismatch" || ! grep -q "MPICH" <<<"$mismatch"; then
+  echo "$mismatch" | tail -n 5
+  fail "importing with the other MPI's mpi4py did not raise the expected ImportError"
+fi
+echo "  with the other MPI's mpi4py: $(grep -m1 -oE '^ImportError: .*' <<<"$mismatch")"
+
+if [ "$mpi" = mpich ]; then
+  "${pip[@]}" install --quiet --no-index --find-links "$wheels" "mpi4py==4.1.1" || fail "installing mpi4py (MPICH) failed"
+fi
+"${pip[@]}" install --quiet "POT==0.9.5" || fail "pip install POT==0.9.5 failed"
+
+# The installed copy, imported from outside the source tree.
+installed=$(cd "$work" && "$python" -c "import conveyor, mpi4py; print(conveyor.__file__, mpi4py.__version__)") ||
+  fail "import conveyor failed"
+case $installed in "$venv"/*) ;; *) fail "imported $installed, not the venv's copy" ;; esac
+echo "  imports $installed"
+
+# pip wheel: a wheel with the extension and the library beside it.
+rm -rf "$work/wheel-$mpi"
+MPICC=mpicc.$mpi "${pip[@]}" wheel --quiet --no-deps --config-settings=build-dir="$work/cmake-$mpi" \
+  -w "$work/wheel-$mpi" "$root" >>"$log" 2>&1 || fail "pip wheel . failed (see $log)"
+contents=$("$python" -m zipfile -l "$work"/wheel-"$mpi"/conveyor-*.whl) || fail "no wheel made"
+grep -q "conveyor/_conveyor" <<<"$contents" && grep -q "conveyor/libconveyor.so" <<<"$contents" ||
+  fail "the wheel lacks the extension or libconveyor"
+echo "  pip wheel . -> $(basename "$work"/wheel-"$mpi"/conveyor-*.whl)"
+
+case $mpi in
+  openmpi)
+    launch=(mpiexec.openmpi --oversubscribe --bind-to none -x OMPI_MCA_mpi_yield_when_idle=1 -x OMPI_MCA_btl=self,vader
+            -x OMPI_MCA_btl_vader_single_copy_mechanism=none -x OMPI_MCA_osc=sm,pt2pt -x OMP_WAIT_POLICY=passive
+            -x CONVEYOR_TESTING=1) ;;
+  mpich)
+    launch=(mpiexec.mpich -genv LD_PRELOAD "$build/tests/libconveyor_mpich_yield.so" -genv OMP_WAIT_POLICY passive
+            -genv CONVEYOR_TESTING 1) ;;
+esac
+status=0
+"$root/tests/external/pot_tests.sh" "$python" "$work/pot" || status=1
+for np in 1 2 3; do
+  out="$work/pytest-$mpi.np$np.log"
+  (cd "$work" && timeout 600 "${launch[@]}" -n "$np" "$python" -m pytest -q -p no:cacheprovider --color=no "$root/tests/python") \
+    >"$out" 2>&1
+  rc=$?
+  echo "  np$np: $(grep -E '[0-9]+ (passed|failed)' "$out" | sort -u | tr '\n' ';') rc $rc"
+  [ $rc -eq 0 ] || { tail -n 30 "$out"; status=1; }
+done
+exit $status
