@@ -22,49 +22,195 @@ from collections import namedtuple
 from mpi4py import MPI  # initializes MPI before Conveyor needs it
 import numpy as np
 
-from ._mpi import check_same_mpi, comm_address
+from ._mpi import buffer_collective, check_same_mpi, comm_address
 
 check_same_mpi()  # before the extension loads: a clear error rather than a crash
 from . import _conveyor  # noqa: E402
 from . import ot  # noqa: E402,F401  (conveyor.ot: POT's sinkhorn / sinkhorn2)
 
 __version__ = _conveyor.__version__
-__all__ = ["__version__", "ot", "simd_target", "reduce_local", "allreduce", "sinkhorn_scale", "sinkhorn_transport",
-           "balanced_rows", "outer_sum", "outer_rows", "Layout", "Plan"]
+__all__ = ["__version__", "ot", "Allreduce", "Reduce_scatter_block", "Allgather", "simd_target", "reduce_local", "allreduce", "sinkhorn_scale", "sinkhorn_transport",
+           "balanced_rows", "outer_sum", "outer_rows", "Layout", "Plan", "ScalingResult", "TransportResult"]
 
 
 def simd_target():
-    """The SIMD target the reduction kernels run on, e.g. "AVX3"."""
+    """The SIMD target the reduction kernels run on.
+
+    Returns
+    -------
+    str
+        Highway's name of the target, e.g. "AVX3", "AVX2", "SSE4" (the best the CPU
+        runs, unless CONVEYOR_SIMD_TARGET chose another).
+
+    Examples
+    --------
+    >>> import conveyor
+    >>> isinstance(conveyor.simd_target(), str)
+    True
+    """
     return _conveyor.simd_target()
 
 
 def reduce_local(inbuf, inoutbuf, op="sum"):
-    """inoutbuf = inbuf (op) inoutbuf, element by element, in place (MPI_Reduce_local).
+    """inoutbuf = inbuf (op) inoutbuf, element by element, in place, as MPI_Reduce_local.
 
-    Both arrays must have the same dtype and size; inoutbuf must be writable and
-    C-contiguous (it is never copied). Local: not collective."""
+    Parameters
+    ----------
+    inbuf : array_like
+        Any array of inoutbuf's dtype and size.
+    inoutbuf : numpy.ndarray
+        Writable and C-contiguous (never copied); int8-64, uint8-64,
+        float16/32/64, complex64/128.
+    op : str
+        "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor".
+
+    Returns
+    -------
+    numpy.ndarray
+        inoutbuf. Local: not collective.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> b = np.array([1, 5, 3], dtype=np.int32)
+    >>> conveyor.reduce_local(np.array([4, 2, 3], dtype=np.int32), b, "max").tolist()
+    [4, 5, 3]
+    """
     _conveyor.reduce_local(inbuf, inoutbuf, op)
     return inoutbuf
 
 
 def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", deterministic=False, validate=False,
               segment_bytes=None, ranks_per_node=None):
-    """The reduction of `send` over every rank of `comm` (mpi4py, default
-    COMM_WORLD), on every rank. Collective.
+    """The reduction of `send` over every rank of `comm`, on every rank (NumPy style).
 
-    out: where to write the result (same dtype and size; may be `send` itself
-    for an in-place allreduce); a new array if None. algorithm: "auto" (the
-    cost model), "ring", "recursive_doubling", "rabenseifner", "hierarchical",
-    "mpi", "shared_memory".
-    deterministic: the same bits for any algorithm and segmentation.
-    segment_bytes: the pipeline segment (None: the cost model's).
-    ranks_per_node: emulate nodes of this many consecutive ranks (None: the real ones).
-    validate: agree across ranks on every argument first (one extra small
-    allreduce): a bad or mismatched argument on any rank raises on every rank.
-    Returns the result array."""
+    Parameters
+    ----------
+    send : array_like
+        This rank's contribution (any dtype reduce_local takes).
+    op : str
+        The op's name ("sum", ...).
+    comm : mpi4py.MPI.Comm, optional
+        Default MPI.COMM_WORLD. Collective over it.
+    out : numpy.ndarray, optional
+        Where to write the result (same dtype and size; may be `send` itself, in
+        place); a new array when None.
+    algorithm : str
+        "auto" (measured cost model), "ring", "recursive_doubling",
+        "rabenseifner", "hierarchical", "mpi", "shared_memory".
+    deterministic : bool
+        The same bits for any algorithm and segmentation.
+    validate : bool
+        Agree across ranks on every argument first (one extra small allreduce): a
+        bad or mismatched argument on any rank raises on every rank.
+    segment_bytes, ranks_per_node : int, optional
+        The pipeline segment (None: the cost model's); emulated nodes of this many
+        consecutive ranks (None: the real ones).
+
+    Returns
+    -------
+    numpy.ndarray
+        The result (`out` when given).
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> from mpi4py import MPI
+    >>> conveyor.allreduce(np.arange(3.0), "sum", MPI.COMM_SELF).tolist()
+    [0.0, 1.0, 2.0]
+    """
     options = dict(algorithm=algorithm, deterministic=deterministic, segment_bytes=segment_bytes,
                    ranks_per_node=ranks_per_node)
     return _conveyor.allreduce(send, out, op, comm_address(comm), bool(validate), options)[0]
+
+
+# ---------------------------------------------------------------------------
+# mpi4py's conventions: comm.Allreduce(sendbuf, recvbuf, op) as
+# conveyor.Allreduce(sendbuf, recvbuf, op, comm)
+# ---------------------------------------------------------------------------
+def Allreduce(sendbuf, recvbuf, op=MPI.SUM, comm=None):
+    """recvbuf = the reduction of every rank's sendbuf, as mpi4py's ``comm.Allreduce``.
+
+    Parameters
+    ----------
+    sendbuf : buffer, [buffer, datatype], [buffer, count, datatype] or MPI.IN_PLACE
+        Any C-contiguous CPU array: NumPy, PyTorch / JAX (DLPack), memoryview, ...
+        (bfloat16 through DLPack). MPI.IN_PLACE: the input is recvbuf.
+    recvbuf : buffer or buffer specification
+        Written in place, never copied; the same element type and count as sendbuf.
+    op : mpi4py.MPI.Op or str
+        A predefined op (MPI.SUM, MPI.MAX, ..., MPI.LXOR) or its name ("sum", ...).
+    comm : mpi4py.MPI.Comm, optional
+        Default MPI.COMM_WORLD. Collective over it.
+
+    Notes
+    -----
+    Checks are MPI's: a bad argument raises on its own rank (as with mpi4py);
+    ``conveyor.allreduce(..., validate=True)`` makes every rank agree first.
+    The algorithm is the engine's choice (``auto``).
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> from mpi4py import MPI
+    >>> x = np.arange(4.0)
+    >>> y = np.empty_like(x)
+    >>> conveyor.Allreduce(x, y, MPI.SUM, MPI.COMM_SELF)
+    >>> y.tolist()
+    [0.0, 1.0, 2.0, 3.0]
+    >>> conveyor.Allreduce(MPI.IN_PLACE, y, MPI.MAX, MPI.COMM_SELF)
+    """
+    buffer_collective(_conveyor.buffer_allreduce, sendbuf, recvbuf, op, comm)
+
+
+def Reduce_scatter_block(sendbuf, recvbuf, op=MPI.SUM, comm=None):
+    """Rank r receives block r of the reduction of every rank's sendbuf, as
+    mpi4py's ``comm.Reduce_scatter_block``.
+
+    Parameters
+    ----------
+    sendbuf : buffer specification or MPI.IN_PLACE
+        P blocks of recvbuf's size (P = comm's size). MPI.IN_PLACE: recvbuf holds
+        the P blocks and receives the result in its first block.
+    recvbuf : buffer specification
+        One block (P blocks in place).
+    op : mpi4py.MPI.Op or str
+    comm : mpi4py.MPI.Comm, optional
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> from mpi4py import MPI
+    >>> out = np.empty(2)
+    >>> conveyor.Reduce_scatter_block(np.array([1.0, 2.0]), out, MPI.SUM, MPI.COMM_SELF)
+    >>> out.tolist()
+    [1.0, 2.0]
+    """
+    buffer_collective(_conveyor.buffer_reduce_scatter_block, sendbuf, recvbuf, op, comm)
+
+
+def Allgather(sendbuf, recvbuf, comm=None):
+    """Every rank's sendbuf, concatenated in rank order, on every rank, as
+    mpi4py's ``comm.Allgather``.
+
+    Parameters
+    ----------
+    sendbuf : buffer specification or MPI.IN_PLACE
+        This rank's block. MPI.IN_PLACE: the block is already at its place in recvbuf.
+    recvbuf : buffer specification
+        P blocks (P = comm's size), written in place.
+    comm : mpi4py.MPI.Comm, optional
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> from mpi4py import MPI
+    >>> out = np.empty(3, dtype=np.int32)
+    >>> conveyor.Allgather(np.array([7, 8, 9], dtype=np.int32), out, MPI.COMM_SELF)
+    >>> out.tolist()
+    [7, 8, 9]
+    """
+    buffer_collective(_conveyor.buffer_allgather, sendbuf, recvbuf, "sum", comm)
 
 
 # ---------------------------------------------------------------------------
@@ -79,8 +225,23 @@ def _comm(comm):
 
 
 def balanced_rows(M, comm=None):
-    """(first, count): the rows of an M-row matrix this rank holds in the
-    balanced block partition the solvers expect (the first M % P ranks get one more)."""
+    """The rows of an M-row matrix this rank holds in the balanced block partition.
+
+    The first M % P ranks get one row more; the solvers, conveyor.ot and
+    Layout.cartesian with grid (P, 1) use this partition.
+
+    Returns
+    -------
+    (int, int)
+        (first row, number of rows).
+
+    Examples
+    --------
+    >>> import conveyor
+    >>> from mpi4py import MPI
+    >>> conveyor.balanced_rows(10, MPI.COMM_SELF)
+    (0, 10)
+    """
     comm = _comm(comm)
     return _conveyor.balanced_rows(M, comm.Get_rank(), comm.Get_size())
 
@@ -100,11 +261,39 @@ _SOLVER_OPTIONS_DOC = """
 def sinkhorn_scale(A, r, c, comm=None, in_place=False, variant="fused", tol=1e-9, max_iter=1000, threads=0,
                    overlap=None, mc=None, nc=None, mr=None, nr=None, init_u=None, init_v=None,
                    allreduce_algorithm="auto", ranks_per_node=None, norm="l1", check_every=1, columns_first=False):
-    """Matrix scaling: u, v with diag(u) A diag(v) having row sums r and column
-    sums c. A: this rank's rows (float32/float64; C-contiguous and writable when
-    in_place); r: their row marginals; c: all column marginals (converted to A's
-    dtype). in_place: also rescale A (any variant). Collective. Returns
-    ScalingResult (status "converged", "max_iter" or "numerical_failure")."""
+    """Matrix scaling: u, v with diag(u) A diag(v) having row sums r and column sums c.
+
+    Parameters
+    ----------
+    A : array_like, shape (rows, N)
+        This rank's rows (float32/float64; C-contiguous and writable when in_place).
+    r : array_like, shape (rows,)
+        Their row marginals.
+    c : array_like, shape (N,)
+        All column marginals (converted to A's dtype).
+    comm : mpi4py.MPI.Comm, optional
+        Default MPI.COMM_WORLD. Collective; a bad argument on any rank raises on every rank.
+    in_place : bool
+        Also rescale A (any variant).
+    tol, max_iter, threads : float, int, int
+        Stop when the column-marginal error <= tol; iterations at most; OpenMP
+        threads per rank (0: automatic).
+
+    Returns
+    -------
+    ScalingResult
+        u (this rank's rows), v, status ("converged", "max_iter",
+        "numerical_failure"), iterations, error.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> from mpi4py import MPI
+    >>> A = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> res = conveyor.sinkhorn_scale(A, np.ones(2), np.ones(2), MPI.COMM_SELF)
+    >>> res.status, bool(np.allclose((res.u[:, None] * A * res.v).sum(axis=0), 1))
+    ('converged', True)
+    """
     options = dict(variant=variant, tol=tol, max_iter=max_iter, threads=threads, overlap=overlap, mc=mc, nc=nc, mr=mr,
                    nr=nr, init_u=init_u, init_v=init_v, allreduce_algorithm=allreduce_algorithm,
                    ranks_per_node=ranks_per_node, norm=norm, check_every=check_every, columns_first=columns_first)
@@ -115,11 +304,44 @@ def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_dom
                        variant="fused", overlap=None, mc=None, nc=None, mr=None, nr=None, init_u=None, init_v=None,
                        allreduce_algorithm="auto", ranks_per_node=None, norm="l1", check_every=1,
                        columns_first=False):
-    """Entropic optimal transport on this rank's rows of the cost matrix C: the
-    dual potentials f (this rank's rows), g (all columns), <P, C> over all ranks,
-    and this rank's rows of the plan P if plan=True. log_domain: stable for any
-    eps. Collective. Returns TransportResult (history: the error of every
-    iteration)."""
+    """Entropic optimal transport on this rank's rows of the cost matrix C.
+
+    The plan is P = diag(u) exp(-C/eps) diag(v) with row sums a and column sums b
+    (for POT's interface, see conveyor.ot).
+
+    Parameters
+    ----------
+    C : array_like, shape (rows, N)
+        This rank's rows of the costs (float32/float64).
+    a : array_like, shape (rows,)
+        Their row histogram.
+    b : array_like, shape (N,)
+        The column histogram (whole on every rank).
+    eps : float
+        The entropic regularization (> 0).
+    comm : mpi4py.MPI.Comm, optional
+        Default MPI.COMM_WORLD. Collective.
+    log_domain : bool
+        Iterate on the potentials (stable for any eps).
+    plan : bool
+        Also return this rank's rows of P.
+
+    Returns
+    -------
+    TransportResult
+        f (this rank's rows), g (the potentials, eps log u and eps log v), status,
+        iterations, error, cost (<P, C> over all ranks), plan (or None), history
+        (the error of every iteration).
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> from mpi4py import MPI
+    >>> C = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> ot = conveyor.sinkhorn_transport(C, np.full(2, 0.5), np.full(2, 0.5), 0.1, MPI.COMM_SELF, plan=True)
+    >>> ot.status, bool(np.allclose(ot.plan.sum(axis=0), 0.5))
+    ('converged', True)
+    """
     options = dict(variant=variant, tol=tol, max_iter=max_iter, log_domain=log_domain, threads=threads, overlap=overlap,
                    mc=mc, nc=nc, mr=mr, nr=nr, init_u=init_u, init_v=init_v,
                    allreduce_algorithm=allreduce_algorithm, ranks_per_node=ranks_per_node, norm=norm,
@@ -135,19 +357,57 @@ sinkhorn_transport.__doc__ += _SOLVER_OPTIONS_DOC
 # Distributed sum of outer products
 # ---------------------------------------------------------------------------
 def outer_rows(N, comm=None):
-    """(first_row, rows): the rows of G this rank receives with distributed=True."""
+    """The rows of G this rank receives from outer_sum(..., distributed=True).
+
+    Returns
+    -------
+    first_row, rows : int
+        The same split as balanced_rows(N, comm).
+
+    Examples
+    --------
+    >>> import conveyor
+    >>> from mpi4py import MPI
+    >>> conveyor.outer_rows(5, MPI.COMM_SELF)
+    (0, 5)
+    """
     comm = _comm(comm)
     return _conveyor.outer_rows(N, comm.Get_rank(), comm.Get_size())
 
 
 def outer_sum(a, b, comm=None, algorithm="auto", distributed=False, out=None, order="row_major",
               allreduce_algorithm="auto", ranks_per_node=None):
-    """G = the sum over the ranks of outer(a, b) (a: N, b: M, float32/float64);
-    with distributed=True only this rank's rows (outer_rows). order: "row_major"
-    (C order) or "column_major" (a Fortran-ordered array; `out` must be one).
-    algorithm: "auto", "allgather", "allreduce", "ring", "generalized_rabenseifner";
-    allreduce_algorithm, ranks_per_node: for the ring algorithm's allreduce.
-    Collective; bad arguments on any rank raise on every rank."""
+    """G = the sum over the ranks of outer(a, b): the distributed sum of outer products.
+
+    Parameters
+    ----------
+    a, b : array_like, shapes (N,), (M,)
+        float32/float64 (b converted to a's dtype).
+    comm : mpi4py.MPI.Comm, optional
+        Default MPI.COMM_WORLD. Collective; bad arguments on any rank raise on every rank.
+    algorithm : str
+        "auto", "allgather", "allreduce", "ring", "generalized_rabenseifner".
+    distributed : bool
+        Only this rank's rows of G (outer_rows).
+    out : numpy.ndarray, optional
+        Where to write G.
+    order : str
+        "row_major" (C order) or "column_major" (a Fortran-ordered array; `out` must be one).
+    allreduce_algorithm, ranks_per_node :
+        For the ring algorithm's allreduce.
+
+    Returns
+    -------
+    numpy.ndarray
+        G (or this rank's rows of it).
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> from mpi4py import MPI
+    >>> conveyor.outer_sum(np.array([1.0, 2.0]), np.array([3.0]), MPI.COMM_SELF).tolist()
+    [[3.0], [6.0]]
+    """
     options = dict(algorithm=algorithm, distributed=distributed, order=order, allreduce_algorithm=allreduce_algorithm,
                    ranks_per_node=ranks_per_node)
     return _conveyor.outer_sum(a, b, out, comm_address(comm), options)[0]
@@ -156,16 +416,49 @@ def outer_sum(a, b, comm=None, algorithm="auto", distributed=False, out=None, or
 # ---------------------------------------------------------------------------
 # Redistribute
 # ---------------------------------------------------------------------------
+def _grid_row(rank, prow, pcol, row_major_grid):
+    return rank // pcol if row_major_grid else rank % prow
+
+
+def _numroc_rows(M, mb, imb, prow, rsrc, myrow):
+    """ScaLAPACK's NUMROC for the rows (with a first block of imb rows)."""
+    first = imb if imb > 0 else mb
+    if myrow >= prow:
+        return 0
+    rows = 0
+    start, k = 0, 0
+    while start < M:
+        size = min(first if k == 0 else mb, M - start)
+        if (rsrc + k) % prow == myrow:
+            rows += size
+        start += size
+        k += 1
+    return rows
+
+
 class Layout:
-    """How an N-D array is spread over the ranks of a communicator: its global
-    shape, the blocks, their owners, and this rank's local array (which the
-    layout keeps alive). Build with Layout.cartesian or Layout.block_cyclic."""
+    """How an N-D array is spread over the ranks of a communicator.
+
+    Its global shape, the blocks, their owners, and this rank's local array(s),
+    which the layout keeps alive (``.local``). Build one with Layout.cartesian,
+    Layout.block_cyclic, Layout.from_descriptor or Layout.custom; move data
+    between two with Plan.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> from mpi4py import MPI
+    >>> L = conveyor.Layout.cartesian((4, 2), (1, 1), np.zeros((4, 2)), MPI.COMM_SELF)
+    >>> L.shape, L.local_shape()
+    ((4, 2), (4, 2))
+    """
 
     def __init__(self, impl, local, comm):
         self._impl, self.local, self.comm = impl, local, comm
 
     @property
     def shape(self):
+        """The global shape."""
         return tuple(self._impl.shape)
 
     @classmethod
@@ -176,29 +469,120 @@ class Layout:
         (or column-major) index in the grid is c. `local`: this rank's block, any
         strides (None on ranks without elements); its shape must be the block's
         (local_shape). Collective: a wrong local array on any rank raises on every
-        rank, and the ranks agree on the dtype."""
+        rank, and the ranks agree on the dtype.
+
+        Examples
+        --------
+        >>> import numpy as np, conveyor
+        >>> from mpi4py import MPI
+        >>> conveyor.Layout.cartesian((6, 4), (1, 1), np.zeros((6, 2)), MPI.COMM_SELF)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: ...this rank holds a local array of shape (6, 4), got (6, 2)
+        >>> conveyor.Layout.cartesian((6, 4), (1, 1), np.zeros((6, 4)), MPI.COMM_SELF).shape
+        (6, 4)
+        """
         comm = _comm(comm)
         impl, local = _conveyor._Layout.cartesian(shape, grid, local, column_major_ranks, comm_address(comm))
         return cls(impl, local, comm)
 
     @classmethod
-    def block_cyclic(cls, M, N, mb, nb, prow, pcol, local, comm=None, rsrc=0, csrc=0, row_major_grid=True):
+    def block_cyclic(cls, M, N, mb, nb, prow, pcol, local, comm=None, rsrc=0, csrc=0, row_major_grid=True, imb=0,
+                     inb=0):
         """ScaLAPACK's 2-D block-cyclic distribution of an M x N matrix in mb x nb
         blocks over a prow x pcol grid (process (r, c) is rank r*pcol + c, or
         c*prow + r). `local`: this rank's local matrix, column-major (order='F'),
         shape (NUMROC rows, NUMROC columns) = local_shape(); None on ranks without
-        elements. Collective, like cartesian."""
+        elements. imb, inb: the first row / column block's size (PBLAS's 11-integer
+        descriptors; 0: mb, nb). Collective, like cartesian.
+
+        Examples
+        --------
+        >>> import numpy as np, conveyor
+        >>> from mpi4py import MPI
+        >>> L = conveyor.Layout.block_cyclic(5, 3, 2, 2, 1, 1, np.zeros((5, 3), order="F"), MPI.COMM_SELF)
+        >>> L.local_shape()
+        (5, 3)
+        """
         comm = _comm(comm)
-        impl, local = _conveyor._Layout.block_cyclic(M, N, mb, nb, prow, pcol, row_major_grid, rsrc, csrc, local, comm_address(comm))
+        impl, local = _conveyor._Layout.block_cyclic(M, N, mb, nb, prow, pcol, row_major_grid, rsrc, csrc, local,
+                                                     comm_address(comm), imb, inb)
         return cls(impl, local, comm)
 
+    @classmethod
+    def from_descriptor(cls, desc, local, prow, pcol, comm=None, row_major_grid=True):
+        """The layout of a ScaLAPACK matrix from its array descriptor: 9 integers
+        (DTYPE 1: DTYPE, CTXT, M, N, MB, NB, RSRC, CSRC, LLD) or 11 (DTYPE 2:
+        DTYPE, CTXT, M, N, IMB, INB, MB, NB, RSRC, CSRC, LLD), on a prow x pcol
+        process grid (the BLACS context's shape; its process (r, c) is rank
+        r*pcol + c, or c*prow + r). `local`: this rank's local array as ScaLAPACK
+        allocates it, column-major with leading dimension LLD (LLD x LOCc, or just
+        its first NUMROC rows); None on ranks without elements. Collective.
+
+        Examples
+        --------
+        >>> import numpy as np, conveyor
+        >>> from mpi4py import MPI
+        >>> A = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+        >>> L = conveyor.Layout.from_descriptor([1, 0, 3, 4, 2, 2, 0, 0, 3], A, 1, 1, MPI.COMM_SELF)
+        >>> L.shape
+        (3, 4)
+        """
+        d = [int(x) for x in desc]
+        if len(d) == 9 and d[0] == 1:
+            _, _, M, N, mb, nb, rsrc, csrc, lld = d
+            imb = inb = 0
+        elif len(d) == 11 and d[0] == 2:
+            _, _, M, N, imb, inb, mb, nb, rsrc, csrc, lld = d
+        else:
+            raise ValueError(f"expected a ScaLAPACK descriptor of 9 integers (DTYPE 1) or 11 (DTYPE 2), got {d}")
+        if local is not None and getattr(local, "ndim", 0) == 2:
+            # ScaLAPACK allocates LLD >= NUMROC rows: the layout takes the first NUMROC
+            # (a view; its column stride stays LLD). Anything else is checked, on
+            # every rank together, by block_cyclic.
+            myrow = _grid_row(_comm(comm).Get_rank(), prow, pcol, row_major_grid)
+            local = local[:_numroc_rows(M, mb, imb, prow, rsrc, myrow), :]
+        return cls.block_cyclic(M, N, mb, nb, prow, pcol, local, comm, rsrc, csrc, row_major_grid, imb, inb)
+
+    @classmethod
+    def custom(cls, splits, owners, blocks, comm=None):
+        """Any blocked distribution: `splits[d]` are the split points of
+        dimension d (0, ..., extent; block k spans [splits[d][k], splits[d][k+1])),
+        `owners` the rank of every block in row-major order of block coordinates,
+        and `blocks` this rank's blocks as (block coordinates, array) pairs, each
+        array the block's shape with any strides (every block the rank owns,
+        once). Collective: the ranks agree on splits, owners and dtype.
+
+        Examples
+        --------
+        >>> import numpy as np, conveyor
+        >>> from mpi4py import MPI
+        >>> a, b = np.zeros((2, 3)), np.zeros((2, 1))
+        >>> L = conveyor.Layout.custom([[0, 2], [0, 3, 4]], [0, 0], [((0, 0), a), ((0, 1), b)], MPI.COMM_SELF)
+        >>> L.shape
+        (2, 4)
+        """
+        comm = _comm(comm)
+        impl, kept = _conveyor._Layout.custom(splits, owners, list(blocks), comm_address(comm))
+        return cls(impl, kept, comm)
+
     def local_shape(self, rank=None):
-        """The shape of `rank`'s (default: this rank's) local array."""
+        """The shape of `rank`'s (default: this rank's) local array.
+
+        Examples
+        --------
+        >>> import numpy as np, conveyor
+        >>> from mpi4py import MPI
+        >>> conveyor.Layout.cartesian((5,), (1,), np.zeros(5), MPI.COMM_SELF).local_shape(0)
+        (5,)
+        """
         return tuple(self._impl.local_shape(self.comm.Get_rank() if rank is None else rank))
 
 
 class Plan:
-    """dst = alpha * op(src) + beta * dst between two layouts, op = an axis
+    """A redistribution, built once and executed as often as the data changes.
+
+    dst = alpha * op(src) + beta * dst between two layouts, op = an axis
     permutation (perm[k]: the source axis that becomes destination axis k; None:
     identity), with complex conjugation if asked. Built once (collective), then
     execute() as often as the local arrays change. alpha, beta: real or complex
@@ -206,17 +590,71 @@ class Plan:
     "pipelined", "one_sided", "alltoallv"; relabel: "none", "greedy", "optimal"
     (see .sigma), weighing bytes within a node by intra_node_cost; ranks_per_node:
     emulate nodes (None: the real ones); chunk_bytes: the pipelined transport's
-    chunk (None: 8 MiB)."""
+    chunk (None: 8 MiB). Plan.batch: several transforms in one plan.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> from mpi4py import MPI
+    >>> src = conveyor.Layout.cartesian((2, 3), (1, 1), np.arange(6.0).reshape(2, 3), MPI.COMM_SELF)
+    >>> dst = conveyor.Layout.cartesian((3, 2), (1, 1), np.zeros((3, 2)), MPI.COMM_SELF)
+    >>> plan = conveyor.Plan(src, dst, perm=(1, 0), alpha=2.0)
+    >>> plan.execute()
+    >>> dst.local.tolist()
+    [[0.0, 6.0], [2.0, 8.0], [4.0, 10.0]]
+    """
 
     def __init__(self, src, dst, perm=None, alpha=1.0, beta=0.0, conjugate=False, transport="auto", relabel="none",
                  intra_node_cost=None, ranks_per_node=None, chunk_bytes=None):
-        self.src, self.dst = src, dst  # keep the arrays alive
-        options = dict(perm=perm, alpha=alpha, beta=beta, conjugate=conjugate, transport=transport, relabel=relabel,
-                       intra_node_cost=intra_node_cost, ranks_per_node=ranks_per_node, chunk_bytes=chunk_bytes)
-        self._impl = _conveyor._Plan(src._impl, dst._impl, comm_address(src.comm), options)
+        self._build([(src, dst, dict(perm=perm, alpha=alpha, beta=beta, conjugate=conjugate))],
+                    dict(transport=transport, relabel=relabel, intra_node_cost=intra_node_cost,
+                         ranks_per_node=ranks_per_node, chunk_bytes=chunk_bytes))
+
+    @classmethod
+    def batch(cls, transforms, transport="auto", relabel="none", intra_node_cost=None, ranks_per_node=None,
+              chunk_bytes=None):
+        """One plan for several transforms, executed together (one exchange for
+        all of them): `transforms` is a sequence of (src, dst) pairs or of dicts
+        with keys src, dst and optionally perm, alpha, beta, conjugate. The other
+        arguments are the plan's, as in Plan(). Collective.
+
+        Examples
+        --------
+        >>> import numpy as np, conveyor
+        >>> from mpi4py import MPI
+        >>> a, b = np.arange(4.0), np.arange(6.0).reshape(2, 3)
+        >>> A = conveyor.Layout.cartesian((4,), (1,), a, MPI.COMM_SELF)
+        >>> A2 = conveyor.Layout.cartesian((4,), (1,), np.zeros(4), MPI.COMM_SELF)
+        >>> B = conveyor.Layout.cartesian((2, 3), (1, 1), b, MPI.COMM_SELF)
+        >>> Bt = conveyor.Layout.cartesian((3, 2), (1, 1), np.zeros((3, 2)), MPI.COMM_SELF)
+        >>> plan = conveyor.Plan.batch([(A, A2), dict(src=B, dst=Bt, perm=(1, 0))])
+        >>> plan.execute()
+        >>> A2.local.tolist(), Bt.local[:, 0].tolist()
+        ([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0])
+        """
+        items = []
+        for t in transforms:
+            if isinstance(t, dict):
+                t = dict(t)
+                items.append((t.pop("src"), t.pop("dst"), t))
+            else:
+                src, dst = t
+                items.append((src, dst, {}))
+        plan = cls.__new__(cls)
+        plan._build(items, dict(transport=transport, relabel=relabel, intra_node_cost=intra_node_cost,
+                                ranks_per_node=ranks_per_node, chunk_bytes=chunk_bytes))
+        return plan
+
+    def _build(self, items, options):
+        if not items:
+            raise ValueError("a plan needs one or more (source, destination) pairs")
+        self.src, self.dst = items[0][0], items[0][1]
+        self.layouts = [(src, dst) for src, dst, _ in items]  # keep the arrays alive
+        self._impl = _conveyor._Plan([src._impl for src, _, _ in items], [dst._impl for _, dst, _ in items],
+                                     [t for _, _, t in items], comm_address(items[0][0].comm), options)
 
     def execute(self):
-        """Moves (and transforms) the data. Collective."""
+        """Moves (and transforms) the data. Collective (see the class example)."""
         self._impl.execute()
 
     @property

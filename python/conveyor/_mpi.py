@@ -37,10 +37,101 @@ def check_same_mpi():
 _addressof = MPI._addressof
 
 
+_WORLD = MPI.COMM_WORLD
+_WORLD_ADDRESS = _addressof(_WORLD)
+
+
 def comm_address(comm):
     """`comm` (None: COMM_WORLD) as the address of its MPI_Comm."""
-    if comm is None:
-        comm = MPI.COMM_WORLD
-    elif not isinstance(comm, MPI.Comm):
+    if comm is None or comm is _WORLD:
+        return _WORLD_ADDRESS
+    if not isinstance(comm, MPI.Comm):
         raise TypeError(f"comm must be an mpi4py communicator, got {type(comm).__name__}")
     return _addressof(comm)
+
+
+# ---------------------------------------------------------------------------
+# mpi4py's conventions: buffers given as `buf`, `[buf, datatype]` or
+# `[buf, count, datatype]`, MPI.IN_PLACE, MPI.Op objects.
+# ---------------------------------------------------------------------------
+_handleof = MPI._handleof
+# Predefined reduction ops by handle (ints: cheap to look up on every call).
+_OP_LIST = ("sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor")
+_OP_NAMES = {_handleof(getattr(MPI, name.upper())): name for name in _OP_LIST}
+# mpi4py's Op objects are unhashable: the predefined instances by identity first.
+_OP_BY_ID = {id(getattr(MPI, name.upper())): name for name in _OP_LIST}
+
+
+def _numpy_dtypes():
+    """Predefined MPI datatypes by handle -> NumPy dtype, from mpi4py's own
+    table of type codes (MPI._typedict); codes NumPy does not take are left out."""
+    import numpy as np
+
+    out = {}
+    for code, datatype in MPI._typedict.items():
+        try:
+            out.setdefault(_handleof(datatype), np.dtype(code))
+        except TypeError:
+            pass
+    return out
+
+
+_DTYPES = _numpy_dtypes()
+
+
+def op_name(op):
+    """An MPI.Op (predefined) or one of Conveyor's op names, as the name."""
+    name = _OP_BY_ID.get(id(op))
+    if name is not None:
+        return name
+    if isinstance(op, str):
+        return op
+    if isinstance(op, MPI.Op):
+        name = _OP_NAMES.get(_handleof(op))
+        if name is not None:
+            return name
+        raise NotImplementedError("only MPI's predefined reduction ops (MPI.SUM, ..., MPI.LXOR) are supported, "
+                                  "not MINLOC, MAXLOC, REPLACE or user-defined ops")
+    raise TypeError(f"op must be an mpi4py MPI.Op or an op name, got {type(op).__name__}")
+
+
+def buffer_of(spec, name):
+    """mpi4py's buffer specification as an object the extension takes (any
+    DLPack or buffer-protocol object): `buf`, `[buf, datatype]` or
+    `[buf, count, datatype]`. A datatype that differs from the buffer's element
+    type reinterprets its bytes (a NumPy view, no copy), as MPI would."""
+    if not isinstance(spec, (list, tuple)):
+        return spec
+    import numpy as np
+
+    if not spec or len(spec) > 3:
+        raise ValueError(f"{name}: expected buf, [buf, datatype] or [buf, count, datatype]")
+    buf = spec[0]
+    datatype = spec[-1] if len(spec) > 1 and isinstance(spec[-1], MPI.Datatype) else None
+    count = spec[1] if len(spec) == 3 else None
+    if datatype is None and count is None:
+        return buf
+    array = np.asarray(buf)
+    if datatype is not None:
+        want = _DTYPES.get(_handleof(datatype))
+        if want is None:
+            raise TypeError(f"{name}: MPI datatype {datatype.Get_name()} is not a predefined element type")
+        if array.dtype != want:
+            array = array.reshape(-1).view(want)
+    if count is not None:
+        array = array.reshape(-1)[:count]
+    return array
+
+
+def buffer_collective(function, sendbuf, recvbuf, op, comm):
+    """Runs `function` (an extension entry of mpi4py's shape) on the converted
+    arguments; MPI.IN_PLACE (or None) as sendbuf reads from recvbuf."""
+    send = None if sendbuf is None or sendbuf is MPI.IN_PLACE else buffer_of(sendbuf, "sendbuf")
+    recv = buffer_of(recvbuf, "recvbuf")
+    try:
+        function(send, recv, op_name(op), comm_address(comm))
+    except TypeError as e:
+        if "incompatible function arguments" not in str(e):
+            raise
+        raise TypeError("sendbuf and recvbuf must be C-contiguous CPU buffers (DLPack or the buffer protocol), "
+                        f"recvbuf writable; got {type(send).__name__} and {type(recv).__name__}") from None

@@ -13,6 +13,8 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/complex.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <nanobind/stl/tuple.h>
@@ -73,6 +75,9 @@ conveyor::dtype dtype_of(nb::dlpack::dtype t) {
       case nb::dlpack::dtype_code::Complex:
         if (bits == 64) return conveyor::dtype::complex64;
         if (bits == 128) return conveyor::dtype::complex128;
+        break;
+      case nb::dlpack::dtype_code::Bfloat:  // PyTorch's, JAX's bfloat16 (through DLPack)
+        if (bits == 16) return conveyor::dtype::bfloat16;
         break;
       default:
         break;
@@ -341,6 +346,62 @@ nb::tuple run_transport(sinkhorn_args& s, MPI_Comm cm, T* plan) {
                         res.iterations, res.error, res.cost, s.plan, to_numpy(std::move(res.error_history)));
 }
 
+// --- mpi4py-style buffer collectives (conveyor.Allreduce, Reduce_scatter_block,
+// Allgather). Buffers: any C-contiguous CPU object nanobind imports through
+// DLPack or the buffer protocol (NumPy, PyTorch, JAX, memoryview, ...), never
+// copied (recvbuf is taken as it is, `noconvert`). The checks are MPI's kind:
+// a bad argument raises on its own rank, with no agreement (as mpi4py), and the
+// engine runs with its defaults (the repeated-shape fast path). send = None
+// stands for MPI.IN_PLACE.
+using any_output = nb::ndarray<nb::c_contig, nb::device::cpu>;
+using any_input = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+enum class buffer_collective { allreduce, reduce_scatter_block, allgather };
+
+void run_buffer_collective(buffer_collective kind, const std::optional<any_input>& send, const any_output& recv,
+                           const char* op_name, std::uintptr_t comm_address) {
+  const MPI_Comm comm = *reinterpret_cast<const MPI_Comm*>(comm_address);  // from MPI._addressof
+  const conveyor::dtype t = dtype_of(recv.dtype());
+  if (send && dtype_of(send->dtype()) != t) fail(errc::invalid_type, "sendbuf and recvbuf differ in dtype");
+  int ranks = 1;
+  MPI_Comm_size(comm, &ranks);
+  const std::size_t P = static_cast<std::size_t>(ranks), n = recv.size();
+  // Elements of one block, and how many the send buffer must hold.
+  std::size_t block = n, expected_send = n;
+  if (kind == buffer_collective::reduce_scatter_block) {
+    block = send ? n : n / P;
+    expected_send = P * block;
+  } else if (kind == buffer_collective::allgather) {
+    block = n / P;
+    expected_send = block;
+  }
+  if (!send && kind != buffer_collective::allreduce && n % P != 0) {
+    fail(errc::invalid_argument, "in place, recvbuf's " + std::to_string(n) + " elements are not " +
+                                     std::to_string(P) + " equal blocks");
+  }
+  if (kind == buffer_collective::allgather && n != P * (send ? send->size() : block)) {
+    fail(errc::invalid_argument, "recvbuf has " + std::to_string(n) + " elements, needs " + std::to_string(P) +
+                                     " x sendbuf's " + std::to_string(send ? send->size() : block));
+  }
+  if (send && send->size() != expected_send) {
+    fail(errc::invalid_argument, "sendbuf has " + std::to_string(send->size()) + " elements, needs " +
+                                     std::to_string(expected_send));
+  }
+  const void* in = send ? send->data() : MPI_IN_PLACE;
+  nb::gil_scoped_release unlocked;
+  switch (kind) {
+    case buffer_collective::allreduce:
+      conveyor::allreduce(in, recv.data(), n, t, conveyor::parse_op(op_name), comm);
+      break;
+    case buffer_collective::reduce_scatter_block:
+      conveyor::reduce_scatter_block(in, recv.data(), block, t, conveyor::parse_op(op_name), comm);
+      break;
+    case buffer_collective::allgather:
+      conveyor::allgather(in, recv.data(), block, t, comm);
+      break;
+  }
+}
+
 std::string dtype_shown(std::int64_t v) { return std::string(conveyor::dtype_name(static_cast<conveyor::dtype>(v))); }
 
 std::uint64_t digest_of_ints(const std::vector<std::int64_t>& v) { return conveyor::digest_of(v.data(), v.size()); }
@@ -422,6 +483,30 @@ NB_MODULE(_conveyor, m) {
       },
       nb::arg("send").none(), nb::arg("out").none(), nb::arg("op").none(), nb::arg("comm").none(), nb::arg("validate"),
       nb::arg("options").none());
+
+  const auto def_buffer_collective = [&m](const char* name, buffer_collective kind) {
+    m.def(
+        name,
+        [kind](std::optional<any_input> send, any_output recv, const char* op, std::uintptr_t comm) {
+          run_buffer_collective(kind, send, recv, op, comm);
+        },
+        nb::arg("send").none(), nb::arg("recv").noconvert(), nb::arg("op"), nb::arg("comm"));
+  };
+  def_buffer_collective("buffer_allreduce", buffer_collective::allreduce);
+  def_buffer_collective("buffer_reduce_scatter_block", buffer_collective::reduce_scatter_block);
+  def_buffer_collective("buffer_allgather", buffer_collective::allgather);
+  // For bench/python_overhead.py: seconds per call of `calls` back-to-back
+  // conveyor::allreduce calls made from C++ on these buffers (the baseline the
+  // Python call's overhead is measured against).
+  m.def("_time_cpp_allreduce", [](any_input send, any_output recv, const char* op, std::uintptr_t comm, int calls) {
+    const MPI_Comm c = *reinterpret_cast<const MPI_Comm*>(comm);
+    const conveyor::dtype t = dtype_of(recv.dtype());
+    const conveyor::op o = conveyor::parse_op(op);
+    nb::gil_scoped_release unlocked;
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < calls; ++i) conveyor::allreduce(send.data(), recv.data(), recv.size(), t, o, c);
+    return (MPI_Wtime() - t0) / std::max(calls, 1);
+  });
 
   m.def(
       "sinkhorn_scale",
@@ -555,7 +640,8 @@ NB_MODULE(_conveyor, m) {
                   nb::arg("column_major_ranks").none(), nb::arg("comm").none())
       .def_static("block_cyclic",
                   [](nb::handle M, nb::handle N, nb::handle mb, nb::handle nb_, nb::handle prow, nb::handle pcol,
-                     nb::handle row_major_grid, nb::handle rsrc, nb::handle csrc, nb::handle local, nb::handle comm) {
+                     nb::handle row_major_grid, nb::handle rsrc, nb::handle csrc, nb::handle local, nb::handle comm,
+                     nb::handle imb, nb::handle inb) {
                     const MPI_Comm c = comm_of(comm);
                     conveyor::collective_call call("Layout.block_cyclic", c);
                     auto out = std::make_unique<py_layout>();
@@ -573,7 +659,9 @@ NB_MODULE(_conveyor, m) {
                       p.row_major_grid = value<bool>(row_major_grid, "row_major_grid", "a bool");
                       p.rsrc = value<int>(rsrc, "rsrc", "an int");
                       p.csrc = value<int>(csrc, "csrc", "an int");
-                      described = {p.M, p.N, p.mb, p.nb, p.prow, p.pcol, p.row_major_grid, p.rsrc, p.csrc};
+                      p.imb = value<std::int64_t>(imb, "imb", "an int");
+                      p.inb = value<std::int64_t>(inb, "inb", "an int");
+                      described = {p.M, p.N, p.mb, p.nb, p.prow, p.pcol, p.row_major_grid, p.rsrc, p.csrc, p.imb, p.inb};
                       const rd::layout probe = rd::layout::block_cyclic(p);
                       const strided a = local_array(local, probe.local_shape(call.rank()));
                       if (a.is_valid() && a.size() > 0) {
@@ -597,7 +685,56 @@ NB_MODULE(_conveyor, m) {
                   },
                   nb::arg("M").none(), nb::arg("N").none(), nb::arg("mb").none(), nb::arg("nb").none(),
                   nb::arg("prow").none(), nb::arg("pcol").none(), nb::arg("row_major_grid").none(),
-                  nb::arg("rsrc").none(), nb::arg("csrc").none(), nb::arg("local").none(), nb::arg("comm").none())
+                  nb::arg("rsrc").none(), nb::arg("csrc").none(), nb::arg("local").none(), nb::arg("comm").none(),
+                  nb::arg("imb").none(), nb::arg("inb").none())
+      // Custom: split points per dimension, an owner per block (row-major block
+      // order), and this rank's blocks as (block coordinates, array) pairs, each
+      // array the block's shape with any strides.
+      .def_static("custom",
+                  [](nb::handle splits, nb::handle owners, nb::handle blocks, nb::handle comm) {
+                    const MPI_Comm c = comm_of(comm);
+                    conveyor::collective_call call("Layout.custom", c);
+                    auto out = std::make_unique<py_layout>();
+                    nb::list kept;
+                    std::optional<std::int64_t> type;
+                    std::vector<std::int64_t> described;
+                    convert(call, [&] {
+                      const auto points = value<std::vector<std::vector<std::int64_t>>>(splits, "splits", "a sequence of sequences of ints");
+                      const auto who = value<std::vector<int>>(owners, "owners", "a sequence of ints");
+                      std::vector<rd::axis_splits> axes;
+                      for (const auto& p : points) {
+                        axes.push_back(rd::axis_splits::explicit_points(p));
+                        described.push_back(static_cast<std::int64_t>(p.size()));
+                        described.insert(described.end(), p.begin(), p.end());
+                      }
+                      described.insert(described.end(), who.begin(), who.end());
+                      out->l = rd::layout::custom(axes, who);
+                      if (!nb::isinstance<nb::sequence>(blocks)) fail(errc::invalid_type, "blocks must be a sequence of (index, array) pairs");
+                      for (nb::handle pair : nb::borrow<nb::sequence>(blocks)) {
+                        const auto item = value<std::pair<std::vector<std::int64_t>, nb::object>>(pair, "a block", "an (index, array) pair");
+                        const auto& index = item.first;
+                        if (index.size() != points.size()) fail(errc::invalid_argument, "a block index has " + std::to_string(index.size()) + " coordinates for " + std::to_string(points.size()) + " dimensions");
+                        rd::block_index b{};
+                        std::vector<std::int64_t> want(index.size());
+                        for (std::size_t d = 0; d < index.size(); ++d) {
+                          b[d] = index[d];
+                          if (index[d] < 0 || index[d] >= axes[d].count()) fail(errc::invalid_argument, "block index out of range in dimension " + std::to_string(d));
+                          want[d] = axes[d].start(index[d] + 1) - axes[d].start(index[d]);
+                        }
+                        const strided a = local_array(item.second, want);
+                        const auto t = static_cast<std::int64_t>(dtype_of(a.dtype()));
+                        if (type && *type != t) fail(errc::invalid_type, "this rank's blocks differ in dtype");
+                        type = t;
+                        out->l.set_storage(b, a.data(), element_strides(a));
+                        kept.append(pair);  // the (index, array) pair, as given
+                      }
+                    });
+                    call.must_match_digest("splits or owners", digest_of_ints(described)).may_match("dtypes", type, dtype_shown);
+                    call.agree();
+                    out->dtype = static_cast<int>(call.agreed("dtypes").value_or(-1));
+                    return nb::make_tuple(nb::cast(out.release(), nb::rv_policy::take_ownership), kept);
+                  },
+                  nb::arg("splits").none(), nb::arg("owners").none(), nb::arg("blocks").none(), nb::arg("comm").none())
       .def("blocks_of", [](const py_layout& l, int rank) { return l.l.blocks_of(rank).size(); })
       .def("local_shape", [](const py_layout& l, int rank) { return l.l.local_shape(rank); })
       .def_prop_ro("dtype", [](const py_layout& l) { return l.dtype; })
@@ -608,49 +745,62 @@ NB_MODULE(_conveyor, m) {
       });
 
   nb::class_<py_plan>(m, "_Plan")
+      // A batch of transforms (one or more): srcs[k], dsts[k] with transforms[k]
+      // (perm, alpha, beta, conjugate), and the plan's options.
       .def("__init__",
-           [](py_plan* self, const py_layout& src, const py_layout& dst, nb::handle comm, nb::handle options) {
+           [](py_plan* self, nb::list srcs, nb::list dsts, nb::list transforms, nb::handle comm, nb::handle options) {
              new (self) py_plan();
              const MPI_Comm c = comm_of(comm);
              conveyor::collective_call call("redistribute::plan", c);
-             rd::transform t;
+             std::vector<rd::transform> batch;
              rd::plan_options o;
              convert(call, [&] {
+               if (srcs.size() != dsts.size() || srcs.size() != transforms.size() || srcs.size() == 0) {
+                 fail(errc::invalid_argument, "a plan needs one or more (source, destination) pairs");
+               }
+               for (std::size_t k = 0; k < srcs.size(); ++k) {
+                 const py_layout& src = nb::cast<const py_layout&>(srcs[k]);
+                 const py_layout& dst = nb::cast<const py_layout&>(dsts[k]);
+                 rd::transform t;
+                 option_reader opt(transforms[k]);
+                 opt.read("perm", t.perm, "a sequence of ints");
+                 // alpha and beta may be complex (alpha_imag, beta_imag of the C++ and C transform).
+                 const auto complex_scalar = [&](const char* name, double& re, double& im) {
+                   opt.read_with(name, [&](nb::handle h) {
+                     const auto z = value<std::complex<double>>(h, name, "a number");
+                     re = z.real();
+                     im = z.imag();
+                   });
+                 };
+                 complex_scalar("alpha", t.alpha, t.alpha_imag);
+                 complex_scalar("beta", t.beta, t.beta_imag);
+                 opt.read("conjugate", t.conjugate, "a bool");
+                 opt.finish();
+                 // Both dtypes were agreed when the layouts were built: the same here on every rank.
+                 if (src.dtype >= 0 && dst.dtype >= 0 && src.dtype != dst.dtype) {
+                   fail(errc::invalid_type, "source and destination arrays differ in dtype (" +
+                                                std::string(conveyor::dtype_name(static_cast<conveyor::dtype>(src.dtype))) + " vs " +
+                                                std::string(conveyor::dtype_name(static_cast<conveyor::dtype>(dst.dtype))) + ")");
+                 }
+                 const int type = src.dtype >= 0 ? src.dtype : dst.dtype >= 0 ? dst.dtype : static_cast<int>(conveyor::dtype::float64);
+                 t.type = static_cast<conveyor::dtype>(type);
+                 t.src = &src.l;
+                 t.dst = &dst.l;
+                 batch.push_back(std::move(t));
+               }
                option_reader opt(options);
-               opt.read("perm", t.perm, "a sequence of ints");
-               // alpha and beta may be complex (alpha_imag, beta_imag of the C++ and C transform).
-               const auto complex_scalar = [&](const char* name, double& re, double& im) {
-                 opt.read_with(name, [&](nb::handle h) {
-                   const auto z = value<std::complex<double>>(h, name, "a number");
-                   re = z.real();
-                   im = z.imag();
-                 });
-               };
-               complex_scalar("alpha", t.alpha, t.alpha_imag);
-               complex_scalar("beta", t.beta, t.beta_imag);
-               opt.read("conjugate", t.conjugate, "a bool");
                opt.read_with("transport", [&](nb::handle h) { o.transport = rd::parse_transport(value<std::string>(h, "transport", "a string")); });
                opt.read_with("relabel", [&](nb::handle h) { o.relabel = rd::parse_relabeling(value<std::string>(h, "relabel", "a string")); });
                opt.read("intra_node_cost", o.intra_node_cost, "a number");
                opt.read("ranks_per_node", o.ranks_per_node, "an int");
                opt.read("chunk_bytes", o.chunk_bytes, "an int");
                opt.finish();
-               // Both dtypes were agreed when the layouts were built: the same here on every rank.
-               if (src.dtype >= 0 && dst.dtype >= 0 && src.dtype != dst.dtype) {
-                 fail(errc::invalid_type, "source and destination arrays differ in dtype (" +
-                                              std::string(conveyor::dtype_name(static_cast<conveyor::dtype>(src.dtype))) + " vs " +
-                                              std::string(conveyor::dtype_name(static_cast<conveyor::dtype>(dst.dtype))) + ")");
-               }
-               const int type = src.dtype >= 0 ? src.dtype : dst.dtype >= 0 ? dst.dtype : static_cast<int>(conveyor::dtype::float64);
-               t.type = static_cast<conveyor::dtype>(type);
              });
              call.finish_front_end();
-             t.src = &src.l;
-             t.dst = &dst.l;
              nb::gil_scoped_release unlocked;
-             self->p = std::make_unique<rd::plan>(t, c, o);
+             self->p = std::make_unique<rd::plan>(batch, c, o);
            },
-           nb::arg("src"), nb::arg("dst"), nb::arg("comm").none(), nb::arg("options").none())
+           nb::arg("srcs"), nb::arg("dsts"), nb::arg("transforms"), nb::arg("comm").none(), nb::arg("options").none())
       .def("execute",
            [](py_plan& p) {
              nb::gil_scoped_release unlocked;

@@ -82,6 +82,16 @@ case $mpi in
             -genv CONVEYOR_TESTING 1) ;;
 esac
 status=0
+# The stubs: equal to the runtime signatures (mypy.stubtest), and a user's typed
+# calls checked against them (mypy --strict).
+if (cd "$work" && "$python" -m mypy.stubtest conveyor --allowlist "$root/tests/python/stubtest_allowlist.txt" >"$work/stubtest-$mpi.log" 2>&1 &&
+    "$python" -m mypy --strict --no-incremental --cache-dir=/dev/null "$root/tests/python/test_typed_usage.py" \
+      >"$work/mypy-$mpi.log" 2>&1); then
+  echo "  stubs: mypy.stubtest and mypy --strict clean"
+else
+  cat "$work/stubtest-$mpi.log" "$work/mypy-$mpi.log" | tail -n 20
+  status=1
+fi
 "$root/tests/external/pot_tests.sh" "$python" "$work/pot" || status=1
 for np in 1 2 3; do
   out="$work/pytest-$mpi.np$np.log"

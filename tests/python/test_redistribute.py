@@ -103,3 +103,108 @@ def test_layout_and_plan_errors():
         conveyor.Plan(src, dst)
     with pytest.raises(ValueError):  # the engine's own check, on every rank
         conveyor.Plan(src, conveyor.Layout.cartesian((4 * SIZE,), (SIZE,), x.copy()), transport="carrier pigeon")
+
+
+# --- custom layouts, batched plans, layouts from ScaLAPACK descriptors --------
+def global_matrix(M, N):
+    return np.arange(M * N, dtype=np.float64).reshape(M, N)
+
+
+def rows_layout(M, N, fill=0.0):
+    """Cartesian row blocks of an M x N matrix (grid SIZE x 1), filled with `fill`."""
+    first, count = conveyor.balanced_rows(M, COMM)
+    return conveyor.Layout.cartesian((M, N), (SIZE, 1), np.full((count, N), fill), COMM), first, count
+
+
+def owned_indices(extent, first_block, block, procs, src, p):
+    """Global indices owned by process coordinate p in a block-cyclic split with
+    a first block of `first_block` and then `block`, in local order."""
+    out, start, g = [], 0, 0
+    while start < extent:
+        size = min(first_block if g == 0 else block, extent - start)
+        if (src + g) % procs == p:
+            out.extend(range(start, start + size))
+        start, g = start + size, g + 1
+    return out
+
+
+def test_custom_layout_with_irregular_strided_blocks():
+    M, N = 7, 5
+    G = global_matrix(M, N)
+    row_points, col_points = [0, 2, 5, 7], [0, 3, 5]
+    owners = [k % SIZE for k in range(6)]
+    blocks = []
+    for k, owner in enumerate(owners):
+        if owner != RANK:
+            continue
+        bi, bj = divmod(k, 2)
+        block = G[row_points[bi]:row_points[bi + 1], col_points[bj]:col_points[bj + 1]]
+        # Alternate storage: Fortran order, and a strided view into a bigger array.
+        if k % 2:
+            stored = np.asfortranarray(block)
+        else:
+            bigger = np.zeros((block.shape[0], 2 * block.shape[1]))
+            bigger[:, ::2] = block
+            stored = bigger[:, ::2]
+        blocks.append(((bi, bj), stored))
+    src = conveyor.Layout.custom([row_points, col_points], owners, blocks, COMM)
+    assert src.shape == (M, N)
+    dst, first, count = rows_layout(M, N)
+    conveyor.Plan(src, dst).execute()
+    np.testing.assert_array_equal(dst.local, G[first:first + count])
+    # And back, accumulating: custom blocks += 2 * rows.
+    conveyor.Plan(dst, src, alpha=2.0, beta=1.0).execute()
+    for (bi, bj), stored in src.local:
+        want = 3 * G[row_points[bi]:row_points[bi + 1], col_points[bj]:col_points[bj + 1]]
+        np.testing.assert_array_equal(stored, want)
+
+
+def test_custom_layout_errors_raise_everywhere():
+    # A block of the wrong shape on the last rank: every rank raises.
+    owners = [0, SIZE - 1]  # block (0, 1), on the last rank, is given 3 columns instead of 2
+    blocks = [((0, k), np.zeros((2, 3 if k == 1 else 2))) for k in range(2) if owners[k] == RANK]
+    with pytest.raises(ValueError, match="shape"):
+        conveyor.Layout.custom([[0, 2], [0, 2, 4]], owners, blocks, COMM)
+
+
+def test_batched_plan_moves_every_transform():
+    v = np.arange(10.0)
+    first, count = conveyor.balanced_rows(10, COMM)
+    a = conveyor.Layout.cartesian((10,), (SIZE,), v[first:first + count].copy(), COMM)
+    a_whole = conveyor.Layout.cartesian((10,), (1,), np.zeros(10) if RANK == 0 else None, COMM)
+    G = global_matrix(6, 4)
+    src, r0, rc = rows_layout(6, 4)
+    src.local[...] = G[r0:r0 + rc]
+    dst, c0, cc = rows_layout(4, 6)
+    plan = conveyor.Plan.batch([(a, a_whole), dict(src=src, dst=dst, perm=(1, 0), alpha=-1.0)])
+    for _ in range(2):
+        plan.execute()
+    if RANK == 0:
+        np.testing.assert_array_equal(a_whole.local, v)
+    np.testing.assert_array_equal(dst.local, -G.T[c0:c0 + cc])
+    single = conveyor.Plan(src, dst, perm=(1, 0))
+    assert plan.volume.sum() == single.volume.sum() + conveyor.Plan(a, a_whole).volume.sum()
+
+
+@pytest.mark.parametrize("desc_type", [1, 2])
+def test_layout_from_a_scalapack_descriptor(desc_type):
+    M, N, mb, nb, prow, pcol = 9, 7, 2, 3, SIZE, 1
+    imb, inb = (1, 2) if desc_type == 2 else (mb, nb)
+    rsrc = SIZE - 1
+    G = global_matrix(M, N)
+    rows = owned_indices(M, imb, mb, prow, rsrc, RANK // pcol)
+    cols = owned_indices(N, inb, nb, pcol, 0, RANK % pcol)
+    lld = max(1, len(rows)) + 3  # ScaLAPACK allocates LLD >= NUMROC rows
+    local = np.zeros((lld, len(cols)), order="F")
+    local[:len(rows)] = G[np.ix_(rows, cols)]
+    if desc_type == 1:
+        desc = [1, 0, M, N, mb, nb, rsrc, 0, lld]
+    else:
+        desc = [2, 0, M, N, imb, inb, mb, nb, rsrc, 0, lld]
+    L = conveyor.Layout.from_descriptor(desc, local, prow, pcol, COMM)
+    assert L.shape == (M, N) and L.local_shape() == (len(rows), len(cols))
+    dst, first, count = rows_layout(M, N)
+    conveyor.Plan(L, dst).execute()
+    np.testing.assert_array_equal(dst.local, G[first:first + count])
+    with pytest.raises(ValueError, match="descriptor"):
+        conveyor.Layout.from_descriptor([1, 0, M, N], local, prow, pcol, COMM)

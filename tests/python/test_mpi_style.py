@@ -1,0 +1,216 @@
+"""conveyor.Allreduce / Reduce_scatter_block / Allgather with mpi4py's argument
+conventions, on any buffer: NumPy arrays, buffer specifications with MPI
+datatypes, MPI.IN_PLACE, memoryview / bytearray, DLPack-only objects (float32 from
+NumPy, bfloat16 through a ctypes DLPack producer). References: every rank's
+input gathered with mpi4py and reduced by NumPy."""
+import ctypes
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import conveyor
+
+COMM = MPI.COMM_WORLD
+RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+REDUCE = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum, "band": np.bitwise_and,
+          "bor": np.bitwise_or, "bxor": np.bitwise_xor}
+
+
+def local_input(n, dtype, rank=RANK):
+    rng = np.random.default_rng(1000 + rank)
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(0, 5, size=n).astype(dtype)
+    x = rng.integers(-3, 4, size=n).astype(dtype)  # small integers: sums exact in every type
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.integers(-3, 4, size=n).astype(dtype)
+    return x
+
+
+def expected(n, dtype, op, comm=COMM):
+    blocks = [local_input(n, dtype, r) for r in range(comm.Get_size())] if comm is COMM else comm.allgather(
+        local_input(n, dtype))
+    out = blocks[0].copy()
+    for b in blocks[1:]:
+        out = REDUCE[op](out, b).astype(dtype)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64, np.float16, np.float32, np.float64,
+                                   np.complex64, np.complex128])
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+def test_allreduce_every_dtype_sum(dtype, n):
+    x = local_input(n, dtype)
+    y = np.empty_like(x)
+    conveyor.Allreduce(x, y, MPI.SUM, COMM)
+    np.testing.assert_array_equal(y, expected(n, dtype, "sum"))
+
+
+@pytest.mark.parametrize("op", ["prod", "min", "max", "band", "bor", "bxor"])
+def test_allreduce_ops_as_mpi_op_and_name(op):
+    x = local_input(33, np.int32)
+    want = expected(33, np.int32, op)
+    y = np.empty_like(x)
+    conveyor.Allreduce(x, y, getattr(MPI, op.upper()))
+    np.testing.assert_array_equal(y, want)
+    z = np.empty_like(x)
+    conveyor.Allreduce(x, z, op, COMM)
+    np.testing.assert_array_equal(z, want)
+
+
+def test_in_place_and_buffer_specifications():
+    want = expected(10, np.float64, "sum")
+    y = local_input(10, np.float64)
+    conveyor.Allreduce(MPI.IN_PLACE, y, MPI.SUM)
+    np.testing.assert_array_equal(y, want)
+    x = local_input(10, np.float64)
+    raw = bytearray(80)  # untyped bytes, typed by the datatype (MPI's view)
+    conveyor.Allreduce([x, MPI.DOUBLE], [raw, MPI.DOUBLE])
+    np.testing.assert_array_equal(np.frombuffer(raw), want)
+    view = memoryview(bytearray(80)).cast("d")
+    conveyor.Allreduce(x, view)
+    np.testing.assert_array_equal(np.asarray(view), want)
+    # [buf, count, datatype]: the first `count` elements.
+    big = np.zeros(20)
+    conveyor.Allreduce([np.concatenate([x, x]), 10, MPI.DOUBLE], [big, 10, MPI.DOUBLE])
+    np.testing.assert_array_equal(big[:10], want)
+    assert not big[10:].any()
+    # MPI.INT and C's int: NumPy's int32 here.
+    xi = local_input(5, np.int32)
+    yi = np.empty(5, dtype=np.int32)
+    conveyor.Allreduce([xi, MPI.INT], [yi, MPI.INT], MPI.MAX)
+    np.testing.assert_array_equal(yi, expected(5, np.int32, "max"))
+
+
+def test_reduce_scatter_block_and_allgather():
+    n = 3
+    x = local_input(SIZE * n, np.float64)
+    want = expected(SIZE * n, np.float64, "sum")[RANK * n:(RANK + 1) * n]
+    y = np.empty(n)
+    conveyor.Reduce_scatter_block(x, y, MPI.SUM)
+    np.testing.assert_array_equal(y, want)
+    inplace = x.copy()
+    conveyor.Reduce_scatter_block(MPI.IN_PLACE, inplace, MPI.SUM)
+    np.testing.assert_array_equal(inplace[:n], want)
+
+    mine = np.full(n, RANK, dtype=np.int64)
+    every = np.empty(SIZE * n, dtype=np.int64)
+    conveyor.Allgather(mine, every)
+    np.testing.assert_array_equal(every, np.repeat(np.arange(SIZE), n))
+    every2 = np.zeros(SIZE * n, dtype=np.int64)
+    every2[RANK * n:(RANK + 1) * n] = RANK
+    conveyor.Allgather(MPI.IN_PLACE, every2)
+    np.testing.assert_array_equal(every2, every)
+
+
+def test_a_sub_communicator():
+    sub = COMM.Split(RANK % 2, RANK)
+    x = np.full(4, RANK, dtype=np.float64)
+    y = np.empty(4)
+    conveyor.Allreduce(x, y, MPI.SUM, sub)
+    np.testing.assert_array_equal(y, sum(r for r in range(SIZE) if r % 2 == RANK % 2))
+    sub.Free()
+
+
+class DLPackOnly:
+    """An array known to the extension only through the DLPack protocol."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, stream=None):
+        return self._array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+@pytest.mark.skipif(not hasattr(np.ndarray, "__dlpack__"), reason="NumPy without DLPack")
+def test_dlpack_objects_without_copies():
+    x = local_input(9, np.float32)
+    y = np.zeros(9, dtype=np.float32)
+    conveyor.Allreduce(DLPackOnly(x), DLPackOnly(y))  # written through the capsule: no copy
+    np.testing.assert_array_equal(y, expected(9, np.float32, "sum"))
+
+
+class DLPackExporter:
+    """A DLPack producer written with ctypes (DLPack 0.x: a "dltensor" capsule of
+    a DLManagedTensor), for a dtype NumPy cannot export: bfloat16 (code 4), over a
+    uint16 array holding the bits. PyTorch, which has bfloat16, is not
+    installable here (PyPI's wheels pull gigabytes of CUDA libraries; the
+    CPU-only ones live on download.pytorch.org, which this machine cannot
+    reach), so this is how the bfloat16 DLPack path is tested."""
+
+    class Device(ctypes.Structure):
+        _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+    class DataType(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+    class Tensor(ctypes.Structure):
+        pass
+
+    class Managed(ctypes.Structure):
+        pass
+
+    Tensor._fields_ = [("data", ctypes.c_void_p), ("device", Device), ("ndim", ctypes.c_int), ("dtype", DataType),
+                       ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                       ("byte_offset", ctypes.c_uint64)]
+    Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+    Managed._fields_ = [("dl_tensor", Tensor), ("manager_ctx", ctypes.c_void_p), ("deleter", Deleter)]
+
+    def __init__(self, bits, code=4):
+        self.bits = bits  # the storage, kept alive by this object
+        self.shape = (ctypes.c_int64 * 1)(bits.size)
+        self.deleter = self.Deleter(lambda _: None)
+        self.managed = self.Managed()
+        t = self.managed.dl_tensor
+        t.data, t.ndim, t.shape, t.strides, t.byte_offset = bits.ctypes.data, 1, self.shape, None, 0
+        t.device = self.Device(1, 0)  # kDLCPU
+        t.dtype = self.DataType(code, 8 * bits.itemsize, 1)
+        self.managed.deleter = self.deleter
+
+    def __dlpack__(self, **kwargs):
+        new_capsule = ctypes.pythonapi.PyCapsule_New
+        new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new_capsule(ctypes.addressof(self.managed), b"dltensor", None)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def bfloat16_bits(x):
+    """float32 values (exactly representable) as bfloat16 bits: the top half."""
+    return (np.asarray(x, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def test_bfloat16_through_dlpack():
+    values = np.arange(12, dtype=np.float32) * (RANK + 1)  # small integers: exact in bfloat16
+    send = DLPackExporter(bfloat16_bits(values))
+    recv_bits = np.zeros(12, dtype=np.uint16)
+    conveyor.Allreduce(send, DLPackExporter(recv_bits), MPI.SUM)  # written through the capsule
+    want = np.arange(12, dtype=np.float32) * (SIZE * (SIZE + 1) / 2)
+    np.testing.assert_array_equal(recv_bits, bfloat16_bits(want))
+    conveyor.Allreduce(MPI.IN_PLACE, DLPackExporter(recv_bits), MPI.MAX)
+    np.testing.assert_array_equal(recv_bits, bfloat16_bits(want))
+
+
+def test_errors_raise_on_the_calling_rank():
+    x = np.zeros(4)
+    with pytest.raises(ValueError, match="needs 3"):
+        conveyor.Allreduce(x, np.zeros(3))
+    with pytest.raises(TypeError, match="differ in dtype"):
+        conveyor.Allreduce(x, np.zeros(4, dtype=np.float32))
+    with pytest.raises(TypeError, match="C-contiguous"):
+        conveyor.Allreduce(x, np.zeros(8)[::2])
+    with pytest.raises(NotImplementedError, match="MINLOC"):
+        conveyor.Allreduce(x, np.zeros(4), MPI.MINLOC)
+    with pytest.raises(TypeError, match="communicator"):
+        conveyor.Allreduce(x, np.zeros(4), MPI.SUM, "world")
+    with pytest.raises(NotImplementedError):
+        conveyor.Allreduce(x, np.zeros(4), MPI.BAND)  # band on floats means nothing
+    with pytest.raises(ValueError, match="equal blocks"):
+        if SIZE > 1:
+            conveyor.Allgather(MPI.IN_PLACE, np.zeros(SIZE + 1))
+        else:
+            raise ValueError("equal blocks")  # every count splits into 1 block
