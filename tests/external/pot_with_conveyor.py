@@ -15,7 +15,8 @@ in place of POT's Sinkhorn (tests/external/pot_tests.sh loads it with -p).
    called), "pot-only" (passed without calling Conveyor: the test exercises
    other POT functions, or only methods Conveyor does not implement),
    "deviation" (failed, and the test is listed in KNOWN_DEVIATIONS with the
-   reason), or "FAILED". The session fails if any test FAILED or if no test
+   reason), "n/a" (a run on a backend other than NumPy, which conveyor.ot does
+   not serve), "skipped" (by POT itself), or "FAILED". The session fails if any test FAILED or if no test
    called Conveyor.
 """
 import functools
@@ -84,8 +85,12 @@ def pytest_configure(config):
 
 def pytest_generate_tests(metafunc):
     if "nx" in metafunc.fixturenames:
-        backends = get_backend_list()
-        metafunc.parametrize("nx", backends, ids=[b.__name__ for b in backends])
+        # conveyor.ot takes NumPy-compatible input and returns NumPy arrays: runs
+        # of POT's tests on another backend (JAX, PyTorch, ... when installed) do
+        # not apply to it, and are listed as such.
+        params = [pytest.param(b, id=b.__name__, marks=() if b.__name__ == "numpy" else pytest.mark.skip(
+            reason=f"not applicable: conveyor.ot returns NumPy arrays, not {b.__name__} ones")) for b in get_backend_list()]
+        metafunc.parametrize("nx", params)
 
 
 def pytest_runtest_setup(item):
@@ -113,7 +118,8 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.when != "call":
         if report.when == "setup" and report.skipped:
-            _verdicts[item.nodeid] = ("skipped", str(report.longrepr[-1]) if report.longrepr else "")
+            reason = str(report.longrepr[-1]) if report.longrepr else ""
+            _verdicts[item.nodeid] = ("n/a" if "not applicable" in reason else "skipped", reason)
         return
     calls = getattr(item, "conveyor_calls", 0)
     name = item.nodeid.split("::")[-1]

@@ -7,6 +7,7 @@
 #            through --system-site-packages; MPICC=mpicc.openmpi.
 #   mpich:   the same venv, plus mpi4py built against MPICH (scripts/setup's
 #            wheel) installed into it; MPICC=mpicc.mpich.
+# JAX 0.4.30 (CPU) is installed for tests/python/test_mpi_style.py's DLPack test.
 # POT 0.9.5 (PyPI's wheel) is installed into the venv over Debian's 0.8.2: the
 # version whose interface conveyor.ot follows (warmstart, sinkhorn2's warn=False),
 # which tests/python/test_ot.py compares against and whose own test_bregman.py
@@ -56,6 +57,10 @@ if [ "$mpi" = mpich ]; then
   "${pip[@]}" install --quiet --no-index --find-links "$wheels" "mpi4py==4.1.1" || fail "installing mpi4py (MPICH) failed"
 fi
 "${pip[@]}" install --quiet "POT==0.9.5" || fail "pip install POT==0.9.5 failed"
+# JAX on CPU (~85 MB): a real array library behind the DLPack path, with bfloat16.
+# NumPy stays Debian's (pip would otherwise bring NumPy 2 over the system SciPy and POT).
+echo "numpy==$("$python" -c 'import numpy; print(numpy.__version__)')" >"$work/constraints.txt"
+"${pip[@]}" install --quiet -c "$work/constraints.txt" "jax[cpu]==0.4.30" || fail "pip install jax[cpu]==0.4.30 failed"
 
 # The installed copy, imported from outside the source tree.
 installed=$(cd "$work" && "$python" -c "import conveyor, mpi4py; print(conveyor.__file__, mpi4py.__version__)") ||

@@ -1,7 +1,8 @@
 """conveyor.Allreduce / Reduce_scatter_block / Allgather with mpi4py's argument
 conventions, on any buffer: NumPy arrays, buffer specifications with MPI
 datatypes, MPI.IN_PLACE, memoryview / bytearray, DLPack-only objects (float32 from
-NumPy, bfloat16 through a ctypes DLPack producer). References: every rank's
+NumPy, bfloat16 through a ctypes DLPack producer), JAX arrays where JAX is
+installed (the pip venvs of scripts/test). References: every rank's
 input gathered with mpi4py and reduced by NumPy."""
 import ctypes
 
@@ -193,6 +194,21 @@ def test_bfloat16_through_dlpack():
     np.testing.assert_array_equal(recv_bits, bfloat16_bits(want))
     conveyor.Allreduce(MPI.IN_PLACE, DLPackExporter(recv_bits), MPI.MAX)
     np.testing.assert_array_equal(recv_bits, bfloat16_bits(want))
+
+
+def test_jax_arrays_through_dlpack():
+    """JAX CPU arrays (immutable: send buffers only), float32 and bfloat16. JAX is
+    installed in scripts/test's pip venvs (tests/python/installed_package.sh);
+    Debian's python3 used by CTest has none, so there it is skipped."""
+    jnp = pytest.importorskip("jax.numpy")
+    x = jnp.arange(6, dtype=jnp.float32) + RANK
+    y = np.empty(6, dtype=np.float32)
+    conveyor.Allreduce(x, y, MPI.SUM)
+    np.testing.assert_array_equal(y, sum(np.arange(6, dtype=np.float32) + r for r in range(SIZE)))
+    xb = jnp.arange(8, dtype=jnp.bfloat16) * (RANK + 1)
+    recv_bits = np.zeros(8, dtype=np.uint16)
+    conveyor.Allreduce(xb, DLPackExporter(recv_bits), MPI.SUM)
+    np.testing.assert_array_equal(recv_bits, bfloat16_bits(np.arange(8, dtype=np.float32) * (SIZE * (SIZE + 1) / 2)))
 
 
 def test_errors_raise_on_the_calling_rank():
