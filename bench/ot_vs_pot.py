@@ -15,7 +15,6 @@ Single-threaded: OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1 (set before NumPy loads,
 by scripts/bench) and threads=1 for Conveyor.
 """
 import argparse
-import csv
 import sys
 import time
 import warnings
@@ -24,14 +23,8 @@ import numpy as np
 import ot
 
 import conveyor.ot
+from sinkhorn_pot import cost_matrix, write_csv  # the same input as scripts/bench sinkhorn
 
-
-
-def cost_matrix(n, dtype):
-    i = np.arange(n, dtype=np.float64)[:, None] * 0.6180339887498949
-    j = np.arange(n, dtype=np.float64)[None, :] * 0.41421356237309515
-    x = i + j
-    return (x - np.floor(x)).astype(dtype)
 
 
 def timed(fn, a, b, C, iters):
@@ -89,10 +82,7 @@ def main():
         print(f"| {row['n']} | {row['dtype']} | {row['iterations']} | {row['one_read_ms']} | " +
               " | ".join(row[name + ' ms'] for name in impls) + f" | **{row['speedup']}x** |")
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(rows, args.csv)
     return 0
 
 

@@ -34,6 +34,13 @@ def cost_matrix(n, dtype):
     return (x - np.floor(x)).astype(dtype)
 
 
+def write_csv(rows, path):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+
+
 def run(a, b, C, iters):
     t0 = time.perf_counter()
     ot.sinkhorn(a, b, C, 1.0, method="sinkhorn", numItermax=iters, stopThr=0)
@@ -68,10 +75,7 @@ def main():
             print("POT %s  %-8s n=%-6d %10s ms per iteration" % (ot.__version__, dtype, n, row["ms_median"]), flush=True)
             del C
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(rows, args.csv)
     return 0
 
 
