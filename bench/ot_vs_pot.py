@@ -23,7 +23,7 @@ import numpy as np
 import ot
 
 import conveyor.ot
-from sinkhorn_pot import cost_matrix, write_csv  # the same input as scripts/bench sinkhorn
+from sinkhorn_pot import problem, write_csv  # the same input as scripts/bench sinkhorn
 
 
 
@@ -51,9 +51,7 @@ def main():
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
         for dtype in args.dtypes.split(","):
-            C = cost_matrix(n, dtype)
-            a = np.full(n, 1.0 / n, dtype=dtype)
-            b = np.full(n, 1.0 / n, dtype=dtype)
+            C, a, b = problem(n, dtype)
             runs = {name: {"lo": [], "hi": []} for name in impls}
             for fn in impls.values():
                 timed(fn, a, b, C, 1)  # warm-up

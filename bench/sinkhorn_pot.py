@@ -34,6 +34,12 @@ def cost_matrix(n, dtype):
     return (x - np.floor(x)).astype(dtype)
 
 
+def problem(n, dtype):
+    """The cost matrix and uniform marginals of an n x n problem."""
+    a = np.full(n, 1.0 / n, dtype=dtype)
+    return cost_matrix(n, dtype), a, a.copy()
+
+
 def write_csv(rows, path):
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
@@ -58,9 +64,7 @@ def main():
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
         for dtype in args.dtypes.split(","):
-            C = cost_matrix(n, dtype)
-            a = np.full(n, 1.0 / n, dtype=dtype)
-            b = np.full(n, 1.0 / n, dtype=dtype)
+            C, a, b = problem(n, dtype)
             run(a, b, C, 1)  # warm-up (page faults, BLAS init)
             lo, hi = [], []
             for _ in range(args.reps):

@@ -22,7 +22,7 @@ from collections import namedtuple
 from mpi4py import MPI  # initializes MPI before Conveyor needs it
 import numpy as np
 
-from ._mpi import buffer_collective, check_same_mpi, comm_address
+from ._mpi import agree, buffer_collective, check_same_mpi, comm_address
 
 check_same_mpi()  # before the extension loads: a clear error rather than a crash
 from . import _conveyor  # noqa: E402
@@ -528,14 +528,15 @@ class Layout:
         >>> L.shape
         (3, 4)
         """
-        d = [int(x) for x in desc]
-        if len(d) == 9 and d[0] == 1:
-            _, _, M, N, mb, nb, rsrc, csrc, lld = d
-            imb = inb = 0
-        elif len(d) == 11 and d[0] == 2:
-            _, _, M, N, imb, inb, mb, nb, rsrc, csrc, lld = d
-        else:
+        def parse():  # agreed over the ranks: a bad descriptor on one rank raises on every rank
+            d = [int(x) for x in desc]
+            if len(d) == 9 and d[0] == 1:
+                return d[2], d[3], 0, 0, d[4], d[5], d[6], d[7]
+            if len(d) == 11 and d[0] == 2:
+                return tuple(d[2:10])
             raise ValueError(f"expected a ScaLAPACK descriptor of 9 integers (DTYPE 1) or 11 (DTYPE 2), got {d}")
+
+        M, N, imb, inb, mb, nb, rsrc, csrc = agree(_comm(comm), parse)
         if local is not None and getattr(local, "ndim", 0) == 2:
             # ScaLAPACK allocates LLD >= NUMROC rows: the layout takes the first NUMROC
             # (a view; its column stride stays LLD). Anything else is checked, on

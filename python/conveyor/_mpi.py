@@ -145,3 +145,31 @@ def buffer_collective(function, sendbuf, recvbuf, op, comm):
             raise
         raise TypeError("sendbuf and recvbuf must be C-contiguous CPU buffers (DLPack or the buffer protocol), "
                         f"recvbuf writable; got {type(send).__name__} and {type(recv).__name__}") from None
+
+
+_AGREED_ERRORS = {"ValueError": ValueError, "TypeError": TypeError, "NotImplementedError": NotImplementedError}
+
+
+def agree(comm, prepare, must_match=None):
+    """The collective contract for argument handling done in Python before a
+    collective call: runs prepare() on every rank of `comm`, and if it raised on
+    any rank, raises the first such error on every rank ("rank r: message"),
+    instead of leaving the other ranks waiting in the collective. must_match:
+    (description, value) that every rank must pass equal (e.g. the method),
+    else ValueError everywhere. One allgather of a small object, only on
+    communicators of more than one rank."""
+    try:
+        result, problem = prepare(), None
+    except Exception as e:  # noqa: BLE001 (reported to every rank, then raised)
+        result, problem = None, (type(e).__name__, str(e))
+        if comm.Get_size() == 1:  # nothing to agree on; the same message form as below
+            raise _AGREED_ERRORS.get(problem[0], RuntimeError)(f"rank 0: {problem[1]}") from e
+    if comm.Get_size() > 1:
+        shared = comm.allgather((problem, None if must_match is None else must_match[1]))
+        for rank, (p, _) in enumerate(shared):
+            if p is not None:
+                raise _AGREED_ERRORS.get(p[0], RuntimeError)(f"rank {rank}: {p[1]}")
+        values = [v for _, v in shared]
+        if any(v != values[0] for v in values):
+            raise ValueError(f"ranks passed different {must_match[0]}: {values}")
+    return result

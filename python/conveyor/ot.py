@@ -29,7 +29,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import _conveyor
-from ._mpi import comm_address
+from ._mpi import agree, comm_address
 
 __all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS"]
 
@@ -145,17 +145,24 @@ def _as_float_array(x, dtype=None):
 
 
 def _solve(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, kwargs, want_plan, caller):
-    method = _check_method(method)
-    engine = {k: kwargs[k] for k in _ENGINE_KWARGS if k in kwargs}
-    M = _as_float_array(M)
-    if M.ndim != 2:
-        raise ValueError(f"M must be 2-D, got shape {M.shape}")
-    a, b = _as_float_array(a, M.dtype), _as_float_array(b, M.dtype)
     comm = MPI.COMM_SELF if comm is None else comm
+
+    def prepare():  # local conversions and checks, agreed over the ranks before the engine runs
+        name = _check_method(method)
+        M_ = _as_float_array(M)
+        if M_.ndim != 2:
+            raise ValueError(f"M must be 2-D, got shape {M_.shape}")
+        return name, M_, _as_float_array(a, M_.dtype), _as_float_array(b, M_.dtype)
+
+    method, M, a, b = agree(comm, prepare, ("methods and warm-start flags", (str(method), warmstart is None)))
+    engine = {k: kwargs[k] for k in _ENGINE_KWARGS if k in kwargs}
     rows, cols = M.shape
-    if a.size == 0:
-        total_rows = comm.allreduce(rows) if comm.Get_size() > 1 else rows
-        a = np.full(rows, 1.0 / total_rows, dtype=M.dtype)
+    if comm.Get_size() > 1 and comm.allreduce(int(a.size == 0), op=MPI.MAX):
+        total_rows = comm.allreduce(rows)
+        if a.size == 0:
+            a = np.full(rows, 1.0 / total_rows, dtype=M.dtype)
+    elif a.size == 0:
+        a = np.full(rows, 1.0 / rows, dtype=M.dtype)
     if b.size == 0:
         b = np.full(cols, 1.0 / cols, dtype=M.dtype)
     if b.ndim == 2:

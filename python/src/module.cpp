@@ -194,13 +194,15 @@ void require_shape(const A& a, std::initializer_list<std::size_t> want, const ch
 // (mpi4py's MPI._addressof), its type checked by the Python side
 // (conveyor/_mpi.py). Taking addresses rather than mpi4py's C API keeps mpi4py
 // out of the build: pip builds the extension in an environment without it.
-template <class Handle>
-Handle handle_at(nb::handle address) {
-  std::uintptr_t a = 0;
-  if (!nb::try_cast(address, a) || a == 0) fail(errc::invalid_type, "expected the address of an MPI handle");
-  return *reinterpret_cast<const Handle*>(a);
+MPI_Comm comm_at(std::uintptr_t address) {
+  if (address == 0) fail(errc::invalid_type, "expected the address of an MPI communicator");
+  return *reinterpret_cast<const MPI_Comm*>(address);
 }
-MPI_Comm comm_of(nb::handle comm) { return handle_at<MPI_Comm>(comm); }
+MPI_Comm comm_of(nb::handle comm) {
+  std::uintptr_t a = 0;
+  if (!nb::try_cast(comm, a)) fail(errc::invalid_type, "expected the address of an MPI communicator");
+  return comm_at(a);
+}
 
 namespace rd = conveyor::redistribute;
 
@@ -238,6 +240,9 @@ strided local_array(nb::handle local, const std::vector<std::int64_t>& want) {
     return a;
   }
   if (!nb::try_cast(local, a, false)) fail(errc::invalid_type, "local must be a writable NumPy array");
+  // A rank without elements may pass any empty array: ScaLAPACK's NUMROC gives
+  // such a rank (0, LOCc) where the layout says (0, 0); both mean "nothing here".
+  if (elements == 0 && a.size() == 0) return strided();
   bool same = a.ndim() == want.size();
   for (std::size_t d = 0; same && d < a.ndim(); ++d) same = static_cast<std::int64_t>(a.shape(d)) == want[d];
   if (!same) {
@@ -360,7 +365,7 @@ enum class buffer_collective { allreduce, reduce_scatter_block, allgather };
 
 void run_buffer_collective(buffer_collective kind, const std::optional<any_input>& send, const any_output& recv,
                            const char* op_name, std::uintptr_t comm_address) {
-  const MPI_Comm comm = *reinterpret_cast<const MPI_Comm*>(comm_address);  // from MPI._addressof
+  const MPI_Comm comm = comm_at(comm_address);
   const conveyor::dtype t = dtype_of(recv.dtype());
   if (send && dtype_of(send->dtype()) != t) fail(errc::invalid_type, "sendbuf and recvbuf differ in dtype");
   int ranks = 1;
@@ -499,7 +504,7 @@ NB_MODULE(_conveyor, m) {
   // conveyor::allreduce calls made from C++ on these buffers (the baseline the
   // Python call's overhead is measured against).
   m.def("_time_cpp_allreduce", [](any_input send, any_output recv, const char* op, std::uintptr_t comm, int calls) {
-    const MPI_Comm c = *reinterpret_cast<const MPI_Comm*>(comm);
+    const MPI_Comm c = comm_at(comm);
     const conveyor::dtype t = dtype_of(recv.dtype());
     const conveyor::op o = conveyor::parse_op(op);
     nb::gil_scoped_release unlocked;

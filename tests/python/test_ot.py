@@ -123,3 +123,27 @@ def test_rows_spread_over_ranks_give_the_single_process_plan(method):
     # Empty a: uniform over all ranks' rows.
     P_uniform = conveyor.ot.sinkhorn([], b, M[first:first + rows], 0.2, method=method, comm=COMM)
     np.testing.assert_allclose(P_uniform, P[first:first + rows], rtol=1e-11, atol=1e-300)
+
+
+@pytest.mark.parametrize("bad_rank", range(SIZE))
+def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
+    a, b, M = pot_problem(4 * SIZE, 6, seed=9)
+    first, rows = conveyor.balanced_rows(4 * SIZE, COMM)
+    mine = M[first:first + rows]
+    cases = [  # (what this rank passes if it is the bad one, the error every rank must raise)
+        (dict(M=mine.ravel()), ValueError, "M must be 2-D"),
+        (dict(method="greenkhorn"), NotImplementedError, "greenkhorn"),
+        (dict(method="sinkhorn_log"), ValueError, "different methods"),
+        (dict(M=[["x"]]), ValueError, f"rank {bad_rank}"),
+    ]
+    for override, error, message in cases:
+        args = dict(M=mine, method="sinkhorn")
+        if RANK == bad_rank:
+            args.update(override)
+        if SIZE == 1 and error is ValueError and "different" in message:
+            continue  # one rank cannot disagree with itself
+        with pytest.raises(error, match=message):
+            conveyor.ot.sinkhorn(a[first:first + rows], b, args["M"], 0.5, method=args["method"], comm=COMM)
+    # The communicator is still usable: a good call after the bad ones.
+    P = conveyor.ot.sinkhorn(a[first:first + rows], b, mine, 0.5, comm=COMM)
+    assert P.shape == mine.shape

@@ -172,10 +172,11 @@ def test_batched_plan_moves_every_transform():
     first, count = conveyor.balanced_rows(10, COMM)
     a = conveyor.Layout.cartesian((10,), (SIZE,), v[first:first + count].copy(), COMM)
     a_whole = conveyor.Layout.cartesian((10,), (1,), np.zeros(10) if RANK == 0 else None, COMM)
-    G = global_matrix(6, 4)
-    src, r0, rc = rows_layout(6, 4)
+    n, m = 2 * SIZE + 2, SIZE + 3  # each at least one row per rank, both ways
+    G = global_matrix(n, m)
+    src, r0, rc = rows_layout(n, m)
     src.local[...] = G[r0:r0 + rc]
-    dst, c0, cc = rows_layout(4, 6)
+    dst, c0, cc = rows_layout(m, n)
     plan = conveyor.Plan.batch([(a, a_whole), dict(src=src, dst=dst, perm=(1, 0), alpha=-1.0)])
     for _ in range(2):
         plan.execute()
@@ -208,3 +209,11 @@ def test_layout_from_a_scalapack_descriptor(desc_type):
     np.testing.assert_array_equal(dst.local, G[first:first + count])
     with pytest.raises(ValueError, match="descriptor"):
         conveyor.Layout.from_descriptor([1, 0, M, N], local, prow, pcol, COMM)
+
+
+@pytest.mark.parametrize("bad_rank", range(SIZE))
+def test_a_bad_descriptor_on_one_rank_raises_on_every_rank(bad_rank):
+    desc = [1, 0, 4, 4, 2, 2, 0, 0, 4] if RANK != bad_rank else [1, 0, 4, 4]
+    local = np.zeros((4, 4), order="F") if RANK == 0 else None
+    with pytest.raises(ValueError, match=f"rank {bad_rank}: expected a ScaLAPACK descriptor"):
+        conveyor.Layout.from_descriptor(desc, local, 1, 1, COMM)
