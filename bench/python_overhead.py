@@ -37,7 +37,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=21)
     p.add_argument("--calls", type=int, default=2000)
-    p.add_argument("--sizes", default="8,1024,65536", help="bytes (float64 elements x 8)")
+    every = sorted({8 << k for k in range(14)} | {12 << k for k in range(13)})
+    p.add_argument("--sizes", default=",".join(str(x) for x in every if x <= 65536),
+                   help="bytes (float64 elements x 8); default every 2^k and 3*2^k from 8 B to 64 KiB")
     args = p.parse_args()
     address = comm_address(COMM)
     rows = []
