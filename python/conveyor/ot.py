@@ -20,9 +20,15 @@ is this rank's rows; ``sinkhorn2``'s loss is the total over all ranks. Without
 (``threads=`` sets their number). ``allreduce_algorithm=`` chooses the column-sum
 allreduce.
 
-Only NumPy-compatible inputs are accepted (anything ``numpy.asarray`` takes);
-float32 stays float32, other dtypes become float64.
+Inputs: NumPy arrays and anything ``numpy.asarray`` takes; float32 stays float32,
+other dtypes become float64. Arrays of another library that POT has a backend
+for (JAX, PyTorch, CuPy, TensorFlow) are accepted when POT is installed: the
+engine computes on NumPy copies (a device array is copied to the host) and the
+plan, losses and ``log`` vectors come back as that library's arrays, of ``M``'s
+dtype and device, through POT's backend. They come back as values: unlike POT's
+own solver on PyTorch or JAX, no gradient flows through them.
 """
+import sys
 import warnings
 
 import numpy as np
@@ -144,7 +150,43 @@ def _as_float_array(x, dtype=None):
     return np.ascontiguousarray(x, dtype=dtype)
 
 
+def _foreign_backend(*arrays):
+    """POT's backend for input arrays that are not NumPy's (None for NumPy
+    input, Python sequences and scalars, or where POT is not installed)."""
+    foreign = [x for x in arrays if type(x).__module__.split(".")[0] not in ("numpy", "builtins")]
+    if not foreign:
+        return None
+    try:
+        from ot.backend import get_backend
+        return get_backend(*foreign)
+    except (ImportError, ValueError):  # no POT, or a type none of its backends knows
+        return None
+
+
 def _solve(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, kwargs, want_plan, caller):
+    nx = _foreign_backend(a, b, M)
+    if nx is None:
+        return _solve_numpy(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, kwargs,
+                            want_plan, caller)
+    # Another library's arrays: solved on NumPy copies, results handed back as that library's arrays.
+    def to_numpy(x):
+        return nx.to_numpy(x) if type(x).__module__.split(".")[0] not in ("numpy", "builtins") else x
+
+    start = None if warmstart is None else tuple(to_numpy(w) for w in warmstart)
+    out = _solve_numpy(to_numpy(a), to_numpy(b), to_numpy(M), reg, method, numItermax, stopThr, verbose, log, warn,
+                       start, comm, kwargs, want_plan, caller)
+
+    def back(x):
+        return nx.from_numpy(np.asarray(x), type_as=M)
+
+    if not log:
+        return back(out)
+    result, log_dict = out
+    return back(result), {k: back(v) if isinstance(v, np.ndarray) else v for k, v in log_dict.items()}
+
+
+def _solve_numpy(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, kwargs, want_plan,
+                 caller):
     comm = MPI.COMM_SELF if comm is None else comm
 
     def prepare():  # local conversions and checks, agreed over the ranks before the engine runs
@@ -204,6 +246,15 @@ def _run(a, b, M, reg, method, numItermax, stopThr, warmstart, comm, engine, wan
     return out
 
 
+def _user_stacklevel():
+    """The stacklevel at which warnings.warn, called from a function of this
+    module, names the first caller outside it (the user's line)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _report(run, verbose, warn, caller):
     if verbose:
         for k, err in enumerate(run["log"]["err"]):
@@ -212,12 +263,13 @@ def _report(run, verbose, warn, caller):
             print(f"{k * _CHECK_EVERY:5d}|{err:12e}|")
     if run["status"] == "numerical_failure":
         warnings.warn(f"conveyor.ot.{caller}: numerical errors at iteration {run['niter']} (a scaling factor "
-                      "became 0, Inf or NaN); the last finite iterate is returned", UserWarning, stacklevel=4)
+                      "became 0, Inf or NaN); the last finite iterate is returned", UserWarning,
+                      stacklevel=_user_stacklevel())
     elif run["status"] == "max_iter" and warn:
         last = run["log"]["err"][-1] if run["log"]["err"] else float("nan")
         warnings.warn(f"conveyor.ot.{caller}: Sinkhorn did not converge in numItermax={run['numItermax']} "
                       f"iterations (marginal error {last:.3e}, stopThr={run['stopThr']:g}); raise numItermax "
-                      "or reg", UserWarning, stacklevel=4)
+                      "or reg", UserWarning, stacklevel=_user_stacklevel())
 
 
 def _several_histograms(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, engine,

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "conveyor/collectives.hpp"
+#include "runtime/large_array.hpp"
 #include "sinkhorn/common.hpp"
 #include "sinkhorn/kernels.hpp"
 #include "sinkhorn/scaling.hpp"
@@ -220,7 +221,7 @@ transport_result<T> solve_plain(const run_context& ctx, const ot_problem<T>& p, 
   const std::size_t rows = p.rows, cols = p.cols;
   const auto n = static_cast<std::ptrdiff_t>(rows);
   const T neg_inv_eps = static_cast<T>(-1 / p.eps);
-  std::vector<T> K(rows * cols);
+  conveyor::detail::large_array<T> K(rows * cols);  // written in full by gibbs_row
 #pragma omp parallel for num_threads(ctx.threads) schedule(static)
   for (std::ptrdiff_t i = 0; i < n; ++i) {
     k.gibbs_row(K.data() + static_cast<std::size_t>(i) * cols, p.C + static_cast<std::size_t>(i) * p.ld, neg_inv_eps, cols);

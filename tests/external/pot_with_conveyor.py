@@ -8,15 +8,15 @@ in place of POT's Sinkhorn (tests/external/pot_tests.sh loads it with -p).
    are counted.
 2. What POT's test modules take from POT's repository-level conftest.py, which
    its source distribution leaves out: the `nx` fixture (one run per backend
-   POT finds installed), and the decorators pytest.skip_backend(name) and
-   pytest.skip_arg(names, values, reason, getter). Written here from how the
-   tests use them.
+   POT finds installed), the decorators pytest.skip_backend(name) and
+   pytest.skip_arg(names, values, reason, getter), and JAX in 64-bit mode (without
+   it POT's JAX runs compute in float32 and POT itself fails 17 of them). Written
+   here from how the tests use them.
 3. The verdict, one line per test at the end: "conveyor" (passed, Conveyor
    called), "pot-only" (passed without calling Conveyor: the test exercises
    other POT functions, or only methods Conveyor does not implement),
    "deviation" (failed, and the test is listed in KNOWN_DEVIATIONS with the
-   reason), "n/a" (a run on a backend other than NumPy, which conveyor.ot does
-   not serve), "skipped" (by POT itself), or "FAILED". The session fails if any test FAILED or if no test
+   reason), "skipped" (by POT itself), or "FAILED". The session fails if any test FAILED or if no test
    called Conveyor.
 """
 import functools
@@ -76,6 +76,9 @@ def _skip_arg(names, values, reason=None, getter=lambda x: x):
 
 
 def pytest_configure(config):
+    from ot.backend import jax
+    if jax:  # as POT's conftest: its JAX runs compare float64 results
+        jax.config.update("jax_enable_x64", True)
     pytest.skip_backend = _skip_backend
     pytest.skip_arg = _skip_arg
     config.addinivalue_line("markers", "conveyor_skip_backend(name, reason): see pot_with_conveyor.py")
@@ -85,12 +88,9 @@ def pytest_configure(config):
 
 def pytest_generate_tests(metafunc):
     if "nx" in metafunc.fixturenames:
-        # conveyor.ot takes NumPy-compatible input and returns NumPy arrays: runs
-        # of POT's tests on another backend (JAX, PyTorch, ... when installed) do
-        # not apply to it, and are listed as such.
-        params = [pytest.param(b, id=b.__name__, marks=() if b.__name__ == "numpy" else pytest.mark.skip(
-            reason=f"not applicable: conveyor.ot returns NumPy arrays, not {b.__name__} ones")) for b in get_backend_list()]
-        metafunc.parametrize("nx", params)
+        # One run per backend POT finds (NumPy, and JAX / PyTorch / ... where
+        # installed): conveyor.ot hands other libraries' arrays back as theirs.
+        metafunc.parametrize("nx", [pytest.param(b, id=b.__name__) for b in get_backend_list()])
 
 
 def pytest_runtest_setup(item):
@@ -119,7 +119,7 @@ def pytest_runtest_makereport(item, call):
     if report.when != "call":
         if report.when == "setup" and report.skipped:
             reason = str(report.longrepr[-1]) if report.longrepr else ""
-            _verdicts[item.nodeid] = ("n/a" if "not applicable" in reason else "skipped", reason)
+            _verdicts[item.nodeid] = ("skipped", reason)
         return
     calls = getattr(item, "conveyor_calls", 0)
     name = item.nodeid.split("::")[-1]

@@ -405,6 +405,34 @@ TEST(SinkhornTransport, PlainAndLogDomainAgreeForModerateEps) {
   check_transport<float>(0.05, 0.0, true, sk::variant::fused, 2e-5);
 }
 
+TEST(SinkhornTransport, KernelPastTheHugePageThreshold) {
+  // From 4 MiB on, the plain solver's K = exp(-C/eps) is uninitialized, 2 MiB-aligned,
+  // huge-page-advised memory (src/runtime/large_array.hpp), with a size rounded up
+  // to whole huge pages: every rank's K here is 1100 x 517 doubles = 4.3 MiB, an odd
+  // width so no row starts on a page. The log domain builds no K: both plans agree.
+  const std::size_t rows_each = 1100, N = 517;
+  const dense_problem p = ot_problem(rows_each * std::size_t(size_of()), N, 17, 0.0);
+  const sk::row_block b = my_rows(p.M, false);
+  ASSERT_GE(b.count * N * sizeof(double), std::size_t(4) << 20);
+  const auto C = rows_of<double>(p.A, N, b, N);
+  const auto a = convert<double>(p.r.data() + b.first, b.count);
+  std::vector<double> plain_plan(b.count * N, -1), log_plan(b.count * N, -1);
+  sk::options o;
+  o.threads = 2;
+  o.tol = 0;
+  o.max_iter = 30;  // the same iterations in both domains
+  const auto plain = sk::transport(C.data(), b.count, N, N, a.data(), p.c.data(), 0.5, MPI_COMM_WORLD, o, plain_plan.data());
+  o.log_domain = true;
+  const auto logd = sk::transport(C.data(), b.count, N, N, a.data(), p.c.data(), 0.5, MPI_COMM_WORLD, o, log_plan.data());
+  EXPECT_EQ(plain.iterations, logd.iterations);
+  double worst = 0;
+  for (std::size_t k = 0; k < plain_plan.size(); ++k) {
+    worst = std::max(worst, std::abs(plain_plan[k] - log_plan[k]) / std::max(log_plan[k], 1e-300));
+  }
+  EXPECT_LE(worst, 1e-10);
+  EXPECT_NEAR(plain.cost, logd.cost, 1e-10 * std::abs(logd.cost));
+}
+
 TEST(SinkhornTransport, TinyEpsPlainFailsLogDomainConverges) {
   // Costs in [1, 2] and eps = 1/800: every exp(-C/eps) underflows in double.
   const double eps = 1.0 / 800;

@@ -74,6 +74,28 @@ def test_float32_stays_float32_and_matches_pot():
     np.testing.assert_allclose(P, ot.sinkhorn(a, b, M, 0.5, stopThr=1e-6), rtol=2e-4, atol=1e-9)
 
 
+def test_jax_arrays_come_back_as_jax_arrays():
+    """Another library's arrays (through POT's backend): the results are that
+    library's arrays, of M's dtype, equal to the NumPy call's. JAX is installed
+    in scripts/test's pip venvs (tests/python/installed_package.sh); Debian's
+    python3 used by CTest has none (and POT 0.8.2), so there it is skipped."""
+    jnp = pytest.importorskip("jax.numpy")
+    a, b, M = pot_problem(30, 20, seed=6, dtype=np.float32)
+    M /= M.max()
+    aj, bj, Mj = jnp.asarray(a), jnp.asarray(b), jnp.asarray(M)
+    P, log = conveyor.ot.sinkhorn(aj, bj, Mj, 0.5, stopThr=1e-6, log=True)
+    P_np, log_np = conveyor.ot.sinkhorn(a, b, M, 0.5, stopThr=1e-6, log=True)
+    assert type(P) is type(Mj) and P.dtype == jnp.float32 and P.shape == (30, 20)
+    np.testing.assert_array_equal(np.asarray(P), P_np)
+    assert type(log["u"]) is type(Mj) and log["niter"] == log_np["niter"]
+    np.testing.assert_array_equal(np.asarray(log["v"]), log_np["v"])
+    W = conveyor.ot.sinkhorn2(aj, bj, Mj, 0.5, method="sinkhorn_log")
+    assert type(W) is type(Mj) and float(W) == pytest.approx(conveyor.ot.sinkhorn2(a, b, M, 0.5, method="sinkhorn_log"))
+    # A warm start given as JAX arrays, a list beside a JAX M.
+    P_warm = conveyor.ot.sinkhorn(list(a), bj, Mj, 0.5, stopThr=1e-6, warmstart=(jnp.log(log["u"]), jnp.log(log["v"])))
+    np.testing.assert_allclose(np.asarray(P_warm), P_np, rtol=1e-5, atol=1e-9)
+
+
 def test_empty_histograms_mean_uniform_and_lists_are_accepted():
     _, _, M = pot_problem(20, 10, seed=4)
     P = conveyor.ot.sinkhorn([], [], M.tolist(), 1.0)
@@ -104,8 +126,18 @@ def test_warmstart_from_a_solution_stops_at_the_first_test():
 def test_numerical_failure_warns():
     a, b, M = pot_problem(20, seed=7)
     M = 1.0 + M / M.max()  # exp(-M / reg) underflows to 0 everywhere
-    with pytest.warns(UserWarning, match="numerical errors"):
+    with pytest.warns(UserWarning, match="numerical errors") as record:
         conveyor.ot.sinkhorn(a, b, M, 1e-3)
+    assert record[0].filename == __file__  # the warning names the caller's line, as POT's
+
+
+@pytest.mark.parametrize("histograms", [1, 2])
+def test_warnings_name_the_callers_line(histograms):
+    a, b, M = pot_problem(20, seed=9)
+    B = b if histograms == 1 else np.stack([b] * histograms, axis=1)
+    with pytest.warns(UserWarning, match="did not converge") as record:
+        conveyor.ot.sinkhorn(a, B, M / M.max(), 0.05, numItermax=5)
+    assert [w.filename for w in record] == [__file__] * histograms
 
 
 @pytest.mark.parametrize("method", ["sinkhorn", "sinkhorn_log"])
