@@ -8,14 +8,14 @@ round over --rounds, per call:
   C++                 conveyor::allreduce called in a C++ loop on the same buffers
                       (the extension's _time_cpp_allreduce: no Python per call)
   C++ x1 per Python call  the same function asked for one call at a time from a
-                      Python loop: the floor of any binding (a Python-to-C++
-                      call, and the ranks leaving and re-entering C++ between
-                      calls), with none of conveyor.Allreduce's argument handling
+                      Python loop: a minimal nanobind binding of the call (its
+                      arrays imported as nb::ndarray), and the ranks leaving and
+                      re-entering C++ between calls
   conveyor.Allreduce  the mpi4py-style call (recvbuf given)
   conveyor.allreduce  the NumPy-style call with out= (converts and checks more)
   mpi4py              comm.Allreduce (the MPI library's allreduce through mpi4py)
-overhead = conveyor.Allreduce - C++ (the issue's target: <= 2 us); of it,
-wrapper = conveyor.Allreduce - C++ x1 is what conveyor's own code adds.
+overhead = conveyor.Allreduce - C++ (the issue's target: <= 2 us);
+vs binding = conveyor.Allreduce - C++ x1 (negative: cheaper than the minimal binding).
 Prints a markdown table on rank 0.
 """
 import argparse
@@ -84,7 +84,7 @@ def main():
     if COMM.Get_rank() == 0:
         print(f"Per-call time from Python, {COMM.Get_size()} rank(s), float64 sum; median of {args.rounds} rounds "
               f"of {args.calls} calls, us per call\n")
-        print("| bytes | C++ | C++ x1 per Python call | conveyor.Allreduce | overhead | of it, wrapper "
+        print("| bytes | C++ | C++ x1 per Python call | conveyor.Allreduce | overhead | vs binding "
               "| conveyor.allreduce(out=) | mpi4py Allreduce |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|")
         for nbytes, m in rows:

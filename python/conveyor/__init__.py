@@ -22,10 +22,12 @@ from collections import namedtuple
 from mpi4py import MPI  # initializes MPI before Conveyor needs it
 import numpy as np
 
-from ._mpi import agree, buffer_collective, check_same_mpi, comm_address
+from ._mpi import agree, buffer_collective, check_same_mpi, comm_address, register_mpi_style_objects
 
 check_same_mpi()  # before the extension loads: a clear error rather than a crash
 from . import _conveyor  # noqa: E402
+
+register_mpi_style_objects(_conveyor)
 from . import ot  # noqa: E402,F401  (conveyor.ot: POT's sinkhorn / sinkhorn2)
 
 __version__ = _conveyor.__version__
@@ -160,7 +162,8 @@ def Allreduce(sendbuf, recvbuf, op=MPI.SUM, comm=None):
     [0.0, 1.0, 2.0, 3.0]
     >>> conveyor.Allreduce(MPI.IN_PLACE, y, MPI.MAX, MPI.COMM_SELF)
     """
-    buffer_collective(_conveyor.buffer_allreduce, sendbuf, recvbuf, op, comm)
+    if not _conveyor.try_buffer_allreduce(sendbuf, recvbuf, op, comm):  # the common case, in C++
+        buffer_collective(_conveyor.buffer_allreduce, sendbuf, recvbuf, op, comm)
 
 
 def Reduce_scatter_block(sendbuf, recvbuf, op=MPI.SUM, comm=None):
@@ -186,7 +189,8 @@ def Reduce_scatter_block(sendbuf, recvbuf, op=MPI.SUM, comm=None):
     >>> out.tolist()
     [1.0, 2.0]
     """
-    buffer_collective(_conveyor.buffer_reduce_scatter_block, sendbuf, recvbuf, op, comm)
+    if not _conveyor.try_buffer_reduce_scatter_block(sendbuf, recvbuf, op, comm):  # the common case, in C++
+        buffer_collective(_conveyor.buffer_reduce_scatter_block, sendbuf, recvbuf, op, comm)
 
 
 def Allgather(sendbuf, recvbuf, comm=None):
@@ -210,7 +214,8 @@ def Allgather(sendbuf, recvbuf, comm=None):
     >>> out.tolist()
     [7, 8, 9]
     """
-    buffer_collective(_conveyor.buffer_allgather, sendbuf, recvbuf, "sum", comm)
+    if not _conveyor.try_buffer_allgather(sendbuf, recvbuf, None, comm):  # the common case, in C++
+        buffer_collective(_conveyor.buffer_allgather, sendbuf, recvbuf, "sum", comm)
 
 
 # ---------------------------------------------------------------------------

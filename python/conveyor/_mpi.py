@@ -124,11 +124,22 @@ def buffer_of(spec, name):
     return array
 
 
+def register_mpi_style_objects(extension):
+    """Tells the extension which objects are MPI.IN_PLACE, COMM_WORLD and the
+    predefined ops, and how to read a communicator's handle: its try_buffer_*
+    entries handle the common case of conveyor.Allreduce & co.
+    (buffer-protocol buffers, those objects, any communicator) without this
+    module, and return False for the rest."""
+    extension.register_mpi_style_objects(_IN_PLACE, _WORLD, _WORLD_ADDRESS, MPI.Comm, _addressof,
+                                         [(getattr(MPI, name.upper()), name) for name in _OP_LIST])
+
+
 def buffer_collective(function, sendbuf, recvbuf, op, comm):
     """Runs `function` (an extension entry of mpi4py's shape) on the converted
-    arguments; MPI.IN_PLACE (or None) as sendbuf reads from recvbuf. The common
-    case (plain buffers, a predefined op object, COMM_WORLD or None) is checked
-    inline: this is the per-call overhead bench/python_overhead.py measures."""
+    arguments; MPI.IN_PLACE (or None) as sendbuf reads from recvbuf. The general
+    path of conveyor.Allreduce & co.: buffer specifications, DLPack-only
+    objects, op names, other communicators, and the wording of errors (the
+    common case never reaches it: the extension's try_buffer_* entries)."""
     if sendbuf is None or sendbuf is _IN_PLACE:
         send = None
     elif isinstance(sendbuf, (list, tuple)):

@@ -113,6 +113,58 @@ def test_a_sub_communicator():
     sub.Free()
 
 
+FAST_PATH_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
+                    np.float32, np.float64, np.complex64, np.complex128]
+
+
+@pytest.mark.parametrize("dtype", FAST_PATH_DTYPES)
+def test_the_common_case_in_cpp_gives_the_general_paths_result(dtype):
+    """The common case (buffer-protocol buffers, a predefined MPI.Op, None or any
+    communicator) runs in the extension (try_buffer_*); the same call through
+    the general path gives the same bits."""
+    from conveyor import _conveyor
+
+    x = local_input(11, dtype)
+    fast = np.empty_like(x)
+    assert _conveyor.try_buffer_allreduce(x, fast, MPI.SUM, None)
+    general = np.empty_like(x)
+    conveyor.Allreduce([x], [general], "sum", COMM)  # specifications and an op name: the general path
+    np.testing.assert_array_equal(fast, general)
+    np.testing.assert_array_equal(fast, expected(11, dtype, "sum"))
+    # memoryview and IN_PLACE through the same entry
+    inplace = x.copy()
+    assert _conveyor.try_buffer_allreduce(MPI.IN_PLACE, memoryview(inplace), MPI.SUM, COMM)
+    np.testing.assert_array_equal(inplace, fast)
+
+
+def test_what_the_common_case_leaves_to_the_general_path():
+    """try_buffer_* declines (returns False, having done nothing) whatever it
+    does not handle; the public call then takes the general path."""
+    from conveyor import _conveyor
+
+    x, y = np.ones(4), np.zeros(4)
+    declined = {
+        "a buffer specification": ([x, MPI.DOUBLE], y, MPI.SUM, None),
+        "an op name": (x, y, "sum", None),
+        "a non-predefined op": (x, y, MPI.MINLOC, None),
+        "a non-communicator": (x, y, MPI.SUM, "world"),
+        "bool elements": (x.astype(bool), y.astype(bool), MPI.SUM, None),
+        "big-endian elements": (x.astype(">f8"), y.astype(">f8"), MPI.SUM, None),
+        "a read-only recvbuf": (x, np.frombuffer(bytes(32)), MPI.SUM, None),
+        "a strided recvbuf": (x, np.zeros(8)[::2], MPI.SUM, None),
+        "a DLPack-only object": (DLPackOnly(x), y, MPI.SUM, None),
+    }
+    for what, args in declined.items():
+        assert _conveyor.try_buffer_allreduce(*args) is False, what
+        assert not y.any(), what
+    sub = COMM.Dup()
+    assert _conveyor.try_buffer_allreduce(x, y, MPI.SUM, sub)
+    np.testing.assert_array_equal(y, SIZE)
+    sub.Free()  # a freed communicator is MPI_COMM_NULL: an error, on either path
+    with pytest.raises(ValueError, match="MPI_COMM_NULL"):
+        conveyor.Allreduce(x, y, MPI.SUM, sub)
+
+
 class DLPackOnly:
     """An array known to the extension only through the DLPack protocol."""
 
