@@ -150,10 +150,15 @@ def _as_float_array(x, dtype=None):
     return np.ascontiguousarray(x, dtype=dtype)
 
 
+def _is_foreign(x):
+    """An array of another library than NumPy (not a Python sequence or scalar)."""
+    return type(x).__module__.split(".")[0] not in ("numpy", "builtins")
+
+
 def _foreign_backend(*arrays):
     """POT's backend for input arrays that are not NumPy's (None for NumPy
     input, Python sequences and scalars, or where POT is not installed)."""
-    foreign = [x for x in arrays if type(x).__module__.split(".")[0] not in ("numpy", "builtins")]
+    foreign = [x for x in arrays if _is_foreign(x)]
     if not foreign:
         return None
     try:
@@ -170,7 +175,7 @@ def _solve(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmst
                             want_plan, caller)
     # Another library's arrays: solved on NumPy copies, results handed back as that library's arrays.
     def to_numpy(x):
-        return nx.to_numpy(x) if type(x).__module__.split(".")[0] not in ("numpy", "builtins") else x
+        return nx.to_numpy(x) if _is_foreign(x) else x
 
     start = None if warmstart is None else tuple(to_numpy(w) for w in warmstart)
     out = _solve_numpy(to_numpy(a), to_numpy(b), to_numpy(M), reg, method, numItermax, stopThr, verbose, log, warn,

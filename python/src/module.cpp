@@ -26,6 +26,7 @@
 #include <optional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "conveyor/collectives.hpp"
@@ -420,8 +421,9 @@ void run_buffer_collective(buffer_collective kind, const raw_buffer& send, const
 // MPI.IN_PLACE or None as sendbuf, a predefined MPI.Op object, comm None or an
 // mpi4py communicator. Anything else (buffer specifications, DLPack-only objects
 // such as PyTorch or JAX arrays, bfloat16, op names, a buffer the protocol
-// refuses) returns false and goes the general way, which also words the errors. Why: nanobind's ndarray import costs ~0.2 us per array and the Python
-// wrapper ~0.5 us; the buffer protocol ~0.04 us (bench/python_overhead.py).
+// refuses) returns false and goes the general way, which also words the errors.
+// Why: nanobind's ndarray import costs ~0.2 us per array and the Python wrapper
+// ~0.5 us; the buffer protocol ~0.04 us per array (docs/results.md, "Python").
 struct mpi_style_objects {
   PyObject* in_place = nullptr;
   PyObject* world = nullptr;
@@ -464,15 +466,15 @@ class held_buffer {
 // byte order, one element), as NumPy and memoryview write them.
 std::optional<conveyor::dtype> dtype_of_format(const char* format, Py_ssize_t itemsize) {
   using conveyor::dtype;
-  std::string f = format ? format : "B";
-  if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f.erase(0, 1);
-  const bool little = [] {
+  std::string_view f = format ? format : "B";
+  // '<' is native only on little-endian machines; '>' and '!' never here (declined).
+  static const bool little_endian = [] {
     const std::uint16_t one = 1;
     unsigned char first;
     std::memcpy(&first, &one, 1);
     return first == 1;
   }();
-  if (!little && format && format[0] == '<') return std::nullopt;
+  if (!f.empty() && (f[0] == '@' || f[0] == '=' || (f[0] == '<' && little_endian))) f.remove_prefix(1);
   const auto integer = [itemsize](bool is_signed) -> std::optional<dtype> {
     switch (itemsize) {
       case 1: return is_signed ? dtype::int8 : dtype::uint8;
@@ -487,8 +489,8 @@ std::optional<conveyor::dtype> dtype_of_format(const char* format, Py_ssize_t it
   if (f == "e" && itemsize == 2) return dtype::float16;
   if (f == "Zf" && itemsize == 8) return dtype::complex64;
   if (f == "Zd" && itemsize == 16) return dtype::complex128;
-  if (f.size() == 1 && std::strchr("bhilq", f[0])) return integer(true);
-  if (f.size() == 1 && std::strchr("BHILQ", f[0])) return integer(false);
+  if (f.size() == 1 && std::string_view("bhilq").find(f[0]) != std::string_view::npos) return integer(true);
+  if (f.size() == 1 && std::string_view("BHILQ").find(f[0]) != std::string_view::npos) return integer(false);
   return std::nullopt;
 }
 
