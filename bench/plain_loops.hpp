@@ -1,12 +1,17 @@
-// The "plain C++ loop" baselines: what a user writes by hand, compiled with
-// -O3 -march=native for the build machine (see bench/CMakeLists.txt). They are the
+// The "plain C++ loop" baselines: what a user writes by hand, compiled -O3 for
+// the SIMD target Conveyor runs (plain_loops.cpp: one pass per Highway target, the
+// active target's used, as `-march=<that CPU>` would). They are the
 // memory-bandwidth reference of `conveyor bench reduce`.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace conveyor::bench {
+
+/// The SIMD target the plain loops were compiled for in this run (Conveyor's active one).
+std::string plain_loop_target();
 
 void plain_sum_f32(const float* in, float* inout, std::size_t n);
 void plain_sum_f64(const double* in, double* inout, std::size_t n);

@@ -10,12 +10,17 @@ import csv
 import os
 from collections import OrderedDict
 
+# The plain-loop row, whatever its label says it was compiled for ("plain loop -O3",
+# or "-O3 -march=native" in CSVs from before the per-target build).
+PLAIN = "plain loop"
+
 
 def load(path):
     rows = list(csv.DictReader(open(path)))
     table = OrderedDict()  # (case, size) -> {implementation: row}
     for r in rows:
-        table.setdefault((r["case"], r["size"]), {})[r["implementation"]] = r
+        impl = PLAIN if r["implementation"].startswith(PLAIN) else r["implementation"]
+        table.setdefault((r["case"], r["size"]), {})[impl] = r
     return table
 
 
@@ -39,9 +44,9 @@ def markdown(path, table):
         t = float(c["median_us"])
         out.append("| {} | {} | {} | {} | {} | {} | {:.2f}x | {:.2f}x |".format(
             case, size, c["GB/s"], impls[mpi]["GB/s"],
-            impls["plain loop -O3 -march=native"]["GB/s"], impls["memcpy"]["GB/s"],
+            impls[PLAIN]["GB/s"], impls["memcpy"]["GB/s"],
             float(impls[mpi]["median_us"]) / t,
-            float(impls["plain loop -O3 -march=native"]["median_us"]) / t))
+            float(impls[PLAIN]["median_us"]) / t))
     return "\n".join(out)
 
 
@@ -52,7 +57,7 @@ def plot(paths_tables, target):
 
     cases = list(OrderedDict.fromkeys(k[0] for k in paths_tables[0][1]))
     fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 3.6), sharey=True)
-    styles = {"conveyor": "-o", "plain loop -O3 -march=native": "--", "memcpy": ":"}
+    styles = {"conveyor": "-o", PLAIN: "--", "memcpy": ":"}
     for ax, case in zip(axes, cases):
         for pi, (path, table) in enumerate(paths_tables):
             keys = [k for k in table if k[0] == case]
@@ -60,7 +65,7 @@ def plot(paths_tables, target):
             mpi = mpi_impl(table[keys[0]])
             label_mpi = mpi.replace("MPI_Reduce_local ", "").strip("()")
             for impl, style in list(styles.items()) + [(mpi, "-s")]:
-                if pi > 0 and impl in ("plain loop -O3 -march=native", "memcpy"):
+                if pi > 0 and impl in (PLAIN, "memcpy"):
                     continue  # one copy of the references is enough
                 ys = [float(table[k][impl]["GB/s"]) for k in keys]
                 label = {"conveyor": f"Conveyor ({label_mpi} build)"}.get(

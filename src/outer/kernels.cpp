@@ -50,11 +50,11 @@ void RowsFromPairs(const T* A, std::size_t lda, const T* B, std::size_t ldb, std
   }
 }
 
+// Constant-initialized (function addresses only): no code runs to build it.
 const outer_kernel_tables* GetOuterTables() {
-  static const outer_kernel_tables tables{{&RowsFromPairs<float>}, {&RowsFromPairs<double>}};
+  static constexpr outer_kernel_tables tables{{&RowsFromPairs<float>}, {&RowsFromPairs<double>}};
   return &tables;
 }
-CONVEYOR_REGISTER_TARGET_TABLE(outer_kernel_tables, GetOuterTables);
 
 }  // namespace HWY_NAMESPACE
 }  // namespace detail
@@ -66,8 +66,10 @@ HWY_AFTER_NAMESPACE();
 namespace conveyor {
 namespace detail {
 
+HWY_EXPORT(GetOuterTables);  // constant data: each pass's GetOuterTables address
+
 const outer_kernel_tables& outer_active_tables() {
-  return conveyor::detail::target_tables<outer_kernel_tables>::instance().get(conveyor::detail::active_target());
+  return *for_target(HWY_DISPATCH_TABLE(GetOuterTables), active_target())();
 }
 
 }  // namespace detail

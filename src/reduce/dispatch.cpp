@@ -26,7 +26,7 @@ const kernel_table& active_kernels() {
   if (bit == g_table_target.load(std::memory_order_acquire)) {
     if (const kernel_table* t = g_table.load(std::memory_order_acquire)) return *t;
   }
-  const kernel_table* t = &target_tables<kernel_table>::instance().get(bit);
+  const kernel_table* t = &kernels_for_target(bit);
   g_table.store(t, std::memory_order_release);
   g_table_target.store(bit, std::memory_order_release);
   return *t;

@@ -1,6 +1,6 @@
 // Internal to the reduce engine: the [op][dtype] table of element-wise reduction
-// kernels, one per SIMD target compiled by Highway (registered in
-// runtime/simd_targets.hpp), and the active target's table. Other engines use the
+// kernels, one per SIMD target compiled by Highway (looked up through
+// runtime/simd_targets.hpp's for_target), and the active target's table. Other engines use the
 // public conveyor/reduce.hpp (reduce_kernel).
 #pragma once
 
@@ -18,6 +18,9 @@ using kernel_fn = void (*)(const void* a, const void* b, void* out, std::size_t 
 struct kernel_table {
   kernel_fn fn[op_count][dtype_count];  // nullptr where the pair is unsupported
 };
+
+/// The table of target `bit` (kernels.cpp); throws unless this CPU runs it.
+const kernel_table& kernels_for_target(std::int64_t bit);
 
 /// The table of the active SIMD target (runtime/simd_targets.hpp).
 const kernel_table& active_kernels();

@@ -425,13 +425,23 @@ kernel_table MakeTable() {
   return t;
 }
 
+// Built on the first lookup of this target (after the CPU check), never at load.
 const kernel_table* GetTable() {
   static const kernel_table table = MakeTable();
   return &table;
 }
-CONVEYOR_REGISTER_TARGET_TABLE(kernel_table, GetTable);
 
 }  // namespace HWY_NAMESPACE
 }  // namespace detail
 }  // namespace conveyor
 HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace conveyor::detail {
+
+HWY_EXPORT(GetTable);  // constant data: each pass's GetTable address
+
+const kernel_table& kernels_for_target(std::int64_t bit) { return *for_target(HWY_DISPATCH_TABLE(GetTable), bit)(); }
+
+}  // namespace conveyor::detail
+#endif  // HWY_ONCE

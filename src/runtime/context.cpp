@@ -8,6 +8,7 @@
 
 #include "conveyor/settings.hpp"
 #include "conveyor/types.hpp"
+#include "runtime/simd_targets.hpp"
 
 namespace conveyor::detail {
 
@@ -130,6 +131,33 @@ node_layout build_layout(const comm_context& ctx, int ranks_per_node) {
   return l;
 }
 
+// Settings are read by each process from its own environment, and a launcher can
+// give one rank a value the others lack. Each rank checks its own (`read`) while
+// the communicator's context is made; then one MPI_Allreduce finds the lowest rank
+// with a problem, which tells the others, and every rank throws the same error.
+// Without this, collectives whose arguments are not agreed (allreduce's default,
+// MPI's semantics) would throw on that rank alone and leave the others waiting.
+// Once per communicator: the context is cached after it succeeds.
+template <class Read>
+void agree_on_settings(const comm_context& ctx, Read&& read) {
+  errc code = errc::success;
+  std::string problem;
+  try {
+    read();
+  } catch (const error& e) {
+    code = e.code();
+    problem = e.message();
+  }
+  int first_bad = code == errc::success ? ctx.size : ctx.rank;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, ctx.comm), "MPI_Allreduce (settings)");
+  if (first_bad == ctx.size) return;
+  int header[2] = {static_cast<int>(code), static_cast<int>(problem.size())};
+  check_mpi(MPI_Bcast(header, 2, MPI_INT, first_bad, ctx.comm), "MPI_Bcast (settings)");
+  problem.resize(static_cast<std::size_t>(header[1]));
+  check_mpi(MPI_Bcast(problem.data(), header[1], MPI_CHAR, first_bad, ctx.comm), "MPI_Bcast (settings)");
+  throw error(static_cast<errc>(header[0]), "rank " + std::to_string(first_bad) + ": " + problem);
+}
+
 }  // namespace
 
 comm_context::~comm_context() {
@@ -177,16 +205,19 @@ comm_context& context_for(MPI_Comm user_comm) {
   MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(ctx->comm, &ctx->rank);
   MPI_Comm_size(ctx->comm, &ctx->size);
-  if (const auto setting_text = setting("CONVEYOR_RANKS_PER_NODE")) {
-    const char* v = setting_text->c_str();
-    char* end = nullptr;
-    const long x = std::strtol(v, &end, 10);
-    if (*end != '\0' || x < 0 || x > (1 << 20)) {
-      throw error(errc::invalid_argument, std::string("CONVEYOR_RANKS_PER_NODE='") + v + "' is not a rank count");
+  agree_on_settings(*ctx, [&] {
+    active_target();  // CONVEYOR_SIMD_TARGET: known, compiled in and runnable here
+    if (const auto setting_text = setting("CONVEYOR_RANKS_PER_NODE")) {
+      const char* v = setting_text->c_str();
+      char* end = nullptr;
+      const long x = std::strtol(v, &end, 10);
+      if (*end != '\0' || x < 0 || x > (1 << 20)) {
+        throw error(errc::invalid_argument, std::string("CONVEYOR_RANKS_PER_NODE='") + v + "' is not a rank count");
+      }
+      ctx->env_ranks_per_node = static_cast<int>(x);
     }
-    ctx->env_ranks_per_node = static_cast<int>(x);
-  }
-  if (const auto v = setting("CONVEYOR_ALLREDUCE_ALGORITHM")) ctx->env_algorithm = parse_algorithm(*v);
+    if (const auto v = setting("CONVEYOR_ALLREDUCE_ALGORITHM")) ctx->env_algorithm = parse_algorithm(*v);
+  });
   check_mpi(MPI_Comm_set_attr(ctx->comm, self_keyval(), ctx.get()), "MPI_Comm_set_attr");
   auto holder = std::make_unique<std::shared_ptr<comm_context>>(ctx);
   check_mpi(MPI_Comm_set_attr(user_comm, key, holder.get()), "MPI_Comm_set_attr");

@@ -22,9 +22,26 @@ bool same_name(std::string_view a, std::string_view b) {
 }
 
 // Namespace-scope (constant-initialized), so the hot path pays no guard.
-std::atomic<std::int64_t> g_active{0};  // 0: not chosen yet
+std::atomic<std::int64_t> g_active{0};    // 0: not chosen yet
+std::atomic<std::int64_t> g_runnable{0};  // 0: not asked yet (Highway always has a fallback target)
 std::mutex g_mutex;
 std::string g_name;  // guarded by g_mutex
+
+std::string runnable_list() {
+  std::string list;
+  for (const auto& t : runnable_targets()) list += (list.empty() ? "" : ", ") + t.name;
+  return list;
+}
+
+// Compiled into the library and runnable on this CPU (Highway asks CPUID once).
+std::int64_t runnable_mask() {
+  std::int64_t mask = g_runnable.load(std::memory_order_relaxed);
+  if (mask == 0) {
+    mask = hwy::SupportedTargets() & HWY_TARGETS;
+    g_runnable.store(mask, std::memory_order_relaxed);
+  }
+  return mask;
+}
 
 void select_locked(std::string_view name) {
   const auto targets = runnable_targets();
@@ -33,10 +50,12 @@ void select_locked(std::string_view name) {
   if (!name.empty()) {
     chosen = std::find_if(targets.begin(), targets.end(), [&](const simd_target_entry& t) { return same_name(t.name, name); });
     if (chosen == targets.end()) {
-      std::string list;
-      for (const auto& t : targets) list += (list.empty() ? "" : ", ") + t.name;
+      const auto compiled = compiled_target_names();
+      const bool known = std::any_of(compiled.begin(), compiled.end(), [&](const std::string& c) { return same_name(c, name); });
       throw error(errc::invalid_argument,
-                  "SIMD target '" + std::string(name) + "' is not runnable on this CPU; runnable: " + list);
+                  "SIMD target '" + std::string(name) + "' " +
+                      (known ? "is not runnable on this CPU" : "is not a target this library was compiled for") +
+                      "; runnable: " + runnable_list());
     }
   }
   g_name = chosen->name;
@@ -71,6 +90,13 @@ std::string active_target_name() {
   active_target();
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_name;
+}
+
+void require_runnable(std::int64_t bit) {
+  if (bit != 0 && (bit & (bit - 1)) == 0 && (runnable_mask() & bit) != 0) return;
+  std::string what = "SIMD target bit " + std::to_string(bit);
+  if (bit != 0 && (bit & (bit - 1)) == 0 && (HWY_TARGETS & bit) != 0) what = std::string("SIMD target '") + hwy::TargetName(bit) + "'";
+  throw error(errc::invalid_argument, what + " is not runnable on this CPU; runnable: " + runnable_list());
 }
 
 void select_target(std::string_view name) {

@@ -3,16 +3,22 @@
 //  - the ACTIVE target, one for the whole library (CONVEYOR_SIMD_TARGET or the best
 //    runnable one, chosen at first use; conveyor::set_simd_target changes it), so the
 //    reductions, Sinkhorn, DSOP and transpose kernels always run the same ISA;
-//  - the registry of each engine's kernel tables: each engine's kernel file is
-//    compiled once per target by Highway (foreach_target), and each pass adds its
-//    target's table here when the library loads. Lookups by target bit need no
-//    dispatcher tricks and change nothing global (Highway's
-//    SetSupportedTargetsForTest, which this replaced, changed the targets of the
-//    whole process while a lookup ran).
+//  - the lookup of an engine's per-target code by target bit (`for_target`).
+//
+// When code compiled for a target may run: each engine's kernel file is compiled
+// once per target by Highway (foreach_target); its HWY_ONCE section holds
+// `HWY_EXPORT(Getter)`, Highway's constant array of the passes' function addresses
+// (relocations only: nothing of any pass runs while the library loads). A pass's
+// code runs only through `for_target`, which first checks that this CPU runs the
+// target (CPUID, through Highway's SupportedTargets) and throws otherwise. A
+// getter may build its table in a function-local static: that happens on the first
+// lookup of that target, after the check, and for the targets looked up only.
+// Nothing at namespace scope inside a pass may need code to initialize it.
 #pragma once
 
+#include <hwy/targets.h>
+
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +38,9 @@ std::vector<simd_target_entry> runnable_targets();
 std::vector<std::string> compiled_target_names();
 
 /// Highway's bit for the active target (one atomic load after the first call).
+/// Throws invalid_argument when CONVEYOR_SIMD_TARGET names a target that is
+/// unknown, not compiled in or not runnable on this CPU (and again on every call
+/// until a valid target is selected).
 std::int64_t active_target();
 /// Highway's name for the active target.
 std::string active_target_name();
@@ -40,34 +49,21 @@ std::string active_target_name();
 /// while another thread runs kernels.
 void select_target(std::string_view name);
 
-template <class Table>
-class target_tables {
- public:
-  static target_tables& instance() {
-    static target_tables registry;
-    return registry;
-  }
-  /// Called by each compiled target's pass at load time (single-threaded).
-  bool add(std::int64_t bit, const Table* table) {
-    tables_[bit] = table;
-    return true;
-  }
-  /// The table of target `bit` (one of the targets compiled into the library).
-  const Table& get(std::int64_t bit) const {
-    const auto it = tables_.find(bit);
-    if (it == tables_.end()) throw error(errc::internal, "no kernels were compiled for SIMD target bit " + std::to_string(bit));
-    return *it->second;
-  }
+/// Throws invalid_argument, naming the runnable targets, unless `bit` is a single
+/// target compiled into the library that this CPU runs.
+void require_runnable(std::int64_t bit);
 
- private:
-  std::map<std::int64_t, const Table*> tables_;  // written only while the library loads
-};
+/// The entry of target `bit` in `table`, an array made by HWY_EXPORT in the calling
+/// engine's HWY_ONCE section. Checks the CPU first (require_runnable); only the
+/// returned pointer may then be called. Uses a private hwy::ChosenTarget, so the
+/// process's own (HWY_DYNAMIC_DISPATCH's) is left alone. Inline on purpose:
+/// GetIndex must see the HWY_TARGETS of the translation unit that made `table`.
+template <class Fn>
+Fn for_target(Fn const* table, std::int64_t bit) {
+  require_runnable(bit);
+  hwy::ChosenTarget chosen;
+  chosen.Update(bit);
+  return table[chosen.GetIndex()];
+}
 
 }  // namespace conveyor::detail
-
-/// Inside an engine's HWY_NAMESPACE: registers this pass's table, `getter()`
-/// returning a pointer to it, under the pass's target bit.
-#define CONVEYOR_REGISTER_TARGET_TABLE(Table, getter)                                                 \
-  [[maybe_unused]] const bool conveyor_registered_##getter =                                          \
-      ::conveyor::detail::target_tables<Table>::instance().add(static_cast<std::int64_t>(HWY_TARGET), \
-                                                               getter())

@@ -95,11 +95,6 @@ void Transpose8(const void* src, std::int64_t sld, void* dst, std::int64_t dld, 
                   static_cast<std::uint64_t*>(dst), dld, rows, cols, s);
 }
 
-const transpose8_fn* GetTranspose8() {
-  static const transpose8_fn fn = &Transpose8;
-  return &fn;
-}
-CONVEYOR_REGISTER_TARGET_TABLE(transpose8_fn, GetTranspose8);
 
 }  // namespace HWY_NAMESPACE
 }  // namespace detail
@@ -107,7 +102,11 @@ CONVEYOR_REGISTER_TARGET_TABLE(transpose8_fn, GetTranspose8);
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-conveyor::detail::transpose8_fn conveyor::detail::transpose8() {
-  return target_tables<transpose8_fn>::instance().get(active_target());
-}
+namespace conveyor::detail {
+
+HWY_EXPORT(Transpose8);  // constant data: each pass's Transpose8 address
+
+transpose8_fn transpose8() { return for_target(HWY_DISPATCH_TABLE(Transpose8), active_target()); }
+
+}  // namespace conveyor::detail
 #endif  // HWY_ONCE

@@ -284,11 +284,11 @@ kernels<T> MakeTable() {
   return t;
 }
 
+// Built on the first lookup of this target (after the CPU check), never at load.
 const kernel_tables* GetTables() {
   static const kernel_tables tables{MakeTable<float>(), MakeTable<double>()};
   return &tables;
 }
-CONVEYOR_REGISTER_TARGET_TABLE(kernel_tables, GetTables);
 
 }  // namespace HWY_NAMESPACE
 }  // namespace detail
@@ -304,8 +304,10 @@ namespace detail {
 
 namespace {
 
+HWY_EXPORT(GetTables);  // constant data: each pass's GetTables address
+
 const kernel_tables& tables_for(std::int64_t bit) {
-  return conveyor::detail::target_tables<kernel_tables>::instance().get(bit);
+  return *conveyor::detail::for_target(HWY_DISPATCH_TABLE(GetTables), bit)();
 }
 
 }  // namespace

@@ -333,5 +333,37 @@ TEST(SimdTargets, ReportAndSelect) {
   EXPECT_EQ(simd_targets().active, info.supported.front());
 }
 
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A target compiled in but not runnable here (AVX3 on an AVX2 CPU: the emulated
+// CPUs of tests/emulated run this) is refused with the runnable list, never run.
+// On a CPU that runs every compiled target the loop has nothing to refuse.
+TEST(SimdTargets, RefusesTargetsThisCpuCannotRun) {
+  const simd_info info = simd_targets();
+  std::string runnable;
+  for (const auto& s : info.supported) runnable += (runnable.empty() ? "" : ", ") + s;
+  for (const auto& name : info.compiled) {
+    if (std::find(info.supported.begin(), info.supported.end(), name) != info.supported.end()) continue;
+    const std::string msg = message_of([&] { set_simd_target(name); });
+    EXPECT_NE(msg.find("'" + name + "' is not runnable on this CPU; runnable: " + runnable), std::string::npos) << msg;
+    EXPECT_EQ(simd_targets().active, info.supported.front());
+    // The kernels still work, on the target that was active before.
+    float x[3] = {1, 2, 3}, y[3] = {1, 1, 1};
+    reduce_local(x, y, 3, dtype::float32, op::sum);
+    EXPECT_EQ(y[2], 4.0f);
+  }
+  const std::string unknown = message_of([] { set_simd_target("AVX9"); });
+  EXPECT_NE(unknown.find("'AVX9' is not a target this library was compiled for; runnable: " + runnable),
+            std::string::npos)
+      << unknown;
+}
+
 }  // namespace
 }  // namespace conveyor
