@@ -84,19 +84,44 @@ HWY_INLINE T ScalingFactor(T target, T current) {
 // re-read from L2 (s read and written once per R rows). Measured on Zen 4: R = 8
 // beats R = 4 and beats a software-pipelined single sweep (dots of group g with the
 // update of group g-1), which starves the memory stream of L1 bandwidth.
+// The R accumulators are named variables, not an array: SVE vectors are sizeless
+// types, which C++ allows neither in arrays nor in structs.
 template <class T, int R>
 HWY_INLINE void GroupDots(const T* A, std::size_t ld, std::size_t n, const T* HWY_RESTRICT v, T* dot) {
+  static_assert(R == 4 || R == 8, "groups of 4 or 8 rows");
   const hn::ScalableTag<T> d;
   const std::size_t N = hn::Lanes(d);
-  hn::Vec<decltype(d)> t[R];
-  for (int k = 0; k < R; ++k) t[k] = hn::Zero(d);
+  const T* a0 = A;
+  const T* a1 = A + ld;
+  const T* a2 = A + 2 * ld;
+  const T* a3 = A + 3 * ld;
+  auto t0 = hn::Zero(d), t1 = hn::Zero(d), t2 = hn::Zero(d), t3 = hn::Zero(d);
+  auto t4 = hn::Zero(d), t5 = hn::Zero(d), t6 = hn::Zero(d), t7 = hn::Zero(d);
   std::size_t j = 0;
   for (; j + N <= n; j += N) {
     const auto vj = hn::LoadU(d, v + j);
-    for (int k = 0; k < R; ++k) t[k] = hn::MulAdd(hn::LoadU(d, A + static_cast<std::size_t>(k) * ld + j), vj, t[k]);
+    t0 = hn::MulAdd(hn::LoadU(d, a0 + j), vj, t0);
+    t1 = hn::MulAdd(hn::LoadU(d, a1 + j), vj, t1);
+    t2 = hn::MulAdd(hn::LoadU(d, a2 + j), vj, t2);
+    t3 = hn::MulAdd(hn::LoadU(d, a3 + j), vj, t3);
+    if constexpr (R == 8) {
+      t4 = hn::MulAdd(hn::LoadU(d, A + 4 * ld + j), vj, t4);
+      t5 = hn::MulAdd(hn::LoadU(d, A + 5 * ld + j), vj, t5);
+      t6 = hn::MulAdd(hn::LoadU(d, A + 6 * ld + j), vj, t6);
+      t7 = hn::MulAdd(hn::LoadU(d, A + 7 * ld + j), vj, t7);
+    }
+  }
+  dot[0] = hn::GetLane(hn::SumOfLanes(d, t0));
+  dot[1] = hn::GetLane(hn::SumOfLanes(d, t1));
+  dot[2] = hn::GetLane(hn::SumOfLanes(d, t2));
+  dot[3] = hn::GetLane(hn::SumOfLanes(d, t3));
+  if constexpr (R == 8) {
+    dot[4] = hn::GetLane(hn::SumOfLanes(d, t4));
+    dot[5] = hn::GetLane(hn::SumOfLanes(d, t5));
+    dot[6] = hn::GetLane(hn::SumOfLanes(d, t6));
+    dot[7] = hn::GetLane(hn::SumOfLanes(d, t7));
   }
   for (int k = 0; k < R; ++k) {
-    dot[k] = hn::GetLane(hn::SumOfLanes(d, t[k]));
     const T* row = A + static_cast<std::size_t>(k) * ld;
     for (std::size_t jj = j; jj < n; ++jj) dot[k] += row[jj] * v[jj];
   }

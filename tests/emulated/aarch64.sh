@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Conveyor on aarch64: a cross build (Debian's crossbuild-essential-arm64) against
+# Debian's arm64 Highway, MPICH and GoogleTest, run under qemu-aarch64 with NEON
+# only and with SVE at several vector lengths, where code that assumes a fixed lane
+# count breaks. (This machine has no binfmt_misc: every program is started as
+# `qemu-aarch64 -L /usr/aarch64-linux-gnu ...`.)
+#
+#   1. the arm64 packages, unpacked into a sysroot in the work directory: fetched
+#      with `apt-get download` through a private apt configuration (arm64 lists of
+#      its own, nothing installed on the host, the host's amd64 MPI untouched);
+#   2. configure (tests/emulated/aarch64-toolchain.cmake) and build the library,
+#      its tests and the tool;
+#   3. on each CPU: NEON (`-cpu max,sve=off`), SVE with 16, 32, 64 and 256-byte
+#      vectors (`sve-default-vector-length`; QEMU's `max` has SVE2 too, so Highway
+#      runs SVE2_128 at 16 bytes and SVE_256 at 32): the unit tests (every op x
+#      dtype on every target the CPU reports);
+#   4. on NEON and on 32-byte SVE: the allreduce, Sinkhorn, DSOP and Redistribute
+#      MPI tests at 2 ranks (the host's MPICH launcher starts one qemu per rank:
+#      MPICH's PMI is a text protocol, so amd64 hydra serves arm64 ranks), and 1
+#      rank on 64-byte SVE.
+# Emulation is for correctness only: nothing here is timed.
+#
+# usage: aarch64.sh <work-dir>
+# Prints one line per check and "N passed, M failed" last; exits non-zero on failure.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mkdir -p "$1" && cd "$1" && pwd)
+passed=0
+failed=0
+fail() { failed=$((failed + 1)); echo "  FAILED  $*"; }
+
+for tool in aarch64-linux-gnu-g++ qemu-aarch64; do
+  command -v "$tool" >/dev/null || {
+    echo "aarch64: $tool not installed (scripts/setup installs crossbuild-essential-arm64 and qemu-user)"
+    echo "0 passed, 1 failed"; exit 1; }
+done
+
+# 1. The sysroot, once per work directory.
+sysroot="$work/sysroot"
+packages=(libhwy-dev libhwy1 libmpich-dev libmpich12 libgtest-dev libgmock-dev libcli11-dev
+          libucx0 libhwloc15 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libnuma1 libudev1
+          libgfortran5 libcap2)
+if [ ! -f "$sysroot/.complete" ]; then
+  echo "== aarch64: arm64 packages -> $sysroot"
+  apt_dir="$work/apt"
+  rm -rf "$sysroot" "$work/debs"
+  mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$work/debs" "$sysroot"
+  keyring="signed-by=/usr/share/keyrings/debian-archive-keyring.gpg"
+  {
+    echo "deb [arch=arm64 $keyring] http://deb.debian.org/debian bookworm main"
+    echo "deb [arch=arm64 $keyring] http://deb.debian.org/debian bookworm-updates main"
+    echo "deb [arch=arm64 $keyring] http://deb.debian.org/debian-security bookworm-security main"
+  } >"$apt_dir/sources.list"
+  apt_opts=(-q -o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+            -o Dir::State::Lists="$apt_dir/lists" -o Dir::State::status=/dev/null
+            -o Dir::Cache="$apt_dir/cache" -o APT::Architecture=arm64 -o APT::Architectures=arm64)
+  if ! (apt-get "${apt_opts[@]}" update >"$work/apt.log" 2>&1 &&
+        cd "$work/debs" && apt-get "${apt_opts[@]}" download "${packages[@]}" >>"$work/apt.log" 2>&1); then
+    tail -n 20 "$work/apt.log"
+    echo "aarch64: downloading the arm64 packages failed (log: $work/apt.log)"
+    echo "0 passed, 1 failed"; exit 1
+  fi
+  for deb in "$work"/debs/*.deb; do dpkg-deb -x "$deb" "$sysroot" || { echo "0 passed, 1 failed"; exit 1; }; done
+  touch "$sysroot/.complete"
+fi
+libs="$sysroot/usr/lib/aarch64-linux-gnu"
+
+# 2. The cross build.
+build="$work/build"
+echo "== aarch64: cross build (log: $work/build.log)"
+if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/tests/emulated/aarch64-toolchain.cmake" \
+         -DCONVEYOR_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release -DCONVEYOR_WERROR=ON \
+         -DCONVEYOR_BUILD_PYTHON=OFF -DCONVEYOR_BUILD_BENCHMARKS=OFF &&
+       cmake --build "$build" -j "${CONVEYOR_JOBS:-$(nproc)}"; } >"$work/build.log" 2>&1; then
+  tail -n 30 "$work/build.log"
+  echo "aarch64: the cross build failed"
+  echo "0 passed, 1 failed"; exit 1
+fi
+passed=$((passed + 1))
+echo "  ok      cross build"
+
+# check <name> <command...>: passes when the command exits 0 and prints GoogleTest's PASSED.
+check() {
+  local name=$1 log
+  shift
+  log="$work/$(tr -c 'A-Za-z0-9_.-' '_' <<<"$name").log"
+  if timeout 600 "$@" >"$log" 2>&1 && grep -q "PASSED" "$log" && ! grep -q "FAILED" "$log"; then
+    passed=$((passed + 1)); echo "  ok      $name"
+  else
+    fail "$name (log: $log)"; tail -n 30 "$log" | sed 's/^/    /'
+  fi
+}
+
+# MPICH's UCX between emulated ranks: shared memory only (qemu-user has no
+# process_vm_readv; UCX's TCP then hangs MPI_Finalize: tests/emulated/x86_cpu_levels.sh).
+export UCX_TLS=self,posix,sysv
+guest_env=(-E "LD_LIBRARY_PATH=$libs" -E CONVEYOR_TESTING=1 -E OMP_WAIT_POLICY=passive)
+for cpu in "max,sve=off" "max,sve-default-vector-length=16" "max,sve-default-vector-length=32" \
+           "max,sve-default-vector-length=64" "max,sve-default-vector-length=256"; do
+  emu=(qemu-aarch64 -cpu "$cpu" -L /usr/aarch64-linux-gnu "${guest_env[@]}")
+  case $cpu in *sve=off) name=NEON ;; *) name="SVE ${cpu##*=} B" ;; esac
+  runnable=$("${emu[@]}" "$build/tools/conveyor" info 2>&1 | sed -n 's/^ *SIMD runnable *//p')
+  echo "== aarch64 $name: runnable targets: ${runnable:-none reported}"
+  [ -n "$runnable" ] || { fail "conveyor info under $cpu"; continue; }
+  check "$name unit tests" "${emu[@]}" "$build/tests/conveyor_unit_tests"
+  ranks=()
+  case $name in NEON | "SVE 32 B") ranks=(2) ;; "SVE 64 B") ranks=(1) ;; esac
+  for np in "${ranks[@]}"; do
+    for t in allreduce sinkhorn outer redistribute; do
+      check "$name $t tests np$np" mpiexec.mpich -n "$np" "${emu[@]}" "$build/tests/conveyor_${t}_tests"
+    done
+  done
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
