@@ -57,6 +57,7 @@ struct impl {
   std::string name;
   double bytes_factor;  // bytes moved per buffer byte
   std::function<void()> run;
+  std::string target;  // a SIMD target to switch to while this row runs; empty: the active one
 };
 
 // Fills a buffer so repeated sums stay finite and normal (small positive values).
@@ -89,6 +90,7 @@ std::string mpi_library_name() {
 
 int run_reduce_bench(const reduce_bench_options& opt) {
   const simd_info simd = simd_targets();
+  const std::string active = simd.active;
   const std::string mpi_name = "MPI_Reduce_local (" + mpi_library_name() + ")";
   report rep("conveyor bench reduce: inout = in op inout, median of " + std::to_string(opt.reps) +
                  " samples; Conveyor SIMD target " + simd.active,
@@ -112,27 +114,39 @@ int run_reduce_bench(const reduce_bench_options& opt) {
       fill(inout, c.t);
 
       std::vector<impl> impls;
-      impls.push_back({"conveyor", 3.0, [&] { reduce_local(in.data(), inout.data(), n, c.t, c.o); }});
+      impls.push_back({"conveyor", 3.0, [&] { reduce_local(in.data(), inout.data(), n, c.t, c.o); }, ""});
       impls.push_back({mpi_name, 3.0, [&] {
                          MPI_Reduce_local(in.data(), inout.data(), static_cast<int>(n), mdt, mop);
-                       }});
+                       }, ""});
       impls.push_back({"plain loop -O3", 3.0,
-                       [&] { c.plain(in.data(), inout.data(), n); }});
-      impls.push_back({"memcpy", 2.0, [&] { std::memcpy(copy_dst.data(), in.data(), bytes); }});
+                       [&] { c.plain(in.data(), inout.data(), n); }, ""});
+      impls.push_back({"memcpy", 2.0, [&] { std::memcpy(copy_dst.data(), in.data(), bytes); }, ""});
+      // --all-targets: Conveyor on every runnable target, in the same rounds (the
+      // target is switched outside the timed batch and switched back after it).
+      if (opt.all_targets) {
+        for (const std::string& target : simd.supported) {
+          impls.push_back({"conveyor " + target, 3.0, [&] { reduce_local(in.data(), inout.data(), n, c.t, c.o); },
+                           target});
+        }
+      }
 
       flush_caches();
       // Calibrate each implementation, then sample them round-robin.
       std::vector<std::vector<double>> samples(impls.size());
       std::vector<std::size_t> iters(impls.size());
       for (std::size_t k = 0; k < impls.size(); ++k) {
+        if (!impls[k].target.empty()) set_simd_target(impls[k].target);
         const auto probe = time_per_call(impls[k].run, 1);
         iters[k] = std::max<std::size_t>(1, static_cast<std::size_t>(2e-4 / std::max(probe[0], 1e-9)));
+        if (!impls[k].target.empty()) set_simd_target(active);
       }
       for (int r = 0; r < opt.reps; ++r) {
         for (std::size_t k = 0; k < impls.size(); ++k) {
+          if (!impls[k].target.empty()) set_simd_target(impls[k].target);
           const double t0 = now_seconds();
           for (std::size_t i = 0; i < iters[k]; ++i) impls[k].run();
           samples[k].push_back((now_seconds() - t0) / static_cast<double>(iters[k]));
+          if (!impls[k].target.empty()) set_simd_target(active);
         }
       }
 
@@ -147,18 +161,12 @@ int run_reduce_bench(const reduce_bench_options& opt) {
       };
       for (std::size_t k = 0; k < impls.size(); ++k) add(impls[k].name, impls[k].bytes_factor, sums[k]);
 
-      if (opt.all_targets) {  // one more Conveyor row per SIMD target (not interleaved)
-        for (const std::string& target : simd.supported) {
-          set_simd_target(target);
-          add("conveyor " + target, 3.0,
-              summarize(time_per_call([&] { reduce_local(in.data(), inout.data(), n, c.t, c.o); },
-                                      opt.reps)));
-        }
-        set_simd_target("");
-      }
-
       if (bytes == opt.max_bytes) break;
-      bytes = bytes * opt.size_step > opt.max_bytes ? opt.max_bytes : bytes * opt.size_step;
+      // Every 2^k and 3*2^k (2^k -> 3*2^(k-1) -> 2^(k+1)), or a fixed step.
+      const std::size_t next = opt.size_step > 0              ? bytes * opt.size_step
+                               : (bytes & (bytes - 1)) == 0 ? bytes / 2 * 3
+                                                            : bytes / 3 * 4;
+      bytes = next > opt.max_bytes || next <= bytes ? opt.max_bytes : next;
     }
   }
   rep.print();
