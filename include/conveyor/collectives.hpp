@@ -64,6 +64,10 @@ struct allreduce_report {
   // candidates (`algorithm`) as a trial, and its time is not the settled choice's.
   // Benchmarks call until it is false before timing (and report that phase apart).
   bool trial = false;
+  // shared_memory only: true if a waiting rank spins before it yields its core
+  // (the node's ranks have cores of their own), false if it yields at once (they
+  // share cores: more ranks than CPUs in the union of the ranks' affinity masks).
+  bool spin_waits = false;
 };
 
 /// recv = send_0 op send_1 op ... op send_{P-1}, element-wise, on every rank, with

@@ -455,6 +455,9 @@ namespace {
   alg = runnable(ctx, memo.chosen);
   report.algorithm = alg;
   report.predicted_seconds = memo.predicted;
+  if (alg == allreduce_algorithm::shared_memory && ctx.size > 1) {
+    report.spin_waits = shared_segment_of(ctx)->spins_before_yield();
+  }
 
   if (measure_candidate) {
     const int cls = size_class(bytes);

@@ -21,8 +21,9 @@
 // Limits: every rank of the communicator on one node (MPI_COMM_TYPE_SHARED covers
 // it; else the caller runs recursive doubling). Reads grow with P, so it pays for
 // small messages; the cost model offers it only there and auto measures it
-// against the MPI library. A waiting rank spins (pause) and then yields; with
-// more ranks on the node than cores it may use, it yields at once.
+// against the MPI library. A waiting rank spins (pause) and then yields; when the
+// node's ranks share cores (more ranks than CPUs in the union of their affinity
+// masks, exchanged once when the segment is made) it yields at once.
 //
 // Why a POSIX segment and not MPI_Win_allocate_shared: freeing a window
 // synchronizes every rank, but a context can die at different times on different
@@ -56,6 +57,9 @@ class shm_allreduce {
   /// out = the reduction of every rank's `in` (count elements of esize bytes);
   /// `in` may equal `out`. Collective: every rank calls it with the same count.
   void run(const void* in, void* out, std::size_t count, std::size_t esize, reduce_kernel_fn kernel);
+
+  /// Whether a waiting rank spins before it yields (false: the ranks share cores).
+  bool spins_before_yield() const { return spins_ > 0; }
 
  private:
   shm_allreduce(void* base, std::size_t bytes, int rank, int size, int spins)

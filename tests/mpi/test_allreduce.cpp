@@ -7,11 +7,13 @@
 // exactly once, and only when it is final.
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sched.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -592,6 +594,63 @@ TEST(Allreduce, SharedMemoryBackToBackOnTwoCommunicators) {
   }
   MPI_Comm_free(&split);
   MPI_Comm_free(&dup);
+}
+
+// Whether shared_memory's waiting ranks spin or yield at once follows what the
+// node's ranks share, not one rank's own mask: bound each to a core of its own (as
+// Open MPI's mpirun binds by default) they spin; bound two to one core they yield.
+// The decision is made when a communicator's segment is made, so each binding
+// gets a fresh communicator. Affinity is restored afterwards.
+TEST(Allreduce, SharedMemorySpinsUnlessRanksShareCores) {
+  cpu_set_t original;
+  ASSERT_EQ(sched_getaffinity(0, sizeof original, &original), 0);
+  std::vector<int> cpus;  // this rank's CPUs; under CTest every rank may use all
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &original)) cpus.push_back(c);
+  }
+  const int P = size_of(MPI_COMM_WORLD), me = rank_of(MPI_COMM_WORLD);
+  int same_mask = 1;  // every rank may use the same CPUs (the case this test binds from)
+  {
+    std::vector<std::uint64_t> words(CPU_SETSIZE / 64), low(words.size()), high(words.size());
+    for (int c : cpus) words[static_cast<std::size_t>(c / 64)] |= std::uint64_t{1} << (c % 64);
+    MPI_Allreduce(words.data(), low.data(), static_cast<int>(words.size()), MPI_UINT64_T, MPI_BAND, MPI_COMM_WORLD);
+    MPI_Allreduce(words.data(), high.data(), static_cast<int>(words.size()), MPI_UINT64_T, MPI_BOR, MPI_COMM_WORLD);
+    same_mask = low == high ? 1 : 0;
+  }
+  if (P < 2 || !same_mask) GTEST_SKIP() << "needs 2+ ranks that start with the same CPU mask";
+
+  const auto spin_waits_when_bound = [&](int cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    EXPECT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    allreduce_options opt;
+    opt.algorithm = allreduce_algorithm::shared_memory;
+    std::int64_t x = me + 1;
+    const allreduce_report r = allreduce(&x, 1, op::sum, comm, opt);
+    EXPECT_EQ(x, std::int64_t{P} * (P + 1) / 2);
+    MPI_Comm_free(&comm);
+    EXPECT_EQ(sched_setaffinity(0, sizeof original, &original), 0);
+    return r.algorithm == allreduce_algorithm::shared_memory ? std::optional<bool>(r.spin_waits) : std::nullopt;
+  };
+  // Two ranks on one CPU: they share a core, so waiting ranks yield at once.
+  const std::optional<bool> shared = spin_waits_when_bound(cpus.front());
+  if (!shared) GTEST_SKIP() << "shared_memory does not run here (ranks on several nodes)";
+  EXPECT_FALSE(*shared);
+  // A CPU of its own for every rank (where there are enough): they spin.
+  if (static_cast<int>(cpus.size()) >= P) {
+    EXPECT_EQ(spin_waits_when_bound(cpus[static_cast<std::size_t>(me)]), std::optional<bool>(true));
+  }
+  // The whole mask, as CTest launches: spin unless the ranks outnumber the CPUs.
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  allreduce_options opt;
+  opt.algorithm = allreduce_algorithm::shared_memory;
+  std::int64_t x = 1;
+  EXPECT_EQ(allreduce(&x, 1, op::sum, comm, opt).spin_waits, static_cast<int>(cpus.size()) >= P);
+  MPI_Comm_free(&comm);
 }
 
 // auto's trials below 32 KiB run on copies and copy the result to recv: the
