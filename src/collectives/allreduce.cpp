@@ -232,8 +232,9 @@ collectives_state& collectives_state_of(detail::comm_context& ctx) {
 
 // The repeated-shape fast path. Once the algorithm of a call is settled (auto
 // measured its size class, or the model or CONVEYOR_ALLREDUCE_ALGORITHM chose it),
-// a repeated call of the same shape (same communicator, count, dtype and op,
-// default options, on the same thread) skips the preamble: no call state, no
+// a repeated call of the same shape (same communicator, count, dtype and op, the
+// same requested algorithm and otherwise default options, on the same thread)
+// skips the preamble: no call state, no
 // context lookup, no model, no measured-class lookup. The library's allreduce goes
 // straight to PMPI_Allreduce on the private communicator; Conveyor's algorithms
 // run with the kernel and layout resolved by the first call. Small messages are
@@ -252,7 +253,8 @@ struct fast_entry {
   std::size_t bytes = 0;
   std::uint64_t generation = 0;
   detail::comm_context* ctx = nullptr;
-  allreduce_algorithm algorithm{};
+  allreduce_algorithm requested{};  // options.algorithm of the calls served (automatic or pinned)
+  allreduce_algorithm algorithm{};  // what runs
   stock_call call{};  // for mpi: resolved once
   reduce_kernel_fn kernel = nullptr;
   const detail::node_layout* layout = nullptr;
@@ -264,15 +266,16 @@ struct fast_entry {
 };
 thread_local fast_entry t_fast;
 
-bool default_options(const allreduce_options& o) {
-  return o.algorithm == allreduce_algorithm::automatic && !o.validate && !o.deterministic && !o.on_chunk &&
-         o.ranks_per_node == 0 && o.segment_bytes == 0;
+// Every option at its default except the algorithm (automatic or pinned).
+bool plain_options(const allreduce_options& o) {
+  return !o.validate && !o.deterministic && !o.on_chunk && o.ranks_per_node == 0 && o.segment_bytes == 0;
 }
 
 bool fast_entry::serves(const void* send, const void* recv, std::size_t n, dtype type, op o_, MPI_Comm c,
                         const allreduce_options& options) const {
   return c == comm && n == count && type == t && o_ == o && send && recv &&
-         generation == detail::context_generation() && default_options(options) && !detail::collective_call_open() &&
+         generation == detail::context_generation() && options.algorithm == requested && plain_options(options) &&
+         !detail::collective_call_open() &&
          (send == MPI_IN_PLACE || send == recv || !overlaps_partially(send, recv, bytes));
 }
 
@@ -499,10 +502,11 @@ namespace {
     report.algorithm = alg;
   }
   // Settled: the next call of this shape may take the fast path.
-  if (default_options(options) && count > 0 && ctx.size > 1 &&
+  if (plain_options(options) && count > 0 && ctx.size > 1 &&
       (alg != allreduce_algorithm::mpi || count <= detail::kMaxMessageBytes)) {
     const stock_call stock = alg == allreduce_algorithm::mpi ? stock_call_of(t, o) : stock_call{};
-    t_fast = {comm, count, t, o, bytes, detail::context_generation(), &ctx, alg, stock, kernel, &layout, params.window, report};
+    t_fast = {comm,  count,  t,       o,     bytes, detail::context_generation(), &ctx, options.algorithm, alg, stock,
+              kernel, &layout, params.window, report};
   }
   run_algorithm(ctx, alg, send, recv, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
   return report;
