@@ -95,11 +95,12 @@ int main(int argc, char** argv) {
   add_collective_options(bench_allreduce);
   bench_allreduce->add_option("--impls", ao.impls,
                               "Rows: Conveyor's auto,ring,recursive_doubling,rabenseifner,hierarchical,mpi, stock "
-                              "(MPI_Allreduce called directly) and stock-again (the same call again: an A/A control)")
+                              "(MPI_Allreduce called directly), stock-again (the same call again: an A/A control) and stock-dup (MPI_Allreduce "
+                              "on a duplicate of MPI_COMM_WORLD, as Conveyor's private communicator)")
       ->delimiter(',')
       ->capture_default_str()
-      ->check(names_of("ALGORITHM|stock|stock-again", [](const std::string& n) {
-        if (n != "stock" && n != "stock-again") conveyor::parse_algorithm(n);
+      ->check(names_of("ALGORITHM|stock|stock-again|stock-dup", [](const std::string& n) {
+        if (n != "stock" && n != "stock-again" && n != "stock-dup") conveyor::parse_algorithm(n);
       }));
   bench_allreduce->add_option("--mpi-label", ao.mpi_label, "Label of the stock MPI_Allreduce row");
   auto* bench_overlap = app.add_subcommand("overlap", "Allreduce + per-chunk compute: overlapped through on_chunk vs sequential");

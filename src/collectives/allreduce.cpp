@@ -245,8 +245,13 @@ collectives_state& collectives_state_of(detail::comm_context& ctx) {
 // front-end call (its agreement must run), a failed local check (the full path
 // reports it). The same shape passed the full path's checks before, so skipping
 // them changes nothing the contract promises.
+//
+// The entry is a constant-initialized thread_local (a zero handle, which is no
+// communicator in either MPI, rather than MPI_COMM_NULL: Open MPI's is an address,
+// which would make the entry dynamically initialized and put a guard check and a
+// second TLS lookup on every call), and allreduce() takes its address once.
 struct fast_entry {
-  MPI_Comm comm = MPI_COMM_NULL;  // the caller's
+  MPI_Comm comm{};  // the caller's
   std::size_t count = 0;
   dtype t{};
   op o{};
@@ -516,7 +521,7 @@ namespace {
 
 allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtype t, op o, MPI_Comm comm,
                            const allreduce_options& options) {
-  const fast_entry& fast = t_fast;
+  const fast_entry& fast = *&t_fast;
   if (fast.serves(send, recv, count, t, o, comm, options)) {
     if (fast.algorithm == allreduce_algorithm::mpi) {
       detail::check_mpi(PMPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count), fast.call.type,

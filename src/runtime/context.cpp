@@ -27,7 +27,6 @@ namespace {
 // MPI_Comm_get_attr. The entry is good while `generation` is unchanged: it moves
 // whenever a context goes away (a communicator freed, whose handle MPI may reuse)
 // and when MPI_Finalize starts.
-std::atomic<std::uint64_t> g_generation{1};
 struct last_lookup {
   MPI_Comm comm = MPI_COMM_NULL;
   comm_context* ctx = nullptr;
@@ -35,10 +34,8 @@ struct last_lookup {
 };
 thread_local last_lookup last;
 
-void forget_lookups() { g_generation.fetch_add(1, std::memory_order_acq_rel); }
+void forget_lookups() { g_context_generation.fetch_add(1, std::memory_order_acq_rel); }
 }  // namespace
-
-std::uint64_t context_generation() { return g_generation.load(std::memory_order_acquire); }
 
 namespace {
 
@@ -177,7 +174,7 @@ const node_layout& comm_context::layout(int ranks_per_node) {
 }
 
 comm_context& context_for(MPI_Comm user_comm) {
-  const std::uint64_t generation = g_generation.load(std::memory_order_acquire);
+  const std::uint64_t generation = context_generation();
   if (user_comm == last.comm && last.generation == generation && user_comm != MPI_COMM_NULL) return *last.ctx;
   if (user_comm == MPI_COMM_NULL) throw error(errc::invalid_argument, "communicator is MPI_COMM_NULL");
   int initialized = 0, finalized = 0;

@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -75,11 +76,20 @@ comm_context& context_for(MPI_Comm user_comm);
 
 /// Moves whenever a context goes away (a communicator freed, MPI_Finalize
 /// starting): a cached (handle -> context) pair is good while this is unchanged.
-std::uint64_t context_generation();
+/// Defined here, not behind a call, because the repeated-shape allreduce reads it
+/// on every call (an inline variable: one per library, as visibility is hidden).
+inline std::atomic<std::uint64_t> g_context_generation{1};
+inline std::uint64_t context_generation() { return g_context_generation.load(std::memory_order_acquire); }
+
+/// The innermost collective_call open on this thread (null: none); contract.cpp
+/// keeps it. An inline, constant-initialized thread_local so that readers in
+/// other files access it directly: an extern one would go through a TLS wrapper
+/// call on every read.
+inline thread_local const void* t_open_collective_call = nullptr;
 
 /// Whether this thread has a collective_call open (a front end's, which an entry
 /// point would join): fast paths that skip the contract must not run then.
-bool collective_call_open();
+inline bool collective_call_open() { return t_open_collective_call != nullptr; }
 
 /// The context a collective call runs on (its private communicator's).
 comm_context& context_of(const collective_call& call);

@@ -58,17 +58,20 @@ struct collective_call::state {
 
 namespace {
 
-// Per thread: the innermost open call (the one an entry point may join), and one
-// spare state kept from the last finished call, so a call allocates nothing once
-// its thread has made one (the small-message allreduce is on this path: a heap
-// allocation and free were ~10% of its time in Conveyor). The spare is freed
-// when the thread ends.
+// Per thread: the innermost open call (the one an entry point may join), kept in
+// detail::t_open_collective_call, and one spare state kept from the last
+// finished call, so a call allocates nothing once its thread has made one (the
+// small-message allreduce is on this path: a heap allocation and free were ~10%
+// of its time in Conveyor). The spare is freed when the thread ends.
 struct thread_calls {
-  collective_call::state* open = nullptr;
   collective_call::state* spare = nullptr;
   ~thread_calls();
 };
 thread_local thread_calls calls;
+
+collective_call::state* open_call() {
+  return static_cast<collective_call::state*>(const_cast<void*>(detail::t_open_collective_call));
+}
 
 }  // namespace
 
@@ -77,8 +80,9 @@ thread_calls::~thread_calls() { delete spare; }
 collective_call::collective_call(std::string_view operation, MPI_Comm comm) {
   detail::comm_context& ctx = detail::context_for(comm);
   thread_calls& mine = calls;
-  if (mine.open && mine.open->ctx == &ctx && !mine.open->agreed) {
-    state_ = mine.open;
+  state* const open = open_call();
+  if (open && open->ctx == &ctx && !open->agreed) {
+    state_ = open;
     return;
   }
   if (mine.spare) {
@@ -94,14 +98,14 @@ collective_call::collective_call(std::string_view operation, MPI_Comm comm) {
   owns_ = true;
   state_->operation = operation;
   state_->ctx = &ctx;
-  state_->outer = mine.open;
-  mine.open = state_;
+  state_->outer = open;
+  detail::t_open_collective_call = state_;
 }
 
 collective_call::~collective_call() {
   if (!owns_) return;
   thread_calls& mine = calls;
-  if (mine.open == state_) mine.open = state_->outer;
+  if (open_call() == state_) detail::t_open_collective_call = state_->outer;
   if (!mine.spare) mine.spare = state_;
   else delete state_;
 }
@@ -261,7 +265,6 @@ std::optional<std::int64_t> collective_call::agreed(std::string_view what) const
 
 namespace detail {
 comm_context& context_of(const collective_call& call) { return *call.state_->ctx; }
-bool collective_call_open() { return calls.open != nullptr; }
 }  // namespace detail
 
 MPI_Comm collective_call::comm() const { return state_->ctx->comm; }
