@@ -185,8 +185,8 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
       const summary s = summarize(samples[i]);
       const double algbw = static_cast<double>(n * sizeof(float)) / s.median / 1e9;
       rep.add_row({opt.config.empty() ? std::to_string(P) + " ranks" : opt.config, format_bytes(n * sizeof(float)),
-                   impls[i].name, impls[i].chosen, format_fixed(s.median * 1e6, 2), format_fixed(s.p10 * 1e6, 2),
-                   format_fixed(s.p90 * 1e6, 2), format_fixed(algbw, 3),
+                   impls[i].name, impls[i].chosen, format_fixed(s.median * 1e6, 3), format_fixed(s.p10 * 1e6, 3),
+                   format_fixed(s.p90 * 1e6, 3), format_fixed(algbw, 3),
                    format_fixed(algbw * 2.0 * (P - 1) / std::max(P, 1), 3),
                    t_mpi > 0 ? format_fixed(t_mpi / s.median, 2) : "-", std::to_string(wrong[i]),
                    std::to_string(impls[i].settle_calls), format_fixed(impls[i].settle_seconds * 1e3, 3)});

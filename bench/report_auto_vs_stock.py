@@ -10,8 +10,12 @@ configuration the geometric mean, the lowest ratio, the sizes under 0.97x, the
 cold phase (auto's measuring calls made before the samples: settle_ms over all
 sizes and the largest one, not in the ratios) and, where the run has a
 "stock-again" row, the A/A control: the range of stock-again / stock, the noise
-floor of the same rounds.
+floor of the same rounds. Where the run has a "conveyor mpi" row (auto pinned to
+the library's own allreduce), the wrapper's cost: its median time minus stock's
+at each size up to 4 KiB (median and largest over those sizes), beside the same
+difference for the A/A control.
 """
+import statistics
 import argparse
 import csv
 import math
@@ -39,14 +43,22 @@ def main():
     args = parser.parse_args()
 
     configs = []  # (name, {bytes: (ratio, chosen algorithm, size text, settle ms)}, wrong, {bytes: A/A ratio})
+    wrapper = {}  # name -> ([mpi row - stock, ns], [stock again - stock, ns]) at sizes up to 4 KiB
     for path in args.csv:
         rows = {}
         control = {}
         name = None
         wrong = 0
+        medians = {}  # (implementation kind, bytes) -> median us
         with open(path) as f:
             for r in csv.DictReader(f):
                 wrong += int(r["wrong"])
+                b = size_bytes(r["size"])
+                kind = ("again" if r["implementation"].endswith(" again") else
+                        "mpi" if r["implementation"] == "conveyor mpi" else
+                        "stock" if r["algorithm"] == "-" and "on a dup" not in r["implementation"] else None)
+                if kind:
+                    medians[(kind, b)] = float(r["median_us"])
                 if r["implementation"].endswith(" again"):
                     control[size_bytes(r["size"])] = float(r["x_vs_MPI"])
                 if r["implementation"] != "conveyor auto":
@@ -56,6 +68,11 @@ def main():
                 rows[size_bytes(r["size"])] = (float(r["x_vs_MPI"]), r["algorithm"], r["size"], settle)
         if name:
             configs.append((name, rows, wrong, control))
+            small = [b for (k, b) in medians if k == "mpi" and b <= 4096 and ("stock", b) in medians]
+            if small:
+                wrapper[name] = ([1e3 * (medians[("mpi", b)] - medians[("stock", b)]) for b in small],
+                                 [1e3 * (medians[("again", b)] - medians[("stock", b)]) for b in small
+                                  if ("again", b) in medians])
 
     sizes = sorted({b for _, rows, _, _ in configs for b in rows})
     lines = ["| size | " + " | ".join(name for name, _, _, _ in configs) + " |",
@@ -93,6 +110,17 @@ def main():
             aa = "not run"
         lines.append(f"| {name} | {len(rows)} | {geo:.2f}x | {rows[low_b][0]:.2f}x at {rows[low_b][2]} | "
                      f"{', '.join(under) if under else 'none'} | {wrong} | {cold} | {aa} |")
+    if wrapper:
+        lines.append("")
+        lines.append("The wrapper's cost: `auto` pinned to `mpi` (Conveyor's repeated-shape path, then the library's "
+                     "own allreduce on Conveyor's duplicate communicator) minus stock, ns per call, at every size "
+                     "from 8 B to 4 KiB; beside it the same difference for stock run again (noise).")
+        lines.append("")
+        lines.append("| configuration | sizes | pinned `mpi` − stock: median / largest | stock again − stock: median / largest |")
+        lines.append("|---|---:|---:|---:|")
+        for name, (over, noise) in wrapper.items():
+            aa = f"{statistics.median(noise):+.0f} / {max(noise, key=abs):+.0f} ns" if noise else "not run"
+            lines.append(f"| {name} | {len(over)} | {statistics.median(over):+.0f} / {max(over):+.0f} ns | {aa} |")
     emit(lines, args.markdown,
          "Conveyor `auto` vs stock `MPI_Allreduce`, float32 sum; "
          "x = stock median / auto median, same run (bold: under 0.97x); "

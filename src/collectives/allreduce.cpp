@@ -150,11 +150,19 @@ struct schedule_cache {
 };
 
 // `auto`, measured (CONVEYOR_ALLREDUCE_MEASURE, on by default): per size class
-// (two per octave) of a communicator, the first calls alternate the cost model's
-// choice and the MPI library's own allreduce, trials_of(class) times each; then
-// one MPI_Allreduce of the slowest rank's medians decides, identically on every
-// rank, and later calls of that class run the faster one. Conveyor's choice must
-// win by 3%: on a tie the library's call is the one without Conveyor's preamble.
+// (two per octave) of a communicator, the first calls alternate the candidates,
+// trials_of(class) times each: the cost model's choice, the MPI library's own
+// allreduce and, when the ranks share one node and the model chose otherwise,
+// shared_memory. Then one MPI_Allreduce of the slowest rank's medians decides,
+// identically on every rank, and later calls of that class run the fastest.
+// Conveyor's candidates must beat the library by 3%: on a tie the library's call
+// is the one without Conveyor's preamble. Why shared_memory at every size: the
+// model's memory terms did not predict where it wins. On 2 ranks bound to their
+// own cores (Open MPI's default launch) it measured 1.3-2.5x Open MPI's allreduce
+// at 12-256 KiB and 1.2-1.6x at 8-24 MiB, where the model had chosen recursive
+// doubling or Rabenseifner (~1.0x), and 0.6x at 1-6 MiB; on MPICH 1.7-2.7x at
+// 24-64 MiB and 0.5x at 3-16 MiB (`conveyor bench allreduce --impls
+// ring,recursive_doubling,rabenseifner,shared_memory,stock`).
 // Small calls are short and their single timings noisy, so they get more trials
 // (a 2-rank run with 5 trials kept recursive doubling at 96 B although it was
 // ~8% slower than the library afterwards). So `auto` is slower than stock only by
@@ -187,8 +195,12 @@ int trials_of(int size_class) {
 constexpr int kBatchedRuns = 4;
 bool batched_trials(int size_class) { return size_class / 2 <= 14; }
 
+// The candidates of a measured class, in the order their trials alternate.
+constexpr int kMaxCandidates = 3;
 struct measured_class {
-  double seconds[2][kMaxMeasured] = {};  // [0]: the model's choice, [1]: mpi
+  allreduce_algorithm candidates[kMaxCandidates] = {};  // [0]: the model's choice, [1]: mpi, [2]: shared_memory
+  int count = 0;                                        // candidates in use (0: not yet set)
+  double seconds[kMaxCandidates][kMaxMeasured] = {};
   int taken = 0;
   allreduce_algorithm decided = allreduce_algorithm::automatic;
 };
@@ -461,19 +473,31 @@ namespace {
                                  ctx.env_algorithm == allreduce_algorithm::automatic && !options.deterministic &&
                                  !options.on_chunk && count > 0 && ctx.size > 1 && measuring_enabled();
   alg = runnable(ctx, memo.chosen);
-  report.algorithm = alg;
   report.predicted_seconds = memo.predicted;
-  if (alg == allreduce_algorithm::shared_memory && ctx.size > 1) {
-    report.spin_waits = shared_segment_of(ctx)->spins_before_yield();
-  }
+  // What the report says about the algorithm that runs (resolved by runnable()).
+  const auto report_running = [&](allreduce_algorithm a) {
+    report.algorithm = a;
+    report.spin_waits = a == allreduce_algorithm::shared_memory && ctx.size > 1 &&
+                        shared_segment_of(ctx)->spins_before_yield();
+  };
+  report_running(alg);
 
   if (measure_candidate) {
     const int cls = size_class(bytes);
     measured_class& m = collectives_state_of(ctx).measured_for({cls, &layout, report.segment_bytes});
     if (m.decided == allreduce_algorithm::automatic) {
       const int trials = trials_of(cls);
-      const int which = m.taken % 2;
-      const allreduce_algorithm trial = which == 1 ? allreduce_algorithm::mpi : alg;
+      if (m.count == 0) {  // the same on every rank: the model's choice and the layout agree
+        m.candidates[0] = alg;
+        m.candidates[1] = allreduce_algorithm::mpi;
+        m.count = 2;
+        if (alg != allreduce_algorithm::shared_memory && layout.nodes == 1 &&
+            runnable(ctx, allreduce_algorithm::shared_memory) == allreduce_algorithm::shared_memory) {
+          m.candidates[m.count++] = allreduce_algorithm::shared_memory;
+        }
+      }
+      const int which = m.taken % m.count;
+      const allreduce_algorithm trial = m.candidates[which];
       const auto run = [&](const void* in, void* out) {
         run_algorithm(ctx, trial, in, out, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
       };
@@ -487,24 +511,28 @@ namespace {
         run(in, out.data());
         const double t0 = MPI_Wtime();
         for (int r = 0; r < kBatchedRuns; ++r) run(in, out.data());
-        m.seconds[which][m.taken / 2] = (MPI_Wtime() - t0) / kBatchedRuns;
+        m.seconds[which][m.taken / m.count] = (MPI_Wtime() - t0) / kBatchedRuns;
         std::memcpy(recv, out.data(), bytes);
       } else {
         const double t0 = MPI_Wtime();
         run(send, recv);
-        m.seconds[which][m.taken / 2] = MPI_Wtime() - t0;
+        m.seconds[which][m.taken / m.count] = MPI_Wtime() - t0;
       }
-      if (++m.taken == 2 * trials) {
-        double slowest[2] = {median_of(m.seconds[0], trials), median_of(m.seconds[1], trials)};
-        detail::check_mpi(PMPI_Allreduce(MPI_IN_PLACE, slowest, 2, MPI_DOUBLE, MPI_MAX, ctx.comm), "MPI_Allreduce");
-        m.decided = slowest[0] < 0.97 * slowest[1] ? alg : allreduce_algorithm::mpi;
+      if (++m.taken == m.count * trials) {
+        double slowest[kMaxCandidates] = {};
+        for (int c = 0; c < m.count; ++c) slowest[c] = median_of(m.seconds[c], trials);
+        detail::check_mpi(PMPI_Allreduce(MPI_IN_PLACE, slowest, m.count, MPI_DOUBLE, MPI_MAX, ctx.comm),
+                          "MPI_Allreduce");
+        int best = 0;  // the fastest of Conveyor's candidates (every one but [1])
+        for (int c = 2; c < m.count; ++c) best = slowest[c] < slowest[best] ? c : best;
+        m.decided = slowest[best] < 0.97 * slowest[1] ? m.candidates[best] : allreduce_algorithm::mpi;
       }
-      report.algorithm = trial;
+      report_running(trial);
       report.trial = true;
       return report;
     }
     alg = m.decided;
-    report.algorithm = alg;
+    report_running(alg);
   }
   // Settled: the next call of this shape may take the fast path.
   if (plain_options(options) && count > 0 && ctx.size > 1 &&

@@ -44,8 +44,11 @@ namespace conveyor::detail {
 
 class shm_allreduce {
  public:
-  /// Bytes of one rank's slot (a chunk).
-  static constexpr std::size_t slot_bytes = std::size_t{32} << 10;
+  /// Bytes of one rank's slot (a chunk). 128 KiB: against 32 KiB it halved the
+  /// hand-offs' share at 512 KiB - 16 MiB (2 ranks on their own cores, vs the
+  /// library: Open MPI 0.56-1.36x -> 0.64-1.83x, MPICH 0.76-1.50x -> 1.01-1.84x);
+  /// 512 KiB slots fell out of L2 and lost (0.38-0.82x at 1.5-16 MiB, Open MPI).
+  static constexpr std::size_t slot_bytes = std::size_t{128} << 10;
 
   /// Collective over `comm`, whose ranks must all be on one node: maps one
   /// segment on every rank, or returns null on every rank if any rank could not.

@@ -498,9 +498,10 @@ TEST(Allreduce, CachedSchedulesFollowEveryChange) {
 namespace conveyor {
 namespace {
 
-// auto, measured: the first calls of a size class alternate the model's choice
-// and the MPI library's allreduce (every result correct), then every rank keeps
-// the same one of the two.
+// auto, measured: the first calls of a size class alternate the candidates (the
+// model's choice, the MPI library's allreduce and, on one node when the model
+// chose otherwise, shared_memory; every result correct), then every rank keeps
+// the same one of them.
 TEST(Allreduce, AutoMeasuresItsChoiceAgainstTheMpiLibrary) {
   // On the whole world, and on a subset (even and odd ranks: sizes 1..3 at P = 1..5).
   for (int subset = 0; subset < 2; ++subset) {
@@ -508,21 +509,40 @@ TEST(Allreduce, AutoMeasuresItsChoiceAgainstTheMpiLibrary) {
     if (subset) MPI_Comm_split(MPI_COMM_WORLD, rank_of(MPI_COMM_WORLD) % 2, 0, &comm);
     else MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     const int P = size_of(comm);
+    constexpr int kTrialsEach = 31;  // at 24 KB (trials_of in src/collectives/allreduce.cpp)
     std::vector<int> seen;
-    constexpr int kTrials = 2 * 31;  // 31 calls of each candidate at 24 KB (trials_of in src/collectives/allreduce.cpp)
-    for (int call = 0; call < kTrials + 6; ++call) {
+    int trials = 0;
+    for (int call = 0; call < 3 * kTrialsEach + 6; ++call) {
       std::vector<std::int64_t> v(3000, call + 1);
       const allreduce_report r = allreduce(v.data(), v.size(), op::sum, comm);
       ASSERT_EQ(v[2999], std::int64_t{P} * (call + 1)) << "call " << call;
       seen.push_back(static_cast<int>(r.algorithm));
-    }
-    if (P > 1) {  // one rank: nothing to measure
-      EXPECT_NE(seen[0], seen[1]);  // the trials alternate
-      EXPECT_EQ(seen[1], static_cast<int>(allreduce_algorithm::mpi));
-      for (int call = kTrials + 1; call < kTrials + 6; ++call) {
-        EXPECT_EQ(seen[static_cast<std::size_t>(call)], seen[kTrials]) << "call " << call;
+      if (r.trial) {
+        ASSERT_EQ(trials, call) << "a trial after the class was settled";
+        ++trials;
       }
-      int lo = seen.back(), hi = seen.back();
+    }
+    if (P == 1) {
+      EXPECT_EQ(trials, 0);  // one rank: nothing to measure
+    } else {
+      const auto as_int = [](allreduce_algorithm a) { return static_cast<int>(a); };
+      // The model's choice, then the library's, then (one node, model chose
+      // otherwise) shared_memory, in turn.
+      const int candidates = seen[0] == as_int(allreduce_algorithm::shared_memory) ? 2 : 3;
+      EXPECT_EQ(trials, candidates * kTrialsEach);
+      EXPECT_EQ(seen[1], as_int(allreduce_algorithm::mpi));
+      if (candidates == 3) {
+        EXPECT_EQ(seen[2], as_int(allreduce_algorithm::shared_memory));
+      }
+      for (int call = 0; call < trials; ++call) {
+        EXPECT_EQ(seen[static_cast<std::size_t>(call)], seen[static_cast<std::size_t>(call % candidates)]) << "call " << call;
+      }
+      const int decided = seen[static_cast<std::size_t>(trials)];
+      EXPECT_TRUE(decided == seen[0] || decided == seen[1] || decided == seen[candidates - 1]);
+      for (std::size_t call = static_cast<std::size_t>(trials); call < seen.size(); ++call) {
+        EXPECT_EQ(seen[call], decided) << "call " << call;
+      }
+      int lo = decided, hi = decided;
       MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, comm);
       MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, comm);
       EXPECT_EQ(lo, hi);  // the same decision on every rank
@@ -530,8 +550,6 @@ TEST(Allreduce, AutoMeasuresItsChoiceAgainstTheMpiLibrary) {
     MPI_Comm_free(&comm);
   }
 }
-
-
 
 // Repeated calls of one shape once the algorithm is settled take a fast path
 // that skips the context lookup (allreduce.cpp), for the MPI library's allreduce
