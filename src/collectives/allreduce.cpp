@@ -303,7 +303,8 @@ detail::shm_allreduce* shared_segment_of(detail::comm_context& ctx) {
   collectives_state& state = collectives_state_of(ctx);
   if (!state.shared_segment_tried) {
     state.shared_segment_tried = true;
-    if (ctx.layout(0).nodes == 1) state.shared_segment = detail::shm_allreduce::create(ctx.comm, ctx.rank, ctx.size);
+    const detail::node_layout& node = ctx.layout(0);
+    if (node.nodes == 1) state.shared_segment = detail::shm_allreduce::create(ctx.comm, ctx.rank, ctx.size, node.node_cpus);
   }
   return state.shared_segment.get();
 }

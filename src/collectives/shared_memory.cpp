@@ -1,8 +1,9 @@
 // The shared_memory allreduce (see shared_memory.hpp).
 #include "collectives/shared_memory.hpp"
 
+#include "runtime/cpu_affinity.hpp"
+
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -26,28 +27,6 @@ constexpr std::size_t kLine = 64;  // one flag per cache line: each rank writes 
 // once: spinning there only delays the rank it waits for (3 and 4 Open MPI ranks
 // on 2 cores lost 0.79-0.93x at 8-512 B with 128 spins).
 constexpr int kSpinsBeforeYield = 128;
-
-// The CPUs this process may run on, as 64-bit words (all online CPUs if the mask
-// cannot be read), for the union over the node's ranks.
-constexpr int kMaskWords = CPU_SETSIZE / 64;
-void usable_cpus(std::uint64_t* words) {
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  const bool known = sched_getaffinity(0, sizeof cpus, &cpus) == 0;
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (known ? CPU_ISSET(c, &cpus) : c < online) words[c / 64] |= std::uint64_t{1} << (c % 64);
-  }
-}
-
-// Whether the node's ranks share cores: more ranks than CPUs in the union of their
-// masks. Not one rank's own mask: under a launcher's default binding (Open MPI's
-// mpirun binds each rank to a core) every rank sees one CPU, yet none shares it.
-int spins_for(int ranks_on_node, const std::uint64_t* union_words) {
-  int cpus = 0;
-  for (int w = 0; w < kMaskWords; ++w) cpus += __builtin_popcountll(union_words[w]);
-  return ranks_on_node > cpus ? 0 : kSpinsBeforeYield;
-}
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -86,7 +65,7 @@ void* map_segment(const char* name, std::size_t bytes, bool create) {
 
 }  // namespace
 
-std::unique_ptr<shm_allreduce> shm_allreduce::create(MPI_Comm comm, int rank, int size) {
+std::unique_ptr<shm_allreduce> shm_allreduce::create(MPI_Comm comm, int rank, int size, int node_cpus) {
   const std::size_t bytes = segment_bytes(size);
   char name[64] = {};
   void* base = nullptr;
@@ -104,18 +83,16 @@ std::unique_ptr<shm_allreduce> shm_allreduce::create(MPI_Comm comm, int rank, in
   }
   int rc = MPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
   if (rc == MPI_SUCCESS && rank != 0 && name[0]) base = map_segment(name, bytes, false);
-  // One MPI_Allreduce (bitwise or): word 0 is set if some rank could not map the
-  // segment; the others are the union of the ranks' CPU masks.
-  std::uint64_t words[1 + kMaskWords] = {};
-  words[0] = base == nullptr ? 1 : 0;
-  usable_cpus(words + 1);
-  if (rc == MPI_SUCCESS) rc = MPI_Allreduce(MPI_IN_PLACE, words, 1 + kMaskWords, MPI_UINT64_T, MPI_BOR, comm);
+  // Whether some rank could not map the segment.
+  int failed = base == nullptr ? 1 : 0;
+  if (rc == MPI_SUCCESS) rc = MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm);
   if (rank == 0 && name[0]) shm_unlink(name);  // every rank has mapped it (or given up): the name can go
-  if (rc != MPI_SUCCESS || words[0] != 0) {
+  if (rc != MPI_SUCCESS || failed) {
     if (base) munmap(base, bytes);
     return nullptr;
   }
-  return std::unique_ptr<shm_allreduce>(new shm_allreduce(base, bytes, rank, size, spins_for(size, words + 1)));
+  const int spins = ranks_share_cores(size, node_cpus) ? 0 : kSpinsBeforeYield;
+  return std::unique_ptr<shm_allreduce>(new shm_allreduce(base, bytes, rank, size, spins));
 }
 
 shm_allreduce::~shm_allreduce() { munmap(base_, bytes_); }

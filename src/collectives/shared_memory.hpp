@@ -19,11 +19,12 @@
 // MPICH 4.0's (docs/algorithms.md has the numbers of the library's own version).
 //
 // Limits: every rank of the communicator on one node (MPI_COMM_TYPE_SHARED covers
-// it; else the caller runs recursive doubling). Reads grow with P, so it pays for
-// small messages; the cost model offers it only there and auto measures it
-// against the MPI library. A waiting rank spins (pause) and then yields; when the
+// it; else the caller runs recursive doubling). Reads grow with P, so the cost
+// model offers it for small messages only; auto's measuring phase also tries it
+// at every size on one node (allreduce.cpp), since the model did not predict
+// where it wins at larger ones. A waiting rank spins (pause) and then yields; when the
 // node's ranks share cores (more ranks than CPUs in the union of their affinity
-// masks, exchanged once when the segment is made) it yields at once.
+// masks: runtime/cpu_affinity.hpp) it yields at once.
 //
 // Why a POSIX segment and not MPI_Win_allocate_shared: freeing a window
 // synchronizes every rank, but a context can die at different times on different
@@ -52,7 +53,9 @@ class shm_allreduce {
 
   /// Collective over `comm`, whose ranks must all be on one node: maps one
   /// segment on every rank, or returns null on every rank if any rank could not.
-  static std::unique_ptr<shm_allreduce> create(MPI_Comm comm, int rank, int size);
+  /// `node_cpus`: CPUs in the union of the ranks' affinity masks (node_layout):
+  /// with fewer than `size`, waiting ranks yield at once.
+  static std::unique_ptr<shm_allreduce> create(MPI_Comm comm, int rank, int size, int node_cpus);
   ~shm_allreduce();
   shm_allreduce(const shm_allreduce&) = delete;
   shm_allreduce& operator=(const shm_allreduce&) = delete;

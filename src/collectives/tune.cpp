@@ -97,8 +97,9 @@ std::size_t measure_piece(detail::comm_context& ctx, int a, int b) {
 // the median of 15 batches of 100 back-to-back runs, slowest rank. Only when every
 // rank is on one node (the algorithm's precondition); else the default stays.
 void measure_shared_alpha(detail::comm_context& ctx, double& shared_alpha) {
-  if (ctx.size < 2 || ctx.layout(0).nodes != 1) return;
-  const auto segment = detail::shm_allreduce::create(ctx.comm, ctx.rank, ctx.size);
+  const detail::node_layout& node = ctx.layout(0);
+  if (ctx.size < 2 || node.nodes != 1) return;
+  const auto segment = detail::shm_allreduce::create(ctx.comm, ctx.rank, ctx.size, node.node_cpus);
   if (!segment) return;
   const reduce_kernel_fn kernel = reduce_kernel(dtype::float32, op::sum);
   float in = 1.0f, out = 0.0f;

@@ -8,6 +8,7 @@
 
 #include "conveyor/settings.hpp"
 #include "conveyor/types.hpp"
+#include "runtime/cpu_affinity.hpp"
 #include "runtime/simd_targets.hpp"
 
 namespace conveyor::detail {
@@ -99,9 +100,13 @@ node_layout build_layout(const comm_context& ctx, int ranks_per_node) {
     check_mpi(MPI_Comm_split_type(ctx.comm, MPI_COMM_TYPE_SHARED, ctx.rank, MPI_INFO_NULL, &shared),
               "MPI_Comm_split_type");
     int key = ctx.rank;
-    const int rc = MPI_Allreduce(MPI_IN_PLACE, &key, 1, MPI_INT, MPI_MIN, shared);
+    int rc = MPI_Allreduce(MPI_IN_PLACE, &key, 1, MPI_INT, MPI_MIN, shared);
+    // The node's CPUs: the union of its ranks' masks (runtime/cpu_affinity.hpp).
+    cpu_mask cpus = usable_cpus();
+    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(MPI_IN_PLACE, cpus.words, kCpuMaskWords, MPI_UINT64_T, MPI_BOR, shared);
     MPI_Comm_free(&shared);
-    check_mpi(rc, "MPI_Allreduce (node key)");
+    check_mpi(rc, "MPI_Allreduce (node key, node CPUs)");
+    l.node_cpus = cpus.count();
     check_mpi(MPI_Allgather(&key, 1, MPI_INT, node_key.data(), 1, MPI_INT, ctx.comm),
               "MPI_Allgather (node keys)");
   }

@@ -32,6 +32,10 @@ struct node_layout {
   std::vector<std::vector<int>> members;  // node -> ranks
   int max_local = 1;                    // largest node size
   int min_local = 1;                    // smallest node size
+  // CPUs in the union of the affinity masks of this rank's node's ranks
+  // (runtime/cpu_affinity.hpp): the real nodes' layout (ranks per node 0) only;
+  // 0 in an emulated layout.
+  int node_cpus = 0;
 };
 
 // Only collectives on the communicator touch its context, and MPI requires those

@@ -1,6 +1,7 @@
 #include "sinkhorn/common.hpp"
 
 #include "runtime/context.hpp"
+#include "runtime/cpu_affinity.hpp"
 #include "core/names.hpp"
 
 #include <omp.h>
@@ -104,17 +105,19 @@ run_context start(collective_call& call, const call_shape& shape, dtype t, const
   ctx.first_row = ctx.rank == 0 ? 0 : static_cast<std::size_t>(before);  // Exscan leaves rank 0 undefined
   ctx.total_rows = static_cast<std::size_t>(total);
   const int threads = o.threads;
-  // Asked for: as many threads as asked. Automatic: OpenMP's default shared by the
-  // ranks of this node (ranks x threads never exceeds it: oversubscribed OpenMP
-  // threads spin), and no more than one thread per 64 Ki elements, where a parallel
-  // region costs more than it saves.
+  // Asked for: as many threads as asked. Automatic: OpenMP's default, capped by this
+  // rank's share of its node's CPUs (ranks x threads never exceeds them:
+  // oversubscribed OpenMP threads spin; runtime/cpu_affinity.hpp), and no more
+  // than one thread per 64 Ki elements, where a parallel region costs more than it
+  // saves.
   // (The node layout is collective the first time: every rank asks for it.)
   const conveyor::detail::node_layout& nodes = conveyor::detail::context_of(call).layout(0);
   if (threads > 0) {
     ctx.threads = threads;
   } else {
     const auto local_ranks = nodes.members[static_cast<std::size_t>(nodes.node_of[static_cast<std::size_t>(ctx.rank)])].size();
-    const auto available = std::max<std::size_t>(1, static_cast<std::size_t>(omp_get_max_threads()) / std::max<std::size_t>(local_ranks, 1));
+    const auto available = static_cast<std::size_t>(
+        conveyor::detail::threads_per_rank(omp_get_max_threads(), nodes.node_cpus, static_cast<int>(local_ranks)));
     const std::size_t work = shape.rows * shape.cols / (std::size_t{64} << 10);
     ctx.threads = static_cast<int>(std::clamp<std::size_t>(work, 1, available));
   }
