@@ -9,8 +9,8 @@
  * is the slowest rank's (MPI_Reduce MAX). The result is checked against the exact
  * sum (small integers in float32 are exact), so a wrong answer cannot look fast.
  * The warm-up is long enough to cover a tuning library's first calls of a size
- * (libconveyor_mpi's `auto` measures its candidates in at most 63, 31, 19 and 11
- * calls below 32 KiB, 512 KiB, 8 MiB and above), like OSU's skip iterations, so
+ * (libconveyor_mpi's `auto` measures up to 3 candidates in at most 93, 45, 27 and
+ * 15 calls below 32 KiB, 512 KiB, 8 MiB and above), like OSU's skip iterations, so
  * the samples show the settled behaviour.
  *
  * Output, rank 0, one line per sample: "size_bytes,microseconds_per_call,wrong".
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
       if (bytes < min_bytes || bytes > max_bytes) continue;
       const int count = (int)(bytes / sizeof(float));
 
-      const int warmup = bytes < (32 << 10) ? 64 : bytes < (512 << 10) ? 32 : bytes < (8 << 20) ? 20 : 12;
+      const int warmup = bytes < (32 << 10) ? 96 : bytes < (512 << 10) ? 48 : bytes < (8 << 20) ? 30 : 16;
       for (int w = 0; w < warmup; ++w) MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       long wrong = 0;
       for (int i = 0; i < count; ++i) {

@@ -80,7 +80,7 @@ struct reduction {
   std::size_t bytes(std::size_t items) const { return elements(items) * sig.leaf_size; }
 };
 
-std::optional<pass_reason> screen_reduction(MPI_Datatype t, MPI_Op mop, reduction& r) {
+std::optional<pass_reason> screen_reduction_uncached(MPI_Datatype t, MPI_Op mop, reduction& r) {
   if (t == MPI_DATATYPE_NULL || mop == MPI_OP_NULL) return pass_reason::arguments;
   const std::optional<op> o = op_of(mop);
   if (!o) return pass_reason::op;
@@ -91,6 +91,37 @@ std::optional<pass_reason> screen_reduction(MPI_Datatype t, MPI_Op mop, reductio
   r.type = *d;
   r.o = *o;
   return std::nullopt;
+}
+
+// The last (datatype, op) pair screened on this thread, kept when the type is a
+// predefined one: predefined handles are never freed (a derived type's handle
+// may be freed and reused for another type), and op_of accepts predefined ops
+// only, so an equal pair gets the same answer. A loop calling one type and op
+// then skips the table lookups (~10 ns of a 120 ns call on 2 ranks).
+struct screened_pair {
+  bool valid = false;
+  MPI_Datatype t{};
+  MPI_Op mop{};
+  reduction r;
+  std::optional<pass_reason> why;
+};
+thread_local screened_pair t_last_pair;
+
+bool predefined(MPI_Datatype t) {
+  int integers = 0, addresses = 0, types = 0, combiner = 0;
+  return PMPI_Type_get_envelope(t, &integers, &addresses, &types, &combiner) == MPI_SUCCESS &&
+         combiner == MPI_COMBINER_NAMED;
+}
+
+std::optional<pass_reason> screen_reduction(MPI_Datatype t, MPI_Op mop, reduction& r) {
+  screened_pair& last = t_last_pair;
+  if (last.valid && t == last.t && mop == last.mop) {
+    r = last.r;
+    return last.why;
+  }
+  const std::optional<pass_reason> why = screen_reduction_uncached(t, mop, r);
+  if (why != pass_reason::arguments && predefined(t)) last = {true, t, mop, r, why};
+  return why;
 }
 
 std::optional<pass_reason> screen_bytes(std::size_t bytes) {
