@@ -2,7 +2,7 @@
 """An unmodified MPI program with and without libconveyor_mpi preloaded.
 
 run:    preload_compare.py run --config NAME --library LIB [--base-preload SO] [--rounds R]
-                               --csv OUT -- LAUNCHER... PROGRAM ARGS...
+                               [--first-round K] --csv OUT -- LAUNCHER... PROGRAM ARGS...
         Launches the command 2*R times, alternating without / with LIB in
         LD_PRELOAD (the order flips every round, so drift on a shared machine
         hits both alike); PROGRAM prints "bytes,us_per_call,wrong" per sample
@@ -42,7 +42,7 @@ def run(args):
         writer = csv.writer(out)
         if new_file:
             writer.writerow(FIELDS)
-        for rnd in range(args.rounds):
+        for rnd in range(args.first_round, args.first_round + args.rounds):
             order = ("without", "with") if rnd % 2 == 0 else ("with", "without")
             for variant in order:
                 preload = [p for p in (args.base_preload, args.library if variant == "with" else "") if p]
@@ -131,6 +131,8 @@ def main():
     r.add_argument("--library", required=True)
     r.add_argument("--base-preload", default="")
     r.add_argument("--rounds", type=int, default=3)
+    r.add_argument("--first-round", type=int, default=0,
+                   help="number of the first round (a caller interleaving configurations runs one round at a time)")
     r.add_argument("--timeout", type=int, default=900)
     r.add_argument("--csv", required=True)
     r.add_argument("command", nargs=argparse.REMAINDER)

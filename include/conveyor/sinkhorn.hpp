@@ -73,9 +73,11 @@ struct options {
   /// is then ignored: POT's order (v = b / K^T u, then u = a / K v). One more
   /// pass over the matrix, before the first iteration.
   bool columns_first = false;
-  /// OpenMP threads per rank; 0: OpenMP's default divided by the ranks sharing this
-  /// node, fewer for small local blocks (one per 64 Ki elements). With more
-  /// threads than cores, set OMP_WAIT_POLICY=passive so idle threads sleep.
+  /// OpenMP threads per rank; 0: OpenMP's default for this process, capped by the
+  /// rank's share of its node's CPUs (the union of the node's ranks' affinity
+  /// masks, divided among them), fewer for small local blocks (one per 64 Ki
+  /// elements). With more threads than cores, set OMP_WAIT_POLICY=passive so idle
+  /// threads sleep.
   int threads = 0;
   /// Entropic OT only: iterate on potentials with log-sum-exp (any eps).
   bool log_domain = false;

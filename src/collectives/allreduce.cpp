@@ -150,15 +150,15 @@ struct schedule_cache {
 };
 
 // `auto`, measured (CONVEYOR_ALLREDUCE_MEASURE, on by default): per size class
-// (two per octave) of a communicator, the first calls alternate the candidates,
-// trials_of(class) times each: the cost model's choice, the MPI library's own
-// allreduce and, when the ranks share one node and the model chose otherwise,
-// shared_memory. Then one MPI_Allreduce of the slowest rank's medians decides,
+// (two per octave) of a communicator, the first calls alternate the candidates
+// (the order reversed every other round), trials_of(class) times each: the cost
+// model's choice, the MPI library's own allreduce and, when the ranks share one
+// node and the model chose otherwise, shared_memory. Then one MPI_Allreduce of the slowest rank's medians decides,
 // identically on every rank, and later calls of that class run the fastest.
 // Conveyor's candidates must beat the library by 3%: on a tie the library's call
 // is the one without Conveyor's preamble. Why shared_memory at every size: the
 // model's memory terms did not predict where it wins. On 2 ranks bound to their
-// own cores (Open MPI's default launch) it measured 1.3-2.5x Open MPI's allreduce
+// own cores (Open MPI's default launch) it measured 1.3-3.1x Open MPI's allreduce
 // at 12-256 KiB and 1.2-1.6x at 8-24 MiB, where the model had chosen recursive
 // doubling or Rabenseifner (~1.0x), and 0.6x at 1-6 MiB; on MPICH 1.7-2.7x at
 // 24-64 MiB and 0.5x at 3-16 MiB (`conveyor bench allreduce --impls
@@ -497,7 +497,11 @@ namespace {
           m.candidates[m.count++] = allreduce_algorithm::shared_memory;
         }
       }
-      const int which = m.taken % m.count;
+      // Round r runs every candidate once, forward in even rounds and backward in
+      // odd ones, so that no candidate always follows the same one (what the
+      // previous call left in the caches and on the other ranks).
+      const int trial_round = m.taken / m.count, position = m.taken % m.count;
+      const int which = trial_round % 2 == 0 ? position : m.count - 1 - position;
       const allreduce_algorithm trial = m.candidates[which];
       const auto run = [&](const void* in, void* out) {
         run_algorithm(ctx, trial, in, out, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
@@ -512,12 +516,12 @@ namespace {
         run(in, out.data());
         const double t0 = MPI_Wtime();
         for (int r = 0; r < kBatchedRuns; ++r) run(in, out.data());
-        m.seconds[which][m.taken / m.count] = (MPI_Wtime() - t0) / kBatchedRuns;
+        m.seconds[which][trial_round] = (MPI_Wtime() - t0) / kBatchedRuns;
         std::memcpy(recv, out.data(), bytes);
       } else {
         const double t0 = MPI_Wtime();
         run(send, recv);
-        m.seconds[which][m.taken / m.count] = MPI_Wtime() - t0;
+        m.seconds[which][trial_round] = MPI_Wtime() - t0;
       }
       if (++m.taken == m.count * trials) {
         double slowest[kMaxCandidates] = {};
