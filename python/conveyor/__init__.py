@@ -121,9 +121,23 @@ def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", determinist
     >>> conveyor.allreduce(np.arange(3.0), "sum", MPI.COMM_SELF).tolist()
     [0.0, 1.0, 2.0]
     """
+    # The common case (NumPy arrays, an `out` of the same dtype and size, every
+    # option at its default) takes conveyor.Allreduce's C++ path: building the
+    # options and the front end's call cost ~2 us per call (1 KiB, 2 ranks), more
+    # than the allreduce. Anything it does not take goes the full way below.
+    if (out is not None and algorithm == "auto" and not deterministic and not validate and segment_bytes is None
+            and ranks_per_node is None and isinstance(send, np.ndarray) and isinstance(out, np.ndarray)
+            and send.dtype == out.dtype and send.size == out.size):
+        mpi_op = _MPI_OP_BY_NAME.get(op) if isinstance(op, str) else None
+        if mpi_op is not None and _conveyor.try_buffer_allreduce(send, out, mpi_op, comm):
+            return out
     options = dict(algorithm=algorithm, deterministic=deterministic, segment_bytes=segment_bytes,
                    ranks_per_node=ranks_per_node)
     return _conveyor.allreduce(send, out, op, comm_address(comm), bool(validate), options)[0]
+
+
+_MPI_OP_BY_NAME = {name: getattr(MPI, name.upper())
+                   for name in ("sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor")}
 
 
 # ---------------------------------------------------------------------------
