@@ -109,6 +109,7 @@ struct scaling_result {
   std::vector<double> error_history; // one entry per iteration
   std::vector<T> u;                  // this rank's rows
   std::vector<T> v;                  // all columns (identical on every rank)
+  int threads = 0;                   // OpenMP threads this rank ran with (options.threads or automatic)
   timing time;
 };
 
@@ -121,6 +122,7 @@ struct transport_result {
   double cost = 0;                   // <P, C> summed over all ranks
   std::vector<T> f;                  // dual potential, this rank's rows: eps * log u
   std::vector<T> g;                  // dual potential, all columns: eps * log v
+  int threads = 0;                   // OpenMP threads this rank ran with (options.threads or automatic)
   timing time;
 };
 

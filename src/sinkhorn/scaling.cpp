@@ -298,10 +298,13 @@ scaling_result<T> scale_entry(const T* A, T* A_mut, std::size_t rows, std::size_
     iteration_log log;
     log.state = status::converged;
     log.error = 0;
-    return make_result(log, std::vector<T>(rows, T(1)), std::vector<T>(cols, T(1)), timing{});
+    scaling_result<T> res = make_result(log, std::vector<T>(rows, T(1)), std::vector<T>(cols, T(1)), timing{});
+    res.threads = ctx.threads;
+    return res;
   }
   validate_data(ctx, p, what);
   scaling_result<T> res = solve_scaling(ctx, p, o);
+  res.threads = ctx.threads;
   res.time.total = now() - t0;
   return res;
 }

@@ -301,6 +301,7 @@ transport_result<T> transport_entry(const ot_problem<T>& p, MPI_Comm comm, const
     res.state = status::converged;
     res.f.assign(p.rows, T(0));
     res.g.assign(p.cols, T(0));
+    res.threads = ctx.threads;
     return res;
   }
   double row_mass = 0, column_mass = 0;
@@ -309,6 +310,7 @@ transport_result<T> transport_entry(const ot_problem<T>& p, MPI_Comm comm, const
   check_masses(ctx, row_mass, column_mass, sizeof(T) == 4, kWhat);
 
   res = o.log_domain ? log_solver<T>(ctx, p, o).run() : solve_plain(ctx, p, o);
+  res.threads = ctx.threads;
   res.time.total = now() - t0;
   return res;
 }

@@ -5,6 +5,8 @@
 // and every bad input giving the same error on every rank.
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <omp.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cmath>
@@ -279,6 +281,65 @@ TEST(SinkhornScaling, OverlapOffGivesTheSameScaling) {
     }
     EXPECT_EQ(results[0], results[1]) << sk::variant_name(kind);
   }
+}
+
+// The automatic thread count (options.threads = 0) is OpenMP's default capped by
+// this rank's share of its node's CPUs, where the node's CPUs are the union of the
+// affinity masks of the communicator's ranks on it: a rank bound to one CPU runs one
+// thread even when OpenMP's default (fixed when the process started, unbound) is
+// larger. The node layout is made once per communicator, so each case gets a fresh
+// one; on a duplicate of MPI_COMM_SELF every rank is alone on its node. Affinity is
+// restored afterwards.
+TEST(SinkhornScaling, AutomaticThreadsFollowTheNodesCpus) {
+  cpu_set_t original;
+  ASSERT_EQ(sched_getaffinity(0, sizeof original, &original), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &original)) cpus.push_back(c);
+  }
+  const int P = size_of(MPI_COMM_WORLD), me = rank_of(MPI_COMM_WORLD);
+  const int n = static_cast<int>(cpus.size()), openmp_default = omp_get_max_threads();
+  // Enough work per rank that the one-thread-per-64-Ki-elements cap never binds.
+  const std::size_t rows = 64, cols = 4096;
+  std::vector<double> A(rows * cols, 1.0), r(rows, 1.0);
+  const auto threads_used = [&](MPI_Comm parent, const cpu_set_t* bind) {
+    if (bind) {
+      EXPECT_EQ(sched_setaffinity(0, sizeof *bind, bind), 0);
+    }
+    MPI_Comm comm;
+    MPI_Comm_dup(parent, &comm);
+    const std::vector<double> c(cols, double(rows) * size_of(comm) / double(cols));
+    sk::options o;
+    o.max_iter = 2;
+    const auto res = sk::scale(A.data(), rows, cols, cols, r.data(), c.data(), comm, o);
+    MPI_Comm_free(&comm);
+    EXPECT_EQ(sched_setaffinity(0, sizeof original, &original), 0);
+    return res.threads;
+  };
+  cpu_set_t one;  // a CPU each, where there are enough
+  CPU_ZERO(&one);
+  CPU_SET(cpus[static_cast<std::size_t>(me % n)], &one);
+  // Alone on the node, bound to one CPU: one thread (the old rule, OpenMP's default
+  // over the ranks on the node, gave openmp_default).
+  EXPECT_EQ(threads_used(MPI_COMM_SELF, &one), 1);
+  // Alone with this process's whole mask: OpenMP's default, capped by the mask.
+  EXPECT_EQ(threads_used(MPI_COMM_SELF, nullptr), std::max(1, std::min(openmp_default, n)));
+  // Every rank of the world, when they share one node (CTest launches on one
+  // machine): a share of the union of their masks.
+  MPI_Comm shared;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+  const bool one_node = size_of(shared) == P;
+  MPI_Comm_free(&shared);
+  if (one_node) {
+    EXPECT_EQ(threads_used(MPI_COMM_WORLD, &one), std::max(1, std::min(openmp_default, std::min(P, n) / P)));
+    EXPECT_EQ(threads_used(MPI_COMM_WORLD, nullptr), std::max(1, std::min(openmp_default, n / P)));
+  }
+  // Asked for: as many as asked, whatever the binding.
+  sk::options o;
+  o.max_iter = 2;
+  o.threads = 3;
+  const std::vector<double> c(cols, double(rows) / double(cols));
+  EXPECT_EQ(sk::scale(A.data(), rows, cols, cols, r.data(), c.data(), MPI_COMM_SELF, o).threads, 3);
 }
 
 // A scaling problem and this rank's balanced share of it (rows of A and r).
