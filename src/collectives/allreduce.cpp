@@ -195,6 +195,19 @@ int trials_of(int size_class) {
 constexpr int kBatchedRuns = 4;
 bool batched_trials(int size_class) { return size_class / 2 <= 14; }
 
+// Lead-in runs: every trial runs its candidate once untimed before timing it. With 3
+// candidates in forward and backward rounds (a b c, c b a, a b c, ...), the middle
+// one never ran after itself while the others did every other round, and a call
+// that follows another algorithm is slower (the other's buffers in the caches,
+// the ranks' arrival skew it left). On 2 Open MPI ranks bound to cores the
+// trials then had Rabenseifner 4-9% ahead of the library at 2-4 MiB
+// (e.g. 673 vs 736 us) while in a loop it ran 0.95x; chosen, it ran 0.84-0.93x
+// at 1.5-24 MiB in the auto-vs-stock matrix. The lead-in doubles the measuring
+// phase's calls from 32 KiB (the batched classes had one already). In place, the
+// lead-in writes a trial buffer of the call's size, freed when the class is
+// decided if it is larger than kKeptTrialBuffer.
+constexpr std::size_t kKeptTrialBuffer = std::size_t{1} << 20;
+
 // The candidates of a measured class, in the order their trials alternate.
 constexpr int kMaxCandidates = 3;
 struct measured_class {
@@ -215,7 +228,7 @@ double median_of(const double* v, int n) {
 // What the collectives keep per communicator (in its runtime context).
 struct collectives_state {
   schedule_cache schedules;
-  std::vector<char> trial_out;  // where batched trials of auto write (see batched_trials)
+  std::vector<char> trial_out;  // where auto's batched trials and in-place lead-ins write (kKeptTrialBuffer)
   // The shared_memory algorithm's segment, mapped by the first call that runs it
   // (null if the ranks span several nodes or mapping failed: recursive doubling).
   std::unique_ptr<detail::shm_allreduce> shared_segment;
@@ -506,20 +519,26 @@ namespace {
       const auto run = [&](const void* in, void* out) {
         run_algorithm(ctx, trial, in, out, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
       };
-      if (batched_trials(cls)) {
-        // Out of place into the state's trial buffer (the input stays intact),
-        // one lead-in run, then kBatchedRuns timed back to back; the result is
-        // copied to recv.
-        std::vector<char>& out = collectives_state_of(ctx).trial_out;
-        out.resize(bytes);
-        const void* in = send == MPI_IN_PLACE ? recv : send;
-        run(in, out.data());
-        const double t0 = MPI_Wtime();
-        for (int r = 0; r < kBatchedRuns; ++r) run(in, out.data());
-        m.seconds[which][trial_round] = (MPI_Wtime() - t0) / kBatchedRuns;
-        std::memcpy(recv, out.data(), bytes);
+      // Every trial first runs its candidate once untimed, as a loop of calls
+      // does: a timed call that follows another candidate pays for what that
+      // one left behind (the lead-in note above kKeptTrialBuffer). The lead-in never touches the result:
+      // in place, it writes the state's trial buffer.
+      std::vector<char>& scratch = collectives_state_of(ctx).trial_out;
+      const bool in_place = send == MPI_IN_PLACE || send == recv;
+      const void* in = in_place ? recv : send;
+      const bool batched = batched_trials(cls);
+      if (batched || in_place) {
+        scratch.resize(bytes);
+        run(in, scratch.data());
       } else {
-        const double t0 = MPI_Wtime();
+        run(send, recv);
+      }
+      const double t0 = MPI_Wtime();
+      if (batched) {  // out of place into the trial buffer; the result is copied to recv
+        for (int r = 0; r < kBatchedRuns; ++r) run(in, scratch.data());
+        m.seconds[which][trial_round] = (MPI_Wtime() - t0) / kBatchedRuns;
+        std::memcpy(recv, scratch.data(), bytes);
+      } else {
         run(send, recv);
         m.seconds[which][trial_round] = MPI_Wtime() - t0;
       }
@@ -531,6 +550,8 @@ namespace {
         int best = 0;  // the fastest of Conveyor's candidates (every one but [1])
         for (int c = 2; c < m.count; ++c) best = slowest[c] < slowest[best] ? c : best;
         m.decided = slowest[best] < 0.97 * slowest[1] ? m.candidates[best] : allreduce_algorithm::mpi;
+        // A large in-place class's trial buffer is not kept once it is decided.
+        if (scratch.capacity() > kKeptTrialBuffer) std::vector<char>().swap(scratch);
       }
       report_running(trial);
       report.trial = true;
