@@ -1,5 +1,6 @@
 #include "scalapack/grid_exchange.hpp"
 
+#include <climits>
 #include <string>
 
 #include "conveyor/types.hpp"
@@ -9,6 +10,18 @@ namespace conveyor::scalapack::detail {
 namespace {
 
 enum { kDtype = 0, kCtxt = 1 };
+
+// Under ScaLAPACK's own names (library conveyor_scalapack_compat) descriptors are
+// read as the reference's REDIST routines read them: 9 integers, DTYPE never
+// looked at, LLD checked only where it is used (describe). Its REDIST tester leaves DTYPE unset on process 0, and the reference
+// passes it; a drop-in accepts what the reference accepts. Under Conveyor's names
+// DTYPE 2 selects PBLAS's 11-integer layout and other values than 1 and 2 are an
+// error.
+#ifdef CONVEYOR_SCALAPACK_REFERENCE_DESCRIPTORS
+constexpr bool kReadsDtype = false;
+#else
+constexpr bool kReadsDtype = true;
+#endif
 
 // One process's row of the exchange.
 enum : int {
@@ -68,7 +81,7 @@ int describe(const int* desc, int which, int* g, int& value) {
   g[gIn] = 1, g[gRow] = row, g[gCol] = col, g[gNprow] = nprow, g[gNpcol] = npcol;
   g[gM] = d.M, g[gN] = d.N, g[gImb] = d.imb, g[gInb] = d.inb, g[gMb] = d.mb, g[gNb] = d.nb;
   g[gRsrc] = d.rsrc, g[gCsrc] = d.csrc;
-  if (desc[kDtype] != 1 && desc[kDtype] != 2) return value = desc[kDtype], kBadType * 4 + which;
+  if (kReadsDtype && desc[kDtype] != 1 && desc[kDtype] != 2) return value = desc[kDtype], kBadType * 4 + which;
   if (d.M < 0 || d.N < 0) return value = d.M < 0 ? d.M : d.N, kNegativeSize * 4 + which;
   for (int b : {d.mb, d.nb, d.imb, d.inb}) {
     if (b < 1) return value = b, kBadBlock * 4 + which;
@@ -76,7 +89,12 @@ int describe(const int* desc, int which, int* g, int& value) {
   if (d.rsrc < 0 || d.rsrc >= nprow) return value = d.rsrc, kBadSource * 4 + which;
   if (d.csrc < 0 || d.csrc >= npcol) return value = d.csrc, kBadSource * 4 + which;
   const int local_rows = numroc(d.M, d.imb, d.mb, row, d.rsrc, nprow);
-  if (d.lld < std::max(1, local_rows)) return value = d.lld, kBadLld * 4 + which;
+  // Under ScaLAPACK's names LLD matters only where it is used, on a process that
+  // holds elements (the reference never checks it; its REDIST tester passes LLD 0
+  // on a process with no rows). Under Conveyor's names, DESCINIT's rule.
+  const bool holds_elements = local_rows > 0 && numroc(d.N, d.inb, d.nb, col, d.csrc, npcol) > 0;
+  const int lowest_lld = kReadsDtype ? std::max(1, local_rows) : holds_elements ? local_rows : INT_MIN;
+  if (d.lld < lowest_lld) return value = d.lld, kBadLld * 4 + which;
   return kNone;
 }
 
@@ -130,7 +148,7 @@ descriptor read_descriptor(const int* desc, std::string& problem, const char* wh
     return d;
   }
   d.ctxt = desc[kCtxt];
-  if (desc[kDtype] == 2) {  // DTYPE, CTXT, M, N, IMB, INB, MB, NB, RSRC, CSRC, LLD
+  if (kReadsDtype && desc[kDtype] == 2) {  // DTYPE, CTXT, M, N, IMB, INB, MB, NB, RSRC, CSRC, LLD
     d.M = desc[2], d.N = desc[3], d.imb = desc[4], d.inb = desc[5], d.mb = desc[6], d.nb = desc[7];
     d.rsrc = desc[8], d.csrc = desc[9], d.lld = desc[10];
   } else {  // DTYPE, CTXT, M, N, MB, NB, RSRC, CSRC, LLD

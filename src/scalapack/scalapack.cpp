@@ -178,7 +178,7 @@ void plan_call(cached_call& entry, const call& c, const exchange_result& x, MPI_
 
 // Calls made, per routine family, for CONVEYOR_SCALAPACK_REPORT.
 struct call_counts {
-  long long calls[4] = {}, planned = 0, cached = 0;
+  long long calls[4] = {}, planned = 0, cached = 0, empty = 0;
   int world_rank = -1;  // read while MPI runs (the report prints after MPI_Finalize)
   static call_counts& instance() {
     static call_counts c;
@@ -188,11 +188,13 @@ struct call_counts {
 
 void report_at_exit() {
   const call_counts& c = call_counts::instance();
-  std::fprintf(stderr, "conveyor scalapack report: rank %d: gemr2d %lld, trmr2d %lld, tran %lld calls (%lld planned, %lld cached)\n",
-               c.world_rank, c.calls[kGemr], c.calls[kTrmr], c.calls[kTran], c.planned, c.cached);
+  std::fprintf(stderr, "conveyor scalapack report: rank %d: gemr2d %lld, trmr2d %lld, tran %lld calls (%lld planned, %lld cached, %lld empty)\n",
+               c.world_rank, c.calls[kGemr], c.calls[kTrmr], c.calls[kTran], c.planned, c.cached, c.empty);
 }
 
-void count(routine_id r, bool planned) {
+enum class call_kind { planned, cached, empty };
+
+void count(routine_id r, call_kind kind) {
   static const bool report = [] {
     const auto v = setting("CONVEYOR_SCALAPACK_REPORT");
     const bool on = v && *v != "0";
@@ -203,7 +205,7 @@ void count(routine_id r, bool planned) {
   call_counts& c = call_counts::instance();
   if (c.world_rank < 0) MPI_Comm_rank(MPI_COMM_WORLD, &c.world_rank);
   ++c.calls[r];
-  ++(planned ? c.planned : c.cached);
+  ++(kind == call_kind::planned ? c.planned : kind == call_kind::cached ? c.cached : c.empty);
 }
 
 void execute(cached_call& entry, const call& c) {
@@ -215,7 +217,10 @@ void execute(cached_call& entry, const call& c) {
 
 void run(const char* name, const call& c) {
   try {
-    if (c.m <= 0 || c.n <= 0) return;  // nothing to move (ScaLAPACK returns before communicating)
+    if (c.m <= 0 || c.n <= 0) {  // nothing to move (ScaLAPACK returns before communicating)
+      count(c.routine, call_kind::empty);
+      return;
+    }
     const std::vector<long long> key = key_of(c);
     process_set* candidate = candidate_set(c.ctxt);
     const call_scalars scalars{c.routine, static_cast<int>(c.type), c.m, c.n, c.ia, c.ja, c.ib, c.jb, c.uplo, c.diag};
@@ -226,13 +231,13 @@ void run(const char* name, const call& c) {
     if (x.hit >= 0) {
       entry = &use_call(*candidate, x.hit);
       if (!entry->warm) plan_call(*entry, c, x, candidate->comm, /*warm=*/true);  // the call repeats: worth the setup
-      count(c.routine, false);
+      count(c.routine, call_kind::cached);
     } else {
       process_set& set = set_of(c.ctxt, x.world_ranks, x.system_ranks, system_communicator(c.ctxt));
       cached_call fresh;
       fresh.key = key;
       plan_call(fresh, c, x, set.comm, /*warm=*/false);
-      count(c.routine, true);
+      count(c.routine, call_kind::planned);
       if (cache_capacity() == 0) {  // cold: plan, run, free
         execute(fresh, c);
         return;
