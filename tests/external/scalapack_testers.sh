@@ -7,9 +7,8 @@
 # on subgrids and with processes outside the grids, so preloading
 # libconveyor_scalapack_compat puts Conveyor under every one of those calls.
 # Downloaded at test time into the work directory with `apt-get download` (not
-# installed, nothing kept in the repository); ScaLAPACK's source package is not
-# reachable from this project's machines (its archive files answer 404), which is
-# why the REDIST and PBLAS testers, source-only, are not among these.
+# installed, nothing kept in the repository). The REDIST testers, source-only, are
+# built from ../shared/peers by scalapack_redist_testers.sh.
 #
 # usage: scalapack_testers.sh <openmpi|mpich> <build-dir> <work-dir>
 # Prints one line per tester and rank count, and "N passed, M failed" last.
