@@ -11,18 +11,6 @@ namespace {
 
 enum { kDtype = 0, kCtxt = 1 };
 
-// Under ScaLAPACK's own names (library conveyor_scalapack_compat) descriptors are
-// read as the reference's REDIST routines read them: 9 integers, DTYPE never
-// looked at, LLD checked only where it is used (describe). Its REDIST tester leaves DTYPE unset on process 0, and the reference
-// passes it; a drop-in accepts what the reference accepts. Under Conveyor's names
-// DTYPE 2 selects PBLAS's 11-integer layout and other values than 1 and 2 are an
-// error.
-#ifdef CONVEYOR_SCALAPACK_REFERENCE_DESCRIPTORS
-constexpr bool kReadsDtype = false;
-#else
-constexpr bool kReadsDtype = true;
-#endif
-
 // One process's row of the exchange.
 enum : int {
   kPresent, kWorld, kSystem, kCandidateLo, kCandidateHi, kHit, kProblem, kProblemValue,
@@ -68,7 +56,8 @@ int numroc(int n, int first, int nb, int me, int src, int P) {
 }
 
 // Fills a grid's part of my row from my descriptor; returns a problem code.
-int describe(const int* desc, int which, int* g, int& value) {
+int describe(const int* desc, int which, int* g, int& value, descriptor_rules rules) {
+  const bool pblas = rules == descriptor_rules::pblas;
   for (int i = 0; i < kGridInts; ++i) g[i] = 0;
   g[gIn] = 0;
   if (!desc) { value = 0; return kNullDescriptor * 4 + which; }
@@ -77,11 +66,11 @@ int describe(const int* desc, int which, int* g, int& value) {
   Cblacs_gridinfo(desc[kCtxt], &nprow, &npcol, &row, &col);
   if (row < 0 || col < 0 || row >= nprow || col >= npcol) return kNone;  // not in this grid
   std::string ignored;
-  const descriptor d = read_descriptor(desc, ignored, "");
+  const descriptor d = read_descriptor(desc, ignored, "", rules);
   g[gIn] = 1, g[gRow] = row, g[gCol] = col, g[gNprow] = nprow, g[gNpcol] = npcol;
   g[gM] = d.M, g[gN] = d.N, g[gImb] = d.imb, g[gInb] = d.inb, g[gMb] = d.mb, g[gNb] = d.nb;
   g[gRsrc] = d.rsrc, g[gCsrc] = d.csrc;
-  if (kReadsDtype && desc[kDtype] != 1 && desc[kDtype] != 2) return value = desc[kDtype], kBadType * 4 + which;
+  if (pblas && desc[kDtype] != 1 && desc[kDtype] != 2) return value = desc[kDtype], kBadType * 4 + which;
   if (d.M < 0 || d.N < 0) return value = d.M < 0 ? d.M : d.N, kNegativeSize * 4 + which;
   for (int b : {d.mb, d.nb, d.imb, d.inb}) {
     if (b < 1) return value = b, kBadBlock * 4 + which;
@@ -89,18 +78,17 @@ int describe(const int* desc, int which, int* g, int& value) {
   if (d.rsrc < 0 || d.rsrc >= nprow) return value = d.rsrc, kBadSource * 4 + which;
   if (d.csrc < 0 || d.csrc >= npcol) return value = d.csrc, kBadSource * 4 + which;
   const int local_rows = numroc(d.M, d.imb, d.mb, row, d.rsrc, nprow);
-  // Under ScaLAPACK's names LLD matters only where it is used, on a process that
-  // holds elements (the reference never checks it; its REDIST tester passes LLD 0
-  // on a process with no rows). Under Conveyor's names, DESCINIT's rule.
+  // reference_redist: LLD matters only where it is used, on a process that holds
+  // elements (descriptor_rules).
   const bool holds_elements = local_rows > 0 && numroc(d.N, d.inb, d.nb, col, d.csrc, npcol) > 0;
-  const int lowest_lld = kReadsDtype ? std::max(1, local_rows) : holds_elements ? local_rows : INT_MIN;
+  const int lowest_lld = pblas ? std::max(1, local_rows) : holds_elements ? local_rows : INT_MIN;
   if (d.lld < lowest_lld) return value = d.lld, kBadLld * 4 + which;
   return kNone;
 }
 
 // The grid described by the rows of its members; a problem if they disagree.
 grid_view assemble(const std::vector<int>& rows, int np, int part, int me, const int* my_desc, std::string& problem,
-                   const char* which) {
+                   const char* which, descriptor_rules rules) {
   grid_view g;
   int leader = -1;
   for (int p = 0; p < np; ++p) {
@@ -134,21 +122,21 @@ grid_view assemble(const std::vector<int>& rows, int np, int part, int me, const
   if (mine[gIn] == 1) {
     g.my_row = mine[gRow], g.my_col = mine[gCol];
     std::string ignored;
-    g.lld = read_descriptor(my_desc, ignored, "").lld;
+    g.lld = read_descriptor(my_desc, ignored, "", rules).lld;
   }
   return g;
 }
 
 }  // namespace
 
-descriptor read_descriptor(const int* desc, std::string& problem, const char* which) {
+descriptor read_descriptor(const int* desc, std::string& problem, const char* which, descriptor_rules rules) {
   descriptor d;
   if (!desc) {
     problem = std::string("descriptor of ") + which + " is null";
     return d;
   }
   d.ctxt = desc[kCtxt];
-  if (kReadsDtype && desc[kDtype] == 2) {  // DTYPE, CTXT, M, N, IMB, INB, MB, NB, RSRC, CSRC, LLD
+  if (rules == descriptor_rules::pblas && desc[kDtype] == 2) {  // DTYPE, CTXT, M, N, IMB, INB, MB, NB, RSRC, CSRC, LLD
     d.M = desc[2], d.N = desc[3], d.imb = desc[4], d.inb = desc[5], d.mb = desc[6], d.nb = desc[7];
     d.rsrc = desc[8], d.csrc = desc[9], d.lld = desc[10];
   } else {  // DTYPE, CTXT, M, N, MB, NB, RSRC, CSRC, LLD
@@ -176,7 +164,7 @@ MPI_Comm system_communicator(int ctxt) {
 }
 
 exchange_result exchange(int ctxt, const call_scalars& s, const int* a_desc, const int* b_desc, std::uint64_t candidate,
-                         int hit) {
+                         int hit, descriptor_rules rules) {
   int nprow = 0, npcol = 0, row = -1, col = -1;
   Cblacs_gridinfo(ctxt, &nprow, &npcol, &row, &col);
   if (row < 0 || col < 0) throw error(errc::invalid_argument, "this process is not in the call's BLACS context");
@@ -192,8 +180,8 @@ exchange_result exchange(int ctxt, const call_scalars& s, const int* a_desc, con
   const int scalars[kScalarCount] = {s.routine, s.dtype, s.m, s.n, s.ia, s.ja, s.ib, s.jb, s.uplo, s.diag};
   for (int i = 0; i < kScalarCount; ++i) r[kScalars + i] = scalars[i];
   int value = 0;
-  int code = describe(a_desc, 1, r + kGridA, value);
-  const int code_b = b_desc == a_desc ? kNone : describe(b_desc, 2, r + kGridB, value);
+  int code = describe(a_desc, 1, r + kGridA, value, rules);
+  const int code_b = b_desc == a_desc ? kNone : describe(b_desc, 2, r + kGridB, value, rules);
   if (b_desc == a_desc) {
     for (int i = 0; i < kGridInts; ++i) r[kGridB + i] = r[kGridA + i];
   }
@@ -223,8 +211,8 @@ exchange_result exchange(int ctxt, const call_scalars& s, const int* a_desc, con
       }
     }
   }
-  if (out.problem.empty()) out.a = assemble(rows, np, kGridA, me, a_desc, out.problem, "A");
-  if (out.problem.empty()) out.b = assemble(rows, np, kGridB, me, b_desc, out.problem, "B");
+  if (out.problem.empty()) out.a = assemble(rows, np, kGridA, me, a_desc, out.problem, "A", rules);
+  if (out.problem.empty()) out.b = assemble(rows, np, kGridB, me, b_desc, out.problem, "B", rules);
   // The cache position, if every process found the call at the same place in the
   // cache of this very process set.
   const std::uint64_t actual = fingerprint(out.world_ranks);

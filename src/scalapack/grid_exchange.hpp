@@ -28,9 +28,22 @@ struct descriptor {
   int M = 0, N = 0, imb = 1, inb = 1, mb = 1, nb = 1, rsrc = 0, csrc = 0, lld = 1;
 };
 
+/// How descriptors are read and checked.
+///   pblas: DTYPE 1 (9 integers) or 2 (11), anything else an error; LLD >=
+///     max(1, local rows) (DESCINIT's rule). Conveyor's own names, and p?tran
+///     under every name (PBLAS honours DTYPE 2).
+///   reference_redist: as reference ScaLAPACK's p?gemr2d / p?trmr2d read them:
+///     9 integers whatever DTYPE says (they never read it), LLD checked only on a
+///     process that holds elements. Their drop-ins under ScaLAPACK's own names:
+///     a drop-in accepts every call the reference accepts, and ScaLAPACK's REDIST
+///     tester leaves DTYPE unset on process 0 and passes LLD 0 on a process with
+///     no rows.
+enum class descriptor_rules { pblas, reference_redist };
+
 /// Reads `desc` as this process sees it: only CTXT when the process is outside the
 /// context's grid (ScaLAPACK's rule); a problem text when the descriptor is invalid.
-descriptor read_descriptor(const int* desc, std::string& problem, const char* which);
+descriptor read_descriptor(const int* desc, std::string& problem, const char* which,
+                           descriptor_rules rules = descriptor_rules::pblas);
 
 /// One grid of a call as every process of the context knows it after the exchange.
 struct grid_view {
@@ -63,7 +76,7 @@ std::uint64_t fingerprint(const std::vector<int>& ranks);
 /// the process set whose cache this process looked in (every process compares it
 /// with the exchanged ranks), `hit`: where it found the call there (-1: not found).
 exchange_result exchange(int ctxt, const call_scalars& s, const int* a_desc, const int* b_desc,
-                         std::uint64_t candidate, int hit);
+                         std::uint64_t candidate, int hit, descriptor_rules rules);
 
 /// The communicator of a BLACS context's system context (where its grid lives).
 MPI_Comm system_communicator(int ctxt);

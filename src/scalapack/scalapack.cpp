@@ -28,6 +28,15 @@
 #include <utility>
 #include <vector>
 
+// compat.cpp defines CONVEYOR_SCALAPACK_NAME before it includes this file: the
+// drop-ins under ScaLAPACK's own names, which read p?gemr2d / p?trmr2d
+// descriptors as the reference does (descriptor_rules in grid_exchange.hpp).
+#ifdef CONVEYOR_SCALAPACK_NAME
+constexpr bool kUnderScalapackNames = true;
+#else
+constexpr bool kUnderScalapackNames = false;
+#endif
+
 #include "conveyor/contract.hpp"
 #include "conveyor/redistribute.hpp"
 
@@ -224,8 +233,10 @@ void run(const char* name, const call& c) {
     const std::vector<long long> key = key_of(c);
     process_set* candidate = candidate_set(c.ctxt);
     const call_scalars scalars{c.routine, static_cast<int>(c.type), c.m, c.n, c.ia, c.ja, c.ib, c.jb, c.uplo, c.diag};
-    const exchange_result x =
-        exchange(c.ctxt, scalars, c.desca, c.descb, candidate ? candidate->fingerprint : 0, find_call(candidate, key));
+    const descriptor_rules rules = kUnderScalapackNames && c.routine != kTran ? descriptor_rules::reference_redist
+                                                                               : descriptor_rules::pblas;
+    const exchange_result x = exchange(c.ctxt, scalars, c.desca, c.descb, candidate ? candidate->fingerprint : 0,
+                                       find_call(candidate, key), rules);
     if (!x.problem.empty()) throw error(errc::invalid_argument, x.problem);
     cached_call* entry = nullptr;
     if (x.hit >= 0) {
