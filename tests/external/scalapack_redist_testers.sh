@@ -97,16 +97,43 @@ for t in $names; do
   for np in 2 3 4 5; do run_one "$work/bin/$t" "$work/own-np$np" "$np" own; done
 done
 
-# The reference on the same inputs, for docs/results.md (time only; its own
-# correctness is not ours to count).
-if [ "${REDIST_REFERENCE_TIMES:-0}" = 1 ]; then
+# Timing for docs/results.md (scripts/bench redist-testers): each tester's whole
+# run, Conveyor against the reference on the same input, alternating which goes
+# first, REDIST_TIME_ROUNDS rounds; medians and their ratio. Upstream inputs at
+# 4 ranks (their grids need 4), ours at 2. Wall time of the whole mpiexec job,
+# as a user sees it (launch included), launched as users launch it: each MPI's
+# defaults when the ranks fit the cores, the oversubscribed settings above (both
+# sides alike) when they do not.
+timed_launch() {
+  local np=$1
+  shift
+  if [ "$np" -le "$(nproc)" ]; then
+    case $mpi in
+      openmpi) mpiexec.openmpi -n "$np" -x LD_LIBRARY_PATH="$build/src" "$@" ;;
+      mpich) mpiexec.mpich -n "$np" -genv LD_LIBRARY_PATH "$build/src" "$@" ;;
+    esac
+  else
+    "${launch[@]}" -n "$np" "$@"
+  fi
+}
+if [ "${REDIST_TIME_ROUNDS:-0}" -gt 0 ]; then
+  median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+  echo "tester,np,input,conveyor_s,reference_s,reference/conveyor"
   for t in $names; do
     for np in 2 4; do
-      dir=$upstream; [ "$np" -lt 4 ] && dir="$work/own-np$np"
-      for exe in "$work/bin/$t" "$work/bin/$t-reference"; do
-        s=$(date +%s.%N); (cd "$dir" && "${launch[@]}" -n "$np" "$exe") >/dev/null 2>&1; e=$(date +%s.%N)
-        echo "time ${exe##*/} np=$np: $(echo "$e - $s" | bc) s"
+      dir=$upstream label=upstream
+      [ "$np" -lt 4 ] && dir="$work/own-np$np" label=own
+      rm -f "$work/t.c" "$work/t.r"
+      for ((r = 0; r < REDIST_TIME_ROUNDS; r++)); do
+        order="c r"; [ $((r % 2)) -eq 1 ] && order="r c"
+        for which in $order; do
+          exe="$work/bin/$t"; [ "$which" = r ] && exe="$exe-reference"
+          s=$(date +%s.%N); (cd "$dir" && timed_launch "$np" "$exe") >/dev/null 2>&1; e=$(date +%s.%N)
+          echo "$e - $s" | bc >>"$work/t.$which"
+        done
       done
+      c=$(median <"$work/t.c") r=$(median <"$work/t.r")
+      echo "$t,$np,$label,$c,$r,$(echo "scale=3; $r / $c" | bc)"
     done
   done
 fi
