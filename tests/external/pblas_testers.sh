@@ -20,24 +20,13 @@
 # 2 x 1: some leave processes idle).
 #
 # usage: pblas_testers.sh <openmpi|mpich> <build-dir> <work-dir>
-set -uo pipefail
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 here=$(cd "$(dirname "$0")" && pwd)
-mpi=$1
-mkdir -p "$3"
-build=$(cd "$2" && pwd) work=$(cd "$3" && pwd)/pblas-$mpi
-peers=$(cd "$here/../../.." && pwd)/shared/peers/scalapack/PBLAS/TESTING
-if [ ! -f "$peers/pdblas3tst.f" ]; then
-  echo "PBLAS testers: $peers absent (../shared not beside the project): not run, not counted"
-  echo "0 passed, 0 failed"
-  exit 0
-fi
+source "$here/testers_common.sh"
+work=$work/pblas-$mpi
+peers_or_skip PBLAS/TESTING pdblas3tst.f "PBLAS testers"
 [ -f "$build/src/libconveyor_scalapack_compat.so" ] || { echo "PBLAS testers: compat library not built"; echo "0 passed, 1 failed"; exit 1; }
 rm -rf "$work"; mkdir -p "$work"
-case $mpi in
-  openmpi) launch=(mpiexec.openmpi --oversubscribe -x CONVEYOR_SCALAPACK_REPORT=1) ;;
-  mpich) launch=(mpiexec.mpich -genv LD_PRELOAD "$build/tests/libconveyor_mpich_yield.so" -genv CONVEYOR_SCALAPACK_REPORT 1) ;;
-esac
+oversubscribed_launch launch CONVEYOR_SCALAPACK_REPORT=1
 passed=0 failed=0
 mpicc.$mpi -O1 -fPIC -shared -o "$work/libpblas_tran_shim.so" "$here/pblas_tran_shim.c" -ldl >"$work/build.log" 2>&1 ||
   { echo "FAIL build of the shim"; cat "$work/build.log"; echo "0 passed, 1 failed"; exit 1; }

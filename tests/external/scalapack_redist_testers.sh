@@ -18,28 +18,15 @@
 #
 # usage: scalapack_redist_testers.sh <openmpi|mpich> <build-dir> <work-dir>
 # Prints one line per tester, input and rank count, and "N passed, M failed" last.
-set -uo pipefail
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 here=$(cd "$(dirname "$0")" && pwd)
-mpi=$1
-mkdir -p "$3"
-build=$(cd "$2" && pwd) work=$(cd "$3" && pwd)/redist-$mpi
-peers=$(cd "$here/../../.." && pwd)/shared/peers/scalapack/REDIST/TESTING
-if [ ! -f "$peers/pdgemrdrv.c" ]; then
-  echo "scalapack REDIST testers: $peers absent (../shared not beside the project): not run, not counted"
-  echo "0 passed, 0 failed"
-  exit 0
-fi
+source "$here/testers_common.sh"
+work=$work/redist-$mpi
+peers_or_skip REDIST/TESTING pdgemrdrv.c "scalapack REDIST testers"
 compat="$build/src/libconveyor_scalapack_compat.so"
 [ -f "$compat" ] || { echo "scalapack REDIST testers: $compat not built"; echo "0 passed, 1 failed"; exit 1; }
 rm -rf "$work"; mkdir -p "$work/bin"
-case $mpi in
-  openmpi) cc=mpicc.openmpi
-           launch=(mpiexec.openmpi --oversubscribe -x LD_LIBRARY_PATH="$build/src" -x CONVEYOR_SCALAPACK_REPORT=1) ;;
-  mpich) cc=mpicc.mpich
-         launch=(mpiexec.mpich -genv LD_PRELOAD "$build/tests/libconveyor_mpich_yield.so" -genv LD_LIBRARY_PATH "$build/src"
-                 -genv CONVEYOR_SCALAPACK_REPORT 1) ;;
-esac
+cc=mpicc.$mpi
+oversubscribed_launch launch LD_LIBRARY_PATH="$build/src" CONVEYOR_SCALAPACK_REPORT=1
 passed=0 failed=0
 names=""
 for t in s d c z i; do

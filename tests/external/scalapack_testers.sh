@@ -12,11 +12,7 @@
 #
 # usage: scalapack_testers.sh <openmpi|mpich> <build-dir> <work-dir>
 # Prints one line per tester and rank count, and "N passed, M failed" last.
-set -uo pipefail
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpi=$1
-mkdir -p "$3"
-build=$(cd "$2" && pwd) work=$(cd "$3" && pwd)
+source "$(cd "$(dirname "$0")" && pwd)/testers_common.sh"
 mkdir -p "$work/debs" "$work/root"
 if ! ls "$work"/debs/scalapack-mpi-test_*.deb >/dev/null 2>&1; then
   (cd "$work/debs" && { apt-get download -q scalapack-mpi-test scalapack-test-common >/dev/null 2>&1 ||
@@ -29,16 +25,9 @@ fi
 testers="$work/root/usr/lib/x86_64-linux-gnu/scalapack/$mpi-tests"
 compat="$build/src/libconveyor_scalapack_compat.so"
 [ -f "$compat" ] || { echo "scalapack testers: $compat not built"; echo "0 passed, 1 failed"; exit 1; }
-case $mpi in
-  openmpi) launch=(mpiexec.openmpi --oversubscribe -x LD_PRELOAD="$compat" -x LD_LIBRARY_PATH="$build/src" -x CONVEYOR_SCALAPACK_REPORT=1) ;;
-  mpich) launch=(mpiexec.mpich -genv LD_PRELOAD "$build/tests/libconveyor_mpich_yield.so:$compat" -genv LD_LIBRARY_PATH "$build/src"
-                 -genv CONVEYOR_SCALAPACK_REPORT 1) ;;
-esac
+oversubscribed_launch launch LD_PRELOAD="$compat" LD_LIBRARY_PATH="$build/src" CONVEYOR_SCALAPACK_REPORT=1
 # The same launch without Conveyor, to tell ScaLAPACK's own flakes from ours.
-case $mpi in
-  openmpi) reference_launch=(mpiexec.openmpi --oversubscribe) ;;
-  mpich) reference_launch=(mpiexec.mpich -genv LD_PRELOAD "$build/tests/libconveyor_mpich_yield.so") ;;
-esac
+oversubscribed_launch reference_launch
 run_dir="$work/run-$mpi"
 rm -rf "$run_dir"; mkdir -p "$run_dir"
 cp "$work"/root/usr/share/scalapack/*.dat "$run_dir"/
