@@ -2,6 +2,7 @@
 // choice, schedule building (algorithms.cpp) and execution (schedule.cpp).
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -153,10 +154,12 @@ struct schedule_cache {
 // (two per octave) of a communicator, the first calls alternate the candidates
 // (the order reversed every other round), trials_of(class) times each: the cost
 // model's choice, the MPI library's own allreduce and, when the ranks share one
-// node and the model chose otherwise, shared_memory. Then one MPI_Allreduce of the slowest rank's medians decides,
-// identically on every rank, and later calls of that class run the fastest.
-// Conveyor's candidates must beat the library by 3%: on a tie the library's call
-// is the one without Conveyor's preamble. Why shared_memory at every size: the
+// node and the model chose otherwise, shared_memory. Then one MPI_Allreduce of
+// the slowest rank's medians and spreads decides, identically on every rank, and
+// later calls of that class run the fastest. Conveyor's candidates must beat the
+// library by more than the trials' noise (kMinMargin, or the larger spread of the
+// two when that is more; margin_over_library): on a tie the library's call is the
+// one without Conveyor's preamble. Why shared_memory at every size: the
 // model's memory terms did not predict where it wins. On 2 ranks bound to their
 // own cores (Open MPI's default launch) it measured 1.3-3.1x Open MPI's allreduce
 // at 12-256 KiB and 1.2-1.6x at 8-24 MiB, where the model had chosen recursive
@@ -218,11 +221,29 @@ struct measured_class {
   allreduce_algorithm decided = allreduce_algorithm::automatic;
 };
 
-double median_of(const double* v, int n) {
+// A candidate's trials: the median, and the spread (interquartile range over
+// the median) that says how far apart two medians must be to mean anything.
+struct trial_summary {
+  double median, spread;
+};
+trial_summary summary_of(const double* v, int n) {
   double x[kMaxMeasured];
   std::copy(v, v + n, x);
   std::sort(x, x + n);
-  return x[n / 2];
+  const double median = x[n / 2];
+  return {median, median > 0 ? (x[(3 * n) / 4] - x[n / 4]) / median : 0};
+}
+
+// How much faster than the library a candidate's median must be to be chosen.
+// 3% at least; more when the trials of either were spread wider, up to 25%. Why:
+// at 1.5-8 MiB on 2 Open MPI ranks the library, Rabenseifner and the ring are
+// level, single calls vary by 10-30%, and with 3% alone `auto` took Rabenseifner
+// on 5-9 trials that happened to favour it and then ran 0.89x stock in a loop
+// (the auto-vs-stock matrix, docs/results.md). The cap keeps a candidate measured
+// a third faster (shared_memory's wins) even when the trials are noisy.
+constexpr double kMinMargin = 0.03, kMaxMargin = 0.25;
+double margin_over_library(double candidate_spread, double library_spread) {
+  return std::min(kMaxMargin, std::max({kMinMargin, candidate_spread, library_spread}));
 }
 
 // What the collectives keep per communicator (in its runtime context).
@@ -406,12 +427,35 @@ void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const voi
   }
   run_schedules(ctx, cache.schedules, kernel, &options.on_chunk, window, pieces_of(ctx, layout));
 }
-bool measuring_enabled() {
-  static const bool on = [] {
+// CONVEYOR_ALLREDUCE_MEASURE: "0" off, "1" (default) on, "trace" on and every
+// decision printed by the communicator's rank 0 (why `auto` runs what it runs).
+// Anything else is an error naming the variable.
+enum class measuring { off, on, traced };
+measuring measuring_setting() {
+  static const measuring value = [] {
     const auto v = setting("CONVEYOR_ALLREDUCE_MEASURE");
-    return !v || *v != "0";
+    if (!v || *v == "1") return measuring::on;
+    if (*v == "0") return measuring::off;
+    if (*v == "trace") return measuring::traced;
+    throw error(errc::invalid_argument, "CONVEYOR_ALLREDUCE_MEASURE=" + *v + ": 0, 1 or trace expected");
   }();
-  return on;
+  return value;
+}
+bool measuring_enabled() { return measuring_setting() != measuring::off; }
+bool measuring_traced() { return measuring_setting() == measuring::traced; }
+
+// `agreed`: the candidates' medians, then their spreads (the slowest rank's).
+void trace_decision(const measured_class& m, const double* agreed, int trials, std::size_t bytes, int ranks) {
+  std::string line = "conveyor auto: " + std::to_string(bytes) + " B on " + std::to_string(ranks) + " ranks, " +
+                     std::to_string(trials) + " trials each, median (spread) of the slowest rank:";
+  char buf[96];
+  for (int c = 0; c < m.count; ++c) {
+    std::snprintf(buf, sizeof buf, " %s %.2f us (%.0f%%)", std::string(algorithm_name(m.candidates[c])).c_str(),
+                  agreed[c] * 1e6, agreed[m.count + c] * 100);
+    line += buf;
+  }
+  line += " -> " + std::string(algorithm_name(m.decided)) + "\n";
+  std::fputs(line.c_str(), stderr);
 }
 
 }  // namespace
@@ -543,13 +587,21 @@ namespace {
         m.seconds[which][trial_round] = MPI_Wtime() - t0;
       }
       if (++m.taken == m.count * trials) {
-        double slowest[kMaxCandidates] = {};
-        for (int c = 0; c < m.count; ++c) slowest[c] = median_of(m.seconds[c], trials);
-        detail::check_mpi(PMPI_Allreduce(MPI_IN_PLACE, slowest, m.count, MPI_DOUBLE, MPI_MAX, ctx.comm),
+        double agreed[2 * kMaxCandidates] = {};  // medians, then spreads
+        for (int c = 0; c < m.count; ++c) {
+          const trial_summary summary = summary_of(m.seconds[c], trials);
+          agreed[c] = summary.median;
+          agreed[m.count + c] = summary.spread;
+        }
+        detail::check_mpi(PMPI_Allreduce(MPI_IN_PLACE, agreed, 2 * m.count, MPI_DOUBLE, MPI_MAX, ctx.comm),
                           "MPI_Allreduce");
+        const double* slowest = agreed;
+        const double* spread = agreed + m.count;
         int best = 0;  // the fastest of Conveyor's candidates (every one but [1])
         for (int c = 2; c < m.count; ++c) best = slowest[c] < slowest[best] ? c : best;
-        m.decided = slowest[best] < 0.97 * slowest[1] ? m.candidates[best] : allreduce_algorithm::mpi;
+        const double margin = margin_over_library(spread[best], spread[1]);
+        m.decided = slowest[best] < (1 - margin) * slowest[1] ? m.candidates[best] : allreduce_algorithm::mpi;
+        if (measuring_traced() && ctx.rank == 0) trace_decision(m, agreed, trials, bytes, ctx.size);
         // A large in-place class's trial buffer is not kept once it is decided.
         if (scratch.capacity() > kKeptTrialBuffer) std::vector<char>().swap(scratch);
       }

@@ -36,8 +36,10 @@ constexpr std::array<entry, 14> kSettings = {{
      "what `automatic` allreduce runs: auto, ring, recursive_doubling, rabenseifner, hierarchical, mpi",
      "first use of a communicator"},
     {"CONVEYOR_ALLREDUCE_MEASURE", "1",
-     "0: `automatic` allreduce takes the cost model's choice alone; 1: per size class it times that choice "
-     "against the MPI library's own allreduce on its first calls and keeps the faster",
+     "0: `automatic` allreduce takes the cost model's choice alone; 1: per size class it times its candidates "
+     "(that choice, the MPI library's own allreduce, shared_memory on one node) on its first calls and keeps "
+     "the fastest; trace: as 1, and rank 0 "
+     "prints each decision (every candidate's median) to stderr",
      "first automatic allreduce in the process"},
     {"CONVEYOR_DSOP_ALGORITHM", "auto",
      "what `automatic` outer_sum runs: allgather, allreduce, ring, generalized_rabenseifner",
