@@ -3,10 +3,11 @@
 
 run:    preload_compare.py run --config NAME --library LIB [--base-preload SO] [--rounds R]
                                [--first-round K] --csv OUT -- LAUNCHER... PROGRAM ARGS...
-        Launches the command 2*R times, alternating without / with LIB in
-        LD_PRELOAD (the order flips every round, so drift on a shared machine
-        hits both alike); PROGRAM prints "bytes,us_per_call,wrong" per sample
-        (bench/unmodified_allreduce.c). Appends one CSV row per sample.
+        Launches the command 3*R times: without LIB, with LIB in LD_PRELOAD, and
+        without it again (the A/A control: what launch-to-launch noise alone
+        gives), the order reversed every other round so drift on a shared
+        machine hits all alike; PROGRAM prints "bytes,us_per_call,wrong" per
+        sample (bench/unmodified_allreduce.c). Appends one CSV row per sample.
 report: preload_compare.py report CSV... [--markdown OUT] [--plot PNG]
         Per configuration, size and variant: the median µs per call of each
         launch, then the fastest launch (the ratio without / with of these is
@@ -26,6 +27,7 @@ import sys
 from collections import defaultdict
 
 FIELDS = ["config", "variant", "round", "bytes", "us_per_call", "wrong"]
+VARIANTS = ("without", "with", "without again")
 
 
 def human(n):
@@ -43,7 +45,7 @@ def run(args):
         if new_file:
             writer.writerow(FIELDS)
         for rnd in range(args.first_round, args.first_round + args.rounds):
-            order = ("without", "with") if rnd % 2 == 0 else ("with", "without")
+            order = VARIANTS if rnd % 2 == 0 else VARIANTS[::-1]
             for variant in order:
                 preload = [p for p in (args.base_preload, args.library if variant == "with" else "") if p]
                 env = dict(os.environ)
@@ -80,11 +82,12 @@ def summarize(paths):
         rows = []
         for b in sizes:
             per_launch = {v: [statistics.median(us) for (c, bb, vv, _), us in samples.items()
-                              if c == config and bb == b and vv == v] for v in ("without", "with")}
-            best = {v: min(x) for v, x in per_launch.items()}
-            mid = {v: statistics.median(x) for v, x in per_launch.items()}
+                              if c == config and bb == b and vv == v] for v in VARIANTS}
+            best = {v: min(x) if x else math.nan for v, x in per_launch.items()}
+            mid = {v: statistics.median(x) for v, x in per_launch.items() if x}
             rows.append((b, best["without"], best["with"], best["without"] / best["with"],
-                         mid["without"] / mid["with"], len(per_launch["with"])))
+                         mid["without"] / mid["with"], len(per_launch["with"]),
+                         best["without"] / best["without again"]))
         table[config] = rows
     return configs, table, wrong
 
@@ -101,14 +104,17 @@ def report(args):
         lines.append(f"#### {config}: µs per call, fastest of {launches} launches each (median of a launch's "
                      f"samples); x = without ÷ with (> 1: faster with the preload)")
         lines.append("")
-        lines.append("| size | without | with libconveyor_mpi | x | x, median launches |")
-        lines.append("|---:|---:|---:|---:|---:|")
-        for b, without, with_, r, r_mid, _ in rows:
+        lines.append("| size | without | with libconveyor_mpi | x | x, median launches | A/A: without ÷ without again |")
+        lines.append("|---:|---:|---:|---:|---:|---:|")
+        for b, without, with_, r, r_mid, _, aa in rows:
             mark = f"**{r:.2f}**" if r >= 1.2 else f"{r:.2f}"
-            lines.append(f"| {human(b)} | {without:.2f} | {with_:.2f} | {mark} | {r_mid:.2f} |")
+            lines.append(f"| {human(b)} | {without:.2f} | {with_:.2f} | {mark} | {r_mid:.2f} | {aa:.2f} |")
         lines.append("")
+        controls = [r[6] for r in rows if not math.isnan(r[6])]
+        control = (f"A/A control {min(controls):.2f}-{max(controls):.2f}×, "
+                   f"{sum(1 for a in controls if a < 0.97)} sizes under 0.97×" if controls else "no A/A control")
         lines.append(f"Geometric mean {geo:.2f}× over {len(rows)} sizes; lowest {low[3]:.2f}× at "
-                     f"{human(low[0])}; sizes under 0.97×: {sum(1 for r in ratios if r < 0.97)}; "
+                     f"{human(low[0])}; sizes under 0.97×: {sum(1 for r in ratios if r < 0.97)}; {control}; "
                      f"wrong elements: {wrong[config]}.")
         lines.append("")
     text = "\n".join(lines)

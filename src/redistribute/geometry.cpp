@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <numeric>
 
@@ -134,7 +135,20 @@ void geometry::copy_local() const {
 // --- building -------------------------------------------------------------------------
 namespace {
 
-bool corner_less(const piece& a, const piece& b) { return a.lo < b.lo; }
+// Sorts pieces by their corner (lo). Pieces are 256 bytes (8-dimensional
+// boxes and block indices), so an index is sorted and the pieces moved once:
+// sorting them in place moved each ~log n times, a sixth of a plan's build time
+// for ScaLAPACK's REDIST testers (200 x 200 matrices in blocks of 1-9).
+void sort_by_corner(std::vector<piece>& v) {
+  if (v.size() < 2) return;
+  std::vector<std::uint32_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return v[a].lo < v[b].lo; });
+  std::vector<piece> sorted;
+  sorted.reserve(v.size());
+  for (const std::uint32_t i : order) sorted.push_back(v[i]);
+  v.swap(sorted);
+}
 
 // Odometer over the per-dimension block ranges [first[k], last[k]].
 template <class Fn>
@@ -167,7 +181,10 @@ void geometry::enumerate(transform_plan& t) const {
   for (int k = 0; k < n; ++k) inv[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = k;
 
   // Sending side: my source blocks x the destination blocks they overlap.
-  for (const block_index& bs : S.blocks_of(rank)) {
+  const std::vector<block_index> my_src_blocks = S.blocks_of(rank);
+  t.has_src_block = !my_src_blocks.empty();
+  if (t.has_src_block) t.first_src_block = my_src_blocks.front();
+  for (const block_index& bs : my_src_blocks) {
     coords lo{}, hi{}, first{}, last{};
     for (int d = 0; d < n; ++d) {
       const auto k = static_cast<std::size_t>(d);
@@ -224,8 +241,8 @@ void geometry::enumerate(transform_plan& t) const {
       t.recv[static_cast<std::size_t>(owner)].push_back(p);
     });
   }
-  for (auto& v : t.send) std::sort(v.begin(), v.end(), corner_less);
-  for (auto& v : t.recv) std::sort(v.begin(), v.end(), corner_less);
+  for (auto& v : t.send) sort_by_corner(v);
+  for (auto& v : t.recv) sort_by_corner(v);
 
 }
 
@@ -239,9 +256,8 @@ void geometry::exchange_orders_and_volume() {
   for (std::size_t i = 0; i < nt; ++i) {
     transform_plan& t = ts[i];
     std::iota(t.order.begin(), t.order.begin() + t.ndim, 0);
-    const std::vector<block_index> blocks = t.src->blocks_of(rank);
-    if (!blocks.empty()) {
-      const block_storage s = t.src->storage(blocks.front());
+    if (t.has_src_block) {
+      const block_storage s = t.src->storage(t.first_src_block);
       std::stable_sort(t.order.begin(), t.order.begin() + t.ndim, [&](int x, int y) {
         return std::abs(s.strides[static_cast<std::size_t>(x)]) > std::abs(s.strides[static_cast<std::size_t>(y)]);
       });

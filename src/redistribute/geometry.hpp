@@ -59,6 +59,9 @@ struct transform_plan {
   scaling scale;
   std::vector<std::vector<piece>> send, recv;  // per peer rank
   std::vector<piece> self;
+  // My first source block (enumerate's), whose strides set my packing order.
+  bool has_src_block = false;
+  block_index first_src_block{};
   // Element order inside a packed piece, source axes from outermost to innermost:
   // mine follows my source storage (largest stride outermost), so packing streams;
   // peer_order[q] is rank q's, which its packages to me follow.

@@ -94,11 +94,20 @@ void walk(const box_copy& c, int d, const T* src, T* dst, const scaling& s, tran
 // innermost loop writes contiguously (the order of a loop nest does not change
 // what is copied where).
 box_copy by_destination_stride(const box_copy& c) {
+  // A stable insertion sort of at most max_dims axes: std::stable_sort asks for a
+  // temporary buffer (a malloc) on every call, and this runs once per piece
+  // copied.
   std::array<int, max_dims> order{};
-  for (int d = 0; d < c.ndim; ++d) order[static_cast<std::size_t>(d)] = d;
-  std::stable_sort(order.begin(), order.begin() + c.ndim, [&](int x, int y) {
+  const auto outer = [&](int x, int y) {
     return std::abs(c.dst_stride[static_cast<std::size_t>(x)]) > std::abs(c.dst_stride[static_cast<std::size_t>(y)]);
-  });
+  };
+  for (int d = 0; d < c.ndim; ++d) {
+    int at = d;
+    for (; at > 0 && outer(d, order[static_cast<std::size_t>(at - 1)]); --at) {
+      order[static_cast<std::size_t>(at)] = order[static_cast<std::size_t>(at - 1)];
+    }
+    order[static_cast<std::size_t>(at)] = d;
+  }
   box_copy out;
   out.ndim = c.ndim;
   for (int d = 0; d < c.ndim; ++d) {

@@ -186,8 +186,12 @@ void plan_call(cached_call& entry, const call& c, const exchange_result& x, MPI_
 }
 
 // Calls made, per routine family, for CONVEYOR_SCALAPACK_REPORT.
+// Where the calls' time went, per process (wall time, MPI_Wtime): agreeing on the
+// call (the grid exchange), making process sets' communicators, planning, moving.
+enum call_phase { kAgree, kProcessSet, kPlan, kMove, kPhases };
 struct call_counts {
   long long calls[4] = {}, planned = 0, cached = 0, empty = 0;
+  double seconds[kPhases] = {};
   int world_rank = -1;  // read while MPI runs (the report prints after MPI_Finalize)
   static call_counts& instance() {
     static call_counts c;
@@ -197,8 +201,11 @@ struct call_counts {
 
 void report_at_exit() {
   const call_counts& c = call_counts::instance();
-  std::fprintf(stderr, "conveyor scalapack report: rank %d: gemr2d %lld, trmr2d %lld, tran %lld calls (%lld planned, %lld cached, %lld empty)\n",
-               c.world_rank, c.calls[kGemr], c.calls[kTrmr], c.calls[kTran], c.planned, c.cached, c.empty);
+  std::fprintf(stderr,
+               "conveyor scalapack report: rank %d: gemr2d %lld, trmr2d %lld, tran %lld calls (%lld planned, %lld cached, "
+               "%lld empty); seconds: agreeing %.4f, process sets %.4f, planning %.4f, moving %.4f\n",
+               c.world_rank, c.calls[kGemr], c.calls[kTrmr], c.calls[kTran], c.planned, c.cached, c.empty,
+               c.seconds[kAgree], c.seconds[kProcessSet], c.seconds[kPlan], c.seconds[kMove]);
 }
 
 enum class call_kind { planned, cached, empty };
@@ -224,8 +231,19 @@ void execute(cached_call& entry, const call& c) {
   for (const std::int64_t at : entry.copy_to) std::memcpy(to + at, entry.scratch.data() + at, entry.element_bytes);
 }
 
+// Adds the time since the last lap to `phase`.
+struct phase_clock {
+  double last = MPI_Wtime();
+  void lap(call_phase phase) {
+    const double now = MPI_Wtime();
+    call_counts::instance().seconds[phase] += now - last;
+    last = now;
+  }
+};
+
 void run(const char* name, const call& c) {
   try {
+    phase_clock clock;
     if (c.m <= 0 || c.n <= 0) {  // nothing to move (ScaLAPACK returns before communicating)
       count(c.routine, call_kind::empty);
       return;
@@ -237,6 +255,7 @@ void run(const char* name, const call& c) {
                                                                                : descriptor_rules::pblas;
     const exchange_result x = exchange(c.ctxt, scalars, c.desca, c.descb, candidate ? candidate->fingerprint : 0,
                                        find_call(candidate, key), rules);
+    clock.lap(kAgree);
     if (!x.problem.empty()) throw error(errc::invalid_argument, x.problem);
     cached_call* entry = nullptr;
     if (x.hit >= 0) {
@@ -245,17 +264,22 @@ void run(const char* name, const call& c) {
       count(c.routine, call_kind::cached);
     } else {
       process_set& set = set_of(c.ctxt, x.world_ranks, x.system_ranks, system_communicator(c.ctxt));
+      clock.lap(kProcessSet);
       cached_call fresh;
       fresh.key = key;
       plan_call(fresh, c, x, set.comm, /*warm=*/false);
       count(c.routine, call_kind::planned);
       if (cache_capacity() == 0) {  // cold: plan, run, free
+        clock.lap(kPlan);
         execute(fresh, c);
+        clock.lap(kMove);
         return;
       }
       entry = &insert_call(set, std::move(fresh));
     }
+    clock.lap(kPlan);
     execute(*entry, c);
+    clock.lap(kMove);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", name, e.what());
   }
