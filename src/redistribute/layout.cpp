@@ -309,9 +309,13 @@ std::vector<block_index> layout::blocks_of(int rank) const {
     }
     case impl::kind::block_cyclic: {
       const auto& p = im.bc;
+      int positions = 0;  // grid positions of this rank: one, unless a rank holds several
       for (int pr = 0; pr < p.prow; ++pr) {
         for (int pc = 0; pc < p.pcol; ++pc) {
           if (im.grid_rank(pr, pc) != base) continue;
+          if (++positions == 1) {
+            out.reserve(static_cast<std::size_t>((splits_[0].count() / p.prow + 1) * (splits_[1].count() / p.pcol + 1)));
+          }
           // Submatrix blocks k with (first + k + src) % P == coordinate: an arithmetic progression.
           const auto first_k = [](std::int64_t first, int src, int P, int coord) {
             return ((coord - src - first) % P + P) % P;
@@ -326,7 +330,8 @@ std::vector<block_index> layout::blocks_of(int rank) const {
           }
         }
       }
-      std::sort(out.begin(), out.end());
+      // One position yields row-major order already (i outer, j inner).
+      if (positions > 1) std::sort(out.begin(), out.end());
       break;
     }
   }
