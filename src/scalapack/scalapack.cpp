@@ -185,10 +185,12 @@ void plan_call(cached_call& entry, const call& c, const exchange_result& x, MPI_
   entry.warm = warm;
 }
 
-// Calls made, per routine family, for CONVEYOR_SCALAPACK_REPORT.
-// Where the calls' time went, per process (wall time, MPI_Wtime): agreeing on the
-// call (the grid exchange), making process sets' communicators, planning, moving.
+// The phases of a call whose wall time the report adds up: agreeing on the call
+// (the grid exchange), making process sets' communicators, planning, moving.
 enum call_phase { kAgree, kProcessSet, kPlan, kMove, kPhases };
+
+// Calls made, per routine family, and their time by phase, for
+// CONVEYOR_SCALAPACK_REPORT.
 struct call_counts {
   long long calls[4] = {}, planned = 0, cached = 0, empty = 0;
   double seconds[kPhases] = {};
@@ -210,14 +212,19 @@ void report_at_exit() {
 
 enum class call_kind { planned, cached, empty };
 
-void count(routine_id r, call_kind kind) {
-  static const bool report = [] {
+// CONVEYOR_SCALAPACK_REPORT, read at the first call (which arranges the report).
+bool reporting() {
+  static const bool on = [] {
     const auto v = setting("CONVEYOR_SCALAPACK_REPORT");
-    const bool on = v && *v != "0";
-    if (on) std::atexit(report_at_exit);
-    return on;
+    const bool report = v && *v != "0";
+    if (report) std::atexit(report_at_exit);
+    return report;
   }();
-  (void)report;
+  return on;
+}
+
+void count(routine_id r, call_kind kind) {
+  (void)reporting();
   call_counts& c = call_counts::instance();
   if (c.world_rank < 0) MPI_Comm_rank(MPI_COMM_WORLD, &c.world_rank);
   ++c.calls[r];
@@ -231,10 +238,12 @@ void execute(cached_call& entry, const call& c) {
   for (const std::int64_t at : entry.copy_to) std::memcpy(to + at, entry.scratch.data() + at, entry.element_bytes);
 }
 
-// Adds the time since the last lap to `phase`.
+// Adds the time since the last lap to `phase`; reads no clock unless reporting.
 struct phase_clock {
-  double last = MPI_Wtime();
+  bool on = reporting();
+  double last = on ? MPI_Wtime() : 0;
   void lap(call_phase phase) {
+    if (!on) return;
     const double now = MPI_Wtime();
     call_counts::instance().seconds[phase] += now - last;
     last = now;
