@@ -36,6 +36,10 @@ namespace conveyor::redistribute {
 
 inline constexpr int max_dims = 8;
 
+namespace detail {
+struct layout_access;  // the engine's own view of a layout's formulas (internal)
+}
+
 /// How a block's elements sit in memory: its first element is `offset` elements
 /// past `data`, and `strides` are the distances, in elements, between neighbours
 /// along each dimension.
@@ -144,6 +148,7 @@ class CONVEYOR_API layout {
   struct impl;
 
  private:
+  friend struct detail::layout_access;
   std::vector<axis_splits> splits_;
   std::shared_ptr<impl> impl_;  // owner formula or table, local storage
 };

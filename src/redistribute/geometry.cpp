@@ -5,14 +5,18 @@
 // arithmetic on the split points: the grid overlay restricted to what this rank
 // holds), producing pieces grouped by destination owner; symmetrically it walks
 // its destination blocks to know what it receives. Cost: O(overlapping block pairs
-// of this rank) plus one MPI_Allgather of (transforms + P) int64.
+// of this rank) plus one MPI_Allgather of (transforms + P) int64. Between two
+// block-cyclic layouts the pieces are interval products instead (geometry.hpp):
+// O(row + column intervals of this rank), no sort.
 #include "redistribute/geometry.hpp"
+#include "redistribute/cyclic_grid.hpp"
 
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 
 #include "conveyor/mpi.hpp"
@@ -94,41 +98,182 @@ char* geometry::dst_corner(const transform_plan& t, const piece& p) {
 }
 
 // --- packages -----------------------------------------------------------------------
+std::int64_t interval_product::elements() const {
+  std::int64_t h = 0, w = 0;
+  for (const axis_interval& r : rows) h += r.len;
+  for (const axis_interval& c : cols) w += c.len;
+  return h * w;
+}
+
 std::size_t geometry::piece_count(piece_lists dir, int peer) const {
   std::size_t n = 0;
-  for (const auto& t : ts) n += (t.*dir)[static_cast<std::size_t>(peer)].size();
+  for (const auto& t : ts) {
+    const auto k = static_cast<std::size_t>(peer);
+    n += t.products ? (dir == &transform_plan::send ? t.send_products : t.recv_products)[k].pieces() : (t.*dir)[k].size();
+  }
   return n;
 }
 
+namespace {
+
+// Element strides, per source axis, of an h x w piece packed in `order`.
+std::array<std::int64_t, 2> packed_2d(std::int64_t h, std::int64_t w, const axis_order& order) {
+  const std::array<std::int64_t, 2> ext{h, w};
+  std::array<std::int64_t, 2> st{};
+  st[static_cast<std::size_t>(order[1])] = 1;
+  st[static_cast<std::size_t>(order[0])] = ext[static_cast<std::size_t>(order[1])];
+  return st;
+}
+
+// The three copies of an interval product, piece by piece in package order
+// (rows outer, columns inner). `copy(box, row, column)` gets each piece's box in
+// the copy's own axes: source axes when packing, destination axes otherwise.
+template <class Copy>
+void for_product_pieces(const interval_product& p, Copy&& copy) {
+  for (const axis_interval& r : p.rows) {
+    for (const axis_interval& c : p.cols) copy(r, c);
+  }
+}
+
+// Element copies of B bytes: `lines` lines of `len` elements, contiguous on both
+// sides, the lines `src_step` / `dst_step` elements apart.
+template <std::size_t B>
+void copy_lines(const char* src, std::int64_t src_step, char* dst, std::int64_t dst_step, std::int64_t lines,
+                std::int64_t len) {
+  const auto bytes = static_cast<std::size_t>(len) * B;
+  for (std::int64_t l = 0; l < lines; ++l) {
+    const char* from = src + l * src_step * static_cast<std::int64_t>(B);
+    char* to = dst + l * dst_step * static_cast<std::int64_t>(B);
+    if (len == 1) std::memcpy(to, from, B);  // (a constant size: one move)
+    else std::memcpy(to, from, bytes);
+  }
+}
+
+// A plain copy of one h x w box (strides per axis, in elements) without the
+// general kernel's setup, which dominated moving ScaLAPACK's small blocks: the
+// pieces of the REDIST testers' matrices are 1-16 elements a side. Needs an axis
+// that is contiguous on both sides (or one element long) and 4-, 8- or 16-byte
+// elements; returns false otherwise (the caller uses the general kernel).
+bool copy_plain_2d(std::size_t esize, const char* src, const std::array<std::int64_t, 2>& ss, char* dst,
+                   const std::array<std::int64_t, 2>& ds, const std::array<std::int64_t, 2>& ext) {
+  const auto contiguous = [&](std::size_t d) { return ext[d] == 1 || (ss[d] == 1 && ds[d] == 1); };
+  const std::size_t inner = contiguous(0) ? 0 : contiguous(1) ? 1 : 2;
+  if (inner == 2) return false;
+  const std::size_t outer = 1 - inner;
+  switch (esize) {
+    case 4: copy_lines<4>(src, ss[outer], dst, ds[outer], ext[outer], ext[inner]); return true;
+    case 8: copy_lines<8>(src, ss[outer], dst, ds[outer], ext[outer], ext[inner]); return true;
+    case 16: copy_lines<16>(src, ss[outer], dst, ds[outer], ext[outer], ext[inner]); return true;
+    default: return false;
+  }
+}
+
+void pack_product(const transform_plan& t, const interval_product& p, char* out, std::int64_t& offset) {
+  const auto es = static_cast<std::int64_t>(t.esize);
+  for_product_pieces(p, [&](const axis_interval& r, const axis_interval& c) {
+    const std::array<std::int64_t, 2> st = packed_2d(r.len, c.len, t.order);
+    const char* from = t.src_local + (r.src_at + c.src_at) * es;
+    if (copy_plain_2d(t.esize, from, t.src_stride, out + offset, st, {r.len, c.len})) {
+      offset += r.len * c.len * es;
+      return;
+    }
+    box_copy b;
+    b.ndim = 2;
+    b.extent[0] = r.len, b.extent[1] = c.len;
+    b.src_stride[0] = t.src_stride[0], b.src_stride[1] = t.src_stride[1];
+    b.dst_stride[0] = st[0], b.dst_stride[1] = st[1];
+    apply(t.type, b, from, out + offset, scaling{});
+    offset += r.len * c.len * es;
+  });
+}
+
+// A piece's box in destination axes: per source axis d, its extent and the
+// strides `from` (source side) and t.dst_stride (destination side).
+box_copy to_destination_axes(const transform_plan& t, std::int64_t h, std::int64_t w, const std::array<std::int64_t, 2>& from) {
+  const std::array<std::int64_t, 2> ext{h, w};
+  box_copy b;
+  b.ndim = 2;
+  for (std::size_t k = 0; k < 2; ++k) {
+    const auto d = static_cast<std::size_t>(t.perm[k]);
+    b.extent[k] = ext[d];
+    b.src_stride[k] = from[d];
+    b.dst_stride[k] = t.dst_stride[d];
+  }
+  return b;
+}
+
+void unpack_product(const transform_plan& t, const interval_product& p, const axis_order& order, const char* in,
+                    std::int64_t& offset) {
+  const auto es = static_cast<std::int64_t>(t.esize);
+  const bool plain = t.scale.plain();
+  for_product_pieces(p, [&](const axis_interval& r, const axis_interval& c) {
+    const std::array<std::int64_t, 2> st = packed_2d(r.len, c.len, order);
+    char* to = t.dst_local + (r.dst_at + c.dst_at) * es;
+    if (!plain || !copy_plain_2d(t.esize, in + offset, st, to, t.dst_stride, {r.len, c.len})) {
+      apply(t.type, to_destination_axes(t, r.len, c.len, st), in + offset, to, t.scale);
+    }
+    offset += r.len * c.len * es;
+  });
+}
+
+void copy_product(const transform_plan& t, const interval_product& p) {
+  const auto es = static_cast<std::int64_t>(t.esize);
+  const bool plain = t.scale.plain();
+  for_product_pieces(p, [&](const axis_interval& r, const axis_interval& c) {
+    const char* from = t.src_local + (r.src_at + c.src_at) * es;
+    char* to = t.dst_local + (r.dst_at + c.dst_at) * es;
+    if (!plain || !copy_plain_2d(t.esize, from, t.src_stride, to, t.dst_stride, {r.len, c.len})) {
+      apply(t.type, to_destination_axes(t, r.len, c.len, t.src_stride), from, to, t.scale);
+    }
+  });
+}
+
+void pack_piece(const transform_plan& t, const piece& p, char* base, std::int64_t& offset) {
+  apply(t.type, geometry::pack_copy(t, p), geometry::src_corner(t, p), base + offset, scaling{});
+  offset += geometry::piece_bytes(t, p);
+}
+
+void unpack_piece(const transform_plan& t, const piece& p, const axis_order& order, const char* base, std::int64_t& offset) {
+  apply(t.type, geometry::unpack_copy(t, p, order), base + offset, geometry::dst_corner(t, p), t.scale);
+  offset += geometry::piece_bytes(t, p);
+}
+
+}  // namespace
+
 void geometry::pack_range(int peer, std::size_t first, std::size_t last, char* base, std::int64_t& offset) const {
   for_pieces(&transform_plan::send, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
-    if (i < first || i >= last) return;
-    apply(t.type, pack_copy(t, p), src_corner(t, p), base + offset, scaling{});
-    offset += piece_bytes(t, p);
+    if (i >= first && i < last) pack_piece(t, p, base, offset);
   });
 }
 
 void geometry::unpack_range(int peer, std::size_t first, std::size_t last, const char* base, std::int64_t& offset) const {
   for_pieces(&transform_plan::recv, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
-    if (i < first || i >= last) return;
-    apply(t.type, unpack_copy(t, p, t.peer_order[static_cast<std::size_t>(peer)]), base + offset, dst_corner(t, p), t.scale);
-    offset += piece_bytes(t, p);
+    if (i >= first && i < last) unpack_piece(t, p, t.peer_order[static_cast<std::size_t>(peer)], base, offset);
   });
 }
 
 void geometry::pack_all(int peer, char* base) const {
+  const auto k = static_cast<std::size_t>(peer);
   std::int64_t offset = 0;
-  pack_range(peer, 0, piece_count(&transform_plan::send, peer), base, offset);
+  for (const auto& t : ts) {
+    if (t.products) pack_product(t, t.send_products[k], base, offset);
+    else for (const piece& p : t.send[k]) pack_piece(t, p, base, offset);
+  }
 }
 
 void geometry::unpack_all(int peer, const char* base) const {
+  const auto k = static_cast<std::size_t>(peer);
   std::int64_t offset = 0;
-  unpack_range(peer, 0, piece_count(&transform_plan::recv, peer), base, offset);
+  for (const auto& t : ts) {
+    if (t.products) unpack_product(t, t.recv_products[k], t.peer_order[k], base, offset);
+    else for (const piece& p : t.recv[k]) unpack_piece(t, p, t.peer_order[k], base, offset);
+  }
 }
 
 void geometry::copy_local() const {
   for (const auto& t : ts) {
-    for (const piece& p : t.self) apply(t.type, local_copy(t, p), src_corner(t, p), dst_corner(t, p), t.scale);
+    if (t.products) copy_product(t, t.self_product);
+    else for (const piece& p : t.self) apply(t.type, local_copy(t, p), src_corner(t, p), dst_corner(t, p), t.scale);
   }
 }
 
@@ -170,10 +315,150 @@ void for_each_block(int ndim, const coords& first, const coords& last, Fn&& fn) 
 
 }  // namespace
 
+namespace {
+
+// The intervals of source axis d that one side of a transform walks: `mine`, the
+// blocks of my grid coordinate along my layout's axis (every procs-th from the
+// first), cut by the other layout's blocks along its axis; each interval goes to
+// the list of the other layout's grid coordinate. `at_mine` / `at_other` give an
+// interval's element offsets (or 0 where they mean nothing on this rank).
+template <class Record>
+std::vector<std::vector<axis_interval>> cut_axis(const axis_splits& mine_splits, const cyclic_grid::axis& mine, int my_coord,
+                                                 const axis_splits& other_splits, const cyclic_grid::axis& other,
+                                                 Record&& record) {
+  std::vector<std::vector<axis_interval>> by_coord(static_cast<std::size_t>(other.procs));
+  for (std::int64_t k = mine.first_block_at(my_coord); k < mine_splits.count(); k += mine.procs) {
+    const std::int64_t lo = mine_splits.start(k), hi = mine_splits.start(k + 1);
+    for (std::int64_t b = other_splits.block_of(lo); b < other_splits.count() && other_splits.start(b) < hi; ++b) {
+      const std::int64_t a = std::max(lo, other_splits.start(b)), e = std::min(hi, other_splits.start(b + 1));
+      const int coord = other.coord(b);
+      axis_interval iv;
+      iv.lo = a;
+      iv.len = e - a;
+      record(iv, k, b, coord);
+      by_coord[static_cast<std::size_t>(coord)].push_back(iv);
+    }
+  }
+  return by_coord;
+}
+
+}  // namespace
+
+// Interval products (geometry.hpp): per source axis, my source blocks cut by the
+// destination blocks (what I send, listed by destination grid coordinate) and my
+// destination blocks cut by the source blocks (what I receive, by source grid
+// coordinate); each peer's product is one list of each axis.
+void geometry::enumerate_products(transform_plan& t, const cyclic_grid& S, const cyclic_grid& D) const {
+  const auto P = static_cast<std::size_t>(size);
+  t.products = true;
+  t.send_products.assign(P, {});
+  t.recv_products.assign(P, {});
+  t.self_product = {};
+  t.src_local = S.local;
+  t.dst_local = D.local;
+  std::array<int, 2> inv{};  // the destination axis holding source axis d
+  for (int k = 0; k < 2; ++k) inv[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = k;
+  for (std::size_t d = 0; d < 2; ++d) {
+    t.src_stride[d] = d == 0 ? 1 : S.lld;
+    t.dst_stride[d] = inv[d] == 0 ? 1 : D.lld;
+  }
+  const layout& SL = *t.src;
+  const layout& DL = *t.dst;
+  // Sending side, and my local copies.
+  if (S.position[0] >= 0) {
+    const std::int64_t k0 = S.axes[0].first_block_at(S.position[0]), k1 = S.axes[1].first_block_at(S.position[1]);
+    t.has_src_block = k0 < SL.splits(0).count() && k1 < SL.splits(1).count();
+    if (t.has_src_block) t.first_src_block[0] = k0, t.first_src_block[1] = k1;
+    std::vector<std::vector<axis_interval>> lists[2];
+    for (std::size_t d = 0; d < 2; ++d) {
+      const auto kd = static_cast<std::size_t>(inv[d]);
+      const cyclic_grid::axis& dst_axis = D.axes[kd];
+      lists[d] = cut_axis(SL.splits(static_cast<int>(d)), S.axes[d], S.position[d], DL.splits(inv[d]), dst_axis,
+                          [&](axis_interval& iv, std::int64_t k, std::int64_t b, int coord) {
+                            iv.src_block = k;
+                            iv.dst_block = b;
+                            iv.src_at = S.axes[d].local_index(iv.lo) * t.src_stride[d];
+                            if (coord == D.position[kd]) iv.dst_at = dst_axis.local_index(iv.lo) * t.dst_stride[d];
+                          });
+    }
+    for (int x = 0; x < D.axes[0].procs; ++x) {
+      for (int y = 0; y < D.axes[1].procs; ++y) {
+        const int xy[2] = {x, y};  // destination grid coordinates by destination axis
+        const auto& rows = lists[0][static_cast<std::size_t>(xy[inv[0]])];
+        const auto& cols = lists[1][static_cast<std::size_t>(xy[inv[1]])];
+        if (rows.empty() || cols.empty()) continue;
+        const int q = D.rank_of(x, y);
+        interval_product& to = q == rank ? t.self_product : t.send_products[static_cast<std::size_t>(q)];
+        to.rows = rows;
+        to.cols = cols;
+      }
+    }
+  }
+  // Receiving side.
+  if (D.position[0] >= 0) {
+    std::vector<std::vector<axis_interval>> lists[2];  // by source axis
+    for (std::size_t k = 0; k < 2; ++k) {
+      const auto d = static_cast<std::size_t>(t.perm[k]);
+      lists[d] = cut_axis(DL.splits(static_cast<int>(k)), D.axes[k], D.position[k], SL.splits(static_cast<int>(d)), S.axes[d],
+                          [&](axis_interval& iv, std::int64_t b, std::int64_t k_src, int) {
+                            iv.src_block = k_src;
+                            iv.dst_block = b;
+                            iv.dst_at = D.axes[k].local_index(iv.lo) * t.dst_stride[d];
+                          });
+    }
+    for (int x = 0; x < S.axes[0].procs; ++x) {
+      for (int y = 0; y < S.axes[1].procs; ++y) {
+        const int q = S.rank_of(x, y);
+        const auto& rows = lists[0][static_cast<std::size_t>(x)];
+        const auto& cols = lists[1][static_cast<std::size_t>(y)];
+        if (q == rank || rows.empty() || cols.empty()) continue;  // (my own: the local copies)
+        t.recv_products[static_cast<std::size_t>(q)] = {rows, cols};
+      }
+    }
+  }
+}
+
+void geometry::materialize_pieces() {
+  for (auto& t : ts) {
+    if (!t.products) continue;
+    std::array<int, 2> inv{};
+    for (int k = 0; k < 2; ++k) inv[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = k;
+    const auto expand = [&](const interval_product& prod, std::vector<piece>& out) {
+      out.reserve(prod.pieces());
+      for_product_pieces(prod, [&](const axis_interval& r, const axis_interval& c) {
+        piece p;
+        p.lo[0] = r.lo, p.lo[1] = c.lo;
+        p.ext[0] = r.len, p.ext[1] = c.len;
+        p.src_block[0] = r.src_block, p.src_block[1] = c.src_block;
+        p.dst_block[static_cast<std::size_t>(inv[0])] = r.dst_block;
+        p.dst_block[static_cast<std::size_t>(inv[1])] = c.dst_block;
+        out.push_back(p);
+      });
+    };
+    const std::size_t P = t.send_products.size();
+    t.send.assign(P, {});
+    t.recv.assign(P, {});
+    for (std::size_t q = 0; q < P; ++q) {
+      expand(t.send_products[q], t.send[q]);
+      expand(t.recv_products[q], t.recv[q]);
+    }
+    expand(t.self_product, t.self);
+    t.products = false;
+    t.send_products.clear();
+    t.recv_products.clear();
+    t.self_product = {};
+  }
+}
+
 void geometry::enumerate(transform_plan& t) const {
   const layout& S = *t.src;
   const layout& D = *t.dst;
   const int n = t.ndim;
+  if (n == 2) {
+    const auto src_grid = layout_access::cyclic_grid_of(S, rank);
+    const auto dst_grid = src_grid ? layout_access::cyclic_grid_of(D, rank) : std::nullopt;
+    if (src_grid && dst_grid) return enumerate_products(t, *src_grid, *dst_grid);
+  }
   t.send.assign(static_cast<std::size_t>(size), {});
   t.recv.assign(static_cast<std::size_t>(size), {});
   // inv[d]: the dst axis holding src axis d.
@@ -293,10 +578,18 @@ void geometry::count_bytes() {
   recv_bytes.assign(static_cast<std::size_t>(size), 0);
   self_bytes = 0;
   for (const auto& t : ts) {
+    const auto es = static_cast<std::int64_t>(t.esize);
     for (int p = 0; p < size; ++p) {
-      for (const piece& pc : t.send[static_cast<std::size_t>(p)]) send_bytes[static_cast<std::size_t>(p)] += piece_bytes(t, pc);
-      for (const piece& pc : t.recv[static_cast<std::size_t>(p)]) recv_bytes[static_cast<std::size_t>(p)] += piece_bytes(t, pc);
+      const auto k = static_cast<std::size_t>(p);
+      if (t.products) {
+        send_bytes[k] += t.send_products[k].elements() * es;
+        recv_bytes[k] += t.recv_products[k].elements() * es;
+        continue;
+      }
+      for (const piece& pc : t.send[k]) send_bytes[k] += piece_bytes(t, pc);
+      for (const piece& pc : t.recv[k]) recv_bytes[k] += piece_bytes(t, pc);
     }
+    if (t.products) self_bytes += t.self_product.elements() * es;
     for (const piece& pc : t.self) self_bytes += piece_bytes(t, pc);
   }
   for (int p = 0; p < size; ++p) {

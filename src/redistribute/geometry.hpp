@@ -34,6 +34,8 @@ using conveyor::detail::box_copy;
 using conveyor::detail::row_group;
 using conveyor::detail::scaling;
 
+struct cyclic_grid;  // cyclic_grid.hpp
+
 using coords = std::array<std::int64_t, max_dims>;
 using axis_order = std::array<int, max_dims>;
 
@@ -48,6 +50,25 @@ inline std::int64_t volume_of(const coords& ext, int ndim) {
   return v;
 }
 
+// Interval products (2-D transforms between layouts that cyclic_grid.hpp reads
+// axis by axis, ScaLAPACK's): the pieces a rank exchanges with one peer are every
+// row interval times every column interval of two lists, one per source axis, each
+// interval the intersection of one source and one destination block along that
+// axis. In row-major order of the two lists they are the pieces sorted by corner,
+// so packages have exactly the byte order of the piece lists: built in
+// O(row + column intervals), never sorted, copied without looking up storage.
+struct axis_interval {
+  std::int64_t lo = 0, len = 0;                // source coordinates along one source axis
+  std::int64_t src_block = 0, dst_block = 0;   // block indices along that axis (dst: the dst axis holding it)
+  std::int64_t src_at = 0, dst_at = 0;         // element offsets along it in my local source / destination array
+};
+
+struct interval_product {
+  std::vector<axis_interval> rows, cols;  // source axis 0, source axis 1
+  std::size_t pieces() const { return rows.size() * cols.size(); }
+  std::int64_t elements() const;
+};
+
 /// One transform of a (possibly batched) plan.
 struct transform_plan {
   const layout* src = nullptr;
@@ -59,6 +80,15 @@ struct transform_plan {
   scaling scale;
   std::vector<std::vector<piece>> send, recv;  // per peer rank
   std::vector<piece> self;
+  // Interval products instead of piece lists (then send, recv and self are empty):
+  // per peer, and my local copies; my local arrays and, per source axis, their
+  // element strides.
+  bool products = false;
+  std::vector<interval_product> send_products, recv_products;
+  interval_product self_product;
+  char* src_local = nullptr;
+  char* dst_local = nullptr;
+  std::array<std::int64_t, 2> src_stride{}, dst_stride{};
   // My first source block (enumerate's), whose strides set my packing order.
   bool has_src_block = false;
   block_index first_src_block{};
@@ -108,7 +138,8 @@ struct geometry {
 
   // --- packages -------------------------------------------------------------------
   /// fn(transform, piece, index) for every piece of `peer` in direction `dir`,
-  /// numbered across transforms in order (the package order).
+  /// numbered across transforms in order (the package order). Piece lists only:
+  /// materialize_pieces() first where a transform may hold interval products.
   template <class Fn>
   void for_pieces(piece_lists dir, int peer, Fn&& fn) const {
     std::size_t index = 0;
@@ -129,6 +160,9 @@ struct geometry {
 
   // --- building (plan.cpp) -------------------------------------------------------------
   void enumerate(transform_plan& t) const;      // local: the pieces of one transform
+  void enumerate_products(transform_plan& t, const cyclic_grid& src, const cyclic_grid& dst) const;
+  /// Interval products as piece lists (the transports other than packed walk pieces).
+  void materialize_pieces();
   void exchange_orders_and_volume();            // collective: packing orders and the volume matrix
   void count_bytes();                           // local: bytes and peers (after any cut of pieces)
 };

@@ -5,9 +5,11 @@
 #include <set>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "conveyor/redistribute.hpp"
+#include "redistribute/cyclic_grid.hpp"
 #include "runtime/partition.hpp"
 
 namespace conveyor::redistribute {
@@ -437,6 +439,20 @@ bool runs_of(const block_storage& s, const std::array<std::int64_t, max_dims>& e
 
 std::vector<std::int64_t> layout::local_shape(int rank) const {
   const auto n = static_cast<std::size_t>(ndim());
+  if (const auto g = detail::layout_access::cyclic_grid_of(*this, rank)) {  // NUMROC per axis, no block list
+    std::vector<std::int64_t> shape(2, 0);
+    if (g->position[0] < 0) return shape;
+    for (std::size_t d = 0; d < 2; ++d) {
+      const axis_splits& s = splits_[d];
+      std::int64_t held = 0;
+      for (std::int64_t k = g->axes[d].first_block_at(g->position[d]); k < s.count(); k += g->axes[d].procs) {
+        held += s.start(k + 1) - s.start(k);
+      }
+      shape[d] = held;
+    }
+    if (shape[0] == 0 || shape[1] == 0) shape = {0, 0};  // no block at all
+    return shape;
+  }
   std::vector<std::set<std::int64_t>> seen(n);
   std::vector<std::int64_t> shape(n, 0);
   for (const block_index& b : blocks_of(rank)) {
@@ -458,7 +474,6 @@ std::string layout::storage_problem(std::size_t element_bytes, int rank) const {
              std::to_string(owner(b)) + " owns";
     }
   }
-  const std::vector<block_index> mine = blocks_of(rank);
   if (im.k == impl::kind::block_cyclic && im.storage.empty() && im.relabel.empty() && im.bc.local) {
     // ScaLAPACK's rule, which makes the blocks of the local array disjoint: lld >= local rows.
     const std::int64_t rows = local_shape(rank)[0];
@@ -468,6 +483,7 @@ std::string layout::storage_problem(std::size_t element_bytes, int rank) const {
     }
     return {};
   }
+  const std::vector<block_index> mine = blocks_of(rank);
   // Cheap first: a block whose strides nest (each at least the span of the smaller
   // ones, as lda >= m in BLAS) cannot overlap itself, and one whose byte hull meets
   // no other hull cannot overlap another block. Only the remaining "suspects" are
@@ -536,6 +552,39 @@ layout layout::relabeled(const std::vector<int>& sigma) const {
   im->bc.local = nullptr;
   l.impl_ = std::move(im);
   return l;
+}
+
+// ---------------------------------------------------------------------------
+// The axis-by-axis view (cyclic_grid.hpp)
+// ---------------------------------------------------------------------------
+std::int64_t detail::cyclic_grid::axis::local_index(std::int64_t x) const {
+  return cyclic_axis{first, size, procs}.local_index(offset + x);
+}
+
+std::optional<detail::cyclic_grid> detail::layout_access::cyclic_grid_of(const layout& l, int rank) {
+  const layout::impl& im = *l.impl_;
+  if (im.k != layout::impl::kind::block_cyclic || !im.storage.empty() || !im.relabel.empty()) return std::nullopt;
+  const layout::block_cyclic_params& p = im.bc;
+  cyclic_grid g;
+  const cyclic_axis rows = row_axis(p), cols = col_axis(p);
+  g.axes[0] = {im.first_row_block, p.rsrc, p.prow, p.row_offset, rows.first, rows.size};
+  g.axes[1] = {im.first_col_block, p.csrc, p.pcol, p.col_offset, cols.first, cols.size};
+  g.rank_at.resize(static_cast<std::size_t>(p.prow) * static_cast<std::size_t>(p.pcol));
+  std::vector<int> seen;
+  for (int r = 0; r < p.prow; ++r) {
+    for (int c = 0; c < p.pcol; ++c) {
+      const int q = im.grid_rank(r, c);
+      if (q < 0) return std::nullopt;
+      g.rank_at[static_cast<std::size_t>(r * p.pcol + c)] = q;
+      seen.push_back(q);
+      if (q == rank) g.position[0] = r, g.position[1] = c;
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return std::nullopt;  // a rank at two positions
+  g.local = static_cast<char*>(p.local);
+  g.lld = p.lld;
+  return g;
 }
 
 }  // namespace conveyor::redistribute

@@ -20,6 +20,7 @@
 #include "core/names.hpp"
 #include "redistribute/transport.hpp"
 #include "redistribute/relabel.hpp"
+#include "redistribute/cyclic_grid.hpp"
 
 namespace conveyor::redistribute {
 
@@ -141,21 +142,35 @@ std::string check_transform(const transform& t, int index, int rank, int size) {
       return w + which + " layout has owners " + std::to_string(lo) + ".." + std::to_string(hi) + " outside the communicator (size " +
              std::to_string(size) + ")";
     }
-    for (const block_index& b : l->blocks_of(rank)) {
-      block_storage s;
-      try {
-        s = l->storage(b);
-      } catch (const error& e) {
-        return w + which + ": " + e.message();
+    if (const auto grid = n == 2 ? detail::layout_access::cyclic_grid_of(*l, rank) : std::nullopt) {
+      // Storage by ScaLAPACK's formula: strides 1 and lld (storage_problem checks
+      // lld), so only the array itself can be missing (storage() says so).
+      if (!grid->local && grid->position[0] >= 0 && l->local_shape(rank)[0] > 0) {
+        block_index first{};
+        for (std::size_t d = 0; d < 2; ++d) first[d] = grid->axes[d].first_block_at(grid->position[d]);
+        try {
+          (void)l->storage(first);
+        } catch (const error& e) {
+          return w + which + ": " + e.message();
+        }
       }
-      std::int64_t elements = 1;
-      for (int d = 0; d < n; ++d) {
-        const auto k = static_cast<std::size_t>(d);
-        const std::int64_t ext = l->splits(d).start(b[k] + 1) - l->splits(d).start(b[k]);
-        elements *= ext;
-        if (ext > 1 && s.strides[k] == 0) return w + which + " block has stride 0 in dimension " + std::to_string(d);
+    } else {
+      for (const block_index& b : l->blocks_of(rank)) {
+        block_storage s;
+        try {
+          s = l->storage(b);
+        } catch (const error& e) {
+          return w + which + ": " + e.message();
+        }
+        std::int64_t elements = 1;
+        for (int d = 0; d < n; ++d) {
+          const auto k = static_cast<std::size_t>(d);
+          const std::int64_t ext = l->splits(d).start(b[k] + 1) - l->splits(d).start(b[k]);
+          elements *= ext;
+          if (ext > 1 && s.strides[k] == 0) return w + which + " block has stride 0 in dimension " + std::to_string(d);
+        }
+        if (!s.data && elements > 0) return w + which + " block storage is null";
       }
-      if (!s.data && elements > 0) return w + which + " block storage is null";
     }
     if (std::string why = l->storage_problem(dtype_size(t.type), rank); !why.empty()) return w + which + ": " + why;
   }
@@ -273,6 +288,8 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : ctx.env_ranks_per_node;
   im.chosen = options.transport == transport::automatic ? env_transport() : options.transport;
   if (im.chosen == transport::automatic) im.chosen = choose_transport(g, ctx.layout(ppn), options.chunk_bytes, im.predicted);
+  // Only the packed transport packs interval products; the others walk pieces.
+  if (im.chosen != transport::packed) g.materialize_pieces();
   const int node_color = ppn > 0 ? ctx.layout(ppn).node_of[static_cast<std::size_t>(g.rank)] : -1;
   im.mover = build_transport(im.chosen, g, options, node_color, options.transport == transport::automatic);
 

@@ -545,6 +545,118 @@ TEST(Redistribute, BlockCyclicAndCartesian) {
   }
 }
 
+// A random ScaLAPACK-style block-cyclic submatrix and its local array: grid of
+// at most P positions (a random subset of the ranks, in random order), block
+// sizes 1-6 (a first block of its own size half the time), source process,
+// offsets, padding of lld; every element holds its submatrix coordinates.
+struct cyclic_matrix {
+  rd::layout l;
+  std::vector<double> local;
+};
+
+cyclic_matrix random_cyclic(std::int64_t M, std::int64_t N, testing::splitmix64& rng) {
+  const int P = size_of(), me = rank_of();
+  rd::layout::block_cyclic_params p;
+  p.M = M;
+  p.N = N;
+  p.prow = 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(P));
+  p.pcol = 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(P / p.prow));
+  p.mb = 1 + static_cast<std::int64_t>(rng() % 6);
+  p.nb = 1 + static_cast<std::int64_t>(rng() % 6);
+  p.imb = rng() % 2 ? 1 + static_cast<std::int64_t>(rng() % 6) : 0;
+  p.inb = rng() % 2 ? 1 + static_cast<std::int64_t>(rng() % 6) : 0;
+  p.rsrc = static_cast<int>(rng() % static_cast<std::uint64_t>(p.prow));
+  p.csrc = static_cast<int>(rng() % static_cast<std::uint64_t>(p.pcol));
+  p.row_offset = static_cast<std::int64_t>(rng() % 5);
+  p.col_offset = static_cast<std::int64_t>(rng() % 5);
+  std::vector<int> ranks(static_cast<std::size_t>(P));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  for (std::size_t i = ranks.size(); i > 1; --i) std::swap(ranks[i - 1], ranks[rng() % i]);
+  const int pcol = p.pcol;
+  p.rank_of_grid = [ranks, pcol](int r, int c) { return ranks[static_cast<std::size_t>(r * pcol + c)]; };
+  const std::int64_t padding = static_cast<std::int64_t>(rng() % 3);
+  // The local array holds this rank's part of the whole matrix (ScaLAPACK's
+  // NUMROC of the descriptor's M and N), not only of the submatrix.
+  rd::layout::block_cyclic_params whole = p;
+  whole.M += p.row_offset, whole.N += p.col_offset;
+  whole.row_offset = whole.col_offset = 0;
+  const rd::layout probe = rd::layout::block_cyclic(whole);
+  const std::vector<std::int64_t> shape = probe.local_shape(me);
+  p.lld = std::max<std::int64_t>(1, shape[0]) + padding;
+  cyclic_matrix m{probe, std::vector<double>(static_cast<std::size_t>(p.lld * std::max<std::int64_t>(1, shape[1])), -7.0)};
+  p.local = m.local.data();
+  m.l = rd::layout::block_cyclic(p);
+  for (const rd::block_index& b : m.l.blocks_of(me)) {
+    const rd::block_storage st = m.l.storage(b);
+    for (std::int64_t i = 0; i < block_extent(m.l, b, 0); ++i) {
+      for (std::int64_t j = 0; j < block_extent(m.l, b, 1); ++j) {
+        m.local[static_cast<std::size_t>(st.offset + i * st.strides[0] + j * st.strides[1])] =
+            static_cast<double>((m.l.splits(0).start(b[0]) + i) * 1000 + m.l.splits(1).start(b[1]) + j);
+      }
+    }
+  }
+  return m;
+}
+
+// The same layout with every block's storage described by set_storage (where
+// `explicit_storage`): the plan then walks piece lists instead of interval products.
+void describe_storage(rd::layout& l, bool explicit_storage) {
+  if (!explicit_storage) return;
+  for (const rd::block_index& b : l.blocks_of(rank_of())) {
+    const rd::block_storage st = l.storage(b);
+    l.set_storage(b, static_cast<double*>(st.data) + st.offset, {st.strides[0], st.strides[1]});
+  }
+}
+
+// Block-cyclic to block-cyclic (ScaLAPACK's p?gemr2d / p?tran shapes) is planned
+// as interval products (one row and one column interval list per peer) instead of
+// piece lists. Random pairs of layouts, transposed or not, scaled or not, on every
+// transport (all but packed convert the products to pieces), with storage by the
+// formula on every rank, described explicitly on every rank (piece lists), or on
+// every other rank only: a plan whose ranks mix both packs and unpacks the same
+// bytes, which is what the products' byte order promises.
+TEST(Redistribute, BlockCyclicIntervalProductsMatchPieceLists) {
+  const int me = rank_of();
+  testing::splitmix64 rng(2026);
+  for (int trial = 0; trial < 24; ++trial) {
+    const bool transpose = rng() % 2, scaled = rng() % 3 == 0;
+    const std::int64_t M = static_cast<std::int64_t>(rng() % 26), N = static_cast<std::int64_t>(rng() % 26);
+    cyclic_matrix a = random_cyclic(transpose ? N : M, transpose ? M : N, rng);
+    cyclic_matrix b = random_cyclic(M, N, rng);
+    const int mode = static_cast<int>(rng() % 3);  // 0 formula, 1 explicit, 2 mixed
+    describe_storage(a.l, mode == 1 || (mode == 2 && me % 2 == 0));
+    describe_storage(b.l, mode == 1 || (mode == 2 && me % 2 == 1));
+    rd::transform t;
+    t.src = &a.l;
+    t.dst = &b.l;
+    if (transpose) t.perm = {1, 0};
+    if (scaled) t.alpha = 2, t.beta = 0.5;
+    for (rd::transport m : kTransports) {
+      rd::plan_options o;
+      o.transport = m;
+      rd::plan p(t, MPI_COMM_WORLD, o);
+      const std::vector<double> before = b.local;
+      p.execute();
+      std::int64_t wrong = 0;
+      for (const rd::block_index& blk : b.l.blocks_of(me)) {
+        const rd::block_storage st = b.l.storage(blk);
+        for (std::int64_t i = 0; i < block_extent(b.l, blk, 0); ++i) {
+          for (std::int64_t j = 0; j < block_extent(b.l, blk, 1); ++j) {
+            const std::int64_t gi = b.l.splits(0).start(blk[0]) + i, gj = b.l.splits(1).start(blk[1]) + j;
+            const double v = static_cast<double>(transpose ? gj * 1000 + gi : gi * 1000 + gj);
+            const std::ptrdiff_t at = static_cast<double*>(st.data) + st.offset + i * st.strides[0] + j * st.strides[1] - b.local.data();
+            wrong += b.local[static_cast<std::size_t>(at)] != (scaled ? 2 * v + 0.5 * before[static_cast<std::size_t>(at)] : v);
+          }
+        }
+      }
+      EXPECT_EQ(wrong, 0) << "trial " << trial << " " << M << "x" << N << (transpose ? " transposed" : "")
+                          << (scaled ? " scaled" : "") << " storage mode " << mode << " " << rd::transport_name(m);
+      // Restore the destination's values (elements hold their coordinates again).
+      b.local = before;
+    }
+  }
+}
+
 // Arrays with a zero extent: layouts without blocks, plans that move nothing, on
 // every transport; in a batch beside a transform that does move data.
 TEST(Redistribute, EmptyArraysMoveNothing) {
