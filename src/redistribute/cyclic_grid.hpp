@@ -3,9 +3,10 @@
 // array at (local row of i, local column of j): owners and addresses are products
 // of one rule per axis. Plans between two such layouts build their pieces as
 // products of per-axis intervals (geometry.hpp, "interval products") instead of
-// enumerating blocks. Only layouts that follow the formulas qualify: block-cyclic,
-// no storage described by set_storage, no relabeling, and no rank at two grid
-// positions.
+// enumerating blocks. Layouts qualify when their owners follow the formulas:
+// block-cyclic, no relabeling, no rank at two grid positions (facts about the
+// layout's description, the same on every rank). Where this rank's storage follows
+// them too (no set_storage), `formula_storage` says so.
 #pragma once
 
 #include <cstdint>
@@ -35,14 +36,15 @@ struct cyclic_grid {
   axis axes[2];
   std::vector<int> rank_at;     // rank of grid position (r, c), at r * axes[1].procs + c
   int position[2] = {-1, -1};   // the asking rank's grid position (-1: none)
-  char* local = nullptr;        // the asking rank's local array
-  std::int64_t lld = 1;
+  bool formula_storage = false; // the asking rank's blocks are where ScaLAPACK's formula puts them:
+  char* local = nullptr;        // in this local array
+  std::int64_t lld = 1;         // with this leading dimension
   int rank_of(int r, int c) const { return rank_at[static_cast<std::size_t>(r * axes[1].procs + c)]; }
 };
 
 struct layout_access {
   /// The axis-by-axis view of a 2-D block-cyclic layout as `rank` sees it, or
-  /// nothing if the layout does not follow the formulas (see above).
+  /// nothing if its owners do not follow the formulas (see above).
   static std::optional<cyclic_grid> cyclic_grid_of(const layout& l, int rank);
 };
 

@@ -144,8 +144,13 @@ void copy_lines(const char* src, std::int64_t src_step, char* dst, std::int64_t 
   for (std::int64_t l = 0; l < lines; ++l) {
     const char* from = src + l * src_step * static_cast<std::int64_t>(B);
     char* to = dst + l * dst_step * static_cast<std::int64_t>(B);
-    if (len == 1) std::memcpy(to, from, B);  // (a constant size: one move)
-    else std::memcpy(to, from, bytes);
+    if (bytes > 64) {
+      std::memcpy(to, from, bytes);
+      continue;
+    }
+    // Short lines (ScaLAPACK's small blocks) element by element: copies of a
+    // constant size are moves, where a call to memcpy costs more than the copy.
+    for (std::int64_t e = 0; e < len; ++e) std::memcpy(to + e * static_cast<std::int64_t>(B), from + e * static_cast<std::int64_t>(B), B);
   }
 }
 
@@ -457,7 +462,10 @@ void geometry::enumerate(transform_plan& t) const {
   if (n == 2) {
     const auto src_grid = layout_access::cyclic_grid_of(S, rank);
     const auto dst_grid = src_grid ? layout_access::cyclic_grid_of(D, rank) : std::nullopt;
-    if (src_grid && dst_grid) return enumerate_products(t, *src_grid, *dst_grid);
+    t.grid_pair = src_grid && dst_grid;
+    if (t.grid_pair && src_grid->formula_storage && dst_grid->formula_storage) {
+      return enumerate_products(t, *src_grid, *dst_grid);
+    }
   }
   t.send.assign(static_cast<std::size_t>(size), {});
   t.recv.assign(static_cast<std::size_t>(size), {});
@@ -531,17 +539,79 @@ void geometry::enumerate(transform_plan& t) const {
 
 }
 
-// One MPI_Allgather gives every rank what it needs from the others: each rank's
-// packing order of every transform (mine: from my first source block's strides,
-// largest outermost; ties: the lower axis outside) and its row of the volume
-// matrix (the bytes it sends to each rank; its own entry: local copies).
-void geometry::exchange_orders_and_volume() {
+namespace {
+
+// Per pair of grid coordinates (source along source axis d, destination along the
+// destination axis holding it), how many indices of that axis they share: one walk
+// over both layouts' blocks along the axis.
+std::vector<std::int64_t> axis_overlaps(const axis_splits& src_splits, const cyclic_grid::axis& src,
+                                        const axis_splits& dst_splits, const cyclic_grid::axis& dst) {
+  std::vector<std::int64_t> shared(static_cast<std::size_t>(src.procs) * static_cast<std::size_t>(dst.procs), 0);
+  const std::int64_t extent = src_splits.extent();
+  std::int64_t i = 0, j = 0, at = 0;
+  while (at < extent) {
+    const std::int64_t end = std::min(src_splits.start(i + 1), dst_splits.start(j + 1));
+    shared[static_cast<std::size_t>(src.coord(i)) * static_cast<std::size_t>(dst.procs) + static_cast<std::size_t>(dst.coord(j))] += end - at;
+    at = end;
+    if (src_splits.start(i + 1) == end) ++i;
+    if (dst_splits.start(j + 1) == end) ++j;
+  }
+  return shared;
+}
+
+// A grid pair's bytes from every rank to every rank, added to `volume` (P x P):
+// the overlap of two grid positions is the product of their axes' overlaps.
+void add_grid_volume(const transform_plan& t, int P, std::vector<std::int64_t>& volume) {
+  const auto S = layout_access::cyclic_grid_of(*t.src, 0), D = layout_access::cyclic_grid_of(*t.dst, 0);
+  std::array<int, 2> inv{};
+  for (int k = 0; k < 2; ++k) inv[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = k;
+  std::vector<std::int64_t> shared[2];
+  for (std::size_t d = 0; d < 2; ++d) {
+    shared[d] = axis_overlaps(t.src->splits(static_cast<int>(d)), S->axes[d], t.dst->splits(inv[d]), D->axes[inv[d]]);
+  }
+  const auto es = static_cast<std::int64_t>(t.esize);
+  for (int x0 = 0; x0 < S->axes[0].procs; ++x0) {
+    for (int x1 = 0; x1 < S->axes[1].procs; ++x1) {
+      const auto from = static_cast<std::size_t>(S->rank_of(x0, x1));
+      for (int y0 = 0; y0 < D->axes[0].procs; ++y0) {
+        for (int y1 = 0; y1 < D->axes[1].procs; ++y1) {
+          const int y[2] = {y0, y1};  // by destination axis
+          const std::int64_t rows = shared[0][static_cast<std::size_t>(x0 * D->axes[inv[0]].procs + y[inv[0]])];
+          const std::int64_t cols = shared[1][static_cast<std::size_t>(x1 * D->axes[inv[1]].procs + y[inv[1]])];
+          volume[from * static_cast<std::size_t>(P) + static_cast<std::size_t>(D->rank_of(y0, y1))] += rows * cols * es;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// Each rank's packing order of every transform (mine: from my first source
+// block's strides, largest outermost, ties: the lower axis outside; a grid pair's:
+// {1, 0} on every rank) and the volume matrix (row q: the bytes rank q sends to
+// each rank; its own entry: local copies). Where every transform is a grid pair,
+// every rank knows both without asking; otherwise one MPI_Allgather gives every
+// rank each rank's orders and row.
+void geometry::orders_and_volume() {
   const std::size_t nt = ts.size(), P = static_cast<std::size_t>(size), record = nt + P;
+  count_bytes();
+  if (std::all_of(ts.begin(), ts.end(), [](const transform_plan& t) { return t.grid_pair; })) {
+    volume.assign(P * P, 0);
+    for (auto& t : ts) {
+      t.order[0] = 1, t.order[1] = 0;
+      t.peer_order.assign(P, t.order);
+      add_grid_volume(t, size, volume);
+    }
+    return;
+  }
   std::vector<std::int64_t> mine(record, 0), all(record * P, 0);
   for (std::size_t i = 0; i < nt; ++i) {
     transform_plan& t = ts[i];
     std::iota(t.order.begin(), t.order.begin() + t.ndim, 0);
-    if (t.has_src_block) {
+    if (t.grid_pair) {
+      t.order[0] = 1, t.order[1] = 0;
+    } else if (t.has_src_block) {
       const block_storage s = t.src->storage(t.first_src_block);
       std::stable_sort(t.order.begin(), t.order.begin() + t.ndim, [&](int x, int y) {
         return std::abs(s.strides[static_cast<std::size_t>(x)]) > std::abs(s.strides[static_cast<std::size_t>(y)]);
@@ -549,7 +619,6 @@ void geometry::exchange_orders_and_volume() {
     }
     for (int k = 0; k < t.ndim; ++k) mine[i] |= std::int64_t{t.order[static_cast<std::size_t>(k)]} << (4 * k);
   }
-  count_bytes();
   std::copy(send_bytes.begin(), send_bytes.end(), mine.begin() + static_cast<std::ptrdiff_t>(nt));
   mine[nt + static_cast<std::size_t>(rank)] = self_bytes;
   conveyor::detail::check_mpi(MPI_Allgather(mine.data(), static_cast<int>(record), MPI_INT64_T, all.data(),

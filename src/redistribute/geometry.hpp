@@ -80,6 +80,10 @@ struct transform_plan {
   scaling scale;
   std::vector<std::vector<piece>> send, recv;  // per peer rank
   std::vector<piece> self;
+  // Both layouts are block-cyclic grids (cyclic_grid.hpp; the same on every rank):
+  // packages are column-major (order {1, 0}) on every rank, so the order needs no
+  // exchange, and every rank can compute the whole volume matrix.
+  bool grid_pair = false;
   // Interval products instead of piece lists (then send, recv and self are empty):
   // per peer, and my local copies; my local arrays and, per source axis, their
   // element strides.
@@ -163,7 +167,9 @@ struct geometry {
   void enumerate_products(transform_plan& t, const cyclic_grid& src, const cyclic_grid& dst) const;
   /// Interval products as piece lists (the transports other than packed walk pieces).
   void materialize_pieces();
-  void exchange_orders_and_volume();            // collective: packing orders and the volume matrix
+  /// The packing orders and the volume matrix: computed locally where every
+  /// transform is a grid pair, else one MPI_Allgather (collective either way).
+  void orders_and_volume();
   void count_bytes();                           // local: bytes and peers (after any cut of pieces)
 };
 

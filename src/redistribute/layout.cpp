@@ -563,7 +563,7 @@ std::int64_t detail::cyclic_grid::axis::local_index(std::int64_t x) const {
 
 std::optional<detail::cyclic_grid> detail::layout_access::cyclic_grid_of(const layout& l, int rank) {
   const layout::impl& im = *l.impl_;
-  if (im.k != layout::impl::kind::block_cyclic || !im.storage.empty() || !im.relabel.empty()) return std::nullopt;
+  if (im.k != layout::impl::kind::block_cyclic || !im.relabel.empty()) return std::nullopt;
   const layout::block_cyclic_params& p = im.bc;
   cyclic_grid g;
   const cyclic_axis rows = row_axis(p), cols = col_axis(p);
@@ -582,6 +582,7 @@ std::optional<detail::cyclic_grid> detail::layout_access::cyclic_grid_of(const l
   }
   std::sort(seen.begin(), seen.end());
   if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return std::nullopt;  // a rank at two positions
+  g.formula_storage = im.storage.empty();
   g.local = static_cast<char*>(p.local);
   g.lld = p.lld;
   return g;

@@ -142,7 +142,8 @@ std::string check_transform(const transform& t, int index, int rank, int size) {
       return w + which + " layout has owners " + std::to_string(lo) + ".." + std::to_string(hi) + " outside the communicator (size " +
              std::to_string(size) + ")";
     }
-    if (const auto grid = n == 2 ? detail::layout_access::cyclic_grid_of(*l, rank) : std::nullopt) {
+    const auto grid = n == 2 ? detail::layout_access::cyclic_grid_of(*l, rank) : std::nullopt;
+    if (grid && grid->formula_storage) {
       // Storage by ScaLAPACK's formula: strides 1 and lld (storage_problem checks
       // lld), so only the array itself can be missing (storage() says so).
       if (!grid->local && grid->position[0] >= 0 && l->local_shape(rank)[0] > 0) {
@@ -191,6 +192,9 @@ void describe(const layout& l, std::vector<std::int64_t>& out) {
   const auto [lo, hi] = l.owner_range();
   out.push_back(lo);
   out.push_back(hi);
+  // Whether the owners follow the block-cyclic formulas: plans between two such
+  // layouts skip exchanging packing orders (geometry.hpp, grid_pair).
+  out.push_back(l.ndim() == 2 && detail::layout_access::cyclic_grid_of(l, 0) ? 1 : 0);
   block_index b{};
   for (int i = 0; i < 64 && l.ndim() > 0; ++i) {  // the first blocks in row-major order
     if (b[0] >= l.splits(0).count()) break;
@@ -283,7 +287,7 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
     g.ts.push_back(std::move(tp));
   }
   for (auto& tp : g.ts) g.enumerate(tp);
-  g.exchange_orders_and_volume();
+  g.orders_and_volume();
   conveyor::detail::comm_context& ctx = conveyor::detail::context_of(call);
   const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : ctx.env_ranks_per_node;
   im.chosen = options.transport == transport::automatic ? env_transport() : options.transport;

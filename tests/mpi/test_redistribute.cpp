@@ -29,6 +29,7 @@
 // calls to MPI_Isend, MPI_Put and MPI_Alltoallv resolve to these definitions.
 namespace wire {
 bool counting = false;
+long long allgathers = 0;  // MPI_Allgather calls (always counted)
 std::vector<std::int64_t> bytes, messages;  // per destination rank
 void add(int peer, int count, MPI_Datatype type) {
   if (!counting || peer < 0 || count == 0) return;
@@ -53,6 +54,11 @@ CONVEYOR_TEST_EXPORT int MPI_Put(const void* buf, int count, MPI_Datatype type, 
             MPI_Win win) {
   wire::add(target, count, type);
   return PMPI_Put(buf, count, type, target, disp, tcount, ttype, win);
+}
+CONVEYOR_TEST_EXPORT int MPI_Allgather(const void* sbuf, int sc, MPI_Datatype st, void* rbuf, int rc, MPI_Datatype rt,
+                                       MPI_Comm comm) {
+  ++wire::allgathers;
+  return PMPI_Allgather(sbuf, sc, st, rbuf, rc, rt, comm);
 }
 CONVEYOR_TEST_EXPORT int MPI_Alltoallv(const void* sbuf, const int sc[], const int sd[], MPI_Datatype st, void* rbuf, const int rc[],
                   const int rd[], MPI_Datatype rt, MPI_Comm comm) {
@@ -319,7 +325,11 @@ TEST(Redistribute, VolumeEqualsBytesSent) {
     opt.transport = m;
     opt.chunk_bytes = 100;
     opt.ranks_per_node = 1;  // one_sided: every package through MPI_Put
+    const long long allgathers_before = wire::allgathers;
     rd::plan p(t, MPI_COMM_WORLD, opt);
+    // Custom layouts: the volume rows and packing orders come from one MPI_Allgather
+    // (the block-cyclic test below expects none).
+    EXPECT_GE(wire::allgathers - allgathers_before, 1);
     wire::bytes.assign(static_cast<std::size_t>(size), 0);
     wire::counting = true;
     p.execute();
@@ -614,7 +624,9 @@ void describe_storage(rd::layout& l, bool explicit_storage) {
 // transport (all but packed convert the products to pieces), with storage by the
 // formula on every rank, described explicitly on every rank (piece lists), or on
 // every other rank only: a plan whose ranks mix both packs and unpacks the same
-// bytes, which is what the products' byte order promises.
+// bytes, which is what the products' byte order promises. Every rank computes the
+// volume matrix itself (checked against a count of every element's owners) and
+// the plan calls no MPI_Allgather.
 TEST(Redistribute, BlockCyclicIntervalProductsMatchPieceLists) {
   const int me = rank_of();
   testing::splitmix64 rng(2026);
@@ -631,10 +643,28 @@ TEST(Redistribute, BlockCyclicIntervalProductsMatchPieceLists) {
     t.dst = &b.l;
     if (transpose) t.perm = {1, 0};
     if (scaled) t.alpha = 2, t.beta = 0.5;
+    // The volume matrix, counted element by element: a grid pair's is computed
+    // by every rank without exchanging rows, so it must equal this.
+    const int P = size_of();
+    std::vector<std::int64_t> volume(static_cast<std::size_t>(P) * static_cast<std::size_t>(P), 0);
+    for (std::int64_t i = 0; i < M; ++i) {
+      for (std::int64_t j = 0; j < N; ++j) {
+        rd::block_index at_src{}, at_dst{};
+        at_src[0] = a.l.splits(0).block_of(transpose ? j : i);
+        at_src[1] = a.l.splits(1).block_of(transpose ? i : j);
+        at_dst[0] = b.l.splits(0).block_of(i);
+        at_dst[1] = b.l.splits(1).block_of(j);
+        volume[static_cast<std::size_t>(a.l.owner(at_src) * P + b.l.owner(at_dst))] += 8;
+      }
+    }
     for (rd::transport m : kTransports) {
       rd::plan_options o;
       o.transport = m;
+      const long long allgathers_before = wire::allgathers;
       rd::plan p(t, MPI_COMM_WORLD, o);
+      EXPECT_EQ(p.volume(), volume) << "trial " << trial;
+      // No exchange of packing orders and volume rows (the plan's only MPI_Allgather).
+      EXPECT_EQ(wire::allgathers, allgathers_before) << "trial " << trial;
       const std::vector<double> before = b.local;
       p.execute();
       std::int64_t wrong = 0;
