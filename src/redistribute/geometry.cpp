@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 
 #include "conveyor/mpi.hpp"
 #include "runtime/context.hpp"
@@ -116,30 +117,20 @@ std::size_t geometry::piece_count(piece_lists dir, int peer) const {
 
 namespace {
 
-// Element strides, per source axis, of an h x w piece packed in `order`.
-std::array<std::int64_t, 2> packed_2d(std::int64_t h, std::int64_t w, const axis_order& order) {
-  const std::array<std::int64_t, 2> ext{h, w};
-  std::array<std::int64_t, 2> st{};
-  st[static_cast<std::size_t>(order[1])] = 1;
-  st[static_cast<std::size_t>(order[0])] = ext[static_cast<std::size_t>(order[1])];
-  return st;
-}
-
-// The three copies of an interval product, piece by piece in package order
-// (rows outer, columns inner). `copy(box, row, column)` gets each piece's box in
-// the copy's own axes: source axes when packing, destination axes otherwise.
+// The pieces of an interval product in package order (columns outer, rows
+// inner): copy(row, column) for each.
 template <class Copy>
 void for_product_pieces(const interval_product& p, Copy&& copy) {
-  for (const axis_interval& r : p.rows) {
-    for (const axis_interval& c : p.cols) copy(r, c);
+  for (const axis_interval& c : p.cols) {
+    for (const axis_interval& r : p.rows) copy(r, c);
   }
 }
 
 // Element copies of B bytes: `lines` lines of `len` elements, contiguous on both
 // sides, the lines `src_step` / `dst_step` elements apart.
 template <std::size_t B>
-void copy_lines(const char* src, std::int64_t src_step, char* dst, std::int64_t dst_step, std::int64_t lines,
-                std::int64_t len) {
+[[gnu::always_inline]] inline void copy_lines(const char* src, std::int64_t src_step, char* dst, std::int64_t dst_step,
+                                              std::int64_t lines, std::int64_t len) {
   const auto bytes = static_cast<std::size_t>(len) * B;
   for (std::int64_t l = 0; l < lines; ++l) {
     const char* from = src + l * src_step * static_cast<std::int64_t>(B);
@@ -154,41 +145,58 @@ void copy_lines(const char* src, std::int64_t src_step, char* dst, std::int64_t 
   }
 }
 
-// A plain copy of one h x w box (strides per axis, in elements) without the
-// general kernel's setup, which dominated moving ScaLAPACK's small blocks: the
-// pieces of the REDIST testers' matrices are 1-16 elements a side. Needs an axis
-// that is contiguous on both sides (or one element long) and 4-, 8- or 16-byte
-// elements; returns false otherwise (the caller uses the general kernel).
-bool copy_plain_2d(std::size_t esize, const char* src, const std::array<std::int64_t, 2>& ss, char* dst,
-                   const std::array<std::int64_t, 2>& ds, const std::array<std::int64_t, 2>& ext) {
-  const auto contiguous = [&](std::size_t d) { return ext[d] == 1 || (ss[d] == 1 && ds[d] == 1); };
-  const std::size_t inner = contiguous(0) ? 0 : contiguous(1) ? 1 : 2;
-  if (inner == 2) return false;
-  const std::size_t outer = 1 - inner;
+// A plain copy of one h x w box of B-byte elements (strides per axis, in
+// elements) without the general kernel's setup, which dominated moving
+// ScaLAPACK's small blocks: the pieces of the REDIST testers' matrices are 1-16
+// elements a side. Needs an axis that is contiguous on both sides (or one element
+// long); returns false otherwise, and always for B = 0 (another element size):
+// the caller then uses the general kernel.
+template <std::size_t B>
+[[gnu::always_inline]] inline bool copy_plain_2d(const char* src, const std::array<std::int64_t, 2>& ss, char* dst,
+                                                 const std::array<std::int64_t, 2>& ds,
+                                                 const std::array<std::int64_t, 2>& ext) {
+  if constexpr (B == 0) {
+    return false;
+  } else {
+    const auto contiguous = [&](std::size_t d) { return ext[d] == 1 || (ss[d] == 1 && ds[d] == 1); };
+    const std::size_t inner = contiguous(0) ? 0 : contiguous(1) ? 1 : 2;
+    if (inner == 2) return false;
+    const std::size_t outer = 1 - inner;
+    copy_lines<B>(src, ss[outer], dst, ds[outer], ext[outer], ext[inner]);
+    return true;
+  }
+}
+
+// body(std::integral_constant<std::size_t, B>{}) with B the element size where
+// the plain copy handles it (4, 8, 16 bytes), else B = 0: chosen once per product,
+// so the loop over its pieces is specialized.
+template <class Body>
+void by_element_size(std::size_t esize, Body&& body) {
   switch (esize) {
-    case 4: copy_lines<4>(src, ss[outer], dst, ds[outer], ext[outer], ext[inner]); return true;
-    case 8: copy_lines<8>(src, ss[outer], dst, ds[outer], ext[outer], ext[inner]); return true;
-    case 16: copy_lines<16>(src, ss[outer], dst, ds[outer], ext[outer], ext[inner]); return true;
-    default: return false;
+    case 4: return body(std::integral_constant<std::size_t, 4>{});
+    case 8: return body(std::integral_constant<std::size_t, 8>{});
+    case 16: return body(std::integral_constant<std::size_t, 16>{});
+    default: return body(std::integral_constant<std::size_t, 0>{});
   }
 }
 
 void pack_product(const transform_plan& t, const interval_product& p, char* out, std::int64_t& offset) {
   const auto es = static_cast<std::int64_t>(t.esize);
-  for_product_pieces(p, [&](const axis_interval& r, const axis_interval& c) {
-    const std::array<std::int64_t, 2> st = packed_2d(r.len, c.len, t.order);
-    const char* from = t.src_local + (r.src_at + c.src_at) * es;
-    if (copy_plain_2d(t.esize, from, t.src_stride, out + offset, st, {r.len, c.len})) {
+  by_element_size(t.esize, [&](auto element) {
+    constexpr std::size_t B = decltype(element)::value;
+    for_product_pieces(p, [&](const axis_interval& r, const axis_interval& c) {
+      const std::array<std::int64_t, 2> st{1, r.len};  // column-major, as every grid pair's packages
+      const char* from = t.src_local + (r.src_at + c.src_at) * es;
+      if (!copy_plain_2d<B>(from, t.src_stride, out + offset, st, {r.len, c.len})) {
+        box_copy b;
+        b.ndim = 2;
+        b.extent[0] = r.len, b.extent[1] = c.len;
+        b.src_stride[0] = t.src_stride[0], b.src_stride[1] = t.src_stride[1];
+        b.dst_stride[0] = st[0], b.dst_stride[1] = st[1];
+        apply(t.type, b, from, out + offset, scaling{});
+      }
       offset += r.len * c.len * es;
-      return;
-    }
-    box_copy b;
-    b.ndim = 2;
-    b.extent[0] = r.len, b.extent[1] = c.len;
-    b.src_stride[0] = t.src_stride[0], b.src_stride[1] = t.src_stride[1];
-    b.dst_stride[0] = st[0], b.dst_stride[1] = st[1];
-    apply(t.type, b, from, out + offset, scaling{});
-    offset += r.len * c.len * es;
+    });
   });
 }
 
@@ -207,29 +215,32 @@ box_copy to_destination_axes(const transform_plan& t, std::int64_t h, std::int64
   return b;
 }
 
-void unpack_product(const transform_plan& t, const interval_product& p, const axis_order& order, const char* in,
-                    std::int64_t& offset) {
+void unpack_product(const transform_plan& t, const interval_product& p, const char* in, std::int64_t& offset) {
   const auto es = static_cast<std::int64_t>(t.esize);
-  const bool plain = t.scale.plain();
-  for_product_pieces(p, [&](const axis_interval& r, const axis_interval& c) {
-    const std::array<std::int64_t, 2> st = packed_2d(r.len, c.len, order);
-    char* to = t.dst_local + (r.dst_at + c.dst_at) * es;
-    if (!plain || !copy_plain_2d(t.esize, in + offset, st, to, t.dst_stride, {r.len, c.len})) {
-      apply(t.type, to_destination_axes(t, r.len, c.len, st), in + offset, to, t.scale);
-    }
-    offset += r.len * c.len * es;
+  by_element_size(t.scale.plain() ? t.esize : 0, [&](auto element) {
+    constexpr std::size_t B = decltype(element)::value;
+    for_product_pieces(p, [&](const axis_interval& r, const axis_interval& c) {
+      const std::array<std::int64_t, 2> st{1, r.len};  // column-major, as every grid pair's packages
+      char* to = t.dst_local + (r.dst_at + c.dst_at) * es;
+      if (!copy_plain_2d<B>(in + offset, st, to, t.dst_stride, {r.len, c.len})) {
+        apply(t.type, to_destination_axes(t, r.len, c.len, st), in + offset, to, t.scale);
+      }
+      offset += r.len * c.len * es;
+    });
   });
 }
 
 void copy_product(const transform_plan& t, const interval_product& p) {
   const auto es = static_cast<std::int64_t>(t.esize);
-  const bool plain = t.scale.plain();
-  for_product_pieces(p, [&](const axis_interval& r, const axis_interval& c) {
-    const char* from = t.src_local + (r.src_at + c.src_at) * es;
-    char* to = t.dst_local + (r.dst_at + c.dst_at) * es;
-    if (!plain || !copy_plain_2d(t.esize, from, t.src_stride, to, t.dst_stride, {r.len, c.len})) {
-      apply(t.type, to_destination_axes(t, r.len, c.len, t.src_stride), from, to, t.scale);
-    }
+  by_element_size(t.scale.plain() ? t.esize : 0, [&](auto element) {
+    constexpr std::size_t B = decltype(element)::value;
+    for_product_pieces(p, [&](const axis_interval& r, const axis_interval& c) {
+      const char* from = t.src_local + (r.src_at + c.src_at) * es;
+      char* to = t.dst_local + (r.dst_at + c.dst_at) * es;
+      if (!copy_plain_2d<B>(from, t.src_stride, to, t.dst_stride, {r.len, c.len})) {
+        apply(t.type, to_destination_axes(t, r.len, c.len, t.src_stride), from, to, t.scale);
+      }
+    });
   });
 }
 
@@ -270,7 +281,7 @@ void geometry::unpack_all(int peer, const char* base) const {
   const auto k = static_cast<std::size_t>(peer);
   std::int64_t offset = 0;
   for (const auto& t : ts) {
-    if (t.products) unpack_product(t, t.recv_products[k], t.peer_order[k], base, offset);
+    if (t.products) unpack_product(t, t.recv_products[k], base, offset);
     else for (const piece& p : t.recv[k]) unpack_piece(t, p, t.peer_order[k], base, offset);
   }
 }
@@ -285,15 +296,19 @@ void geometry::copy_local() const {
 // --- building -------------------------------------------------------------------------
 namespace {
 
-// Sorts pieces by their corner (lo). Pieces are 256 bytes (8-dimensional
+// Sorts pieces by their corner (lo), lexicographically, or for a grid pair
+// (`columns_first`) by source axis 1 first. Pieces are 256 bytes (8-dimensional
 // boxes and block indices), so an index is sorted and the pieces moved once:
 // sorting them in place moved each ~log n times, a sixth of a plan's build time
 // for ScaLAPACK's REDIST testers (200 x 200 matrices in blocks of 1-9).
-void sort_by_corner(std::vector<piece>& v) {
+void sort_by_corner(std::vector<piece>& v, bool columns_first) {
   if (v.size() < 2) return;
   std::vector<std::uint32_t> order(v.size());
   std::iota(order.begin(), order.end(), 0u);
-  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return v[a].lo < v[b].lo; });
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (columns_first && v[a].lo[1] != v[b].lo[1]) return v[a].lo[1] < v[b].lo[1];
+    return v[a].lo < v[b].lo;
+  });
   std::vector<piece> sorted;
   sorted.reserve(v.size());
   for (const std::uint32_t i : order) sorted.push_back(v[i]);
@@ -534,8 +549,8 @@ void geometry::enumerate(transform_plan& t) const {
       t.recv[static_cast<std::size_t>(owner)].push_back(p);
     });
   }
-  for (auto& v : t.send) sort_by_corner(v);
-  for (auto& v : t.recv) sort_by_corner(v);
+  for (auto& v : t.send) sort_by_corner(v, t.grid_pair);
+  for (auto& v : t.recv) sort_by_corner(v, t.grid_pair);
 
 }
 

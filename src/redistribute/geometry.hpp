@@ -5,6 +5,7 @@
 //
 // A piece is a box in source coordinates that one source block sends to one
 // destination block. Pieces to (from) one peer are sorted by their global corner
+// (a grid pair's, transform_plan::grid_pair, by source axis 1 first)
 // on both sides, which fixes the byte order of a package without exchanging it;
 // inside a package a piece's elements follow the SENDER's packing order (its
 // source storage, largest stride outermost, so packing streams).
@@ -54,9 +55,12 @@ inline std::int64_t volume_of(const coords& ext, int ndim) {
 // axis by axis, ScaLAPACK's): the pieces a rank exchanges with one peer are every
 // row interval times every column interval of two lists, one per source axis, each
 // interval the intersection of one source and one destination block along that
-// axis. In row-major order of the two lists they are the pieces sorted by corner,
-// so packages have exactly the byte order of the piece lists: built in
-// O(row + column intervals), never sorted, copied without looking up storage.
+// axis. Column intervals outer, row intervals inner, they are the pieces in the
+// order of a grid pair's packages (sorted by corner, source axis 1 first: the
+// sender walks its column-major local array down each block column, as reference
+// ScaLAPACK does, instead of across every column per row interval), so packages
+// have exactly the byte order of the piece lists: built in O(row + column
+// intervals), never sorted, copied without looking up storage.
 struct axis_interval {
   std::int64_t lo = 0, len = 0;                // source coordinates along one source axis
   std::int64_t src_block = 0, dst_block = 0;   // block indices along that axis (dst: the dst axis holding it)
