@@ -35,10 +35,14 @@ struct cached_call {
   std::unique_ptr<redistribute::plan> plan;
   bool warm = false;  // built with the cost model's transport (else: packed, no setup)
   int uses = 0;
-  /// Extra work after the plan (trapezoidal copies); empty for plain calls.
+  /// Extra work after the plan (trapezoidal copies); empty for plain calls: the
+  /// trapezoid's part of each local column, as byte runs of the scratch copy of B
+  /// to copy to the same offsets in B.
+  struct byte_run {
+    std::int64_t at = 0, bytes = 0;
+  };
   std::vector<char> scratch;
-  std::vector<std::int64_t> copy_from, copy_to;  // byte offsets: scratch -> destination
-  std::size_t element_bytes = 0;
+  std::vector<byte_run> copy_runs;
 };
 
 /// The process set of one context: its communicator and its calls.

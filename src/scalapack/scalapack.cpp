@@ -95,15 +95,15 @@ rd::layout submatrix(const grid_view& g, int rows, int cols, int i, int j, const
   return rd::layout::block_cyclic(p);
 }
 
-// Element (i, j) of an m x n trapezoid (0-based), ScaLAPACK's p?trmr2d rule: the
-// upper part reaches max(m - n, 0) rows below the diagonal, the lower part
-// max(n - m, 0) columns right of it; DIAG = 'U' leaves the diagonal out for UPLO
-// = 'U' (and 'N' for UPLO = 'L' keeps it, as ScaLAPACK tests the two letters).
-bool in_trapezoid(char uplo, char diag, int m, int n, std::int64_t i, std::int64_t j) {
-  if (std::toupper(static_cast<unsigned char>(uplo)) == 'U') {
-    return i < std::max(m - n, 0) + j + (std::toupper(static_cast<unsigned char>(diag)) == 'N' ? 1 : 0);
-  }
-  return i >= j - std::max(n - m, 0) + (std::toupper(static_cast<unsigned char>(diag)) == 'U' ? 1 : 0);
+// Rows [first, last) of column j (0-based) of an m x n trapezoid, ScaLAPACK's
+// p?trmr2d rule: the upper part reaches max(m - n, 0) rows below the diagonal,
+// the lower part starts max(n - m, 0) columns right of it; DIAG = 'U' leaves the
+// diagonal out for UPLO = 'U' (and 'N' for UPLO = 'L' keeps it, as ScaLAPACK
+// tests the two letters). Each column's part is one run of rows.
+std::pair<std::int64_t, std::int64_t> trapezoid_rows(char uplo, char diag, int m, int n, std::int64_t j) {
+  const auto upper = [](char c) { return std::toupper(static_cast<unsigned char>(c)); };
+  if (upper(uplo) == 'U') return {0, std::min<std::int64_t>(m, std::max(m - n, 0) + j + (upper(diag) == 'N' ? 1 : 0))};
+  return {std::max<std::int64_t>(0, j - std::max(n - m, 0) + (upper(diag) == 'U' ? 1 : 0)), m};
 }
 
 // Everything a cached plan depends on, as this process sees it.
@@ -159,21 +159,21 @@ void plan_call(cached_call& entry, const call& c, const exchange_result& x, MPI_
     const std::size_t esize = dtype_size(c.type);
     int me = 0;
     MPI_Comm_rank(comm, &me);
+    const auto es = static_cast<std::int64_t>(esize);
     std::int64_t span = 0;
     for (const rd::block_index& blk : probe.blocks_of(me)) {
       const rd::block_storage s = probe.storage(blk);
-      const std::int64_t rows = probe.splits(0).start(blk[0] + 1) - probe.splits(0).start(blk[0]);
-      const std::int64_t cols = probe.splits(1).start(blk[1] + 1) - probe.splits(1).start(blk[1]);
+      const std::int64_t row0 = probe.splits(0).start(blk[0]), col0 = probe.splits(1).start(blk[1]);
+      const std::int64_t rows = probe.splits(0).start(blk[0] + 1) - row0;
+      const std::int64_t cols = probe.splits(1).start(blk[1] + 1) - col0;
       span = std::max(span, s.offset + (rows - 1) * s.strides[0] + (cols - 1) * s.strides[1] + 1);
-      for (std::int64_t j = 0; j < cols; ++j) {
-        for (std::int64_t i = 0; i < rows; ++i) {
-          if (!in_trapezoid(c.uplo, c.diag, c.m, c.n, probe.splits(0).start(blk[0]) + i, probe.splits(1).start(blk[1]) + j)) continue;
-          entry.copy_to.push_back((s.offset + i * s.strides[0] + j * s.strides[1]) * static_cast<std::int64_t>(esize));
-        }
+      for (std::int64_t j = 0; j < cols; ++j) {  // (block-cyclic storage: rows contiguous, stride 1)
+        const auto [first, last] = trapezoid_rows(c.uplo, c.diag, c.m, c.n, col0 + j);
+        const std::int64_t i0 = std::max<std::int64_t>(first - row0, 0), i1 = std::min(last - row0, rows);
+        if (i1 > i0) entry.copy_runs.push_back({(s.offset + i0 + j * s.strides[1]) * es, (i1 - i0) * es});
       }
     }
     entry.scratch.assign(static_cast<std::size_t>(span) * esize, 0);
-    entry.element_bytes = esize;
     entry.dst = std::make_unique<rd::layout>(submatrix(x.b, c.m, c.n, c.ib, c.jb, entry.scratch.data()));
   }
   tr.src = entry.src.get();
@@ -235,7 +235,9 @@ void execute(cached_call& entry, const call& c) {
   entry.plan->execute();
   ++entry.uses;
   char* to = static_cast<char*>(c.b);
-  for (const std::int64_t at : entry.copy_to) std::memcpy(to + at, entry.scratch.data() + at, entry.element_bytes);
+  for (const cached_call::byte_run& r : entry.copy_runs) {
+    std::memcpy(to + r.at, entry.scratch.data() + r.at, static_cast<std::size_t>(r.bytes));
+  }
 }
 
 // Adds the time since the last lap to `phase`; reads no clock unless reporting.
