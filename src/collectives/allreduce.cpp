@@ -280,17 +280,16 @@ collectives_state& collectives_state_of(detail::comm_context& ctx) {
 // measured its size class, or the model or CONVEYOR_ALLREDUCE_ALGORITHM chose it),
 // a repeated call of the same shape (same communicator, count, dtype and op, the
 // same requested algorithm and otherwise default options, on the same thread)
-// skips the preamble: no call state, no
-// context lookup, no model, no measured-class lookup. The library's allreduce goes
-// straight to PMPI_Allreduce on the private communicator; Conveyor's algorithms
-// run with the kernel and layout resolved by the first call. Small messages are
-// where the preamble shows: on 2 Open MPI ranks at 16 B, batched trials measured
-// recursive doubling 10% faster than the library (0.66 vs 0.73 us), yet with the
-// full preamble on every call it ran 13% slower in a loop. Anything else takes the
-// full path: another shape, a context gone (the generation moved), an open
-// front-end call (its agreement must run), a failed local check (the full path
-// reports it). The same shape passed the full path's checks before, so skipping
-// them changes nothing the contract promises.
+// skips the preamble: no call state, no context lookup, no model, no
+// measured-class lookup. The library's allreduce goes straight to PMPI_Allreduce
+// on the private communicator; Conveyor's algorithms run with the kernel and
+// layout resolved by the first call. Small messages are where the preamble shows:
+// it costs as much as the differences between the candidates that auto measures
+// there (docs/results.md has the numbers). Anything else takes the full path:
+// another shape, a context gone (the generation moved), an open front-end call
+// (its agreement must run), a failed local check (the full path reports it). The
+// same shape passed the full path's checks before, so skipping them changes
+// nothing the contract promises.
 //
 // The entry is a constant-initialized thread_local (a zero handle, which is no
 // communicator in either MPI, rather than MPI_COMM_NULL: Open MPI's is an address,

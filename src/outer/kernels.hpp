@@ -21,7 +21,7 @@ struct outer_kernel_tables {
   outer_kernels<double> f64;
 };
 
-/// The tables of the SIMD target the Reduce engine uses.
+/// The tables of the library's active SIMD target (runtime/simd_targets.hpp).
 const outer_kernel_tables& outer_active_tables();
 
 }  // namespace conveyor::detail

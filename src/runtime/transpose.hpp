@@ -22,7 +22,7 @@ struct transpose_scale {
 using transpose8_fn = void (*)(const void* src, std::int64_t src_ld, void* dst, std::int64_t dst_ld, std::int64_t rows,
                                std::int64_t cols, const transpose_scale* scale);
 
-/// The kernel of the SIMD target the Reduce engine uses.
+/// The kernel of the library's active SIMD target (runtime/simd_targets.hpp).
 transpose8_fn transpose8();
 
 }  // namespace conveyor::detail

@@ -48,7 +48,8 @@ struct kernel_tables {
   kernels<double> f64;
 };
 
-/// The tables of the SIMD target the Reduce engine uses (conveyor::set_simd_target).
+/// The tables of the library's active SIMD target (runtime/simd_targets.hpp;
+/// conveyor::set_simd_target changes it).
 const kernels<float>& active_float();
 const kernels<double>& active_double();
 template <class T>
