@@ -340,8 +340,9 @@ namespace {
 // The intervals of source axis d that one side of a transform walks: `mine`, the
 // blocks of my grid coordinate along my layout's axis (every procs-th from the
 // first), cut by the other layout's blocks along its axis; each interval goes to
-// the list of the other layout's grid coordinate. `at_mine` / `at_other` give an
-// interval's element offsets (or 0 where they mean nothing on this rank).
+// the list of the other layout's grid coordinate. record(interval, my block,
+// other block, other coordinate) fills in its block indices and element offsets
+// (an offset stays 0 where it means nothing on this rank).
 template <class Record>
 std::vector<std::vector<axis_interval>> cut_axis(const axis_splits& mine_splits, const cyclic_grid::axis& mine, int my_coord,
                                                  const axis_splits& other_splits, const cyclic_grid::axis& other,
