@@ -39,6 +39,28 @@ struct impl {
   double settle_seconds = 0;  // their time, slowest rank: the cold phase
 };
 
+// `steps` dependent read-modify-writes of a volatile: local work of a few ns that
+// the compiler cannot remove, placed before MPI_Allreduce in the `stock+STEPS`
+// rows. Those rows show what a given amount of work in front of the call costs in
+// the exchange's time (a wrapper's checks are such work).
+void local_work(int steps) {
+  volatile unsigned x = 1;
+  for (int q = 0; q < steps; ++q) x = x * 3 + 1;
+}
+
+// Nanoseconds of local_work(steps) on this rank: the median of 15 timed batches.
+double local_work_ns(int steps) {
+  std::vector<double> batches;
+  constexpr int kCalls = 200000;
+  for (int b = 0; b < 15; ++b) {
+    const double t0 = MPI_Wtime();
+    for (int c = 0; c < kCalls; ++c) local_work(steps);
+    batches.push_back((MPI_Wtime() - t0) / kCalls * 1e9);
+  }
+  std::nth_element(batches.begin(), batches.begin() + 7, batches.end());
+  return batches[7];
+}
+
 // Calls before giving up on an implementation settling (auto's measuring phase
 // takes 2 x 31 calls per size class at most).
 constexpr int kMaxSettleCalls = 1000;
@@ -103,6 +125,17 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
                            MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
                                          MPI_COMM_WORLD);
                          }, "-"});
+      } else if (name.rfind("stock+", 0) == 0) {
+        // MPI_Allreduce after local_work(steps): the row's "algorithm" column says how
+        // long that work takes alone.
+        const int steps = std::stoi(name.substr(6));
+        char label[64];
+        std::snprintf(label, sizeof label, "after %.1f ns of work", local_work_ns(steps));
+        impls.push_back({mpi_label + " " + name, [&, steps] {
+                           local_work(steps);
+                           MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
+                                         MPI_COMM_WORLD);
+                         }, label});
       } else if (name == "stock-dup") {
         // The library's own allreduce on a duplicate of MPI_COMM_WORLD: what a
         // wrapper that keeps a private communicator (as Conveyor does) passes

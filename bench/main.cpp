@@ -96,11 +96,19 @@ int main(int argc, char** argv) {
   bench_allreduce->add_option("--impls", ao.impls,
                               "Rows: Conveyor's auto,ring,recursive_doubling,rabenseifner,hierarchical,mpi, stock "
                               "(MPI_Allreduce called directly), stock-again (the same call again: an A/A control) and stock-dup (MPI_Allreduce "
-                              "on a duplicate of MPI_COMM_WORLD, as Conveyor's private communicator)")
+                              "on a duplicate of MPI_COMM_WORLD, as Conveyor's private communicator); stock+STEPS: MPI_Allreduce after STEPS "
+                              "steps of local work (what a few ns of work in front of the call cost)")
       ->delimiter(',')
       ->capture_default_str()
-      ->check(names_of("ALGORITHM|stock|stock-again|stock-dup", [](const std::string& n) {
-        if (n != "stock" && n != "stock-again" && n != "stock-dup") conveyor::parse_algorithm(n);
+      ->check(names_of("ALGORITHM|stock|stock-again|stock-dup|stock+STEPS", [](const std::string& n) {
+        if (n == "stock" || n == "stock-again" || n == "stock-dup") return;
+        if (n.rfind("stock+", 0) == 0) {
+          if (n.size() == 6 || n.size() > 10 || n.find_first_not_of("0123456789", 6) != std::string::npos) {
+            throw conveyor::error(conveyor::errc::invalid_argument, "stock+STEPS takes 1 to 4 digits, e.g. stock+8");
+          }
+          return;
+        }
+        conveyor::parse_algorithm(n);
       }));
   bench_allreduce->add_option("--mpi-label", ao.mpi_label, "Label of the stock MPI_Allreduce row");
   auto* bench_overlap = app.add_subcommand("overlap", "Allreduce + per-chunk compute: overlapped through on_chunk vs sequential");

@@ -286,15 +286,21 @@ collectives_state& collectives_state_of(detail::comm_context& ctx) {
 // layout resolved by the first call. Small messages are where the preamble shows:
 // it costs as much as the differences between the candidates that auto measures
 // there (docs/results.md has the numbers). Anything else takes the full path:
-// another shape, a context gone (the generation moved), an open front-end call
-// (its agreement must run), a failed local check (the full path reports it). The
+// another shape, a context gone (the generation moved), a collective call open
+// (a front end's on this thread, whose agreement must run; one open on another
+// thread sends this one to the full path too, see g_open_collective_calls), a
+// failed local check (the full path reports it). The
 // same shape passed the full path's checks before, so skipping them changes
 // nothing the contract promises.
 //
 // The entry is a constant-initialized thread_local (a zero handle, which is no
 // communicator in either MPI, rather than MPI_COMM_NULL: Open MPI's is an address,
 // which would make the entry dynamically initialized and put a guard check and a
-// second TLS lookup on every call), and allreduce() takes its address once.
+// second TLS lookup on every call). allreduce() takes its address once and hides
+// it from the optimizer: in a shared library every thread_local access is a TLS
+// descriptor call, and GCC would repeat it after each opaque call (five on the
+// `mpi` path, about half of the fast path's CPU time in a loop that stubs out
+// PMPI_Allreduce; docs/results.md).
 struct fast_entry {
   MPI_Comm comm{};  // the caller's
   std::size_t count = 0;
@@ -325,7 +331,7 @@ bool fast_entry::serves(const void* send, const void* recv, std::size_t n, dtype
                         const allreduce_options& options) const {
   return c == comm && n == count && type == t && o_ == o && send && recv &&
          generation == detail::context_generation() && options.algorithm == requested && plain_options(options) &&
-         !detail::collective_call_open() &&
+         !detail::any_collective_call_open() &&
          (send == MPI_IN_PLACE || send == recv || !overlaps_partially(send, recv, bytes));
 }
 
@@ -626,7 +632,9 @@ namespace {
 
 allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtype t, op o, MPI_Comm comm,
                            const allreduce_options& options) {
-  const fast_entry& fast = *&t_fast;
+  const fast_entry* entry = &t_fast;
+  asm("" : "+r"(entry));  // one TLS lookup for the whole call (see fast_entry)
+  const fast_entry& fast = *entry;
   if (fast.serves(send, recv, count, t, o, comm, options)) {
     if (fast.algorithm == allreduce_algorithm::mpi) {
       detail::check_mpi(PMPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count), fast.call.type,

@@ -15,7 +15,7 @@
 //
 // Recursion: Conveyor itself calls MPI_Allreduce and MPI_Allgather (building a
 // communicator's node layout, agreeing on arguments); while Conveyor runs on a
-// thread, every call made on that thread goes straight to PMPI_ (t_inside).
+// thread, every call made on that thread goes straight to PMPI_ (thread_state::inside).
 // Thread levels: the engine keeps its state per communicator and per thread, so
 // it serves every level the program asked for; MPI_THREAD_MULTIPLE programs may
 // call it from several threads on different communicators, as MPI allows.
@@ -39,30 +39,16 @@
 namespace conveyor::interpose {
 namespace {
 
-thread_local int t_inside = 0;
-
-// Marks this thread as running Conveyor for the lifetime of the object.
-struct inside_conveyor {
-  inside_conveyor() { ++t_inside; }
-  ~inside_conveyor() { --t_inside; }
-  inside_conveyor(const inside_conveyor&) = delete;
-  inside_conveyor& operator=(const inside_conveyor&) = delete;
-};
+// Built once: options hold a std::function, whose construction and destruction
+// would otherwise be on every served call.
+const allreduce_options kDefaultOptions;
 
 // The address `items` items of `extent` bytes past `buf` (which may be MPI_BOTTOM).
 void* item_at(const void* buf, std::size_t items, std::size_t extent) {
   return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(buf) + items * extent);
 }
 
-// The checks every call begins with; nullopt when Conveyor may serve it.
-std::optional<pass_reason> screen(call c) {
-  if (t_inside) return pass_reason::internal;
-  const policy& p = current_policy();
-  if (!p.on) return pass_reason::off;
-  if (!p.serves[static_cast<int>(c)]) return pass_reason::not_selected;
-  return std::nullopt;
-}
-
+// An intra-communicator (nullopt), or why not.
 std::optional<pass_reason> screen_comm(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL) return pass_reason::arguments;
   int inter = 0;
@@ -105,7 +91,45 @@ struct screened_pair {
   reduction r;
   std::optional<pass_reason> why;
 };
-thread_local screened_pair t_last_pair;
+
+// Per thread, in one thread_local: in a shared library each thread_local access
+// is a TLS lookup (a call), so an entry point looks this up once (this_thread())
+// and passes it on.
+struct thread_state {
+  int inside = 0;  // > 0 while this thread runs Conveyor: its own MPI calls pass through
+  const policy* settings = nullptr;  // current_policy(), once this thread has read it
+  screened_pair last_pair;
+
+  const policy& settings_read() {
+    if (!settings) settings = &current_policy();
+    return *settings;
+  }
+};
+thread_local thread_state t_state;
+
+thread_state& this_thread() {
+  thread_state* s = &t_state;
+  asm("" : "+r"(s));  // computed once per entry point: GCC would repeat the lookup after every call
+  return *s;
+}
+
+// The checks every call begins with; nullopt when Conveyor may serve it.
+std::optional<pass_reason> screen(thread_state& state, call c) {
+  if (state.inside) return pass_reason::internal;
+  const policy& p = state.settings_read();
+  if (!p.on) return pass_reason::off;
+  if (!p.serves[static_cast<int>(c)]) return pass_reason::not_selected;
+  return std::nullopt;
+}
+
+// Marks this thread as running Conveyor for the lifetime of the object.
+struct inside_conveyor {
+  explicit inside_conveyor(thread_state& s) : state(s) { ++state.inside; }
+  ~inside_conveyor() { --state.inside; }
+  inside_conveyor(const inside_conveyor&) = delete;
+  inside_conveyor& operator=(const inside_conveyor&) = delete;
+  thread_state& state;
+};
 
 bool predefined(MPI_Datatype t) {
   int integers = 0, addresses = 0, types = 0, combiner = 0;
@@ -113,8 +137,8 @@ bool predefined(MPI_Datatype t) {
          combiner == MPI_COMBINER_NAMED;
 }
 
-std::optional<pass_reason> screen_reduction(MPI_Datatype t, MPI_Op mop, reduction& r) {
-  screened_pair& last = t_last_pair;
+std::optional<pass_reason> screen_reduction(thread_state& state, MPI_Datatype t, MPI_Op mop, reduction& r) {
+  screened_pair& last = state.last_pair;
   if (last.valid && t == last.t && mop == last.mop) {
     r = last.r;
     return last.why;
@@ -124,19 +148,19 @@ std::optional<pass_reason> screen_reduction(MPI_Datatype t, MPI_Op mop, reductio
   return why;
 }
 
-std::optional<pass_reason> screen_bytes(std::size_t bytes) {
+std::optional<pass_reason> screen_bytes(thread_state& state, std::size_t bytes) {
   if (bytes == 0) return pass_reason::empty;
-  if (bytes < current_policy().min_bytes) return pass_reason::below_threshold;
+  if (bytes < state.settings_read().min_bytes) return pass_reason::below_threshold;
   return std::nullopt;
 }
 
 // Runs `work` (which returns an MPI error code) with Conveyor's errors turned into
 // MPI's: the message on stderr, then the communicator's error handler.
 template <class Work>
-int serve(const char* name, MPI_Comm comm, Work&& work) {
+int serve(thread_state& state, const char* name, MPI_Comm comm, Work&& work) {
   int code = MPI_SUCCESS;
   try {
-    inside_conveyor guard;
+    inside_conveyor guard(state);
     code = work();
   } catch (const error& e) {
     std::fprintf(stderr, "conveyor_mpi: %s: %s\n", name, e.what());
@@ -175,33 +199,36 @@ int comm_rank(MPI_Comm comm) {
 
 template <class Count, class Pass>
 int allreduce_entry(const void* send, void* recv, Count count, MPI_Datatype t, MPI_Op mop, MPI_Comm comm, Pass pass) {
+  thread_state& state = this_thread();
   reduction r;
-  std::optional<pass_reason> why = screen(call::allreduce);
+  std::optional<pass_reason> why = screen(state, call::allreduce);
   if (!why && count < 0) why = pass_reason::arguments;
   if (!why) why = screen_comm(comm);
-  if (!why) why = screen_reduction(t, mop, r);
+  if (!why) why = screen_reduction(state, t, mop, r);
   const auto items = static_cast<std::size_t>(count);
-  if (!why) why = screen_bytes(r.bytes(items));
+  if (!why) why = screen_bytes(state, r.bytes(items));
   if (why) {
     count_passed(call::allreduce, *why);
     return pass();
   }
   const bool in_place = send == MPI_IN_PLACE;
-  return serve("MPI_Allreduce", comm, [&] {
+  return serve(state, "MPI_Allreduce", comm, [&] {
     const bool as_is = direct(recv, r.sig) && (in_place || direct(send, r.sig));
     allreduce_report rep;
     if (as_is) {
-      rep = allreduce(send, recv, r.elements(items), r.type, r.o, comm);
+      rep = allreduce(send, recv, r.elements(items), r.type, r.o, comm, kDefaultOptions);
     } else {
       std::vector<char> work(r.bytes(items));
       int rc = stage_in(in_place ? recv : send, items, t, r.sig, work.data());
       if (rc != MPI_SUCCESS) return rc;
-      rep = allreduce(MPI_IN_PLACE, work.data(), r.elements(items), r.type, r.o, comm);
+      rep = allreduce(MPI_IN_PLACE, work.data(), r.elements(items), r.type, r.o, comm, kDefaultOptions);
       rc = stage_out(work.data(), recv, items, t, r.sig);
       if (rc != MPI_SUCCESS) return rc;
     }
-    count_served(call::allreduce, r.bytes(items), !as_is);
-    count_algorithm(rep.algorithm);
+    if (state.settings_read().report) {
+      count_served(call::allreduce, r.bytes(items), !as_is);
+      count_algorithm(rep.algorithm);
+    }
     return MPI_SUCCESS;
   });
 }
@@ -211,8 +238,9 @@ int allreduce_entry(const void* send, void* recv, Count count, MPI_Datatype t, M
 template <class Count, class Pass>
 int reduce_scatter_entry(call which, const char* name, const void* send, void* recv, const Count* counts, bool equal,
                          MPI_Datatype t, MPI_Op mop, MPI_Comm comm, Pass pass) {
+  thread_state& state = this_thread();
   reduction r;
-  std::optional<pass_reason> why = screen(which);
+  std::optional<pass_reason> why = screen(state, which);
   if (!why && !counts) why = pass_reason::arguments;
   if (!why) why = screen_comm(comm);
   std::vector<std::size_t> items;
@@ -226,15 +254,15 @@ int reduce_scatter_entry(call which, const char* name, const void* send, void* r
       total += static_cast<std::size_t>(c);
     }
   }
-  if (!why) why = screen_reduction(t, mop, r);
-  if (!why) why = screen_bytes(r.bytes(total));
+  if (!why) why = screen_reduction(state, t, mop, r);
+  if (!why) why = screen_bytes(state, r.bytes(total));
   if (why) {
     count_passed(which, *why);
     return pass();
   }
   const bool in_place = send == MPI_IN_PLACE;
   const std::size_t mine = items[static_cast<std::size_t>(comm_rank(comm))];
-  return serve(name, comm, [&] {
+  return serve(state, name, comm, [&] {
     std::vector<std::size_t> elements(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) elements[i] = r.elements(items[i]);
     const bool as_is = direct(recv, r.sig) && (in_place || direct(send, r.sig));
@@ -259,8 +287,9 @@ template <class Count, class Displ, class Pass>
 int allgather_entry(call which, const char* name, const void* send, Count send_count, MPI_Datatype send_type,
                     void* recv, const Count* counts, bool equal, const Displ* displs, MPI_Datatype recv_type,
                     MPI_Comm comm, Pass pass) {
+  thread_state& state = this_thread();
   const bool in_place = send == MPI_IN_PLACE;
-  std::optional<pass_reason> why = screen(which);
+  std::optional<pass_reason> why = screen(state, which);
   if (!why && (!counts || (!equal && !displs) || recv_type == MPI_DATATYPE_NULL ||
                (!in_place && (send_type == MPI_DATATYPE_NULL || send_count < 0)))) {
     why = pass_reason::arguments;
@@ -289,12 +318,12 @@ int allgather_entry(call which, const char* name, const void* send, Count send_c
   if (!why && !in_place && static_cast<std::size_t>(send_count) * ss.per_item * ss.leaf_size != mine * item_bytes) {
     why = pass_reason::arguments;  // mismatched signatures: MPI's error to report
   }
-  if (!why) why = screen_bytes(total);
+  if (!why) why = screen_bytes(state, total);
   if (why) {
     count_passed(which, *why);
     return pass();
   }
-  return serve(name, comm, [&] {
+  return serve(state, name, comm, [&] {
     std::vector<std::size_t> bytes(items.size());
     bool consecutive = true;
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -326,18 +355,19 @@ int allgather_entry(call which, const char* name, const void* send, Count send_c
 
 template <class Count, class Pass>
 int reduce_local_entry(const void* in, void* inout, Count count, MPI_Datatype t, MPI_Op mop, Pass pass) {
+  thread_state& state = this_thread();
   reduction r;
-  std::optional<pass_reason> why = screen(call::reduce_local);
+  std::optional<pass_reason> why = screen(state, call::reduce_local);
   if (!why && count < 0) why = pass_reason::arguments;
-  if (!why) why = screen_reduction(t, mop, r);
+  if (!why) why = screen_reduction(state, t, mop, r);
   const auto items = static_cast<std::size_t>(count);
-  if (!why) why = screen_bytes(r.bytes(items));
+  if (!why) why = screen_bytes(state, r.bytes(items));
   if (why) {
     count_passed(call::reduce_local, *why);
     return pass();
   }
   // Errors not tied to a communicator go to MPI_COMM_WORLD's handler (MPI-3.1 8.3).
-  return serve("MPI_Reduce_local", MPI_COMM_WORLD, [&] {
+  return serve(state, "MPI_Reduce_local", MPI_COMM_WORLD, [&] {
     const bool as_is = direct(in, r.sig) && direct(inout, r.sig);
     if (as_is) {
       reduce_local(in, inout, r.elements(items), r.type, r.o);

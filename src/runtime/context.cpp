@@ -13,8 +13,7 @@
 
 namespace conveyor::detail {
 
-void check_mpi(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
+void throw_mpi_error(int rc, const char* what) {
   char msg[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, msg, &len);

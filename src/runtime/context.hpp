@@ -91,14 +91,30 @@ inline std::uint64_t context_generation() { return g_context_generation.load(std
 /// call on every read.
 inline thread_local const void* t_open_collective_call = nullptr;
 
-/// Whether this thread has a collective_call open (a front end's, which an entry
-/// point would join): fast paths that skip the contract must not run then.
-inline bool collective_call_open() { return t_open_collective_call != nullptr; }
+/// How many collective_calls are open on all threads together; contract.cpp keeps
+/// it. Fast paths that skip the contract must not run while a call is open on
+/// their own thread (a front end's, which the entry point would join, and whose
+/// agreement must run). They read this process-wide count instead of the
+/// thread's own pointer: in a shared library each thread_local read is a TLS
+/// descriptor call, and this is a plain load. A call open on another thread only
+/// sends this thread's fast path to the full one (correct, slower), and a thread
+/// always sees its own increments, so relaxed order is enough.
+inline std::atomic<int> g_open_collective_calls{0};
+
+/// Whether any thread has a collective_call open (see g_open_collective_calls).
+inline bool any_collective_call_open() { return g_open_collective_calls.load(std::memory_order_relaxed) != 0; }
 
 /// The context a collective call runs on (its private communicator's).
 comm_context& context_of(const collective_call& call);
 
+/// Throws conveyor::error(errc::mpi) with MPI's message for `rc`.
+[[noreturn]] void throw_mpi_error(int rc, const char* what);
+
 /// Throws conveyor::error(errc::mpi) with MPI's message when rc != MPI_SUCCESS.
-void check_mpi(int rc, const char* what);
+/// Inline, so that a successful call (the repeated-shape allreduce's) costs a
+/// compare and no call.
+inline void check_mpi(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) throw_mpi_error(rc, what);
+}
 
 }  // namespace conveyor::detail

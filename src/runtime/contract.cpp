@@ -100,10 +100,12 @@ collective_call::collective_call(std::string_view operation, MPI_Comm comm) {
   state_->ctx = &ctx;
   state_->outer = open;
   detail::t_open_collective_call = state_;
+  detail::g_open_collective_calls.fetch_add(1, std::memory_order_relaxed);
 }
 
 collective_call::~collective_call() {
   if (!owns_) return;
+  detail::g_open_collective_calls.fetch_sub(1, std::memory_order_relaxed);
   thread_calls& mine = calls;
   if (open_call() == state_) detail::t_open_collective_call = state_->outer;
   if (!mine.spare) mine.spare = state_;
