@@ -35,10 +35,14 @@
 
 using allreduce_fn = int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm);
 static bool stub_on = false;
+static long long stub_calls = 0;  // calls the stub answered: proves the stub was the one called
 
 extern "C" __attribute__((visibility("default"))) int PMPI_Allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   static allreduce_fn real = nullptr;
-  if (stub_on) return MPI_SUCCESS;
+  if (stub_on) {
+    ++stub_calls;
+    return MPI_SUCCESS;
+  }
   if (!real) real = reinterpret_cast<allreduce_fn>(dlsym(RTLD_NEXT, "PMPI_Allreduce"));
   return real(send, recv, count, type, op, comm);
 }
@@ -95,6 +99,15 @@ int main(int argc, char** argv) {
     extra[r] = through[r] - plain[r];
   }
   stub_on = false;
+  // Every timed call, through Conveyor or direct, must have reached the stub;
+  // otherwise Conveyor's PMPI_Allreduce was bound elsewhere (or the path ran
+  // another algorithm) and the times mean nothing.
+  const long long expected = 2LL * kRounds * kCalls;
+  if (stub_calls != expected) {
+    std::fprintf(stderr, "wrapper-cost: rank %d: the stub answered %lld calls, %lld expected (is %s the path to PMPI_Allreduce?)\n",
+                 rank, stub_calls, expected, path.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   std::sort(through, through + kRounds);
   std::sort(plain, plain + kRounds);
   std::sort(extra, extra + kRounds);
