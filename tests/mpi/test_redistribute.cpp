@@ -630,6 +630,10 @@ void describe_storage(rd::layout& l, bool explicit_storage) {
 TEST(Redistribute, BlockCyclicIntervalProductsMatchPieceLists) {
   const int me = rank_of();
   testing::splitmix64 rng(2026);
+  // The communicator's context is built at its first use, with an MPI_Allgather of
+  // the node layout: build it before counting (the test may run first).
+  int one = 1, ranks = 0;
+  ASSERT_EQ(conveyor_allreduce(&one, &ranks, 1, CONVEYOR_INT32, CONVEYOR_SUM, MPI_COMM_WORLD, nullptr, nullptr), 0);
   for (int trial = 0; trial < 24; ++trial) {
     const bool transpose = rng() % 2, scaled = rng() % 3 == 0;
     const std::int64_t M = static_cast<std::int64_t>(rng() % 26), N = static_cast<std::int64_t>(rng() % 26);
