@@ -749,7 +749,8 @@ TEST(Redistribute, EmptyArraysMoveNothing) {
 // before the plans run (plans keep their own references).
 TEST(Redistribute, CApi) {
   const int P = size_of(), me = rank_of();
-  const int64_t M = 13, N = 11, mb = 2, nb = 3;
+  // N >= P: the destination cuts N into P row blocks (N = 11 up to 11 ranks).
+  const int64_t M = 13, N = std::max<int64_t>(11, P + 2), mb = 2, nb = 3;
   // Source: N in blocks of nb over P columns; this rank's local columns.
   int64_t lcols = 0;
   for (int64_t j = 0; j < N; ++j) lcols += (j / nb) % P == me;
@@ -768,7 +769,7 @@ TEST(Redistribute, CApi) {
   bc.pcol = P;
   bc.local = a.data();
   bc.lld = M;
-  // Destination: N x M cut into P row blocks (N = 11 >= P).
+  // Destination: N x M cut into P row blocks.
   const int64_t dshape[2] = {N, M};
   const int grid[2] = {P, 1};
   const int64_t r0 = N / P * me + std::min<int64_t>(me, N % P), r1 = r0 + N / P + (me < N % P ? 1 : 0);

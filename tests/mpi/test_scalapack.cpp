@@ -290,12 +290,17 @@ TEST(ScaLAPACK, LayoutFromDescriptor) {
     EXPECT_TRUE(sub.blocks_of(me).empty());
   }
 
-  // dst (i, j) = 2 * A(ia - 1 + j, ja - 1 + i): n x m in P row blocks, row-major.
-  // Cartesian row blocks: the first rows % P blocks one row longer.
-  const auto first_row = [&](int rows, int k) { return rows / P * k + std::min(k, rows % P); };
+  // dst (i, j) = 2 * A(ia - 1 + j, ja - 1 + i): n x m in min(P, n) row blocks
+  // (on the first ranks; the others hold none), row-major. Cartesian row blocks:
+  // the first rows % blocks blocks one row longer.
+  const auto first_row = [&](int rows, int k) {
+    const int blocks = std::min(P, rows);
+    k = std::min(k, blocks);
+    return rows / blocks * k + std::min(k, rows % blocks);
+  };
   const int r0 = first_row(n, me), r1 = first_row(n, me + 1);
   std::vector<double> t(static_cast<std::size_t>(std::max(1, (r1 - r0) * m)), std::nan(""));
-  const rd::layout tl = rd::layout::cartesian({n, m}, {P, 1}, t.data());
+  const rd::layout tl = rd::layout::cartesian({n, m}, {std::min(P, n), 1}, t.data());
   rd::transform tr;
   tr.src = &sub;
   tr.dst = &tl;
@@ -310,7 +315,7 @@ TEST(ScaLAPACK, LayoutFromDescriptor) {
 
   const int w0 = first_row(M, me), w1 = first_row(M, me + 1);
   std::vector<double> w(static_cast<std::size_t>(std::max(1, (w1 - w0) * N)), std::nan(""));
-  const rd::layout wl = rd::layout::cartesian({M, N}, {P, 1}, w.data());
+  const rd::layout wl = rd::layout::cartesian({M, N}, {std::min(P, M), 1}, w.data());
   rd::transform copy;
   copy.src = &whole;
   copy.dst = &wl;
