@@ -51,15 +51,20 @@ std::size_t segment_bytes(int size) {
   return kLine * static_cast<std::size_t>(size) + 2 * shm_allreduce::slot_bytes * static_cast<std::size_t>(size);
 }
 
-// Maps the named segment (rank 0 creates it); null on failure.
+// Maps the named segment (rank 0 creates it); null on failure. The creator
+// reserves every page (posix_fallocate): ftruncate alone makes a sparse file, and
+// a rank touching a page /dev/shm has no room for gets SIGBUS, not an error
+// (tests/faults: a full /dev/shm crashed the first call).
 void* map_segment(const char* name, std::size_t bytes, bool create) {
   const int fd = create ? shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600) : shm_open(name, O_RDWR, 0);
   if (fd < 0) return nullptr;
   void* base = MAP_FAILED;
-  if (!create || ftruncate(fd, static_cast<off_t>(bytes)) == 0) {
+  if (!create || (ftruncate(fd, static_cast<off_t>(bytes)) == 0 &&
+                  posix_fallocate(fd, 0, static_cast<off_t>(bytes)) == 0)) {
     base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   }
   close(fd);
+  if (base == MAP_FAILED && create) shm_unlink(name);  // no other rank will look for it
   return base == MAP_FAILED ? nullptr : base;
 }
 

@@ -12,6 +12,7 @@
 // MPI_Put window; (6) publish "unpacked e". No rank waits for ranks it exchanges
 // nothing with; only the MPI_Put window (peers on other nodes) uses fences.
 #include <mpi.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <atomic>
@@ -127,6 +128,16 @@ void one_sided_transport::place() {
             "MPI_Alltoall");
 }
 
+// Whether the file system of /dev/shm (where MPI libraries back shared windows by
+// default) has `bytes` free beyond a margin for the MPI library's own use; true
+// where /dev/shm cannot be examined (the MPI library may keep windows elsewhere).
+static bool dev_shm_has_room(std::int64_t bytes) {
+  struct statvfs fs {};
+  if (statvfs("/dev/shm", &fs) != 0) return true;
+  const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  return free_bytes >= 1.25 * static_cast<double>(bytes) + (4 << 20);
+}
+
 // The shared window; if any node cannot have one (MPI_Win_allocate_shared fails,
 // e.g. Open MPI with its osc/sm component excluded), no rank uses one: every node
 // peer is then treated as off-node (MPI_Put).
@@ -145,7 +156,16 @@ bool one_sided_transport::allocate_shared_window() {
   };
   const std::int64_t segment = static_cast<std::int64_t>(kAlign) + kFlagsBytes + shm_total_;
   char* segment_base = nullptr;
-  int ok = MPI_Win_allocate_shared(segment, 1, info, node_comm_, &segment_base, &shm_win_) == MPI_SUCCESS;
+  // Room for the node's window in /dev/shm, agreed before asking for it: when the
+  // backing file cannot be created, Open MPI 4.1's osc/sm fails
+  // MPI_Win_allocate_shared on the node's first rank alone and the node's other
+  // ranks wait in it forever (tests/faults, shm_full). Without room every rank
+  // takes the MPI_Put path below.
+  std::int64_t node_bytes = segment;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &node_bytes, 1, MPI_INT64_T, MPI_SUM, node_comm_), "MPI_Allreduce");
+  int ok = dev_shm_has_room(node_bytes) ? 1 : 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, g_.comm), "MPI_Allreduce");
+  if (ok) ok = MPI_Win_allocate_shared(segment, 1, info, node_comm_, &segment_base, &shm_win_) == MPI_SUCCESS;
   MPI_Info_free(&info);
   flags_of_.assign(sz, nullptr);
   for (std::size_t k = 0; ok && k < sz; ++k) {

@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""Kills, abandons and starves MPI jobs in the middle of Conveyor's calls (issue 27).
+
+    run_faults.py --job BUILD/tests/fault_job --ranks 4 -- MPIEXEC [FLAGS...]
+
+For every engine of tests/faults/fault_job.cpp:
+  kill      one rank is SIGKILLed while the others are inside the engine's calls
+            (rank 1, then rank 0 for the next engine, ...);
+  exit      rank 1 calls exit(0), without MPI_Finalize, while the others call;
+and for the engines with shared memory of their own:
+  shm_full  the job gets a private 96 MiB /dev/shm, which rank 0 fills before the
+            first call (needs root for the mount namespace; skipped otherwise,
+            and said so).
+
+Each case passes when: the job ends by itself within --limit seconds (measured:
+the time from the fault to the launcher's exit is printed), no process of the
+job survives it, and nothing named conveyor-* is left in /dev/shm (entries other
+MPI files leave are listed, not failed: they are the MPI library's). shm_full
+passes when every rank prints the same outcome (a fallback or a clear error) and
+the job exits normally. Exit status: the number of failed cases.
+"""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+# The MPI libraries' own shared memory (not their shared windows) out of the full
+# /dev/shm of the shm_full cases: Open MPI's btl/vader segments.
+SHM_ELSEWHERE = {"OMPI_MCA_btl_vader_backing_directory": "/tmp"}
+
+ENGINES = ["shared_memory", "ring", "one_sided", "sinkhorn", "outer"]
+SHM_ENGINES = ["shared_memory", "one_sided", "sinkhorn"]  # sinkhorn: auto allreduce
+
+
+def dev_shm():
+    try:
+        return set(os.listdir("/dev/shm"))
+    except OSError:
+        return set()
+
+
+def job_pids(job):
+    out = subprocess.run(["pgrep", "-f", "^" + re.escape(job) + " "], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+class Launch:
+    """One job in its own session (so a hang can be cleaned up), output read line by line."""
+
+    def __init__(self, argv, env):
+        self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True, bufsize=1)
+        self.lines = []
+        self.seen = {}
+        os.set_blocking(self.proc.stdout.fileno(), False)
+
+    def poll_lines(self):
+        while True:
+            try:
+                line = self.proc.stdout.readline()
+            except (OSError, ValueError):
+                return
+            if not line:
+                return
+            self.lines.append(line.rstrip("\n"))
+            self.seen.setdefault(line.split(" ")[0], time.monotonic())  # first line of each kind
+
+    def wait_for(self, pred, limit):
+        end = time.monotonic() + limit
+        while time.monotonic() < end:
+            self.poll_lines()
+            if pred(self.lines) or self.proc.poll() is not None:
+                self.poll_lines()
+                return pred(self.lines)
+            time.sleep(0.02)
+        return False
+
+    def wait_exit(self, limit):
+        end = time.monotonic() + limit
+        while time.monotonic() < end:
+            self.poll_lines()
+            if self.proc.poll() is not None:
+                self.poll_lines()
+                return True
+            time.sleep(0.02)
+        return False
+
+    def destroy(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+
+def tagged(lines, word):
+    return {int(m.group(1)): int(m.group(2)) for m in (re.match(word + r" (\d+) (\d+)", l) for l in lines) if m}
+
+
+def run_case(args, engine, mode, victim):
+    """Returns (passed, one-line description)."""
+    shm_before = dev_shm()
+    argv = args.mpiexec + [args.job, engine, mode]
+    if mode == "shm_full":
+        # A private mount namespace: the job's /dev/shm is a small tmpfs of its own.
+        # The MPI library's own shared memory goes elsewhere (SHM_ELSEWHERE): a
+        # full /dev/shm crashes the MPI library itself first (Open MPI 4.1: SIGBUS in
+        # btl/vader's send), before any of Conveyor's calls runs.
+        inner = "mount -t tmpfs -o size=96m tmpfs /dev/shm && exec " + " ".join(map(sh_quote, argv))
+        argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", inner]
+    env = dict(os.environ)
+    if mode == "shm_full":
+        env.update(SHM_ELSEWHERE)
+    job = Launch(argv, env)
+    try:
+        if mode == "shm_full":
+            if not job.wait_exit(args.limit):
+                return False, "hang: no exit within %d s" % args.limit
+            results = [l for l in job.lines if l.startswith("result ")]
+            outcomes = {re.sub(r"^result \d+ ", "", re.sub(r" \(filled.*", "", l)) for l in results}
+            ok = job.proc.returncode == 0 and len(results) == args.ranks and len(outcomes) == 1
+            what = "; ".join(sorted(outcomes)) or "no result"
+            if not ok:
+                return False, "exit %s, %d/%d ranks reported: %s\n%s" % (
+                    job.proc.returncode, len(results), args.ranks, what, "\n".join(job.lines[-15:]))
+            return True, "every rank: %s" % what
+        if mode == "kill":
+            if not job.wait_for(lambda ls: len(tagged(ls, "ready")) == args.ranks, args.limit):
+                return False, "the job never got going (or ended first):\n" + "\n".join(job.lines[-15:])
+            time.sleep(0.3)  # every rank is now inside its calls
+            fault_time = time.monotonic()
+            os.kill(tagged(job.lines, "ready")[victim], signal.SIGKILL)
+        else:
+            # Rank 1 leaves after its first calls; the others are calling by then.
+            if not job.wait_for(lambda ls: tagged(ls, "exiting"), args.limit):
+                return False, "rank 1 never got to its exit:\n" + "\n".join(job.lines[-15:])
+            fault_time = job.seen["exiting"]
+        if not job.wait_exit(args.limit):
+            return False, "hang: survivors still running %d s after the fault" % args.limit
+        seconds = time.monotonic() - fault_time
+        if any(l.startswith("survived") for l in job.lines):
+            return False, "a rank finished its calls as if nothing happened"
+        # The launcher has exited; its ranks must be gone too (a short grace for reaping).
+        end = time.monotonic() + 5
+        while job_pids(args.job) and time.monotonic() < end:
+            time.sleep(0.1)
+        left = job_pids(args.job)
+        if left:
+            return False, "processes left running after the launcher exited: %s" % left
+        new_shm = dev_shm() - shm_before
+        ours = sorted(n for n in new_shm if n.startswith("conveyor"))
+        if ours:
+            return False, "left in /dev/shm: %s" % ours
+        theirs = sorted(new_shm)
+        note = " (the MPI library left %d /dev/shm entries: %s)" % (len(theirs), ", ".join(theirs[:3])) if theirs else ""
+        return True, "job ended %.2f s after the fault, exit %s%s" % (seconds, job.proc.returncode, note)
+    finally:
+        job.destroy()
+        for name in dev_shm() - shm_before:  # what the MPI library left: not the next case's concern
+            if mode != "shm_full":
+                try:
+                    os.unlink(os.path.join("/dev/shm", name))
+                except OSError:
+                    pass
+
+
+def sh_quote(s):
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--job", required=True)
+    p.add_argument("--ranks", type=int, default=4)
+    p.add_argument("--limit", type=int, default=60)
+    p.add_argument("mpiexec", nargs=argparse.REMAINDER)
+    args = p.parse_args()
+    if args.mpiexec and args.mpiexec[0] == "--":
+        args.mpiexec = args.mpiexec[1:]
+    args.mpiexec = args.mpiexec + ["-n", str(args.ranks)]
+    args.job = os.path.realpath(args.job)
+    cases = []
+    for i, engine in enumerate(ENGINES):
+        cases.append((engine, "kill", i % 2))
+        cases.append((engine, "exit", 1))
+    can_mount = os.geteuid() == 0 and subprocess.run(
+        ["unshare", "--mount", "true"], capture_output=True).returncode == 0
+    if can_mount:
+        cases += [(engine, "shm_full", 0) for engine in SHM_ENGINES]
+    else:
+        print("shm_full cases not run: a private /dev/shm needs root (unshare --mount)")
+    failed = 0
+    for engine, mode, victim in cases:
+        start = time.monotonic()
+        ok, what = run_case(args, engine, mode, victim)
+        failed += 0 if ok else 1
+        label = "%s %s%s" % (engine, mode, " (rank %d killed)" % victim if mode == "kill" else "")
+        print("%s %-40s %5.1f s  %s" % ("PASS" if ok else "FAIL", label, time.monotonic() - start, what), flush=True)
+    print("%d of %d fault cases passed" % (len(cases) - failed, len(cases)))
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())
