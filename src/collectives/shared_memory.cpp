@@ -54,7 +54,8 @@ std::size_t segment_bytes(int size) {
 // Maps the named segment (rank 0 creates it); null on failure. The creator
 // reserves every page (posix_fallocate): ftruncate alone makes a sparse file, and
 // a rank touching a page /dev/shm has no room for gets SIGBUS, not an error
-// (tests/faults: a full /dev/shm crashed the first call).
+// (tests/faults: a full /dev/shm crashed the first call). The pages then sit on
+// the creator's NUMA node; every rank reads every slot either way.
 void* map_segment(const char* name, std::size_t bytes, bool create) {
   const int fd = create ? shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600) : shm_open(name, O_RDWR, 0);
   if (fd < 0) return nullptr;

@@ -73,11 +73,34 @@ collective_call::state* open_call() {
   return static_cast<collective_call::state*>(const_cast<void*>(detail::t_open_collective_call));
 }
 
+// Conveyor's calls are MPI calls: a call that starts while another thread has one
+// open needs MPI_THREAD_MULTIPLE, and below it the MPI library would interleave
+// the two calls' messages (wrong results or a hang). Checked when a thread opens
+// its outermost call, so it is seen when the calls overlap at their start (a
+// repeated allreduce's fast path skips it). One call at a time from a thread
+// other than the main one is accepted at every level, as MPI libraries do in
+// practice (the standard asks for MPI_THREAD_SERIALIZED), so that programs the
+// interposer serves keep working.
+void check_thread_level(std::string_view operation) {
+  static const int provided = [] {
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    return level;
+  }();
+  if (provided == MPI_THREAD_MULTIPLE || !detail::any_collective_call_open()) return;
+  const char* const level_name = provided == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
+                                 : provided == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED"
+                                                                   : "MPI_THREAD_SINGLE";
+  throw error(errc::mpi, std::string(operation) + ": another thread has a Conveyor call open, but MPI provides " + level_name +
+                             " (concurrent calls need MPI_Init_thread with MPI_THREAD_MULTIPLE)");
+}
+
 }  // namespace
 
 thread_calls::~thread_calls() { delete spare; }
 
 collective_call::collective_call(std::string_view operation, MPI_Comm comm) {
+  if (!open_call()) check_thread_level(operation);  // before any MPI call of this one
   detail::comm_context& ctx = detail::context_for(comm);
   thread_calls& mine = calls;
   state* const open = open_call();
