@@ -193,11 +193,18 @@ int main(int argc, char** argv) {
   MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(MPI_IN_PLACE, &fd_growth, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   MPI_Allreduce(MPI_IN_PLACE, &slowdown, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  const bool ok = wrong == 0 && growth_kib <= 8 * 1024 && fd_growth <= 0 && slowdown <= 3.0;
+  // Under AddressSanitizer resident memory grows by design (its quarantine keeps
+  // freed blocks, up to 256 MiB): the bound is not applied there, and says so.
+#if defined(__SANITIZE_ADDRESS__)
+  const bool memory_checked = false;
+#else
+  const bool memory_checked = true;
+#endif
+  const bool ok = wrong == 0 && (!memory_checked || growth_kib <= 8 * 1024) && fd_growth <= 0 && slowdown <= 3.0;
   if (s.rank == 0) {
     std::printf("soak: %ld calls on %d ranks in %.1f s; wrong elements %ld\n", calls, s.size, total, wrong);
-    std::printf("soak: resident memory %ld -> %ld KiB (largest growth on a rank %ld KiB, limit 8192)\n", first.resident,
-                last.resident, growth_kib);
+    std::printf("soak: resident memory %ld -> %ld KiB (largest growth on a rank %ld KiB, %s)\n", first.resident,
+                last.resident, growth_kib, memory_checked ? "limit 8192" : "not checked under AddressSanitizer");
     std::printf("soak: open file descriptors %d -> %d (largest growth %d, limit 0)\n", first.fds, last.fds, fd_growth);
     std::printf("soak: median time per call %.1f -> %.1f us (largest ratio on a rank %.2f, limit 3)\n",
                 first.per_call * 1e6, last.per_call * 1e6, slowdown);
