@@ -92,11 +92,17 @@ class one_sided_transport final : public transport_base {
   std::vector<int> unpack_pending_;                    // node peers not yet unpacked (reused)
 };
 
-// My node's ranks, and each plan rank's number in the node communicator.
+// My node's ranks, and each plan rank's number in the node communicator. With
+// emulated nodes (node_color >= 0) the node is also cut to the ranks that really
+// share memory with me: a shared window over ranks of two real nodes is erroneous
+// (MPICH on an emulated 3+2+2 cluster returned one and moved wrong data).
 void one_sided_transport::split_node(int node_color) {
   const auto sz = static_cast<std::size_t>(g_.size);
-  if (node_color >= 0) check_mpi(MPI_Comm_split(g_.comm, node_color, g_.rank, &node_comm_), "MPI_Comm_split");
-  else check_mpi(MPI_Comm_split_type(g_.comm, MPI_COMM_TYPE_SHARED, g_.rank, MPI_INFO_NULL, &node_comm_), "MPI_Comm_split_type");
+  MPI_Comm emulated = MPI_COMM_NULL;
+  if (node_color >= 0) check_mpi(MPI_Comm_split(g_.comm, node_color, g_.rank, &emulated), "MPI_Comm_split");
+  check_mpi(MPI_Comm_split_type(node_color >= 0 ? emulated : g_.comm, MPI_COMM_TYPE_SHARED, g_.rank, MPI_INFO_NULL, &node_comm_),
+            "MPI_Comm_split_type");
+  if (emulated != MPI_COMM_NULL) MPI_Comm_free(&emulated);
   MPI_Comm_set_errhandler(node_comm_, MPI_ERRORS_RETURN);
   node_rank_.assign(sz, MPI_UNDEFINED);
   std::vector<int> all(sz);
