@@ -30,6 +30,7 @@
 #include "conveyor/types.hpp"
 #include "demo.hpp"
 #include "dsop_bench.hpp"
+#include "model_bench.hpp"
 #include "redistribute_bench.hpp"
 #include "reduce_bench.hpp"
 #ifdef CONVEYOR_HAVE_SCALAPACK
@@ -147,6 +148,20 @@ int main(int argc, char** argv) {
   bench_redistribute->add_option("--rounds", rbo.rounds, "Rounds over all transports (calls spread evenly)")->capture_default_str()->check(CLI::Range(1, 1000));
   add_outputs(bench_redistribute, rbo.config, rbo.json_path, rbo.csv_path);  // (relabeling rows: *-relabel.csv)
 
+  cb::model_bench_options mo;
+  auto* bench_model = app.add_subcommand("model", "The cost model beside measured times per engine; --extrapolate: its tables for 64-4096 nodes");
+  bench_model->add_option("--allreduce-bytes", mo.allreduce_bytes, "Allreduce sizes (bytes, float32 sum)")->delimiter(',')->capture_default_str();
+  bench_model->add_option("--dsop-sizes", mo.dsop_sizes, "DSOP N = M (float64)")->delimiter(',')->capture_default_str();
+  bench_model->add_option("--redistribute-sizes", mo.redistribute_sizes, "Redistribute n x n float64, block-cyclic Px1 -> 1xP")
+      ->delimiter(',')->capture_default_str();
+  bench_model->add_option("--iterations", mo.iterations, "Calls per row over all rounds")->capture_default_str()->check(CLI::Range(2, 100000));
+  bench_model->add_option("--rounds", mo.rounds, "Rounds over all candidates")->capture_default_str()->check(CLI::Range(1, 1000));
+  bench_model->add_option("--ranks-per-node", mo.ranks_per_node, "Emulated ranks per node (0: real nodes)")->capture_default_str();
+  bench_model->add_flag("--extrapolate", mo.extrapolate, "Print the model's tables for 64-4096 nodes x 1-64 ranks per node (rank 0, no measurement)");
+  bench_model->add_option("--params", mo.params, "--extrapolate: coffee (Tianhe-1, 1 Gb/s), dsop (Euler III, 10 GbE) or current")
+      ->capture_default_str()->check(CLI::IsMember({"coffee", "dsop", "current"}));
+  add_outputs(bench_model, mo.config, mo.json_path, mo.csv_path);
+
 #ifdef CONVEYOR_HAVE_SCALAPACK
   cb::scalapack_bench_options sbo;
   auto* bench_scalapack = app.add_subcommand("scalapack", "conveyor_pdgemr2d / pdtran vs reference ScaLAPACK (2 or 4 ranks)");
@@ -181,6 +196,8 @@ int main(int argc, char** argv) {
       rc = cb::run_dsop_bench(dso);
     } else if (*bench_redistribute) {
       rc = cb::run_redistribute_bench(rbo);
+    } else if (*bench_model) {
+      rc = cb::run_model_bench(mo);
 #ifdef CONVEYOR_HAVE_SCALAPACK
     } else if (*bench_scalapack) {
       rc = cb::run_scalapack_bench(sbo);

@@ -125,6 +125,15 @@ CONVEYOR_API const cost_model& current_cost_model();
 /// between ranks on one node and on different nodes (of `ranks_per_node`, 0 =
 /// real nodes), and the local reduction speed. The same result on every rank.
 CONVEYOR_API cost_model measure_cost_model(MPI_Comm comm, int ranks_per_node = 0);
+/// The cost model alone, without MPI: the seconds allreduce algorithm `a` is
+/// predicted to take for `bytes` on `nodes` nodes of `ranks_per_node` ranks each
+/// (`automatic`: the model's own pick, the one `auto` starts from). For machines
+/// one cannot run on: docs/results.md's tables for 64-4096 nodes come from it.
+CONVEYOR_API double predict_allreduce_seconds(allreduce_algorithm a, std::size_t bytes, int nodes, int ranks_per_node,
+                                              const cost_model& m);
+/// The algorithm the model picks for that job (never `automatic`).
+CONVEYOR_API allreduce_algorithm predicted_allreduce_choice(std::size_t bytes, int nodes, int ranks_per_node,
+                                                            const cost_model& m);
 /// The tune-file text of a model (`key value` lines), and its inverse.
 CONVEYOR_API std::string format_cost_model(const cost_model& m);
 CONVEYOR_API cost_model parse_cost_model(const std::string& text);

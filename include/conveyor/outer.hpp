@@ -75,4 +75,14 @@ outer_report outer_sum(const T* a, std::size_t N, const T* b, std::size_t M, T* 
 using outer_block = row_range;  // {first, count}: the same type as sinkhorn::row_block
 CONVEYOR_API outer_block outer_rows(std::size_t N, int rank, int size);
 
+/// The cost model alone, without MPI: the seconds DSOP algorithm `a` is predicted
+/// to take for an N x M result of `element_bytes`-byte elements on `nodes` nodes of
+/// `ranks_per_node` ranks (`automatic`: the model's pick). As
+/// predict_allreduce_seconds, for machines one cannot run on.
+CONVEYOR_API double predict_outer_seconds(outer_algorithm a, std::size_t N, std::size_t M, std::size_t element_bytes,
+                                          int nodes, int ranks_per_node, bool distributed, const cost_model& m);
+/// The algorithm the model picks for that job (never `automatic`).
+CONVEYOR_API outer_algorithm predicted_outer_choice(std::size_t N, std::size_t M, std::size_t element_bytes, int nodes,
+                                                    int ranks_per_node, bool distributed, const cost_model& m);
+
 }  // namespace conveyor

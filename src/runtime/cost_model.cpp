@@ -300,4 +300,51 @@ transport cheapest_transport(const transport_seconds& slowest) {
 }
 
 }  // namespace detail
+
+// ---------------------------------------------------------------------------
+// Predictions for a job described by its shape alone (no communicator)
+// ---------------------------------------------------------------------------
+namespace {
+
+// The model reads only the node count and the smallest and largest node.
+detail::node_layout uniform_layout(int nodes, int ranks_per_node, const char* who) {
+  if (nodes < 1 || ranks_per_node < 1) {
+    throw error(errc::invalid_argument, std::string(who) + ": nodes and ranks_per_node must be >= 1 (got " +
+                                            std::to_string(nodes) + ", " + std::to_string(ranks_per_node) + ")");
+  }
+  detail::node_layout l;
+  l.nodes = nodes;
+  l.min_local = l.max_local = ranks_per_node;
+  return l;
+}
+
+}  // namespace
+
+double predict_allreduce_seconds(allreduce_algorithm a, std::size_t bytes, int nodes, int ranks_per_node,
+                                 const cost_model& m) {
+  const detail::node_layout l = uniform_layout(nodes, ranks_per_node, "predict_allreduce_seconds");
+  const int P = nodes * ranks_per_node;
+  if (a == allreduce_algorithm::automatic) a = detail::choose_allreduce(bytes, P, l, m.segment_bytes, m);
+  return detail::predict_allreduce(a, bytes, P, l, m.segment_bytes, m);
+}
+
+allreduce_algorithm predicted_allreduce_choice(std::size_t bytes, int nodes, int ranks_per_node, const cost_model& m) {
+  const detail::node_layout l = uniform_layout(nodes, ranks_per_node, "predicted_allreduce_choice");
+  return detail::choose_allreduce(bytes, nodes * ranks_per_node, l, m.segment_bytes, m);
+}
+
+double predict_outer_seconds(outer_algorithm a, std::size_t N, std::size_t M, std::size_t element_bytes, int nodes,
+                             int ranks_per_node, bool distributed, const cost_model& m) {
+  const detail::node_layout l = uniform_layout(nodes, ranks_per_node, "predict_outer_seconds");
+  const detail::dsop_shape s{N, M, element_bytes, nodes * ranks_per_node, distributed};
+  if (a == outer_algorithm::automatic) a = detail::choose_dsop(s, l, m);
+  return detail::predict_dsop(a, s, l, m);
+}
+
+outer_algorithm predicted_outer_choice(std::size_t N, std::size_t M, std::size_t element_bytes, int nodes,
+                                       int ranks_per_node, bool distributed, const cost_model& m) {
+  const detail::node_layout l = uniform_layout(nodes, ranks_per_node, "predicted_outer_choice");
+  return detail::choose_dsop({N, M, element_bytes, nodes * ranks_per_node, distributed}, l, m);
+}
+
 }  // namespace conveyor

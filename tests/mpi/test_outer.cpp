@@ -121,6 +121,44 @@ TEST(OuterSum, AutoFollowsTheEnvironmentAndReportsItsChoice) {
   EXPECT_THROW(parse_outer_algorithm("butterfly"), error);
 }
 
+// The shape-only predictions (what docs/results.md's extrapolated tables use) are
+// the numbers the engines report for a real job of that shape.
+TEST(OuterSum, ShapeOnlyPredictionsAreWhatTheCallsReport) {
+  const int P = size_of();
+  const cost_model& m = current_cost_model();
+  const auto a = vec(rank_of(), 300, 1), b = vec(rank_of(), 200, 2);
+  std::vector<double> G(300 * 200);
+  for (const auto alg : {outer_algorithm::allgather, outer_algorithm::ring, outer_algorithm::generalized_rabenseifner}) {
+    outer_options o;
+    o.algorithm = alg;
+    o.allreduce.ranks_per_node = P;  // one node of P ranks, as the shape says
+    const outer_report r = outer_sum(a.data(), 300, b.data(), 200, G.data(), G.size(), MPI_COMM_WORLD, o);
+    EXPECT_DOUBLE_EQ(predict_outer_seconds(alg, 300, 200, sizeof(double), 1, P, false, m), r.predicted_seconds)
+        << outer_algorithm_name(alg);
+  }
+  outer_options o;
+  o.allreduce.ranks_per_node = P;
+  const outer_report chosen = outer_sum(a.data(), 300, b.data(), 200, G.data(), G.size(), MPI_COMM_WORLD, o);
+  if (std::getenv("CONVEYOR_DSOP_ALGORITHM") == nullptr) {
+    EXPECT_EQ(predicted_outer_choice(300, 200, sizeof(double), 1, P, false, m), chosen.algorithm);
+  }
+  std::vector<float> send(1024, 1.0f), recv(1024);
+  for (const auto alg : {allreduce_algorithm::recursive_doubling, allreduce_algorithm::rabenseifner,
+                         allreduce_algorithm::ring}) {
+    allreduce_options ao;
+    ao.algorithm = alg;
+    ao.ranks_per_node = P;
+    const allreduce_report r = allreduce(send.data(), recv.data(), send.size(), op::sum, MPI_COMM_WORLD, ao);
+    EXPECT_DOUBLE_EQ(predict_allreduce_seconds(alg, sizeof(float) * send.size(), 1, P, m), r.predicted_seconds)
+        << algorithm_name(alg);
+  }
+  // Several nodes: hierarchical is offered, and the prediction grows with the nodes.
+  EXPECT_LT(predict_allreduce_seconds(allreduce_algorithm::ring, 1 << 20, 64, 8, m),
+            predict_allreduce_seconds(allreduce_algorithm::ring, 1 << 20, 4096, 8, m));
+  EXPECT_THROW(predict_allreduce_seconds(allreduce_algorithm::ring, 8, 0, 1, m), error);
+  EXPECT_THROW(predict_outer_seconds(outer_algorithm::allgather, 8, 8, 8, 4, 0, false, m), error);
+}
+
 using testing::expect_error_everywhere;
 
 TEST(OuterSum, BadArgumentsFailOnEveryRank) {
