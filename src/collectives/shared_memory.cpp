@@ -51,45 +51,91 @@ std::size_t segment_bytes(int size) {
   return kLine * static_cast<std::size_t>(size) + 2 * shm_allreduce::slot_bytes * static_cast<std::size_t>(size);
 }
 
-// Maps the named segment (rank 0 creates it); null on failure. The creator
-// reserves every page (posix_fallocate): ftruncate alone makes a sparse file, and
-// a rank touching a page /dev/shm has no room for gets SIGBUS, not an error
-// (tests/faults: a full /dev/shm crashed the first call). The pages then sit on
-// the creator's NUMA node; every rank reads every slot either way.
-void* map_segment(const char* name, std::size_t bytes, bool create) {
-  const int fd = create ? shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600) : shm_open(name, O_RDWR, 0);
-  if (fd < 0) return nullptr;
-  void* base = MAP_FAILED;
-  if (!create || (ftruncate(fd, static_cast<off_t>(bytes)) == 0 &&
-                  posix_fallocate(fd, 0, static_cast<off_t>(bytes)) == 0)) {
-    base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  }
-  close(fd);
-  if (base == MAP_FAILED && create) shm_unlink(name);  // no other rank will look for it
+void* map_fd(int fd, std::size_t bytes) {
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   return base == MAP_FAILED ? nullptr : base;
 }
 
-}  // namespace
+// Sizes a fresh segment and maps it; null on failure. The creator reserves every
+// page (posix_fallocate): ftruncate alone makes a sparse file, and a rank touching
+// a page the file system has no room for gets SIGBUS, not an error (tests/faults:
+// a full /dev/shm crashed the first call). The pages then sit on the creator's
+// NUMA node; every rank reads every slot either way.
+void* size_and_map(int fd, std::size_t bytes) {
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 || posix_fallocate(fd, 0, static_cast<off_t>(bytes)) != 0) {
+    return nullptr;
+  }
+  return map_fd(fd, bytes);
+}
 
-std::unique_ptr<shm_allreduce> shm_allreduce::create(MPI_Comm comm, int rank, int size, int node_cpus) {
-  const std::size_t bytes = segment_bytes(size);
+// A flag per rank, each on its own cache line, zero before any other rank maps
+// the segment (the broadcast that follows creation orders that).
+void init_flags(void* base, int size) {
+  for (int r = 0; r < size; ++r) new (static_cast<char*>(base) + kLine * static_cast<std::size_t>(r)) std::atomic<std::uint64_t>(0);
+}
+
+// Collective: every rank maps one segment, or none does (null everywhere).
+// First an anonymous memfd, which the other ranks open through
+// /proc/<creator>/fd/<fd>: it has no name, so a rank killed at any moment leaves
+// nothing behind (tests/faults "kill while a segment is created"). Where a rank
+// cannot open another's /proc entry (ranks in different PID namespaces), a named
+// /dev/shm segment, unlinked once every rank has mapped it: a creator killed
+// between those two points leaves that name behind.
+void* map_anonymous(MPI_Comm comm, int rank, std::size_t bytes, int size, int& rc) {
+  long where[2] = {-1, -1};  // creator's pid and fd
+  void* base = nullptr;
+  int fd = -1;
+  if (rank == 0) {
+    fd = static_cast<int>(memfd_create("conveyor-allreduce", MFD_CLOEXEC));
+    if (fd >= 0 && (base = size_and_map(fd, bytes)) != nullptr) {
+      init_flags(base, size);
+      where[0] = static_cast<long>(getpid());
+      where[1] = fd;
+    }
+  }
+  rc = MPI_Bcast(where, 2, MPI_LONG, 0, comm);
+  if (rc == MPI_SUCCESS && rank != 0 && where[0] >= 0) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/fd/%ld", where[0], where[1]);
+    const int mine = open(path, O_RDWR | O_CLOEXEC);
+    if (mine >= 0) {
+      base = map_fd(mine, bytes);
+      close(mine);
+    }
+  }
+  int failed = base == nullptr ? 1 : 0;
+  if (rc == MPI_SUCCESS) rc = MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm);
+  if (fd >= 0) close(fd);  // every rank has mapped it (or given up)
+  if (rc != MPI_SUCCESS || failed) {
+    if (base) munmap(base, bytes);
+    return nullptr;
+  }
+  return base;
+}
+
+void* map_named(MPI_Comm comm, int rank, std::size_t bytes, int size, int& rc) {
   char name[64] = {};
   void* base = nullptr;
   if (rank == 0) {
     static std::atomic<unsigned> made{0};
     std::snprintf(name, sizeof name, "/conveyor-%ld-%u", static_cast<long>(getpid()), made.fetch_add(1));
-    base = map_segment(name, bytes, true);
-    if (base) {
-      // A fresh segment reads as zeros; the flags are constructed before any
-      // other rank maps it (the broadcast below orders that).
-      for (int r = 0; r < size; ++r) new (static_cast<char*>(base) + kLine * static_cast<std::size_t>(r)) std::atomic<std::uint64_t>(0);
-    } else {
-      name[0] = '\0';
+    const int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0) {
+      base = size_and_map(fd, bytes);
+      close(fd);
+      if (base) init_flags(base, size);
+      else shm_unlink(name);  // no other rank will look for it
+    }
+    if (!base) name[0] = '\0';
+  }
+  rc = MPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
+  if (rc == MPI_SUCCESS && rank != 0 && name[0]) {
+    const int fd = shm_open(name, O_RDWR, 0);
+    if (fd >= 0) {
+      base = map_fd(fd, bytes);
+      close(fd);
     }
   }
-  int rc = MPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
-  if (rc == MPI_SUCCESS && rank != 0 && name[0]) base = map_segment(name, bytes, false);
-  // Whether some rank could not map the segment.
   int failed = base == nullptr ? 1 : 0;
   if (rc == MPI_SUCCESS) rc = MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm);
   if (rank == 0 && name[0]) shm_unlink(name);  // every rank has mapped it (or given up): the name can go
@@ -97,6 +143,17 @@ std::unique_ptr<shm_allreduce> shm_allreduce::create(MPI_Comm comm, int rank, in
     if (base) munmap(base, bytes);
     return nullptr;
   }
+  return base;
+}
+
+}  // namespace
+
+std::unique_ptr<shm_allreduce> shm_allreduce::create(MPI_Comm comm, int rank, int size, int node_cpus) {
+  const std::size_t bytes = segment_bytes(size);
+  int rc = MPI_SUCCESS;
+  void* base = map_anonymous(comm, rank, bytes, size, rc);
+  if (!base && rc == MPI_SUCCESS) base = map_named(comm, rank, bytes, size, rc);
+  if (!base) return nullptr;
   const int spins = ranks_share_cores(size, node_cpus) ? 0 : kSpinsBeforeYield;
   return std::unique_ptr<shm_allreduce>(new shm_allreduce(base, bytes, rank, size, spins));
 }

@@ -26,11 +26,11 @@
 // node's ranks share cores (more ranks than CPUs in the union of their affinity
 // masks: runtime/cpu_affinity.hpp) it yields at once.
 //
-// Why a POSIX segment and not MPI_Win_allocate_shared: freeing a window
+// Why a segment of our own and not MPI_Win_allocate_shared: freeing a window
 // synchronizes every rank, but a context can die at different times on different
-// ranks (plans keep it alive); this segment is unlinked as soon as every rank has
-// mapped it, so munmap alone frees it, locally, and nothing is left in /dev/shm
-// if the job dies.
+// ranks (plans keep it alive); this segment has no name once every rank has
+// mapped it (an anonymous memfd, or a /dev/shm name unlinked then), so munmap
+// alone frees it, locally, and nothing is left behind if the job dies.
 #pragma once
 
 #include <mpi.h>

@@ -7,10 +7,15 @@ For every engine of tests/faults/fault_job.cpp:
   kill      one rank is SIGKILLed while the others are inside the engine's calls
             (rank 1, then rank 0 for the next engine, ...);
   exit      rank 1 calls exit(0), without MPI_Finalize, while the others call;
+and for the shared_memory allreduce's own segment:
+  create_kill  rank 0 is SIGKILLed right after it created the segment, before any
+            other rank mapped it (--pause-shim, preloaded, stops it there);
 and for the engines with shared memory of their own:
   shm_full  the job gets a private 96 MiB /dev/shm, which rank 0 fills before the
             first call (needs root for the mount namespace; skipped otherwise,
-            and said so).
+            and said so);
+  shm_full_named  the same for the shared_memory allreduce with memfd_create
+            failing (--pause-shim), so its named /dev/shm fallback runs.
 
 Each case passes when: the job ends by itself within --limit seconds (measured:
 the time from the fault to the launcher's exit is printed), no process of the
@@ -103,8 +108,9 @@ def tagged(lines, word):
 def run_case(args, engine, mode, victim):
     """Returns (passed, one-line description)."""
     shm_before = dev_shm()
-    argv = args.mpiexec + [args.job, engine, mode]
-    if mode == "shm_full":
+    job_mode = {"create_kill": "kill", "shm_full_named": "shm_full"}.get(mode, mode)
+    argv = args.mpiexec + [args.job, engine, job_mode]
+    if job_mode == "shm_full":
         # A private mount namespace: the job's /dev/shm is a small tmpfs of its own.
         # The MPI library's own shared memory goes elsewhere (SHM_ELSEWHERE): a
         # full /dev/shm crashes the MPI library itself first (Open MPI 4.1: SIGBUS in
@@ -112,11 +118,14 @@ def run_case(args, engine, mode, victim):
         inner = "mount -t tmpfs -o size=96m tmpfs /dev/shm && exec " + " ".join(map(sh_quote, argv))
         argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", inner]
     env = dict(os.environ)
-    if mode == "shm_full":
+    if job_mode == "shm_full":
         env.update(SHM_ELSEWHERE)
+    if mode in ("create_kill", "shm_full_named"):
+        env["LD_PRELOAD"] = ":".join(p for p in (args.pause_shim, env.get("LD_PRELOAD", "")) if p)
+        env["CONVEYOR_FAULT_PAUSE" if mode == "create_kill" else "CONVEYOR_FAULT_NO_MEMFD"] = "1"
     job = Launch(argv, env)
     try:
-        if mode == "shm_full":
+        if job_mode == "shm_full":
             if not job.wait_exit(args.limit):
                 return False, "hang: no exit within %d s" % args.limit
             results = [l for l in job.lines if l.startswith("result ")]
@@ -127,7 +136,13 @@ def run_case(args, engine, mode, victim):
                 return False, "exit %s, %d/%d ranks reported: %s\n%s" % (
                     job.proc.returncode, len(results), args.ranks, what, "\n".join(job.lines[-15:]))
             return True, "every rank: %s" % what
-        if mode == "kill":
+        if mode == "create_kill":
+            created = lambda ls: [int(l.split()[1]) for l in ls if re.match(r"segment \d+$", l)]
+            if not job.wait_for(created, args.limit):
+                return False, "no segment was created:\n" + "\n".join(job.lines[-15:])
+            fault_time = time.monotonic()
+            os.kill(created(job.lines)[0], signal.SIGKILL)
+        elif mode == "kill":
             if not job.wait_for(lambda ls: len(tagged(ls, "ready")) == args.ranks, args.limit):
                 return False, "the job never got going (or ended first):\n" + "\n".join(job.lines[-15:])
             time.sleep(0.3)  # every rank is now inside its calls
@@ -160,7 +175,7 @@ def run_case(args, engine, mode, victim):
     finally:
         job.destroy()
         for name in dev_shm() - shm_before:  # what the MPI library left: not the next case's concern
-            if mode != "shm_full":
+            if job_mode != "shm_full":
                 try:
                     os.unlink(os.path.join("/dev/shm", name))
                 except OSError:
@@ -176,6 +191,8 @@ def main():
     p.add_argument("--job", required=True)
     p.add_argument("--ranks", type=int, default=4)
     p.add_argument("--limit", type=int, default=60)
+    p.add_argument("--only", help="run only the cases whose 'ENGINE MODE' contains this")
+    p.add_argument("--pause-shim", help="tests/faults/pause_at_segment.c built (the create_kill case)")
     p.add_argument("mpiexec", nargs=argparse.REMAINDER)
     args = p.parse_args()
     if args.mpiexec and args.mpiexec[0] == "--":
@@ -186,18 +203,24 @@ def main():
     for i, engine in enumerate(ENGINES):
         cases.append((engine, "kill", i % 2))
         cases.append((engine, "exit", 1))
+    if args.pause_shim:
+        cases.append(("shared_memory", "create_kill", 0))
     can_mount = os.geteuid() == 0 and subprocess.run(
         ["unshare", "--mount", "true"], capture_output=True).returncode == 0
     if can_mount:
         cases += [(engine, "shm_full", 0) for engine in SHM_ENGINES]
+        if args.pause_shim:
+            cases.append(("shared_memory", "shm_full_named", 0))
     else:
         print("shm_full cases not run: a private /dev/shm needs root (unshare --mount)")
+    if args.only:
+        cases = [c for c in cases if args.only in "%s %s" % (c[0], c[1])]
     failed = 0
     for engine, mode, victim in cases:
         start = time.monotonic()
         ok, what = run_case(args, engine, mode, victim)
         failed += 0 if ok else 1
-        label = "%s %s%s" % (engine, mode, " (rank %d killed)" % victim if mode == "kill" else "")
+        label = "%s %s%s" % (engine, mode, " (rank %d killed)" % victim if mode in ("kill", "create_kill") else "")
         print("%s %-40s %5.1f s  %s" % ("PASS" if ok else "FAIL", label, time.monotonic() - start, what), flush=True)
     print("%d of %d fault cases passed" % (len(cases) - failed, len(cases)))
     return failed
