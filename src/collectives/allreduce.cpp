@@ -30,8 +30,6 @@ using detail::range_buffer;
 using detail::schedule;
 using detail::scratch_alloc;
 
-constexpr auto kAlgorithmNames = CONVEYOR_NAMES_OF(CONVEYOR_ALLREDUCE_ALGORITHM_LIST);
-
 bool overlaps_partially(const void* x, const void* y, std::size_t bytes) {
   const auto a = reinterpret_cast<std::uintptr_t>(x), b = reinterpret_cast<std::uintptr_t>(y);
   return a != b && a < b + bytes && b < a + bytes;
@@ -465,15 +463,8 @@ void trace_decision(const measured_class& m, const double* agreed, int trials, s
 
 }  // namespace
 
-std::string_view algorithm_name(allreduce_algorithm a) {
-  const auto i = static_cast<std::size_t>(a);
-  if (i >= std::size(kAlgorithmNames)) throw error(errc::invalid_argument, "unknown allreduce algorithm");
-  return kAlgorithmNames[i];
-}
-
-allreduce_algorithm parse_algorithm(std::string_view name) {
-  return detail::value_of<allreduce_algorithm>(kAlgorithmNames, name, "allreduce algorithm");
-}
+CONVEYOR_ENUM_NAMES(allreduce_algorithm, CONVEYOR_ALLREDUCE_ALGORITHM_LIST, "allreduce algorithm", kAlgorithmNames,
+                    algorithm_name, parse_algorithm)
 
 namespace {
 

@@ -13,10 +13,6 @@ error::error(errc code, const std::string& message)
 
 namespace {
 
-constexpr auto kDtypeNames = CONVEYOR_NAMES_OF(CONVEYOR_DTYPE_LIST);
-
-constexpr auto kOps = CONVEYOR_NAMES_OF(CONVEYOR_OP_LIST);
-
 bool is_integer(dtype t) { return static_cast<int>(t) <= static_cast<int>(dtype::uint64); }
 bool is_complex(dtype t) { return t == dtype::complex64 || t == dtype::complex128; }
 
@@ -39,29 +35,8 @@ std::size_t dtype_size(dtype t) {
   return detail::kDtypeSizes[static_cast<int>(t)];
 }
 
-std::string_view dtype_name(dtype t) {
-  detail::check_enum(t);
-  return kDtypeNames[static_cast<std::size_t>(t)];
-}
-
-std::string_view op_name(op o) {
-  detail::check_enum(o);
-  return kOps[static_cast<int>(o)];
-}
-
-dtype parse_dtype(std::string_view name) {
-  for (int i = 0; i < dtype_count; ++i) {
-    if (kDtypeNames[static_cast<std::size_t>(i)] == name) return static_cast<dtype>(i);
-  }
-  throw error(errc::invalid_argument, "unknown dtype '" + std::string(name) + "'");
-}
-
-op parse_op(std::string_view name) {
-  for (int i = 0; i < op_count; ++i) {
-    if (kOps[i] == name) return static_cast<op>(i);
-  }
-  throw error(errc::invalid_argument, "unknown op '" + std::string(name) + "'");
-}
+CONVEYOR_ENUM_NAMES(dtype, CONVEYOR_DTYPE_LIST, "dtype", kDtypeNames, dtype_name, parse_dtype)
+CONVEYOR_ENUM_NAMES(op, CONVEYOR_OP_LIST, "op", kOps, op_name, parse_op)
 
 bool supports(op o, dtype t) noexcept {
   const int oi = static_cast<int>(o), ti = static_cast<int>(t);

@@ -46,22 +46,10 @@
 
 namespace conveyor {
 
-namespace {
-
-constexpr auto kNames = CONVEYOR_NAMES_OF(CONVEYOR_OUTER_ALGORITHM_LIST);
-constexpr auto kOrderNames = CONVEYOR_NAMES_OF(CONVEYOR_MATRIX_ORDER_LIST);
-
-}  // namespace
-
-std::string_view outer_algorithm_name(outer_algorithm a) { return detail::name_of(kNames, a); }
-
-outer_algorithm parse_outer_algorithm(std::string_view name) {
-  return detail::value_of<outer_algorithm>(kNames, name, "DSOP algorithm");
-}
-
-std::string_view matrix_order_name(matrix_order o) { return detail::name_of(kOrderNames, o); }
-
-matrix_order parse_matrix_order(std::string_view name) { return detail::value_of<matrix_order>(kOrderNames, name, "matrix order"); }
+CONVEYOR_ENUM_NAMES(outer_algorithm, CONVEYOR_OUTER_ALGORITHM_LIST, "DSOP algorithm", kNames, outer_algorithm_name,
+                    parse_outer_algorithm)
+CONVEYOR_ENUM_NAMES(matrix_order, CONVEYOR_MATRIX_ORDER_LIST, "matrix order", kOrderNames, matrix_order_name,
+                    parse_matrix_order)
 
 outer_block outer_rows(std::size_t N, int rank, int size) {
   if (size <= 0 || rank < 0 || rank >= size) {

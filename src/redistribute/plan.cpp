@@ -24,10 +24,11 @@
 
 namespace conveyor::redistribute {
 
-namespace {
+CONVEYOR_ENUM_NAMES(transport, CONVEYOR_TRANSPORT_LIST, "transport", kTransportNames, transport_name, parse_transport)
+CONVEYOR_ENUM_NAMES(relabeling, CONVEYOR_RELABELING_LIST, "relabeling", kRelabelingNames, relabeling_name,
+                    parse_relabeling)
 
-constexpr auto kTransportNames = CONVEYOR_NAMES_OF(CONVEYOR_TRANSPORT_LIST);
-constexpr auto kRelabelingNames = CONVEYOR_NAMES_OF(CONVEYOR_RELABELING_LIST);
+namespace {
 
 // CONVEYOR_REDISTRIBUTE_TRANSPORT: what `automatic` plans run instead of the cost
 // model's choice (read once, like the other engines' overrides).
@@ -41,17 +42,6 @@ transport env_transport() {
 
 }  // namespace
 
-std::string_view transport_name(transport t) { return conveyor::detail::name_of(kTransportNames, t); }
-
-transport parse_transport(std::string_view name) {
-  return conveyor::detail::value_of<transport>(kTransportNames, name, "transport");
-}
-
-std::string_view relabeling_name(relabeling r) { return conveyor::detail::name_of(kRelabelingNames, r); }
-
-relabeling parse_relabeling(std::string_view name) {
-  return conveyor::detail::value_of<relabeling>(kRelabelingNames, name, "relabeling");
-}
 
 namespace {
 

@@ -13,27 +13,11 @@
 
 namespace conveyor::sinkhorn {
 
-namespace {
-constexpr auto kVariantNames = CONVEYOR_NAMES_OF(CONVEYOR_SINKHORN_VARIANT_LIST);
-constexpr auto kStatusNames = CONVEYOR_NAMES_OF(CONVEYOR_SINKHORN_STATUS_LIST);
-constexpr auto kNormNames = CONVEYOR_NAMES_OF(CONVEYOR_SINKHORN_NORM_LIST);
-}  // namespace
-
-std::string_view norm_name(error_norm n) { return conveyor::detail::name_of(kNormNames, n); }
-
-error_norm parse_norm(std::string_view name) {
-  return conveyor::detail::value_of<error_norm>(kNormNames, name, "error norm");
-}
-
-std::string_view variant_name(variant v) { return conveyor::detail::name_of(kVariantNames, v); }
-
-variant parse_variant(std::string_view name) {
-  return conveyor::detail::value_of<variant>(kVariantNames, name, "Sinkhorn variant");
-}
+CONVEYOR_ENUM_NAMES(error_norm, CONVEYOR_SINKHORN_NORM_LIST, "error norm", kNormNames, norm_name, parse_norm)
+CONVEYOR_ENUM_NAMES(variant, CONVEYOR_SINKHORN_VARIANT_LIST, "Sinkhorn variant", kVariantNames, variant_name, parse_variant)
+CONVEYOR_ENUM_NAME_ONLY(status, CONVEYOR_SINKHORN_STATUS_LIST, "Sinkhorn status", kStatusNames, status_name)
 
 bool rewrites_matrix(variant v) { return v != variant::fused; }
-
-std::string_view status_name(status s) { return conveyor::detail::name_of(kStatusNames, s); }
 
 row_block balanced_rows(std::size_t M, int rank, int size) {
   if (size <= 0 || rank < 0 || rank >= size) {
