@@ -29,6 +29,8 @@
 #include <random>
 #include <vector>
 
+#include "transpose_case.hpp"
+
 namespace {
 
 namespace rd = conveyor::redistribute;
@@ -103,26 +105,12 @@ struct soak {
   }
 
   void plan_call() {
-    const std::int64_t n = 8 + static_cast<std::int64_t>(pick(120));
-    const auto rows = conveyor::sinkhorn::balanced_rows(static_cast<std::size_t>(n), rank, size);
-    std::vector<double> src(std::max<std::size_t>(1, rows.count * static_cast<std::size_t>(n)));
-    std::vector<double> dst(std::max<std::size_t>(1, static_cast<std::size_t>(n) * rows.count));
-    for (std::size_t i = 0; i < rows.count * static_cast<std::size_t>(n); ++i)
-      src[i] = static_cast<double>(rows.first * static_cast<std::size_t>(n) + i);
-    const rd::layout a = rd::layout::cartesian({n, n}, {size, 1}, src.data());
-    const rd::layout b = rd::layout::cartesian({n, n}, {1, size}, dst.data());
-    rd::transform t;
-    t.src = &a;
-    t.dst = &b;
-    t.perm = {1, 0};
+    conveyor::testing::transpose_case c(8 + static_cast<std::int64_t>(pick(120)), rank, size);
     rd::plan_options o;
     o.transport = static_cast<rd::transport>(pick(6));  // every transport, automatic included
-    rd::plan p(t, world, o);
+    rd::plan p(c.t, world, o);
     p.execute();
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < rows.count; ++j)
-        wrong += dst[static_cast<std::size_t>(i) * rows.count + j] !=
-                 static_cast<double>((rows.first + j) * static_cast<std::size_t>(n) + static_cast<std::size_t>(i));
+    wrong += c.wrong();
   }
 
   void sinkhorn_and_outer() {

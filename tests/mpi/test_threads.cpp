@@ -17,6 +17,7 @@
 #include "conveyor/redistribute.hpp"
 #include "conveyor/sinkhorn.hpp"
 #include "mpi_test_util.hpp"
+#include "transpose_case.hpp"
 
 namespace conveyor {
 namespace {
@@ -52,27 +53,13 @@ int allreduce_rounds(MPI_Comm comm, int rounds) {
 // A plan transposing an n x n matrix from row blocks to column blocks, built and
 // run on `comm`; returns the wrong elements seen over the executions.
 int plan_rounds(MPI_Comm comm, int executions) {
-  const int P = size_of(), me = rank_of();
-  const std::int64_t n = 97;
-  const auto rows = sinkhorn::balanced_rows(static_cast<std::size_t>(n), me, P);
-  std::vector<double> src(rows.count * static_cast<std::size_t>(n)), dst(static_cast<std::size_t>(n) * rows.count);
-  for (std::size_t i = 0; i < rows.count; ++i)
-    for (std::int64_t j = 0; j < n; ++j) src[i * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)] = static_cast<double>((rows.first + i) * 1000 + static_cast<std::size_t>(j));
-  const rd::layout a = rd::layout::cartesian({n, n}, {P, 1}, src.data());
-  const rd::layout b = rd::layout::cartesian({n, n}, {1, P}, dst.data());
-  rd::transform t;
-  t.src = &a;
-  t.dst = &b;
-  t.perm = {1, 0};
-  rd::plan p(t, comm);
+  testing::transpose_case c(97, rank_of(), size_of());
+  rd::plan p(c.t, comm);
   int wrong = 0;
   for (int e = 0; e < executions; ++e) {
-    std::fill(dst.begin(), dst.end(), -1.0);
+    std::fill(c.dst.begin(), c.dst.end(), -1.0);
     p.execute();
-    // dst is n x (my columns): dst(i, j) = src(first + j, i), row-major with rows.count columns.
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < rows.count; ++j)
-        wrong += dst[static_cast<std::size_t>(i) * rows.count + j] != static_cast<double>((rows.first + j) * 1000 + static_cast<std::size_t>(i));
+    wrong += c.wrong();
   }
   return wrong;
 }
