@@ -17,6 +17,8 @@
 //   shm_full   rank 0 fills /dev/shm (the driver gives the job a small private one)
 //              before the first call; every rank prints "result ..." once the calls
 //              finish (with a fallback or a clear error), then the file is removed
+//   calls      as shm_full without filling anything: three calls and "result ..."
+//              (the driver makes something else fail, e.g. one rank's mmap)
 //
 // Prints one line per rank and event, so the driver reads the job's state from
 // its output alone.
@@ -138,15 +140,15 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (argc != 3) {
-    if (rank == 0) std::fprintf(stderr, "usage: fault_job ENGINE kill|exit|shm_full\n");
+    if (rank == 0) std::fprintf(stderr, "usage: fault_job ENGINE kill|exit|shm_full|calls\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const std::string engine = argv[1], mode = argv[2];
 
-  if (mode == "shm_full") {
+  if (mode == "shm_full" || mode == "calls") {
     const char* filler = "/dev/shm/conveyor-fault-filler";
     std::size_t filled = 0;
-    if (rank == 0) filled = fill_dev_shm(filler);
+    if (rank == 0 && mode == "shm_full") filled = fill_dev_shm(filler);
     MPI_Barrier(MPI_COMM_WORLD);
     std::string result = "ok";
     try {

@@ -7,7 +7,9 @@
  *                             (the create_kill case);
  *   CONVEYOR_FAULT_NO_MEMFD=1 memfd_create fails (ENOSYS, as on kernels without
  *                             it or under a seccomp filter), so the named
- *                             /dev/shm fallback runs (the shm_full_named case). */
+ *                             /dev/shm fallback runs (the shm_full_named case);
+ *   CONVEYOR_FAULT_MMAP_FAIL_RANK=K  on MPI rank K only, mmap of such a segment
+ *                             fails (ENOMEM) (the mmap_fail cases). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/mman.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -45,4 +48,30 @@ int shm_open(const char* name, int oflag, mode_t mode) {
   const int fd = real(name, oflag, mode);
   if (oflag & O_CREAT) stop_here(name, fd);
   return fd;
+}
+
+/* This process's rank in MPI_COMM_WORLD, from the launcher's environment. */
+static int world_rank(void) {
+  const char* r = getenv("OMPI_COMM_WORLD_RANK");
+  if (r == NULL) r = getenv("PMI_RANK");
+  return r == NULL ? -1 : atoi(r);
+}
+
+void* mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
+  void* (*real)(void*, size_t, int, int, int, off_t) =
+      (void* (*)(void*, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
+  const char* fail_rank = getenv("CONVEYOR_FAULT_MMAP_FAIL_RANK");
+  if (fail_rank != NULL && fd >= 0 && (flags & MAP_SHARED) && atoi(fail_rank) == world_rank()) {
+    char link[64], target[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    const ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0) {
+      target[n] = '\0';
+      if (strstr(target, "conveyor") != NULL) {
+        errno = ENOMEM;
+        return MAP_FAILED;
+      }
+    }
+  }
+  return real(addr, length, prot, flags, fd, offset);
 }

@@ -15,7 +15,10 @@ and for the engines with shared memory of their own:
             first call (needs root for the mount namespace; skipped otherwise,
             and said so);
   shm_full_named  the same for the shared_memory allreduce with memfd_create
-            failing (--pause-shim), so its named /dev/shm fallback runs.
+            failing (--pause-shim), so its named /dev/shm fallback runs;
+  mmap_fail the shared_memory allreduce with mmap of its segment failing on one
+            rank only (rank 0, the creator, then rank 1; --pause-shim): every
+            rank must fall back together.
 
 Each case passes when: the job ends by itself within --limit seconds (measured:
 the time from the fault to the launcher's exit is printed), no process of the
@@ -108,7 +111,7 @@ def tagged(lines, word):
 def run_case(args, engine, mode, victim):
     """Returns (passed, one-line description)."""
     shm_before = dev_shm()
-    job_mode = {"create_kill": "kill", "shm_full_named": "shm_full"}.get(mode, mode)
+    job_mode = {"create_kill": "kill", "shm_full_named": "shm_full", "mmap_fail": "calls"}.get(mode, mode)
     argv = args.mpiexec + [args.job, engine, job_mode]
     if job_mode == "shm_full":
         # A private mount namespace: the job's /dev/shm is a small tmpfs of its own.
@@ -120,18 +123,24 @@ def run_case(args, engine, mode, victim):
     env = dict(os.environ)
     if job_mode == "shm_full":
         env.update(SHM_ELSEWHERE)
-    if mode in ("create_kill", "shm_full_named"):
+    if mode in ("create_kill", "shm_full_named", "mmap_fail"):
         env["LD_PRELOAD"] = ":".join(p for p in (args.pause_shim, env.get("LD_PRELOAD", "")) if p)
-        env["CONVEYOR_FAULT_PAUSE" if mode == "create_kill" else "CONVEYOR_FAULT_NO_MEMFD"] = "1"
+        if mode == "mmap_fail":
+            env["CONVEYOR_FAULT_MMAP_FAIL_RANK"] = str(victim)
+        else:
+            env["CONVEYOR_FAULT_PAUSE" if mode == "create_kill" else "CONVEYOR_FAULT_NO_MEMFD"] = "1"
     job = Launch(argv, env)
     try:
-        if job_mode == "shm_full":
+        if job_mode in ("shm_full", "calls"):
             if not job.wait_exit(args.limit):
                 return False, "hang: no exit within %d s" % args.limit
             results = [l for l in job.lines if l.startswith("result ")]
             outcomes = {re.sub(r"^result \d+ ", "", re.sub(r" \(filled.*", "", l)) for l in results}
             ok = job.proc.returncode == 0 and len(results) == args.ranks and len(outcomes) == 1
             what = "; ".join(sorted(outcomes)) or "no result"
+            left = sorted(n for n in dev_shm() - shm_before if n.startswith("conveyor"))
+            if job_mode == "calls" and left:
+                return False, "left in /dev/shm: %s" % left
             if not ok:
                 return False, "exit %s, %d/%d ranks reported: %s\n%s" % (
                     job.proc.returncode, len(results), args.ranks, what, "\n".join(job.lines[-15:]))
@@ -205,6 +214,7 @@ def main():
         cases.append((engine, "exit", 1))
     if args.pause_shim:
         cases.append(("shared_memory", "create_kill", 0))
+        cases += [("shared_memory", "mmap_fail", victim) for victim in (0, 1)]
     can_mount = os.geteuid() == 0 and subprocess.run(
         ["unshare", "--mount", "true"], capture_output=True).returncode == 0
     if can_mount:
@@ -220,7 +230,8 @@ def main():
         start = time.monotonic()
         ok, what = run_case(args, engine, mode, victim)
         failed += 0 if ok else 1
-        label = "%s %s%s" % (engine, mode, " (rank %d killed)" % victim if mode in ("kill", "create_kill") else "")
+        label = "%s %s%s" % (engine, mode, " (rank %d killed)" % victim if mode in ("kill", "create_kill")
+                              else " (on rank %d)" % victim if mode == "mmap_fail" else "")
         print("%s %-40s %5.1f s  %s" % ("PASS" if ok else "FAIL", label, time.monotonic() - start, what), flush=True)
     print("%d of %d fault cases passed" % (len(cases) - failed, len(cases)))
     return failed
