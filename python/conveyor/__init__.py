@@ -435,26 +435,6 @@ def outer_sum(a, b, comm=None, algorithm="auto", distributed=False, out=None, or
 # ---------------------------------------------------------------------------
 # Redistribute
 # ---------------------------------------------------------------------------
-def _grid_row(rank, prow, pcol, row_major_grid):
-    return rank // pcol if row_major_grid else rank % prow
-
-
-def _numroc_rows(M, mb, imb, prow, rsrc, myrow):
-    """ScaLAPACK's NUMROC for the rows (with a first block of imb rows)."""
-    first = imb if imb > 0 else mb
-    if myrow >= prow:
-        return 0
-    rows = 0
-    start, k = 0, 0
-    while start < M:
-        size = min(first if k == 0 else mb, M - start)
-        if (rsrc + k) % prow == myrow:
-            rows += size
-        start += size
-        k += 1
-    return rows
-
-
 class Layout:
     """How an N-D array is spread over the ranks of a communicator.
 
@@ -560,8 +540,13 @@ class Layout:
             # ScaLAPACK allocates LLD >= NUMROC rows: the layout takes the first NUMROC
             # (a view; its column stride stays LLD). Anything else is checked, on
             # every rank together, by block_cyclic.
-            myrow = _grid_row(_comm(comm).Get_rank(), prow, pcol, row_major_grid)
-            local = local[:_numroc_rows(M, mb, imb, prow, rsrc, myrow), :]
+            rank = _comm(comm).Get_rank()
+            if rank < prow * pcol:
+                rows = _conveyor.block_cyclic_local_shape(M, N, mb, nb, prow, pcol, row_major_grid, rsrc, csrc,
+                                                          imb, inb, rank)[0]
+                local = local[:rows, :]
+            else:  # outside the grid: nothing here
+                local = local[:0, :]
         return cls.block_cyclic(M, N, mb, nb, prow, pcol, local, comm, rsrc, csrc, row_major_grid, imb, inb)
 
     @classmethod

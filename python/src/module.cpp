@@ -758,6 +758,16 @@ NB_MODULE(_conveyor, m) {
 
   // --- Redistribute: layouts are built collectively (their local arrays checked
   // against the layout and their dtype agreed), plans from two layouts ---
+  // The local shape ScaLAPACK allocates on `rank` (NUMROC rows, columns), from
+  // the C++ layout: from_descriptor takes the first rows of an LLD-row array.
+  m.def("block_cyclic_local_shape", [](std::int64_t M, std::int64_t N, std::int64_t mb, std::int64_t nb_, int prow,
+                                       int pcol, bool row_major_grid, int rsrc, int csrc, std::int64_t imb,
+                                       std::int64_t inb, int rank) {
+    rd::layout::block_cyclic_params p;
+    p.M = M, p.N = N, p.mb = mb, p.nb = nb_, p.prow = prow, p.pcol = pcol, p.row_major_grid = row_major_grid;
+    p.rsrc = rsrc, p.csrc = csrc, p.imb = imb, p.inb = inb;
+    return rd::layout::block_cyclic(p).local_shape(rank);
+  });
   nb::class_<py_layout>(m, "_Layout")
       .def_static("cartesian",
                   [](nb::handle shape, nb::handle grid, nb::handle local, nb::handle column_major_ranks, nb::handle comm) {
