@@ -50,6 +50,26 @@ def dev_shm():
         return set()
 
 
+def dev_shm_in_use():
+    """The /dev/shm entries some live process has mapped or open: another job's
+    (a concurrent MPI job on this machine), never a killed job's leftovers."""
+    used = set()
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open("/proc/%s/maps" % pid) as f:
+                for line in f:
+                    at = line.find("/dev/shm/")
+                    if at >= 0:
+                        used.add(line[at + 9:].split()[0])
+            for fd in os.listdir("/proc/%s/fd" % pid):
+                target = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+                if target.startswith("/dev/shm/"):
+                    used.add(target[9:].split()[0])
+        except OSError:
+            continue
+    return used
+
+
 def job_pids(job):
     out = subprocess.run(["pgrep", "-f", "^" + re.escape(job) + " "], capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
@@ -183,7 +203,11 @@ def run_case(args, engine, mode, victim):
         return True, "job ended %.2f s after the fault, exit %s%s" % (seconds, job.proc.returncode, note)
     finally:
         job.destroy()
-        for name in dev_shm() - shm_before:  # what the MPI library left: not the next case's concern
+        # What the MPI library left: not the next case's concern. Only entries no
+        # live process uses: a concurrent job's segments are not ours to remove
+        # (removing them once broke another MPI job's MPI_Init on this machine).
+        in_use = dev_shm_in_use()
+        for name in dev_shm() - shm_before - in_use:
             if job_mode != "shm_full":
                 try:
                     os.unlink(os.path.join("/dev/shm", name))
