@@ -70,6 +70,13 @@ def dev_shm_in_use():
     return used
 
 
+def asan_runtime(job):
+    """The AddressSanitizer runtime the job links (an ASan build), or ""."""
+    out = subprocess.run(["ldd", job], capture_output=True, text=True).stdout
+    m = re.search(r"libasan\.so\S*\s+=>\s+(\S+)", out)
+    return m.group(1) if m else ""
+
+
 def job_pids(job):
     out = subprocess.run(["pgrep", "-f", "^" + re.escape(job) + " "], capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
@@ -144,7 +151,8 @@ def run_case(args, engine, mode, victim):
     if job_mode == "shm_full":
         env.update(SHM_ELSEWHERE)
     if mode in ("create_kill", "shm_full_named", "mmap_fail"):
-        env["LD_PRELOAD"] = ":".join(p for p in (args.pause_shim, env.get("LD_PRELOAD", "")) if p)
+        # A sanitizer build's runtime must come first among the preloads.
+        env["LD_PRELOAD"] = ":".join(p for p in (asan_runtime(args.job), args.pause_shim, env.get("LD_PRELOAD", "")) if p)
         if mode == "mmap_fail":
             env["CONVEYOR_FAULT_MMAP_FAIL_RANK"] = str(victim)
         else:
