@@ -1,4 +1,4 @@
-// The Reduce engine's collectives: allreduce and its two halves, reduce_scatter and
+// The collectives engine: allreduce and its two halves, reduce_scatter and
 // allgather(v), over any communicator, with Conveyor's vectorized kernels doing
 // every reduction.
 //
@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "conveyor/cost_model.hpp"
 #include "conveyor/types.hpp"
 
 namespace conveyor {
@@ -22,11 +23,8 @@ namespace conveyor {
 /// automatic (the cost model's choice), ring, recursive_doubling, rabenseifner,
 /// hierarchical, mpi (the MPI library's own): described in conveyor/enums.h and
 /// docs/algorithms.md.
-enum class allreduce_algorithm : int { CONVEYOR_ALLREDUCE_ALGORITHM_LIST(CONVEYOR_ENUMERATOR_) };
-inline constexpr int allreduce_algorithm_count = 0 CONVEYOR_ALLREDUCE_ALGORITHM_LIST(CONVEYOR_COUNT_);
-CONVEYOR_API std::string_view algorithm_name(allreduce_algorithm a);
-/// "auto", "ring", "recursive_doubling", "rabenseifner", "hierarchical".
-CONVEYOR_API allreduce_algorithm parse_algorithm(std::string_view name);
+/// The names are "auto", "ring", "recursive_doubling", ...
+CONVEYOR_DECLARE_ENUM(allreduce_algorithm, CONVEYOR_ALLREDUCE_ALGORITHM_LIST, algorithm_name, parse_algorithm);
 
 struct allreduce_options {
   /// Forced algorithm; `automatic` lets the cost model choose. The environment
@@ -91,36 +89,6 @@ allreduce_report allreduce(T* inout, std::size_t count, op o, MPI_Comm comm,
                    dtype_of_v<T>, o, comm, options);
 }
 
-/// The parameters of the cost model `automatic` chooses with (docs/algorithms.md).
-/// Defaults describe a shared-memory node and ~10 Gbit/s Ethernet; `conveyor tune`
-/// measures them and writes them to the file named by CONVEYOR_TUNE_FILE, which
-/// every Conveyor process then reads at first use.
-struct cost_model {
-  double intra_alpha = 3e-6;        // seconds per message within a node
-  double intra_beta = 1.0 / 6e9;    // seconds per byte within a node
-  double inter_alpha = 30e-6;       // seconds per message between nodes
-  double inter_beta = 1.0 / 1.1e9;  // seconds per byte between nodes
-  double gamma = 1.0 / 12e9;        // seconds per byte of a local reduction
-  double copy_beta = 1.0 / 5e9;     // seconds per byte of a strided local copy out of memory (pack, unpack)
-  double shared_alpha = 0.3e-6;     // seconds of the shared_memory allreduce's two flag hand-offs on one node
-  std::size_t segment_bytes = std::size_t{1} << 20;  // pipeline chunk
-  int window = 4;                   // pipeline chunks in flight
-  // Messages larger than this go in pieces of this size, all posted at once, so
-  // no piece waits for the transport's rendezvous handshake (0: whole messages).
-  // `conveyor tune` measures which is faster. Defaults: what it measured on this
-  // project's machines -- MPICH 4.0's shared memory 8 KiB pieces (a 12 KiB message
-  // took ~3x an 8 KiB one), Open MPI 4.1's whole messages (pieces were slower).
-#if defined(MPICH_VERSION)
-  std::size_t intra_piece_bytes = 8192;
-#else
-  std::size_t intra_piece_bytes = 0;
-#endif
-  std::size_t inter_piece_bytes = 0;
-};
-
-/// The model in use: defaults, or $CONVEYOR_TUNE_FILE if set (throws
-/// conveyor::error(invalid_argument) if that file is unreadable or malformed).
-CONVEYOR_API const cost_model& current_cost_model();
 /// Measures the model on `comm` (collective): ping-pong latency and bandwidth
 /// between ranks on one node and on different nodes (of `ranks_per_node`, 0 =
 /// real nodes), and the local reduction speed. The same result on every rank.
@@ -134,10 +102,6 @@ CONVEYOR_API double predict_allreduce_seconds(allreduce_algorithm a, std::size_t
 /// The algorithm the model picks for that job (never `automatic`).
 CONVEYOR_API allreduce_algorithm predicted_allreduce_choice(std::size_t bytes, int nodes, int ranks_per_node,
                                                             const cost_model& m);
-/// The tune-file text of a model (`key value` lines), and its inverse.
-CONVEYOR_API std::string format_cost_model(const cost_model& m);
-CONVEYOR_API cost_model parse_cost_model(const std::string& text);
-
 /// Reduce-scatter: rank r receives block r of the element-wise reduction, where
 /// block r has counts[r] elements and blocks are consecutive in `send` (which
 /// holds sum(counts) elements on every rank). recv must hold counts[rank].

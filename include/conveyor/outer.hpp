@@ -24,14 +24,10 @@
 namespace conveyor {
 
 /// automatic, allgather, allreduce, ring, generalized_rabenseifner (conveyor/enums.h).
-enum class outer_algorithm : int { CONVEYOR_OUTER_ALGORITHM_LIST(CONVEYOR_ENUMERATOR_) };
-CONVEYOR_API std::string_view outer_algorithm_name(outer_algorithm a);
-CONVEYOR_API outer_algorithm parse_outer_algorithm(std::string_view name);
+CONVEYOR_DECLARE_ENUM(outer_algorithm, CONVEYOR_OUTER_ALGORITHM_LIST, outer_algorithm_name, parse_outer_algorithm);
 
-enum class matrix_order : int { CONVEYOR_MATRIX_ORDER_LIST(CONVEYOR_ENUMERATOR_) };
-CONVEYOR_API std::string_view matrix_order_name(matrix_order o);
-/// "row_major", "column_major".
-CONVEYOR_API matrix_order parse_matrix_order(std::string_view name);
+/// row_major, column_major.
+CONVEYOR_DECLARE_ENUM(matrix_order, CONVEYOR_MATRIX_ORDER_LIST, matrix_order_name, parse_matrix_order);
 
 struct outer_options {
   outer_algorithm algorithm = outer_algorithm::automatic;

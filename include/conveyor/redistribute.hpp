@@ -64,6 +64,7 @@ class CONVEYOR_API axis_splits {
   std::int64_t extent() const { return extent_; }
   std::int64_t count() const;                    // number of blocks
   std::int64_t start(std::int64_t k) const;      // first index of block k (start(count()) = extent)
+  std::int64_t length(std::int64_t k) const { return start(k + 1) - start(k); }  // indices in block k
   std::int64_t block_of(std::int64_t x) const;   // the block containing index x < extent
 
  private:
@@ -156,14 +157,10 @@ class CONVEYOR_API layout {
 /// automatic (a measured cost model's choice, reported by the plan), datatype (the
 /// tensor paper's baseline), packed, pipelined, one_sided, alltoallv: described in
 /// conveyor/enums.h and docs/algorithms.md.
-enum class transport : int { CONVEYOR_TRANSPORT_LIST(CONVEYOR_ENUMERATOR_) };
-CONVEYOR_API std::string_view transport_name(transport t);
-CONVEYOR_API transport parse_transport(std::string_view name);
+CONVEYOR_DECLARE_ENUM(transport, CONVEYOR_TRANSPORT_LIST, transport_name, parse_transport);
 
-enum class relabeling : int { CONVEYOR_RELABELING_LIST(CONVEYOR_ENUMERATOR_) };
-CONVEYOR_API std::string_view relabeling_name(relabeling r);
-/// "none", "greedy", "optimal".
-CONVEYOR_API relabeling parse_relabeling(std::string_view name);
+/// none, greedy, optimal.
+CONVEYOR_DECLARE_ENUM(relabeling, CONVEYOR_RELABELING_LIST, relabeling_name, parse_relabeling);
 
 /// One transform of a (batched) plan: dst = alpha * op(src) + beta * dst.
 struct transform {
@@ -185,7 +182,7 @@ struct plan_options {
   relabeling relabel = relabeling::none;
   /// Moves between ranks of one node cost `intra_node_cost` per byte relative to
   /// moves between nodes (1: no topology). Nodes come from MPI_COMM_TYPE_SHARED or
-  /// ranks_per_node, as in the Reduce engine (the one_sided transport also uses
+  /// ranks_per_node, as in allreduce (the one_sided transport also uses
   /// them to decide which peers it reaches through shared memory).
   double intra_node_cost = 1.0;
   int ranks_per_node = 0;

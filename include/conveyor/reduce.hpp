@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "conveyor/simd.hpp"  // simd_targets(), set_simd_target(): one target for every engine
 #include "conveyor/types.hpp"
 
 namespace conveyor {
@@ -49,19 +50,5 @@ void reduce(const T* a, const T* b, T* out, std::size_t count, op o) {
 using reduce_kernel_fn = void (*)(const void* a, const void* b, void* out, std::size_t count);
 CONVEYOR_API reduce_kernel_fn reduce_kernel(dtype t, op o);
 
-/// What the SIMD dispatcher knows. Target names are Highway's ("AVX3", "AVX2",
-/// "SSE4", "EMU128", ...).
-struct simd_info {
-  std::vector<std::string> compiled;   // compiled into this library
-  std::vector<std::string> supported;  // compiled and runnable on this CPU, best first
-  std::string active;                  // the one reductions use now
-};
-CONVEYOR_API simd_info simd_targets();
-
-/// Forces the reduction kernels onto one supported target (by name, case
-/// insensitive), or back to the best one with an empty name. The environment
-/// variable CONVEYOR_SIMD_TARGET does the same at first use. Throws
-/// conveyor::error(invalid_argument) for a target this CPU cannot run.
-CONVEYOR_API void set_simd_target(std::string_view name);
 
 }  // namespace conveyor

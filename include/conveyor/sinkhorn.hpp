@@ -35,21 +35,16 @@ namespace conveyor::sinkhorn {
 /// How one iteration walks the matrix (docs/algorithms.md, "Sinkhorn").
 /// fused (default: never writes A), typical, c2r, blocked (the paper's Algorithms
 /// 1-3, in place): described in conveyor/enums.h.
-enum class variant : int { CONVEYOR_SINKHORN_VARIANT_LIST(CONVEYOR_ENUMERATOR_) };
-CONVEYOR_API std::string_view variant_name(variant v);
-CONVEYOR_API variant parse_variant(std::string_view name);
+CONVEYOR_DECLARE_ENUM(variant, CONVEYOR_SINKHORN_VARIANT_LIST, variant_name, parse_variant);
 /// True for the variants that rescale A itself (typical, c2r, blocked).
 CONVEYOR_API bool rewrites_matrix(variant v);
 
 /// The norm of the column-marginal error: l1 (default), l2 (POT's).
-enum class error_norm : int { CONVEYOR_SINKHORN_NORM_LIST(CONVEYOR_ENUMERATOR_) };
-CONVEYOR_API std::string_view norm_name(error_norm n);
-CONVEYOR_API error_norm parse_norm(std::string_view name);
+CONVEYOR_DECLARE_ENUM(error_norm, CONVEYOR_SINKHORN_NORM_LIST, norm_name, parse_norm);
 
 /// converged (error <= tol), max_iter, numerical_failure (a scaling factor or
 /// column sum became 0, Inf or NaN; the last good iterate is kept).
-enum class status : int { CONVEYOR_SINKHORN_STATUS_LIST(CONVEYOR_ENUMERATOR_) };
-CONVEYOR_API std::string_view status_name(status s);
+CONVEYOR_DECLARE_REPORTED_ENUM(status, CONVEYOR_SINKHORN_STATUS_LIST, status_name);
 
 /// Blocking of the `blocked` variant (the paper's defaults).
 struct blocking {

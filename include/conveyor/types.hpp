@@ -12,6 +12,21 @@
 #include "conveyor/enums.h"
 #include "conveyor/export.hpp"
 
+/// Declares a public enum from its conveyor/enums.h list: the enum, its count
+/// (E_count), its name function NAME_FN(E) and its parser PARSE_FN(string_view),
+/// which CONVEYOR_ENUM_NAMES (src/core/names.hpp) defines from the same list.
+/// So an enum is written once, in enums.h, for C++, C and Python.
+#define CONVEYOR_DECLARE_ENUM(E, LIST, NAME_FN, PARSE_FN)    \
+  enum class E : int { LIST(CONVEYOR_ENUMERATOR_) };          \
+  inline constexpr int E##_count = 0 LIST(CONVEYOR_COUNT_);   \
+  CONVEYOR_API std::string_view NAME_FN(E value);             \
+  CONVEYOR_API E PARSE_FN(std::string_view name)
+/// The same without a parser (for enums that are only reported).
+#define CONVEYOR_DECLARE_REPORTED_ENUM(E, LIST, NAME_FN)     \
+  enum class E : int { LIST(CONVEYOR_ENUMERATOR_) };          \
+  inline constexpr int E##_count = 0 LIST(CONVEYOR_COUNT_);   \
+  CONVEYOR_API std::string_view NAME_FN(E value)
+
 namespace conveyor {
 
 /// Element types. The numeric values are the C API's `conveyor_dtype_t` values.

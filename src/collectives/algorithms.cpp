@@ -6,6 +6,7 @@
 #include "runtime/partition.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "runtime/context.hpp"
 
@@ -69,6 +70,12 @@ void reduce_ordered(round& r, bool partner_is_lower, const char* theirs, char* m
 }
 
 }  // namespace
+
+std::vector<int> all_ranks(int size) {
+  std::vector<int> all(static_cast<std::size_t>(size));
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
 
 std::vector<block> split(std::size_t offset, std::size_t count, int parts) {
   std::vector<block> out(static_cast<std::size_t>(parts));

@@ -25,6 +25,9 @@ struct block {
 /// at most one element (the first count % parts blocks are one larger).
 std::vector<block> split(std::size_t offset, std::size_t count, int parts);
 
+/// 0, 1, ..., size-1: the group of a flat algorithm.
+std::vector<int> all_ranks(int size);
+
 /// Hands out scratch memory. With a null base it only measures how much is needed.
 class scratch_alloc {
  public:

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 
+#include "conveyor/cost_model.hpp"
 #include "runtime/context.hpp"
 
 namespace conveyor::detail {
@@ -19,6 +20,17 @@ struct active_schedule {
 };
 
 }  // namespace
+
+piece_rule pieces_for(int me, const node_layout& layout) {
+  const cost_model& p = current_cost_model();
+  return {&layout, me, p.intra_piece_bytes, p.inter_piece_bytes};
+}
+
+void run_schedules(MPI_Comm comm, std::vector<schedule>& schedules, reduce_kernel_fn f,
+                   const std::function<void(std::size_t, std::size_t)>* on_chunk, int window, const piece_rule& pieces) {
+  executor ex(comm, f, on_chunk, pieces);
+  ex.run(schedules, window);
+}
 
 std::size_t piece_rule::for_message(int peer, std::size_t bytes) const {
   const bool same_node = !layout || layout->node_of[static_cast<std::size_t>(peer)] ==

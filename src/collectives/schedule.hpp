@@ -106,5 +106,13 @@ class executor {
   piece_rule pieces_;
 };
 
+/// How messages of a call on `layout` are cut, for rank `me`: the cost model's
+/// piece sizes within a node and between nodes of that layout.
+piece_rule pieces_for(int me, const node_layout& layout);
+
+/// Runs `schedules` on `comm` with an executor (at most `window` at once).
+void run_schedules(MPI_Comm comm, std::vector<schedule>& schedules, reduce_kernel_fn f,
+                   const std::function<void(std::size_t, std::size_t)>* on_chunk, int window, const piece_rule& pieces);
+
 
 }  // namespace conveyor::detail

@@ -53,7 +53,7 @@ bool supports(op o, dtype t) noexcept {
   }
 }
 
-// Scalar conversions. The SIMD kernels use the same algorithms (kernels.cpp); these
+// Scalar conversions. The SIMD kernels use the same algorithms (reduce/reduction_kernels.cpp); these
 // are the reference the tests check them against, and what users convert with.
 
 float16::float16(float value) {
@@ -66,7 +66,7 @@ float16::float16(float value) {
   } else if (abs >= 0x477FF000u) {
     h = 0x7C00u;  // >= 65520 rounds to infinity
   } else if (abs < 0x38800000u) {
-    // Subnormal result: let the float adder do the rounding (see kernels.cpp).
+    // Subnormal result: let the float adder do the rounding (see reduce/reduction_kernels.cpp).
     h = bits_of(float_of(abs) + 0.5f) - 0x3F000000u;
   } else {
     const std::uint32_t odd = (abs >> 13) & 1u;

@@ -2,7 +2,7 @@
 // block (i, j) on grid position (row of i, column of j) and store it in the local
 // array at (local row of i, local column of j): owners and addresses are products
 // of one rule per axis. Plans between two such layouts build their pieces as
-// products of per-axis intervals (geometry.hpp, "interval products") instead of
+// products of per-axis intervals (exchange_map.hpp, "interval products") instead of
 // enumerating blocks. Layouts qualify when their owners follow the formulas:
 // block-cyclic, no relabeling, no rank at two grid positions (facts about the
 // layout's description, the same on every rank). Where this rank's storage follows

@@ -371,7 +371,7 @@ block_storage layout::storage(const block_index& b) const {
       for (int d = ndim(); d-- > 0;) {
         const auto& sp = splits_[static_cast<std::size_t>(d)];
         s.strides[static_cast<std::size_t>(d)] = stride;
-        stride *= sp.start(b[static_cast<std::size_t>(d)] + 1) - sp.start(b[static_cast<std::size_t>(d)]);
+        stride *= sp.length(b[static_cast<std::size_t>(d)]);
       }
     }
     return s;
@@ -446,7 +446,7 @@ std::vector<std::int64_t> layout::local_shape(int rank) const {
       const axis_splits& s = splits_[d];
       std::int64_t held = 0;
       for (std::int64_t k = g->axes[d].first_block_at(g->position[d]); k < s.count(); k += g->axes[d].procs) {
-        held += s.start(k + 1) - s.start(k);
+        held += s.length(k);
       }
       shape[d] = held;
     }
@@ -458,7 +458,7 @@ std::vector<std::int64_t> layout::local_shape(int rank) const {
   for (const block_index& b : blocks_of(rank)) {
     for (std::size_t d = 0; d < n; ++d) {
       const axis_splits& s = splits_[d];
-      if (seen[d].insert(b[d]).second) shape[d] += s.start(b[d] + 1) - s.start(b[d]);
+      if (seen[d].insert(b[d]).second) shape[d] += s.length(b[d]);
     }
   }
   return shape;
@@ -498,7 +498,7 @@ std::string layout::storage_problem(std::size_t element_bytes, int rank) const {
     std::int64_t lo = st.offset, hi = st.offset;
     for (int d = 0; d < n; ++d) {
       const auto k = static_cast<std::size_t>(d);
-      ext[i][k] = splits_[k].start(mine[i][k] + 1) - splits_[k].start(mine[i][k]);
+      ext[i][k] = splits_[k].length(mine[i][k]);
       if (ext[i][k] == 0) return {};  // (empty blocks do not exist: splits are increasing)
       (st.strides[k] > 0 ? hi : lo) += st.strides[k] * (ext[i][k] - 1);
       if (ext[i][k] > 1) dims.emplace_back(std::abs(st.strides[k]), ext[i][k]);

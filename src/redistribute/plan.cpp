@@ -1,7 +1,7 @@
 // Planning redistributions (conveyor/redistribute.hpp): validation agreed by every
-// rank, then the geometry (geometry.hpp: which pieces move where, one
+// rank, then the exchange map (exchange_map.hpp: which pieces move where, one
 // MPI_Allgather), the transport (transport.hpp: the cost model's choice for
-// `auto`, runtime/cost_model.hpp), and the COSTA relabeling (relabel.hpp).
+// `auto`, redistribute/cost_model.hpp), and the COSTA relabeling (relabel.hpp).
 #include <mpi.h>
 
 #include <algorithm>
@@ -15,7 +15,7 @@
 #include "conveyor/mpi.hpp"
 #include "conveyor/redistribute.hpp"
 #include "runtime/context.hpp"
-#include "runtime/cost_model.hpp"
+#include "redistribute/cost_model.hpp"
 #include "conveyor/contract.hpp"
 #include "core/names.hpp"
 #include "redistribute/transport.hpp"
@@ -47,7 +47,7 @@ namespace {
 
 // auto: the cheapest transport for the slowest rank under the cost model, the
 // same on every rank (one MPI_Allreduce of the predictions).
-transport choose_transport(const detail::geometry& g, const conveyor::detail::node_layout& nodes, std::size_t chunk_bytes,
+transport choose_transport(const detail::exchange_map& g, const conveyor::detail::node_layout& nodes, std::size_t chunk_bytes,
                            conveyor::detail::transport_seconds& predicted) {
   const int my_node = nodes.node_of[static_cast<std::size_t>(g.rank)];
   conveyor::detail::traffic t;
@@ -70,7 +70,7 @@ transport choose_transport(const detail::geometry& g, const conveyor::detail::no
 // The transport object of kind `t`. one_sided chosen by `auto` counted on shared
 // memory: where some node cannot have a shared window (agreed by every rank) it
 // builds nothing more and packed runs instead.
-std::unique_ptr<detail::transport_base> build_transport(transport& t, detail::geometry& g, const plan_options& o, int node_color,
+std::unique_ptr<detail::transport_base> build_transport(transport& t, detail::exchange_map& g, const plan_options& o, int node_color,
                                                         bool automatic) {
   switch (t) {
     case transport::packed: return detail::make_packed_transport(g);
@@ -156,7 +156,7 @@ std::string check_transform(const transform& t, int index, int rank, int size) {
         std::int64_t elements = 1;
         for (int d = 0; d < n; ++d) {
           const auto k = static_cast<std::size_t>(d);
-          const std::int64_t ext = l->splits(d).start(b[k] + 1) - l->splits(d).start(b[k]);
+          const std::int64_t ext = l->splits(d).length(b[k]);
           elements *= ext;
           if (ext > 1 && s.strides[k] == 0) return w + which + " block has stride 0 in dimension " + std::to_string(d);
         }
@@ -183,7 +183,7 @@ void describe(const layout& l, std::vector<std::int64_t>& out) {
   out.push_back(lo);
   out.push_back(hi);
   // Whether the owners follow the block-cyclic formulas: plans between two such
-  // layouts skip exchanging packing orders (geometry.hpp, grid_pair).
+  // layouts skip exchanging packing orders (exchange_map.hpp, grid_pair).
   out.push_back(l.ndim() == 2 && detail::layout_access::cyclic_grid_of(l, 0) ? 1 : 0);
   block_index b{};
   for (int i = 0; i < 64 && l.ndim() > 0; ++i) {  // the first blocks in row-major order
@@ -217,9 +217,9 @@ std::uint64_t digest_of_batch(const std::vector<transform>& batch) {
 }  // namespace
 
 // The plan's state: what moves where, and the one transport that moves it (built
-// after the geometry, destroyed before it).
+// after the exchange map, destroyed before it).
 struct plan::impl {
-  detail::geometry geometry;
+  detail::exchange_map exchanges;
   redistribute::transport chosen = redistribute::transport::packed;
   std::unique_ptr<detail::transport_base> mover;
   conveyor::detail::transport_seconds predicted{};  // auto: the model's seconds per transport (slowest rank)
@@ -260,7 +260,7 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   }
   call.agree();
 
-  detail::geometry& g = im.geometry;
+  detail::exchange_map& g = im.exchanges;
   g.comm = comm;
   g.rank = call.rank();
   g.size = call.size();
@@ -274,9 +274,9 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
     tp.type = t.type;
     tp.esize = dtype_size(t.type);
     tp.scale = {t.alpha, t.beta, t.conjugate, t.alpha_imag, t.beta_imag};
-    g.ts.push_back(std::move(tp));
+    g.transforms.push_back(std::move(tp));
   }
-  for (auto& tp : g.ts) g.enumerate(tp);
+  for (auto& tp : g.transforms) g.enumerate(tp);
   g.orders_and_volume();
   conveyor::detail::comm_context& ctx = conveyor::detail::context_of(call);
   const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : ctx.env_ranks_per_node;
@@ -306,15 +306,15 @@ double plan::predicted_seconds(redistribute::transport t) const {
   const int i = static_cast<int>(t);
   return i > 0 && i < static_cast<int>(impl_->predicted.size()) ? impl_->predicted[static_cast<std::size_t>(i)] : 0.0;
 }
-const std::vector<std::int64_t>& plan::volume() const { return impl_->geometry.volume; }
+const std::vector<std::int64_t>& plan::volume() const { return impl_->exchanges.volume; }
 std::int64_t plan::remote_bytes() const {
-  const detail::geometry& g = impl_->geometry;
+  const detail::exchange_map& g = impl_->exchanges;
   std::vector<int> id(static_cast<std::size_t>(g.size));
   std::iota(id.begin(), id.end(), 0);
   return detail::remote_volume(g.volume, g.size, id);
 }
 const std::vector<int>& plan::sigma() const { return impl_->sigma; }
 std::int64_t plan::relabeled_remote_bytes() const { return impl_->relabeled_remote; }
-layout plan::relabeled_destination(std::size_t k) const { return impl_->geometry.ts.at(k).dst->relabeled(impl_->sigma); }
+layout plan::relabeled_destination(std::size_t k) const { return impl_->exchanges.transforms.at(k).dst->relabeled(impl_->sigma); }
 
 }  // namespace conveyor::redistribute

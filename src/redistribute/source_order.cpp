@@ -97,7 +97,7 @@ bool positive_strides(const block_storage& s, int ndim) {
 // the pieces cut from one source region are all served while it is in cache.
 // package_of_peer[p]: where peer p's package is packed (null: p gets nothing).
 // local_last: the purely local copies after all packing (run's parts).
-source_order_copies::source_order_copies(const geometry& g, const std::vector<char*>& package_of_peer, bool local_last) {
+source_order_copies::source_order_copies(const exchange_map& g, const std::vector<char*>& package_of_peer, bool local_last) {
   constexpr std::int64_t kSlabBytes = 16 << 10;
   // Cuts piece p into slabs: dimensions before d taken one index at a time, d in
   // runs of `rows`, later ones whole, so each slab is a contiguous range of the
@@ -142,14 +142,14 @@ source_order_copies::source_order_copies(const geometry& g, const std::vector<ch
     char* out;
   };
   std::vector<job> jobs;
-  for (const auto& t : g.ts) {
+  for (const auto& t : g.transforms) {
     for (const piece& p : t.self) jobs.push_back({&t, &p, nullptr});
   }
   for (int peer : g.send_peers) {
     char* out = package_of_peer[static_cast<std::size_t>(peer)];
     g.for_pieces(&transform_plan::send, peer, [&](const transform_plan& t, const piece& p, std::size_t) {
       jobs.push_back({&t, &p, out});
-      out += geometry::piece_bytes(t, p);
+      out += exchange_map::piece_bytes(t, p);
     });
   }
   // Row groups on the source side: pieces whose rows lie in the same source rows —
@@ -168,15 +168,15 @@ source_order_copies::source_order_copies(const geometry& g, const std::vector<ch
     const auto last = static_cast<std::size_t>(t.order[static_cast<std::size_t>(n - 1)]);
     if (n < 2 || !positive_strides(ss, n) || ss.strides[last] != 1) continue;
     row_candidate c;
-    c.m.src = geometry::src_corner(t, *j.p);
+    c.m.src = exchange_map::src_corner(t, *j.p);
     coords dst_stride{};  // per source axis
     if (j.out) {
-      dst_stride = geometry::packed_strides(*j.p, t.order, n);
+      dst_stride = exchange_map::packed_strides(*j.p, t.order, n);
       c.m.dst = j.out;
     } else {
       const block_storage ds = t.dst->storage(j.p->dst_block);
       for (int k = 0; k < n; ++k) dst_stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = ds.strides[static_cast<std::size_t>(k)];
-      c.m.dst = geometry::dst_corner(t, *j.p);
+      c.m.dst = exchange_map::dst_corner(t, *j.p);
       c.m.scale = t.scale;
     }
     c.m.length = j.p->ext[last];
@@ -203,17 +203,17 @@ source_order_copies::source_order_copies(const geometry& g, const std::vector<ch
     if (grouped[i]) continue;
     const transform_plan& t = *jobs[i].t;
     const job j = jobs[i];
-    if (!j.out && transposes(geometry::local_copy(t, *j.p))) {
+    if (!j.out && transposes(exchange_map::local_copy(t, *j.p))) {
       // A local transpose stays whole: the kernel's tiles need both axes (a slab
       // of whole source rows would scatter every element of a row to another
       // destination line: a 4000 x 2000 double transpose took 40 ms in slabs,
       // 14 ms whole, one core).
-      ops_.push_back({geometry::src_corner(t, *j.p), geometry::dst_corner(t, *j.p), geometry::local_copy(t, *j.p), &t, true});
+      ops_.push_back({exchange_map::src_corner(t, *j.p), exchange_map::dst_corner(t, *j.p), exchange_map::local_copy(t, *j.p), &t, true});
       continue;
     }
     for_slabs(t, *j.p, [&](const piece& sl, std::int64_t at) {
-      if (j.out) ops_.push_back({geometry::src_corner(t, sl), j.out + at * static_cast<std::int64_t>(t.esize), geometry::pack_copy(t, sl), &t, false});
-      else ops_.push_back({geometry::src_corner(t, sl), geometry::dst_corner(t, sl), geometry::local_copy(t, sl), &t, true});
+      if (j.out) ops_.push_back({exchange_map::src_corner(t, sl), j.out + at * static_cast<std::int64_t>(t.esize), exchange_map::pack_copy(t, sl), &t, false});
+      else ops_.push_back({exchange_map::src_corner(t, sl), exchange_map::dst_corner(t, sl), exchange_map::local_copy(t, sl), &t, true});
     });
   }
   std::stable_sort(ops_.begin(), ops_.end(),

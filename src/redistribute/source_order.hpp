@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/box_copy.hpp"
-#include "redistribute/geometry.hpp"
+#include "redistribute/exchange_map.hpp"
 
 namespace conveyor::redistribute::detail {
 
@@ -21,7 +21,7 @@ class source_order_copies {
   source_order_copies() = default;
   /// package_of_peer[p]: where peer p's package is packed (null: p gets nothing).
   /// local_last: the purely local copies after all packing (run's parts).
-  source_order_copies(const geometry& g, const std::vector<char*>& package_of_peer, bool local_last = false);
+  source_order_copies(const exchange_map& g, const std::vector<char*>& package_of_peer, bool local_last = false);
   void run(copies which = copies::all) const;
 
  private:

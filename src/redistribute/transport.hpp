@@ -1,5 +1,5 @@
 // Internal: the transports of the Redistribute engine, one object per plan. The
-// plan owns the geometry (geometry.hpp: what moves where) and one transport built
+// plan owns the exchange map (exchange_map.hpp: what moves where) and one transport built
 // from it, which owns what that transport reuses on every execution (buffers, MPI
 // datatypes, windows). Each transport lives in its own file:
 //   transport_packed.cpp     packed     Irecv per peer; pack per peer + Isend;
@@ -21,7 +21,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "redistribute/geometry.hpp"
+#include "redistribute/exchange_map.hpp"
 
 namespace conveyor::redistribute::detail {
 
@@ -35,17 +35,17 @@ class transport_base {
   virtual void execute() = 0;
 };
 
-// Builders (collective where the transport creates MPI objects). The geometry must
+// Builders (collective where the transport creates MPI objects). The exchange map must
 // outlive the transport.
-std::unique_ptr<transport_base> make_packed_transport(const geometry& g);
-/// Cuts the geometry's pieces into slabs first (the packed byte order is unchanged).
-std::unique_ptr<transport_base> make_pipelined_transport(geometry& g, std::size_t chunk_bytes);
-std::unique_ptr<transport_base> make_datatype_transport(const geometry& g);
+std::unique_ptr<transport_base> make_packed_transport(const exchange_map& g);
+/// Cuts the exchange map's pieces into slabs first (the packed byte order is unchanged).
+std::unique_ptr<transport_base> make_pipelined_transport(exchange_map& g, std::size_t chunk_bytes);
+std::unique_ptr<transport_base> make_datatype_transport(const exchange_map& g);
 /// node_color: my node's number if the caller set ranks per node, else -1 (the
 /// shared-memory domains MPI reports). With require_shared_memory, returns null
 /// (on every rank) when some node cannot have a shared window, having built nothing
 /// else; without it, such packages go by MPI_Put.
-std::unique_ptr<transport_base> make_one_sided_transport(const geometry& g, int node_color, bool require_shared_memory);
-std::unique_ptr<transport_base> make_alltoallv_transport(const geometry& g);
+std::unique_ptr<transport_base> make_one_sided_transport(const exchange_map& g, int node_color, bool require_shared_memory);
+std::unique_ptr<transport_base> make_alltoallv_transport(const exchange_map& g);
 
 }  // namespace conveyor::redistribute::detail

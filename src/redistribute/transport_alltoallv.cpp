@@ -19,7 +19,7 @@ namespace {
 
 class alltoallv_transport final : public transport_base {
  public:
-  explicit alltoallv_transport(const geometry& g) : g_(g) {
+  explicit alltoallv_transport(const exchange_map& g) : g_(g) {
     send_buf_.resize(static_cast<std::size_t>(std::accumulate(g.send_bytes.begin(), g.send_bytes.end(), std::int64_t{0})));
     recv_buf_.resize(static_cast<std::size_t>(std::accumulate(g.recv_bytes.begin(), g.recv_bytes.end(), std::int64_t{0})));
     std::vector<char*> package(static_cast<std::size_t>(g.size), nullptr);  // packages back to back, in rank order
@@ -56,13 +56,13 @@ class alltoallv_transport final : public transport_base {
   }
 
  private:
-  const geometry& g_;
+  const exchange_map& g_;
   conveyor::detail::byte_buffer send_buf_, recv_buf_;
   source_order_copies copies_;
 };
 
 }  // namespace
 
-std::unique_ptr<transport_base> make_alltoallv_transport(const geometry& g) { return std::make_unique<alltoallv_transport>(g); }
+std::unique_ptr<transport_base> make_alltoallv_transport(const exchange_map& g) { return std::make_unique<alltoallv_transport>(g); }
 
 }  // namespace conveyor::redistribute::detail

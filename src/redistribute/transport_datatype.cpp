@@ -25,11 +25,11 @@ MPI_Datatype piece_type(const transform_plan& t, const piece& p, bool dst_side, 
   char* corner;
   if (!dst_side) {
     stride = t.src->storage(p.src_block).strides;
-    corner = geometry::src_corner(t, p);
+    corner = exchange_map::src_corner(t, p);
   } else {
     const block_storage s = t.dst->storage(p.dst_block);
     for (int k = 0; k < t.ndim; ++k) stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = s.strides[static_cast<std::size_t>(k)];
-    corner = geometry::dst_corner(t, p);
+    corner = exchange_map::dst_corner(t, p);
   }
   MPI_Datatype type = elem, next;
   bool owned = false;
@@ -51,12 +51,12 @@ MPI_Datatype piece_type(const transform_plan& t, const piece& p, bool dst_side, 
 
 class datatype_transport final : public transport_base {
  public:
-  explicit datatype_transport(const geometry& g) : g_(g) {
+  explicit datatype_transport(const exchange_map& g) : g_(g) {
     const auto P = static_cast<std::size_t>(g.size);
     send_types_.assign(P, MPI_DATATYPE_NULL);
     recv_types_.assign(P, MPI_DATATYPE_NULL);
     recv_buf_.resize(P);
-    direct_receive_ = std::all_of(g.ts.begin(), g.ts.end(), [](const transform_plan& t) { return t.scale.plain(); });
+    direct_receive_ = std::all_of(g.transforms.begin(), g.transforms.end(), [](const transform_plan& t) { return t.scale.plain(); });
     for (int p : g.send_peers) send_types_[static_cast<std::size_t>(p)] = combine(&transform_plan::send, p, false);
     for (int p : g.recv_peers) {
       const auto k = static_cast<std::size_t>(p);
@@ -117,7 +117,7 @@ class datatype_transport final : public transport_base {
     return all;
   }
 
-  const geometry& g_;
+  const exchange_map& g_;
   std::vector<MPI_Datatype> send_types_, recv_types_;       // per peer (MPI_DATATYPE_NULL if none)
   std::vector<conveyor::detail::byte_buffer> recv_buf_;     // per peer, scaled transforms only
   bool direct_receive_ = false;
@@ -125,6 +125,6 @@ class datatype_transport final : public transport_base {
 
 }  // namespace
 
-std::unique_ptr<transport_base> make_datatype_transport(const geometry& g) { return std::make_unique<datatype_transport>(g); }
+std::unique_ptr<transport_base> make_datatype_transport(const exchange_map& g) { return std::make_unique<datatype_transport>(g); }
 
 }  // namespace conveyor::redistribute::detail

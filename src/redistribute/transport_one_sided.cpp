@@ -48,7 +48,7 @@ class one_sided_transport final : public transport_base {
   };
   static constexpr std::int64_t kFlagsBytes = sizeof(shm_flags);
 
-  one_sided_transport(const geometry& g, int node_color) : g_(g) {
+  one_sided_transport(const exchange_map& g, int node_color) : g_(g) {
     split_node(node_color);
     shared_ = allocate_shared_window();
   }
@@ -72,7 +72,7 @@ class one_sided_transport final : public transport_base {
   void place();  // where each peer's package lands (collective: one MPI_Alltoall)
   bool allocate_shared_window();
 
-  const geometry& g_;
+  const exchange_map& g_;
   bool shared_ = false;
   MPI_Comm node_comm_ = MPI_COMM_NULL;                 // ranks sharing my memory
   std::vector<int> node_rank_;                         // per plan rank: its rank in node_comm_ (or MPI_UNDEFINED)
@@ -277,7 +277,7 @@ void one_sided_transport::execute() {
 
 }  // namespace
 
-std::unique_ptr<transport_base> make_one_sided_transport(const geometry& g, int node_color, bool require_shared_memory) {
+std::unique_ptr<transport_base> make_one_sided_transport(const exchange_map& g, int node_color, bool require_shared_memory) {
   auto t = std::make_unique<one_sided_transport>(g, node_color);
   if (require_shared_memory && !t->shares_memory()) return nullptr;  // agreed by every rank
   t->finish();

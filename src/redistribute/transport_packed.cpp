@@ -18,7 +18,7 @@ namespace {
 
 class packed_transport final : public transport_base {
  public:
-  explicit packed_transport(const geometry& g) : g_(g) {
+  explicit packed_transport(const exchange_map& g) : g_(g) {
     const auto P = static_cast<std::size_t>(g.size);
     send_buf_.resize(P);
     recv_buf_.resize(P);
@@ -66,7 +66,7 @@ class packed_transport final : public transport_base {
     });
   }
 
-  const geometry& g_;
+  const exchange_map& g_;
   std::vector<conveyor::detail::byte_buffer> send_buf_, recv_buf_;  // per peer
   std::vector<MPI_Request> rreq_, sreq_;                           // reused by every execution
   std::vector<int> rowner_, parts_left_;
@@ -74,6 +74,6 @@ class packed_transport final : public transport_base {
 
 }  // namespace
 
-std::unique_ptr<transport_base> make_packed_transport(const geometry& g) { return std::make_unique<packed_transport>(g); }
+std::unique_ptr<transport_base> make_packed_transport(const exchange_map& g) { return std::make_unique<packed_transport>(g); }
 
 }  // namespace conveyor::redistribute::detail

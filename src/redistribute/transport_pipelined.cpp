@@ -41,8 +41,8 @@ void cut_into_slabs(transform_plan& t, std::size_t chunk_bytes) {
 
 class pipelined_transport final : public transport_base {
  public:
-  pipelined_transport(geometry& g, std::size_t chunk_bytes) : g_(g), chunk_bytes_(static_cast<std::int64_t>(chunk_bytes)) {
-    for (auto& t : g.ts) cut_into_slabs(t, chunk_bytes);
+  pipelined_transport(exchange_map& g, std::size_t chunk_bytes) : g_(g), chunk_bytes_(static_cast<std::int64_t>(chunk_bytes)) {
+    for (auto& t : g.transforms) cut_into_slabs(t, chunk_bytes);
     const auto P = static_cast<std::size_t>(g.size);
     send_buf_.resize(P);
     recv_buf_.resize(P);
@@ -115,7 +115,7 @@ class pipelined_transport final : public transport_base {
     std::vector<std::size_t> bounds{0};
     std::int64_t acc = 0;
     g_.for_pieces(dir, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
-      acc += geometry::piece_bytes(t, p);
+      acc += exchange_map::piece_bytes(t, p);
       if (acc >= chunk_bytes_) {
         bounds.push_back(i + 1);
         acc = 0;
@@ -129,12 +129,12 @@ class pipelined_transport final : public transport_base {
   std::int64_t range_bytes(piece_lists dir, int peer, std::size_t first, std::size_t last) const {
     std::int64_t b = 0;
     g_.for_pieces(dir, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
-      if (i >= first && i < last) b += geometry::piece_bytes(t, p);
+      if (i >= first && i < last) b += exchange_map::piece_bytes(t, p);
     });
     return b;
   }
 
-  const geometry& g_;
+  const exchange_map& g_;
   std::int64_t chunk_bytes_;
   std::vector<conveyor::detail::byte_buffer> send_buf_, recv_buf_;  // per peer
   std::vector<std::vector<std::size_t>> send_chunks_, recv_chunks_;  // piece index bounds per peer
@@ -142,7 +142,7 @@ class pipelined_transport final : public transport_base {
 
 }  // namespace
 
-std::unique_ptr<transport_base> make_pipelined_transport(geometry& g, std::size_t chunk_bytes) {
+std::unique_ptr<transport_base> make_pipelined_transport(exchange_map& g, std::size_t chunk_bytes) {
   return std::make_unique<pipelined_transport>(g, chunk_bytes);
 }
 

@@ -93,14 +93,4 @@ void reduce_local(const void* in, void* inout, std::size_t count, dtype t, op o)
 
 reduce_kernel_fn reduce_kernel(dtype t, op o) { return detail::find_kernel(o, t); }
 
-simd_info simd_targets() {
-  simd_info info;
-  info.compiled = detail::compiled_target_names();
-  for (const auto& t : detail::runnable_targets()) info.supported.push_back(t.name);
-  info.active = detail::active_target_name();
-  return info;
-}
-
-void set_simd_target(std::string_view name) { detail::select_target(name); }
-
 }  // namespace conveyor

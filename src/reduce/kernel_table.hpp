@@ -19,7 +19,7 @@ struct kernel_table {
   kernel_fn fn[op_count][dtype_count];  // nullptr where the pair is unsupported
 };
 
-/// The table of target `bit` (kernels.cpp); throws unless this CPU runs it.
+/// The table of target `bit` (reduction_kernels.cpp); throws unless this CPU runs it.
 const kernel_table& kernels_for_target(std::int64_t bit);
 
 /// The table of the active SIMD target (runtime/simd_targets.hpp).

@@ -1,5 +1,5 @@
-// The one strided copy of the library (the Redistribute engine's data-movement
-// kernel; DSOP's local transpose into column-major storage). Every pack, unpack,
+// The one strided copy of the library (Redistribute's data movement; DSOP's
+// local transpose into column-major storage). Every pack, unpack,
 // local copy and transform is
 //
 //     dst[i] = alpha * op(src[i]) + beta * dst[i]   over an N-D box,
@@ -13,11 +13,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "conveyor/redistribute.hpp"  // max_dims, dtype
+#include "conveyor/types.hpp"
 
 namespace conveyor::detail {
 
-using redistribute::max_dims;
+/// The most axes a box may have (Redistribute's max_dims is this one).
+inline constexpr int max_dims = 8;
 
 struct box_copy {
   int ndim = 1;

@@ -22,6 +22,12 @@ void throw_mpi_error(int rc, const char* what) {
 
 namespace {
 
+// The registered engines' state makers, in slot order. Registration happens
+// during static initialization, before MPI is initialized and before any context
+// exists, so the table needs no lock when contexts read it.
+engine_state_maker g_engine_state_makers[kMaxEngineStates] = {};
+int g_engine_states = 0;
+
 // The last communicator each thread looked up, and its context: repeated calls
 // on one communicator (the common case) skip MPI_Initialized, MPI_Finalized and
 // MPI_Comm_get_attr. The entry is good while `generation` is unchanged: it moves
@@ -36,6 +42,12 @@ thread_local last_lookup last;
 
 void forget_lookups() { g_context_generation.fetch_add(1, std::memory_order_acq_rel); }
 }  // namespace
+
+int register_engine_state(engine_state_maker make) {
+  if (g_engine_states == kMaxEngineStates) std::abort();  // static initialization: nothing can catch
+  g_engine_state_makers[g_engine_states] = make;
+  return g_engine_states++;
+}
 
 namespace {
 
@@ -217,7 +229,9 @@ comm_context& context_for(MPI_Comm user_comm) {
       }
       ctx->env_ranks_per_node = static_cast<int>(x);
     }
-    if (const auto v = setting("CONVEYOR_ALLREDUCE_ALGORITHM")) ctx->env_algorithm = parse_algorithm(*v);
+    for (int slot = 0; slot < g_engine_states; ++slot) {
+      ctx->engine_states[static_cast<std::size_t>(slot)] = g_engine_state_makers[slot](*ctx);
+    }
   });
   check_mpi(MPI_Comm_set_attr(ctx->comm, self_keyval(), ctx.get()), "MPI_Comm_set_attr");
   auto holder = std::make_unique<std::shared_ptr<comm_context>>(ctx);

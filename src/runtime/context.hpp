@@ -1,21 +1,21 @@
 // The runtime's per-communicator state, shared by every engine: a private
 // duplicate of the caller's communicator (so Conveyor's messages can never match
-// the caller's; errors returned), and node layouts. Created on first use
-// (collective) and cached as an attribute on the caller's communicator; freed
-// with it. The private communicator finds its own context too, so engines that
-// run on it (and call each other there) share one context.
+// the caller's; errors returned), node layouts, and one slot per engine that
+// keeps state of its own (engine_state: the runtime holds it, never looks inside).
+// Created on first use (collective) and cached as an attribute on the caller's
+// communicator; freed with it. The private communicator finds its own context
+// too, so engines that run on it (and call each other there) share one context.
 #pragma once
 
 #include <mpi.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "conveyor/collectives.hpp"
 
 namespace conveyor {
 class collective_call;
@@ -38,6 +38,28 @@ struct node_layout {
   int node_cpus = 0;
 };
 
+struct comm_context;
+
+/// What an engine keeps per communicator (schedules, measured choices, a shared
+/// segment): a type of the engine's own, derived from this. The context owns one
+/// per registered engine and destroys it with the communicator.
+struct engine_state {
+  virtual ~engine_state() = default;
+};
+
+/// Makes an engine's state for a new context. It reads the engine's
+/// per-communicator settings: it runs while the context is made, inside the
+/// settings agreement, so a bad value on one rank becomes the same error on every
+/// rank (not one rank throwing while the others wait).
+using engine_state_maker = std::unique_ptr<engine_state> (*)(const comm_context&);
+
+/// How many engines may register a state.
+inline constexpr int kMaxEngineStates = 8;
+
+/// Registers an engine's state; returns its slot. Called from the engine's static
+/// initialization (before any context exists), once per engine.
+int register_engine_state(engine_state_maker make);
+
 // Only collectives on the communicator touch its context, and MPI requires those
 // to be serialized, so the context needs no lock.
 struct comm_context : std::enable_shared_from_this<comm_context> {
@@ -47,31 +69,25 @@ struct comm_context : std::enable_shared_from_this<comm_context> {
   std::map<int, node_layout> layouts;  // key: ranks per node (0 = shared-memory domains)
   const node_layout* last_layout = nullptr;  // the most recently used entry of `layouts`
   int last_ranks_per_node = -1;
-  std::vector<char> scratch;           // reused working memory of the collectives
   // Read from the environment once, when the context is created (as MPI reads
   // its parameters at MPI_Init): getenv on every call would cost more than a
   // small allreduce.
-  int env_ranks_per_node = 0;                                       // CONVEYOR_RANKS_PER_NODE
-  // The last automatic choice, reused while nothing it depends on changed
-  // (repeated calls of one size are the common case: training loops, solvers).
-  struct choice {
-    std::size_t bytes = ~std::size_t{0};
-    const node_layout* layout = nullptr;
-    std::size_t segment_bytes = 0;
-    allreduce_algorithm algorithm = allreduce_algorithm::automatic;  // requested
-    allreduce_algorithm chosen = allreduce_algorithm::automatic;     // decided
-    double predicted = 0;
-  } last_choice;
-  allreduce_algorithm env_algorithm = allreduce_algorithm::automatic;  // CONVEYOR_ALLREDUCE_ALGORITHM
-  // The collectives' state of this communicator (the last allreduce's schedules,
-  // auto's measured choices); its type is theirs (collectives/allreduce.cpp), so
-  // the runtime does not depend on the engine.
-  std::shared_ptr<void> collectives_state;
+  int env_ranks_per_node = 0;  // CONVEYOR_RANKS_PER_NODE
+  // The engines' states, by the slot register_engine_state gave them; made with
+  // the context. Destroyed after the private communicator is freed (members go
+  // after the destructor's body): an engine's state must not use it then.
+  std::array<std::unique_ptr<engine_state>, kMaxEngineStates> engine_states;
 
   ~comm_context();
   /// The layout for `ranks_per_node` (0: MPI_COMM_TYPE_SHARED). Collective the first
   /// time it is asked for a given value.
   const node_layout& layout(int ranks_per_node);
+
+  /// The state of the engine registered at `slot`, as its own type.
+  template <class State>
+  State& state(int slot) {
+    return static_cast<State&>(*engine_states[static_cast<std::size_t>(slot)]);
+  }
 };
 
 /// The context of `user_comm` (or of a private communicator: its own), created on

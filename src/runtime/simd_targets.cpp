@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "conveyor/settings.hpp"
+#include "conveyor/simd.hpp"
 
 namespace conveyor::detail {
 namespace {
@@ -105,3 +106,17 @@ void select_target(std::string_view name) {
 }
 
 }  // namespace conveyor::detail
+
+namespace conveyor {
+
+simd_info simd_targets() {
+  simd_info info;
+  info.compiled = detail::compiled_target_names();
+  for (const auto& t : detail::runnable_targets()) info.supported.push_back(t.name);
+  info.active = detail::active_target_name();
+  return info;
+}
+
+void set_simd_target(std::string_view name) { detail::select_target(name); }
+
+}  // namespace conveyor

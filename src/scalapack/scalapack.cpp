@@ -28,10 +28,18 @@
 #include <utility>
 #include <vector>
 
-// compat.cpp defines CONVEYOR_SCALAPACK_NAME before it includes this file: the
-// drop-ins under ScaLAPACK's own names, which read p?gemr2d / p?trmr2d
-// descriptors as the reference does (descriptor_rules in grid_exchange.hpp).
-#ifdef CONVEYOR_SCALAPACK_NAME
+// This file is compiled twice (src/CMakeLists.txt): into conveyor_scalapack
+// under Conveyor's names (conveyor_pdgemr2d_, ...), and with
+// CONVEYOR_SCALAPACK_COMPAT into conveyor_scalapack_compat, the library that
+// interposes on ScaLAPACK's own symbols (pdgemr2d_, pdtran_, Cpdgemr2d, ...):
+// linked before ScaLAPACK (or preloaded) it makes an unchanged ScaLAPACK program
+// use Conveyor for these routines, every other routine still ScaLAPACK's. Under
+// ScaLAPACK's names the drop-ins read p?gemr2d / p?trmr2d descriptors as the
+// reference does (descriptor_rules in grid_exchange.hpp).
+#ifdef CONVEYOR_SCALAPACK_COMPAT
+#define CONVEYOR_SCALAPACK_NAME(x) x##_
+#define CONVEYOR_SCALAPACK_CNAME(x) x
+#define CONVEYOR_SCALAPACK_EXPORT __attribute__((visibility("default")))
 constexpr bool kUnderScalapackNames = true;
 #else
 constexpr bool kUnderScalapackNames = false;
@@ -164,8 +172,7 @@ void plan_call(cached_call& entry, const call& c, const exchange_result& x, MPI_
     for (const rd::block_index& blk : probe.blocks_of(me)) {
       const rd::block_storage s = probe.storage(blk);
       const std::int64_t row0 = probe.splits(0).start(blk[0]), col0 = probe.splits(1).start(blk[1]);
-      const std::int64_t rows = probe.splits(0).start(blk[0] + 1) - row0;
-      const std::int64_t cols = probe.splits(1).start(blk[1] + 1) - col0;
+      const std::int64_t rows = probe.splits(0).length(blk[0]), cols = probe.splits(1).length(blk[1]);
       span = std::max(span, s.offset + (rows - 1) * s.strides[0] + (cols - 1) * s.strides[1] + 1);
       for (std::int64_t j = 0; j < cols; ++j) {  // (block-cyclic storage: rows contiguous, stride 1)
         const auto [first, last] = trapezoid_rows(c.uplo, c.diag, c.m, c.n, col0 + j);
@@ -329,7 +336,7 @@ void tran(const char* name, dtype t, int m, int n, std::complex<double> alpha, c
   run(name, c);
 }
 
-#ifndef CONVEYOR_SCALAPACK_NAME  // (conveyor_scalapack only: layout_from_descriptor)
+#ifndef CONVEYOR_SCALAPACK_COMPAT  // (conveyor_scalapack only: layout_from_descriptor)
 // layout_from_descriptor's grid: the caller's communicator, not a BLACS exchange.
 grid_view describe_on(const int* desc, MPI_Comm comm) {
   int rank = 0, size = 1;
@@ -360,7 +367,7 @@ grid_view describe_on(const int* desc, MPI_Comm comm) {
 }  // namespace
 }  // namespace conveyor::scalapack::detail
 
-#ifndef CONVEYOR_SCALAPACK_NAME  // (the C++ entry points: in conveyor_scalapack only, not the compat library)
+#ifndef CONVEYOR_SCALAPACK_COMPAT  // (the C++ entry points: in conveyor_scalapack only, not the compat library)
 namespace conveyor::scalapack {
 
 MPI_Comm context_communicator(int ctxt) { return scalapack::detail::system_communicator(ctxt); }
@@ -381,15 +388,23 @@ extern "C" CONVEYOR_SCALAPACK_API void conveyor_scalapack_set_cache_size(int cal
 using conveyor::dtype;
 namespace sd = conveyor::scalapack::detail;
 
-// The entry points, once: CONVEYOR_SCALAPACK_NAME(x) is conveyor_x here and x_ in
-// compat.cpp (the library that interposes on ScaLAPACK's own symbols); the C entry
-// points (ScaLAPACK's Cp?gemr2d / Cp?trmr2d, arguments by value) are
-// CONVEYOR_SCALAPACK_CNAME(x): conveyor_x here and x there.
-#ifndef CONVEYOR_SCALAPACK_NAME
+// The entry points, once: CONVEYOR_SCALAPACK_NAME(x) is conveyor_x in
+// conveyor_scalapack and x_ in the compat library; the C entry points
+// (ScaLAPACK's Cp?gemr2d / Cp?trmr2d, arguments by value) are
+// CONVEYOR_SCALAPACK_CNAME(x): conveyor_x, or x.
+#ifndef CONVEYOR_SCALAPACK_COMPAT
 #define CONVEYOR_SCALAPACK_NAME(x) conveyor_##x
 #define CONVEYOR_SCALAPACK_CNAME(x) conveyor_##x
 #define CONVEYOR_SCALAPACK_EXPORT CONVEYOR_SCALAPACK_API
 #endif
+// The element types of ScaLAPACK's redistribution routines: the routine's
+// letter, the C type of A and B (complex ones as pairs of reals), Conveyor's dtype.
+#define CONVEYOR_FOR_EACH_REDISTRIBUTION_TYPE(X) \
+  X(s, float, dtype::float32)                    \
+  X(d, double, dtype::float64)                   \
+  X(c, float, dtype::complex64)                  \
+  X(z, double, dtype::complex128)                \
+  X(i, int, dtype::int32)
 #define CONVEYOR_STR2(x) #x
 #define CONVEYOR_STR(x) CONVEYOR_STR2(x)
 
@@ -410,11 +425,7 @@ extern "C" {
     sd::gemr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_CNAME(Cp##x##gemr2d)), dt, m, n, a, ia, ja, desca, b, ib, jb, descb,     \
                ictxt);                                                                                                  \
   }
-CONVEYOR_GEMR2D(s, float, dtype::float32)
-CONVEYOR_GEMR2D(d, double, dtype::float64)
-CONVEYOR_GEMR2D(c, float, dtype::complex64)
-CONVEYOR_GEMR2D(z, double, dtype::complex128)
-CONVEYOR_GEMR2D(i, int, dtype::int32)
+CONVEYOR_FOR_EACH_REDISTRIBUTION_TYPE(CONVEYOR_GEMR2D)
 #undef CONVEYOR_GEMR2D
 
 // p?trmr2d / Cp?trmr2d: the trapezoid of the submatrix (UPLO, DIAG as ScaLAPACK).
@@ -433,11 +444,7 @@ CONVEYOR_GEMR2D(i, int, dtype::int32)
     sd::trmr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_CNAME(Cp##x##trmr2d)), dt, uplo, diag, m, n, a, ia, ja, desca, b, ib,    \
                jb, descb, ictxt);                                                                                       \
   }
-CONVEYOR_TRMR2D(s, float, dtype::float32)
-CONVEYOR_TRMR2D(d, double, dtype::float64)
-CONVEYOR_TRMR2D(c, float, dtype::complex64)
-CONVEYOR_TRMR2D(z, double, dtype::complex128)
-CONVEYOR_TRMR2D(i, int, dtype::int32)
+CONVEYOR_FOR_EACH_REDISTRIBUTION_TYPE(CONVEYOR_TRMR2D)
 #undef CONVEYOR_TRMR2D
 
 #define CONVEYOR_TRAN(x, T, dt)                                                                                      \

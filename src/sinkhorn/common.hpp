@@ -166,6 +166,40 @@ inline bool finish_iteration(iteration_log& log, int it, double err, bool finite
   return false;
 }
 
+/// What one iteration's step reports to the loop: when its row part ended (the
+/// rest is the column part), the marginal error of the iterate it measured, and
+/// whether the new factors are finite.
+struct iteration_step {
+  double rows_done;
+  double error;
+  bool finite;
+};
+
+/// The iteration loop every solver runs (fused, in place, log domain): up to
+/// o.max_iter times, `step(it)` does one iteration (row part, column sums over
+/// the ranks, the error); the loop times its two parts, records the error and
+/// stops on convergence (finish_iteration) or on a numerical failure, which
+/// restores the row factors (`row_factors`: u or f) to those of the last good
+/// iterate. `accept()` then takes the iteration's new column factors, except
+/// after the last iteration, whose measured pair is returned as it is.
+template <class Vec, class Step, class Accept>
+void run_iterations(const options& o, iteration_log& log, timing& t, Vec& row_factors, Step&& step,
+                    Accept&& accept) {
+  Vec previous(row_factors.size());
+  for (int it = 1; it <= o.max_iter; ++it) {
+    const double t0 = now();
+    previous = row_factors;
+    const iteration_step r = step(it);
+    t.row_pass += r.rows_done - t0;
+    t.column_pass += now() - r.rows_done;
+    if (finish_iteration(log, it, r.error, r.finite, o)) {
+      if (log.state == status::numerical_failure) row_factors = std::move(previous);
+      return;
+    }
+    if (it < o.max_iter) accept();
+  }
+}
+
 /// Moves the log's outcome into a scaling_result or transport_result.
 template <class Result>
 void take_log(Result& res, iteration_log& log, const timing& t) {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "conveyor/collectives.hpp"
-#include "sinkhorn/kernels.hpp"
+#include "sinkhorn/scaling_kernels.hpp"
 
 namespace conveyor::sinkhorn::detail {
 namespace {
@@ -40,19 +40,16 @@ scaling_result<T> solve_fused(const run_context& ctx, const scaling_problem<T>& 
   const std::size_t rows = p.rows, cols = p.cols;
   const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(rows, 1)));
   std::vector<T> u = initial<T>(o.init_u, rows, T(1)), v = initial<T>(o.init_v, cols, T(1));
-  std::vector<T> u_prev(rows), s_local(cols), s(cols), v_new(cols);
+  std::vector<T> s_local(cols), s(cols), v_new(cols);
   std::vector<double> err_el(cols);
   std::vector<std::vector<T>> partial;
   iteration_log log;
   timing t;
-
-  for (int it = 1; it <= o.max_iter; ++it) {
-    const double t0 = now();
-    u_prev = u;
+  run_iterations(o, log, t, u, [&](int) {
     threaded_column_reduce(nt, rows, T(0), partial, s_local, k.add, [&](std::size_t lo, std::size_t hi, T* acc) {
       k.fused_rows(p.A + lo * p.ld, hi - lo, cols, p.ld, v.data(), p.r + lo, u.data() + lo, acc);
     });
-    const double t1 = now();
+    const double rows_done = now();
     // Column marginal of (u, v) is v_j s_j: the error of this iterate, and v_new = c / s.
     t.allreduce += allreduce_columns(ctx, o, s_local, s, [&](std::size_t off, std::size_t cnt) {
       for (std::size_t j = off; j < off + cnt; ++j) {
@@ -60,15 +57,8 @@ scaling_result<T> solve_fused(const run_context& ctx, const scaling_problem<T>& 
         err_el[j] = error_term(static_cast<double>(v[j]) * static_cast<double>(s[j]), static_cast<double>(p.c[j]), o.norm);
       }
     });
-    const double err = marginal_error(err_el, o.norm);
-    t.row_pass += t1 - t0;
-    t.column_pass += now() - t1;
-    if (finish_iteration(log, it, err, all_finite(v_new), o)) {
-      if (log.state == status::numerical_failure) u = std::move(u_prev);
-      break;
-    }
-    if (it < o.max_iter) v.swap(v_new);  // on the last iteration return the measured pair
-  }
+    return iteration_step{rows_done, marginal_error(err_el, o.norm), all_finite(v_new)};
+  }, [&] { v.swap(v_new); });
   return make_result(log, std::move(u), std::move(v), t);
 }
 
@@ -85,23 +75,21 @@ class in_place_solver {
     const std::size_t rows = p_.rows, cols = p_.cols;
     std::vector<T> u = initial<T>(o_.init_u, rows, T(1)), v = initial<T>(o_.init_v, cols, T(1));
     if (!o_.init_u.empty() || !o_.init_v.empty()) prescale(u, v);
-    std::vector<T> u_prev(rows), s_local(cols), s(cols), beta(cols);
+    std::vector<T> s_local(cols), s(cols), beta(cols);
     std::vector<double> err_el(cols);
     iteration_log log;
     timing t;
-    for (int it = 1; it <= o_.max_iter; ++it) {
-      const double t0 = now();
-      u_prev = u;
-      double t1;
+    run_iterations(o_, log, t, u, [&](int) {
+      double rows_done;
       if (o_.variant == variant::blocked) {
         // Blocking applied to the other parts too (the paper, IV-B): each mc-row
         // panel is rescaled and added into the column sums while it is in cache.
         // Its time counts as row pass; the column pass is the allreduce and scaling.
         row_pass_and_sums(u, s_local);
-        t1 = now();
+        rows_done = now();
       } else {
         row_pass(u);
-        t1 = now();
+        rows_done = now();
         column_sums(s_local);
       }
       t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
@@ -112,18 +100,13 @@ class in_place_solver {
         if (o_.overlap) scale_columns(beta.data(), off, cnt);
       });
       if (!o_.overlap) scale_columns(beta.data(), 0, cols);
-      const double err = marginal_error(err_el, o_.norm);
       const bool finite = all_finite(beta);
+      // A is rescaled already: v takes the factors on every iteration, the last included.
       if (finite) {
         for (std::size_t j = 0; j < cols; ++j) v[j] *= beta[j];
       }
-      t.row_pass += t1 - t0;
-      t.column_pass += now() - t1;
-      if (finish_iteration(log, it, err, finite, o_)) {
-        if (log.state == status::numerical_failure) u = std::move(u_prev);
-        break;
-      }
-    }
+      return iteration_step{rows_done, marginal_error(err_el, o_.norm), finite};
+    }, [] {});
     return make_result(log, std::move(u), std::move(v), t);
   }
 

@@ -3,7 +3,7 @@
 # SIMD target's kernel table is built while the library loads (the bug of issue
 # 25: every program linking Conveyor died with SIGILL on CPUs without AVX-512).
 #
-# A copy of the working tree gets one line added to src/reduce/kernels.cpp: a
+# A copy of the working tree gets one line added to src/reduce/reduction_kernels.cpp: a
 # namespace-scope initializer in every Highway pass that calls that pass's
 # GetTable(), i.e. runs AVX-512 code at load. The copy is built (library, tests,
 # tool; Open MPI) and the x86 step runs on it with the SSE2 and SSE4.2 CPUs. The
@@ -19,7 +19,7 @@ rm -rf "$src"
 mkdir -p "$src"
 # The working tree as it is (tracked and new files), without build output.
 (cd "$root" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents --preserve=timestamps -t "$src")
-kernels="$src/src/reduce/kernels.cpp"
+kernels="$src/src/reduce/reduction_kernels.cpp"
 anchor='^const kernel_table\* GetTable\(\) \{$'
 grep -qE "$anchor" "$kernels" || { echo "mutation: GetTable() not found in $kernels"; echo "0 passed, 1 failed"; exit 1; }
 # After GetTable's closing brace: a load-time call of it in every pass.

@@ -9,6 +9,7 @@
 #include <mpi.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -316,6 +317,32 @@ TEST(Allreduce, EnvironmentOverridesAutomaticAndIsReported) {
   EXPECT_THROW(allreduce(v.data(), v.size(), op::sum, fresh), error);
   unsetenv("CONVEYOR_ALLREDUCE_ALGORITHM");
   MPI_Comm_free(&fresh);
+}
+
+// The collectives read CONVEYOR_ALLREDUCE_ALGORITHM when the runtime makes a
+// communicator's context, inside its settings agreement (the engine's state,
+// runtime/context.hpp): a bad value on one rank alone is every rank's error,
+// with the same message, and no rank waits for the others.
+TEST(Allreduce, EnvironmentBadOnOneRankFailsOnEveryRankAlike) {
+  std::vector<double> v(10, 1.0);
+  for (int bad = 0; bad < size_of(); ++bad) {
+    if (rank_of() == bad) setenv("CONVEYOR_ALLREDUCE_ALGORITHM", "bogus", 1);
+    MPI_Comm fresh;
+    MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+    std::string message;
+    try {
+      allreduce(v.data(), v.size(), op::sum, fresh);
+    } catch (const error& e) {
+      message = e.message();
+    }
+    unsetenv("CONVEYOR_ALLREDUCE_ALGORITHM");
+    EXPECT_NE(message.find("rank " + std::to_string(bad) + ": "), std::string::npos) << message;
+    EXPECT_NE(message.find("bogus"), std::string::npos) << message;
+    MPI_Comm_free(&fresh);
+  }
+  std::fill(v.begin(), v.end(), 1.0);
+  allreduce(v.data(), v.size(), op::sum, MPI_COMM_WORLD);  // every rank still in step
+  EXPECT_EQ(v[0], size_of());
 }
 
 TEST(ReduceScatterAllgather, UnevenBlocksIncludingEmpty) {

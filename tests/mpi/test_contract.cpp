@@ -25,11 +25,14 @@
 #include "conveyor/outer.hpp"
 #include "conveyor/redistribute.hpp"
 #include "conveyor/sinkhorn.hpp"
+#include "c_api_util.hpp"
 #include "mpi_test_util.hpp"
 
 namespace conveyor {
 namespace {
 
+using testing::c_redistribute_options;
+using testing::c_transform;
 using testing::rank_of;
 using testing::size_of;
 namespace rd = redistribute;
@@ -464,12 +467,8 @@ std::vector<sweep_case> c_cases() {
     conveyor_layout src = nullptr, dst = nullptr;
     c_call(conveyor_layout_cartesian(1, shape, grid, in.data(), 0, nullptr, &src));
     c_call(conveyor_layout_cartesian(1, shape, grid, out.data(), 0, nullptr, &dst));
-    conveyor_transform t;
-    conveyor_transform_init(&t);
-    t.src = src;
-    t.dst = dst;
-    conveyor_redistribute_options o;
-    conveyor_redistribute_options_init(&o);
+    conveyor_transform t = c_transform(src, dst);
+    conveyor_redistribute_options o = c_redistribute_options();
     o.transport = transport;
     conveyor_redistribution plan = nullptr;
     const int rc = conveyor_redistribution_create(null_transforms ? nullptr : &t, 1, comm, &o, null_result ? nullptr : &plan);

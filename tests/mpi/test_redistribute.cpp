@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "reference.hpp"
+#include "c_api_util.hpp"
 #include "mpi_test_util.hpp"
 #include "conveyor/conveyor.h"
 #include "conveyor/redistribute.hpp"
@@ -74,6 +75,8 @@ namespace {
 
 namespace rd = redistribute;
 
+using testing::c_redistribute_options;
+using testing::c_transform;
 using testing::rank_of;
 using testing::size_of;
 
@@ -787,14 +790,10 @@ TEST(Redistribute, CApi) {
     conveyor_layout src = nullptr, dst = nullptr;
     ASSERT_EQ(conveyor_layout_block_cyclic(&bc, &src), CONVEYOR_SUCCESS) << conveyor_last_error();
     ASSERT_EQ(conveyor_layout_cartesian(2, dshape, grid, c.data(), 0, nullptr, &dst), CONVEYOR_SUCCESS) << conveyor_last_error();
-    conveyor_transform t;
-    conveyor_transform_init(&t);
-    t.src = src;
-    t.dst = dst;
+    conveyor_transform t = c_transform(src, dst);
     t.perm = perm;
     t.alpha = 2;
-    conveyor_redistribute_options o;
-    conveyor_redistribute_options_init(&o);
+    conveyor_redistribute_options o = c_redistribute_options();
     o.transport = method;
     conveyor_redistribution plan = nullptr;
     ASSERT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_SUCCESS) << conveyor_last_error();
@@ -842,12 +841,8 @@ TEST(Redistribute, CApi) {
   int64_t nblocks = -1;
   ASSERT_EQ(conveyor_layout_local_blocks(x, me, &nblocks), CONVEYOR_SUCCESS);
   EXPECT_EQ(nblocks, 1);
-  conveyor_transform t;
-  conveyor_transform_init(&t);
-  t.src = x;
-  t.dst = y;
-  conveyor_redistribute_options o;
-  conveyor_redistribute_options_init(&o);
+  conveyor_transform t = c_transform(x, y);
+  conveyor_redistribute_options o = c_redistribute_options();
   o.relabel = CONVEYOR_RELABEL_OPTIMAL;
   conveyor_redistribution plan = nullptr;
   ASSERT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_SUCCESS) << conveyor_last_error();

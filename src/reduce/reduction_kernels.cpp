@@ -22,7 +22,7 @@
 // - logical ops return 0 or 1 in the input's integer type.
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "reduce/kernels.cpp"
+#define HWY_TARGET_INCLUDE "reduce/reduction_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -225,33 +225,29 @@ struct OpProd {
 };
 #endif
 
-struct OpMin {
+// min and max with MPI's meaning on floats: a NaN input gives NaN (a + b), and
+// equal inputs, which can only differ as -0/+0, give -0 for min (OR of the
+// bits) and +0 for max (AND of the bits).
+template <bool kMax>
+struct OpExtremum {
   template <class D, class V>
   static HWY_INLINE V Apply(D d, V a, V b) {
     if constexpr (kIsFloat<D>) {
-      // Equal inputs can only differ as -0/+0: OR of the bits picks -0.
-      const V m = hn::IfThenElse(hn::Eq(a, b), hn::Or(a, b), hn::Min(a, b));
+      V m;
+      if constexpr (kMax) {
+        m = hn::IfThenElse(hn::Eq(a, b), hn::And(a, b), hn::Max(a, b));
+      } else {
+        m = hn::IfThenElse(hn::Eq(a, b), hn::Or(a, b), hn::Min(a, b));
+      }
       return hn::IfThenElse(hn::Or(hn::IsNaN(a), hn::IsNaN(b)), hn::Add(a, b), m);
     } else {
       (void)d;
-      return hn::Min(a, b);
+      return kMax ? hn::Max(a, b) : hn::Min(a, b);
     }
   }
 };
-
-struct OpMax {
-  template <class D, class V>
-  static HWY_INLINE V Apply(D d, V a, V b) {
-    if constexpr (kIsFloat<D>) {
-      // Equal inputs can only differ as -0/+0: AND of the bits picks +0.
-      const V m = hn::IfThenElse(hn::Eq(a, b), hn::And(a, b), hn::Max(a, b));
-      return hn::IfThenElse(hn::Or(hn::IsNaN(a), hn::IsNaN(b)), hn::Add(a, b), m);
-    } else {
-      (void)d;
-      return hn::Max(a, b);
-    }
-  }
-};
+using OpMin = OpExtremum<false>;
+using OpMax = OpExtremum<true>;
 
 struct OpBand {
   template <class D, class V>

@@ -1,12 +1,12 @@
-// DSOP's local compute (see kernels.hpp), written once with Highway for every target.
+// DSOP's local compute (see outer_product_kernels.hpp), written once with Highway for every target.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "outer/kernels.cpp"
+#define HWY_TARGET_INCLUDE "dsop/outer_product_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include <algorithm>
 
-#include "outer/kernels.hpp"
+#include "dsop/outer_product_kernels.hpp"
 #include "runtime/simd_targets.hpp"
 
 HWY_BEFORE_NAMESPACE();

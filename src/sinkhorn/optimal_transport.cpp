@@ -22,7 +22,7 @@
 #include "conveyor/collectives.hpp"
 #include "runtime/large_array.hpp"
 #include "sinkhorn/common.hpp"
-#include "sinkhorn/kernels.hpp"
+#include "sinkhorn/scaling_kernels.hpp"
 #include "sinkhorn/scaling.hpp"
 
 namespace conveyor::sinkhorn::detail {
@@ -70,15 +70,13 @@ class log_solver {
       if (p_.b[j] == 0) g_[j] = -std::numeric_limits<T>::infinity();  // an empty column stays empty
     }
     if (o_.columns_first) exact_column_update(g_);  // POT's order: g from f first
-    std::vector<T> f_prev(rows), s_local(cols), s(cols), g_new(cols);
+    std::vector<T> s_local(cols), s(cols), g_new(cols);
     std::vector<double> err_el(cols);
     iteration_log log;
     timing t;
-    for (int it = 1; it <= o_.max_iter; ++it) {
-      const double t0 = now();
-      f_prev = f_;
+    run_iterations(o_, log, t, f_, [&](int) {
       row_pass(s_local);
-      const double t1 = now();
+      const double rows_done = now();
       t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
         for (std::size_t j = off; j < off + cnt; ++j) {
           err_el[j] = error_term(static_cast<double>(s[j]), static_cast<double>(p_.b[j]), o_.norm);
@@ -100,14 +98,8 @@ class log_solver {
       }
       bool finite = std::isfinite(err);
       for (std::size_t j = 0; j < cols && finite; ++j) finite = p_.b[j] == 0 || std::isfinite(g_new[j]);
-      t.row_pass += t1 - t0;
-      t.column_pass += now() - t1;
-      if (finish_iteration(log, it, err, finite, o_)) {
-        if (log.state == status::numerical_failure) f_ = std::move(f_prev);
-        break;
-      }
-      if (it < o_.max_iter) g_.swap(g_new);
-    }
+      return iteration_step{rows_done, err, finite};
+    }, [&] { g_.swap(g_new); });
     transport_result<T> res;
     take_log(res, log, t);
     res.cost = cost_and_plan();
@@ -267,14 +259,13 @@ transport_result<T> transport_entry(const ot_problem<T>& p, MPI_Comm comm, const
   const double t0 = now();
   const call_shape shape{kWhat, p.rows, p.cols, p.ld, p.C == nullptr, p.a == nullptr, p.b == nullptr, false, true};
   collective_call call(kWhat, comm);
-  if (!(std::isfinite(p.eps) && p.eps > 0)) {
-    call.fail(errc::invalid_argument, "eps must be finite and > 0, got " + std::to_string(p.eps));
-  }
+  const bool eps_valid = std::isfinite(p.eps) && p.eps > 0;
+  if (!eps_valid) call.fail(errc::invalid_argument, "eps must be finite and > 0, got " + std::to_string(p.eps));
   if (p.plan && p.plan_ld < p.cols) {
     call.fail(errc::invalid_argument,
               "plan leading dimension " + std::to_string(p.plan_ld) + " < columns " + std::to_string(p.cols));
   }
-  const run_context ctx = start(call, shape, dtype_of_v<T>, o, std::isfinite(p.eps) && p.eps > 0 ? p.eps : 0);
+  const run_context ctx = start(call, shape, dtype_of_v<T>, o, eps_valid ? p.eps : 0);
 
   // Data: histograms finite and >= 0, costs finite.
   agree_on_data(ctx, kWhat, [&] {

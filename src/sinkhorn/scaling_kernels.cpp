@@ -1,5 +1,5 @@
-// SIMD kernels of the Sinkhorn engine (see kernels.hpp), written once with Google
-// Highway and compiled for every target it knows; the Reduce engine's active target
+// SIMD kernels of the Sinkhorn engine (see scaling_kernels.hpp), written once with Google
+// Highway and compiled for every target it knows; the runtime's active target
 // picks the table. Loops run whole vectors, then a tail of 1-lane vectors
 // (CappedTag<T, 1>) through the same arithmetic, so no element takes a different
 // code path depending on where a buffer ends.
@@ -8,7 +8,7 @@
 // order is fixed, so a kernel is deterministic for a given target and length.
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "sinkhorn/kernels.cpp"
+#define HWY_TARGET_INCLUDE "sinkhorn/scaling_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "sinkhorn/kernels.hpp"
+#include "sinkhorn/scaling_kernels.hpp"
 #include "runtime/simd_targets.hpp"
 
 HWY_BEFORE_NAMESPACE();

@@ -1,4 +1,4 @@
-// Internal: the geometry of a Redistribute plan — what moves where, independent of
+// Internal: the exchange map of a Redistribute plan — what moves where, independent of
 // how it moves. Built once by plan.cpp (enumerate, then one MPI_Allgather for the
 // peers' packing orders and the volume matrix); read by every transport
 // (transport.hpp), which adds only its own buffers and MPI objects.
@@ -109,7 +109,7 @@ struct transform_plan {
 
 using piece_lists = std::vector<std::vector<piece>> transform_plan::*;  // &transform_plan::send or ::recv
 
-struct geometry {
+struct exchange_map {
   // The runtime's private communicator of the caller's (shared with every plan
   // and collective on it: no MPI_Comm_dup per plan; messages of consecutive
   // executions cannot mix because no receive uses a wildcard and MPI keeps the
@@ -121,7 +121,7 @@ struct geometry {
   // description; a later set_storage on the caller's layout does not reach them),
   // so callers may free or change theirs once the plan is built.
   std::deque<layout> layouts;
-  std::vector<transform_plan> ts;
+  std::vector<transform_plan> transforms;
   std::vector<std::int64_t> send_bytes, recv_bytes;  // per peer (all transforms)
   std::int64_t self_bytes = 0;                       // local copies (all transforms)
   std::vector<int> send_peers, recv_peers;           // peers with data, in rank order
@@ -151,7 +151,7 @@ struct geometry {
   template <class Fn>
   void for_pieces(piece_lists dir, int peer, Fn&& fn) const {
     std::size_t index = 0;
-    for (const auto& t : ts) {
+    for (const auto& t : transforms) {
       for (const piece& p : (t.*dir)[static_cast<std::size_t>(peer)]) fn(t, p, index++);
     }
   }

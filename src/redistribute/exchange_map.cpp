@@ -1,4 +1,4 @@
-// The geometry of a plan (geometry.hpp): addressing, packing, and building it.
+// The exchange map of a plan (exchange_map.hpp): addressing, packing, and building it.
 //
 // Building: for each transform, every rank walks its own source blocks and, per
 // dimension, the range of destination blocks they overlap (binary search or
@@ -6,9 +6,9 @@
 // holds), producing pieces grouped by destination owner; symmetrically it walks
 // its destination blocks to know what it receives. Cost: O(overlapping block pairs
 // of this rank) plus one MPI_Allgather of (transforms + P) int64. Between two
-// block-cyclic layouts the pieces are interval products instead (geometry.hpp):
+// block-cyclic layouts the pieces are interval products instead (exchange_map.hpp):
 // O(row + column intervals of this rank), no sort.
-#include "redistribute/geometry.hpp"
+#include "redistribute/exchange_map.hpp"
 #include "redistribute/cyclic_grid.hpp"
 
 #include <mpi.h>
@@ -26,7 +26,7 @@
 namespace conveyor::redistribute::detail {
 
 // --- addressing -------------------------------------------------------------------
-char* geometry::element_address(const layout& l, const block_index& b, const coords& at_global, std::size_t esize) {
+char* exchange_map::element_address(const layout& l, const block_index& b, const coords& at_global, std::size_t esize) {
   const block_storage s = l.storage(b);
   std::int64_t off = s.offset;
   for (int d = 0; d < l.ndim(); ++d) {
@@ -36,13 +36,13 @@ char* geometry::element_address(const layout& l, const block_index& b, const coo
   return static_cast<char*>(s.data) + off * static_cast<std::int64_t>(esize);
 }
 
-coords geometry::to_dst(const transform_plan& t, const coords& src) {
+coords exchange_map::to_dst(const transform_plan& t, const coords& src) {
   coords out{};
   for (int k = 0; k < t.ndim; ++k) out[static_cast<std::size_t>(k)] = src[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])];
   return out;
 }
 
-coords geometry::packed_strides(const piece& p, const axis_order& order, int ndim) {
+coords exchange_map::packed_strides(const piece& p, const axis_order& order, int ndim) {
   coords st{};
   std::int64_t s = 1;
   for (int k = ndim; k-- > 0;) {
@@ -53,7 +53,7 @@ coords geometry::packed_strides(const piece& p, const axis_order& order, int ndi
   return st;
 }
 
-box_copy geometry::unpack_copy(const transform_plan& t, const piece& p, const axis_order& order) {
+box_copy exchange_map::unpack_copy(const transform_plan& t, const piece& p, const axis_order& order) {
   box_copy c;
   c.ndim = t.ndim;
   const coords buf_stride = packed_strides(p, order, t.ndim);
@@ -67,7 +67,7 @@ box_copy geometry::unpack_copy(const transform_plan& t, const piece& p, const ax
   return c;
 }
 
-box_copy geometry::pack_copy(const transform_plan& t, const piece& p) {
+box_copy exchange_map::pack_copy(const transform_plan& t, const piece& p) {
   box_copy c;
   c.ndim = t.ndim;
   const block_storage ss = t.src->storage(p.src_block);
@@ -80,7 +80,7 @@ box_copy geometry::pack_copy(const transform_plan& t, const piece& p) {
   return c;
 }
 
-box_copy geometry::local_copy(const transform_plan& t, const piece& p) {
+box_copy exchange_map::local_copy(const transform_plan& t, const piece& p) {
   box_copy c;
   c.ndim = t.ndim;
   const block_storage ss = t.src->storage(p.src_block), ds = t.dst->storage(p.dst_block);
@@ -93,8 +93,8 @@ box_copy geometry::local_copy(const transform_plan& t, const piece& p) {
   return c;
 }
 
-char* geometry::src_corner(const transform_plan& t, const piece& p) { return element_address(*t.src, p.src_block, p.lo, t.esize); }
-char* geometry::dst_corner(const transform_plan& t, const piece& p) {
+char* exchange_map::src_corner(const transform_plan& t, const piece& p) { return element_address(*t.src, p.src_block, p.lo, t.esize); }
+char* exchange_map::dst_corner(const transform_plan& t, const piece& p) {
   return element_address(*t.dst, p.dst_block, to_dst(t, p.lo), t.esize);
 }
 
@@ -106,9 +106,9 @@ std::int64_t interval_product::elements() const {
   return h * w;
 }
 
-std::size_t geometry::piece_count(piece_lists dir, int peer) const {
+std::size_t exchange_map::piece_count(piece_lists dir, int peer) const {
   std::size_t n = 0;
-  for (const auto& t : ts) {
+  for (const auto& t : transforms) {
     const auto k = static_cast<std::size_t>(peer);
     n += t.products ? (dir == &transform_plan::send ? t.send_products : t.recv_products)[k].pieces() : (t.*dir)[k].size();
   }
@@ -245,49 +245,49 @@ void copy_product(const transform_plan& t, const interval_product& p) {
 }
 
 void pack_piece(const transform_plan& t, const piece& p, char* base, std::int64_t& offset) {
-  apply(t.type, geometry::pack_copy(t, p), geometry::src_corner(t, p), base + offset, scaling{});
-  offset += geometry::piece_bytes(t, p);
+  apply(t.type, exchange_map::pack_copy(t, p), exchange_map::src_corner(t, p), base + offset, scaling{});
+  offset += exchange_map::piece_bytes(t, p);
 }
 
 void unpack_piece(const transform_plan& t, const piece& p, const axis_order& order, const char* base, std::int64_t& offset) {
-  apply(t.type, geometry::unpack_copy(t, p, order), base + offset, geometry::dst_corner(t, p), t.scale);
-  offset += geometry::piece_bytes(t, p);
+  apply(t.type, exchange_map::unpack_copy(t, p, order), base + offset, exchange_map::dst_corner(t, p), t.scale);
+  offset += exchange_map::piece_bytes(t, p);
 }
 
 }  // namespace
 
-void geometry::pack_range(int peer, std::size_t first, std::size_t last, char* base, std::int64_t& offset) const {
+void exchange_map::pack_range(int peer, std::size_t first, std::size_t last, char* base, std::int64_t& offset) const {
   for_pieces(&transform_plan::send, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
     if (i >= first && i < last) pack_piece(t, p, base, offset);
   });
 }
 
-void geometry::unpack_range(int peer, std::size_t first, std::size_t last, const char* base, std::int64_t& offset) const {
+void exchange_map::unpack_range(int peer, std::size_t first, std::size_t last, const char* base, std::int64_t& offset) const {
   for_pieces(&transform_plan::recv, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
     if (i >= first && i < last) unpack_piece(t, p, t.peer_order[static_cast<std::size_t>(peer)], base, offset);
   });
 }
 
-void geometry::pack_all(int peer, char* base) const {
+void exchange_map::pack_all(int peer, char* base) const {
   const auto k = static_cast<std::size_t>(peer);
   std::int64_t offset = 0;
-  for (const auto& t : ts) {
+  for (const auto& t : transforms) {
     if (t.products) pack_product(t, t.send_products[k], base, offset);
     else for (const piece& p : t.send[k]) pack_piece(t, p, base, offset);
   }
 }
 
-void geometry::unpack_all(int peer, const char* base) const {
+void exchange_map::unpack_all(int peer, const char* base) const {
   const auto k = static_cast<std::size_t>(peer);
   std::int64_t offset = 0;
-  for (const auto& t : ts) {
+  for (const auto& t : transforms) {
     if (t.products) unpack_product(t, t.recv_products[k], base, offset);
     else for (const piece& p : t.recv[k]) unpack_piece(t, p, t.peer_order[k], base, offset);
   }
 }
 
-void geometry::copy_local() const {
-  for (const auto& t : ts) {
+void exchange_map::copy_local() const {
+  for (const auto& t : transforms) {
     if (t.products) copy_product(t, t.self_product);
     else for (const piece& p : t.self) apply(t.type, local_copy(t, p), src_corner(t, p), dst_corner(t, p), t.scale);
   }
@@ -365,11 +365,11 @@ std::vector<std::vector<axis_interval>> cut_axis(const axis_splits& mine_splits,
 
 }  // namespace
 
-// Interval products (geometry.hpp): per source axis, my source blocks cut by the
+// Interval products (exchange_map.hpp): per source axis, my source blocks cut by the
 // destination blocks (what I send, listed by destination grid coordinate) and my
 // destination blocks cut by the source blocks (what I receive, by source grid
 // coordinate); each peer's product is one list of each axis.
-void geometry::enumerate_products(transform_plan& t, const cyclic_grid& S, const cyclic_grid& D) const {
+void exchange_map::enumerate_products(transform_plan& t, const cyclic_grid& S, const cyclic_grid& D) const {
   const auto P = static_cast<std::size_t>(size);
   t.products = true;
   t.send_products.assign(P, {});
@@ -439,8 +439,8 @@ void geometry::enumerate_products(transform_plan& t, const cyclic_grid& S, const
   }
 }
 
-void geometry::materialize_pieces() {
-  for (auto& t : ts) {
+void exchange_map::materialize_pieces() {
+  for (auto& t : transforms) {
     if (!t.products) continue;
     std::array<int, 2> inv{};
     for (int k = 0; k < 2; ++k) inv[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = k;
@@ -471,7 +471,7 @@ void geometry::materialize_pieces() {
   }
 }
 
-void geometry::enumerate(transform_plan& t) const {
+void exchange_map::enumerate(transform_plan& t) const {
   const layout& S = *t.src;
   const layout& D = *t.dst;
   const int n = t.ndim;
@@ -609,12 +609,12 @@ void add_grid_volume(const transform_plan& t, int P, std::vector<std::int64_t>& 
 // each rank; its own entry: local copies). Where every transform is a grid pair,
 // every rank knows both without asking; otherwise one MPI_Allgather gives every
 // rank each rank's orders and row.
-void geometry::orders_and_volume() {
-  const std::size_t nt = ts.size(), P = static_cast<std::size_t>(size), record = nt + P;
+void exchange_map::orders_and_volume() {
+  const std::size_t nt = transforms.size(), P = static_cast<std::size_t>(size), record = nt + P;
   count_bytes();
-  if (std::all_of(ts.begin(), ts.end(), [](const transform_plan& t) { return t.grid_pair; })) {
+  if (std::all_of(transforms.begin(), transforms.end(), [](const transform_plan& t) { return t.grid_pair; })) {
     volume.assign(P * P, 0);
-    for (auto& t : ts) {
+    for (auto& t : transforms) {
       t.order[0] = 1, t.order[1] = 0;
       t.peer_order.assign(P, t.order);
       add_grid_volume(t, size, volume);
@@ -623,7 +623,7 @@ void geometry::orders_and_volume() {
   }
   std::vector<std::int64_t> mine(record, 0), all(record * P, 0);
   for (std::size_t i = 0; i < nt; ++i) {
-    transform_plan& t = ts[i];
+    transform_plan& t = transforms[i];
     std::iota(t.order.begin(), t.order.begin() + t.ndim, 0);
     if (t.grid_pair) {
       t.order[0] = 1, t.order[1] = 0;
@@ -646,7 +646,7 @@ void geometry::orders_and_volume() {
               volume.begin() + static_cast<std::ptrdiff_t>(q * P));
   }
   for (std::size_t i = 0; i < nt; ++i) {
-    transform_plan& t = ts[i];
+    transform_plan& t = transforms[i];
     t.peer_order.assign(P, axis_order{});
     for (std::size_t q = 0; q < P; ++q) {
       const std::int64_t code = all[q * record + i];
@@ -656,13 +656,13 @@ void geometry::orders_and_volume() {
 }
 
 // Bytes per peer and the peers (local: the volume matrix comes with the orders).
-void geometry::count_bytes() {
+void exchange_map::count_bytes() {
   send_peers.clear();
   recv_peers.clear();
   send_bytes.assign(static_cast<std::size_t>(size), 0);
   recv_bytes.assign(static_cast<std::size_t>(size), 0);
   self_bytes = 0;
-  for (const auto& t : ts) {
+  for (const auto& t : transforms) {
     const auto es = static_cast<std::int64_t>(t.esize);
     for (int p = 0; p < size; ++p) {
       const auto k = static_cast<std::size_t>(p);

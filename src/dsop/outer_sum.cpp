@@ -2,7 +2,7 @@
 //
 // Per algorithm, with T-byte elements, rows split N = sum_p n_p (balanced), a
 // ring allgather of k bytes per rank costing (P-1)(alpha + k beta) (the model
-// that `auto` uses: runtime/cost_model.hpp):
+// that `auto` uses: dsop/cost_model.hpp):
 //
 //   allgather:     allgather of the pairs, (N+M) T bytes per rank;
 //                  local: P N M multiply-adds, N M T bytes of G written.
@@ -37,10 +37,10 @@
 
 #include "runtime/box_copy.hpp"
 #include "runtime/context.hpp"
-#include "runtime/cost_model.hpp"
+#include "dsop/cost_model.hpp"
 #include "conveyor/contract.hpp"
 #include "core/names.hpp"
-#include "outer/kernels.hpp"
+#include "dsop/outer_product_kernels.hpp"
 #include "runtime/message_pieces.hpp"
 #include "runtime/partition.hpp"
 

@@ -1,0 +1,170 @@
+// Python bindings of the Sinkhorn engine (conveyor.sinkhorn, conveyor.ot).
+#include <mpi.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bindings.hpp"
+#include "conveyor/sinkhorn.hpp"
+#include "convert.hpp"
+
+namespace conveyor::python {
+namespace {
+
+namespace sk = conveyor::sinkhorn;
+
+template <class T>
+nb::ndarray<nb::numpy, T> to_numpy(std::vector<T> v) {
+  auto* owned = new std::vector<T>(std::move(v));
+  nb::capsule free_it(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(owned->data(), {owned->size()}, free_it);
+}
+
+// The arguments of a Sinkhorn call after conversion.
+struct sinkhorn_args {
+  py_input matrix;          // A or C (read-only view; A_out when in place)
+  array matrix_out;         // A when in place
+  py_input row, col;        // marginals, of the matrix's dtype
+  nb::object plan;          // transport: the plan array, or None
+  sk::options o;
+  double eps = 0;
+  std::size_t rows = 0, cols = 0;
+  bool single = false;      // float32
+};
+
+void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c, bool in_place, option_reader& opt,
+                      const char* row_name, const char* col_name) {
+  if (in_place) {
+    s.matrix_out = output(M, "A");
+    s.matrix.obj = nb::borrow(M);
+    s.matrix.type = dtype_of(s.matrix_out.dtype());
+    if (s.matrix_out.ndim() != 2) fail(errc::invalid_argument, "A must be 2-D");
+    s.rows = s.matrix_out.shape(0);
+    s.cols = s.matrix_out.shape(1);
+  } else {
+    s.matrix = input(M, row_name[0] == 'r' ? "A" : "C");
+    if (s.matrix.a.ndim() != 2) fail(errc::invalid_argument, std::string(row_name[0] == 'r' ? "A" : "C") + " must be 2-D");
+    s.rows = s.matrix.a.shape(0);
+    s.cols = s.matrix.a.shape(1);
+  }
+  if (s.matrix.type != conveyor::dtype::float32 && s.matrix.type != conveyor::dtype::float64) {
+    fail(errc::invalid_type, "matrix dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.matrix.type)));
+  }
+  s.single = s.matrix.type == conveyor::dtype::float32;
+  const nb::object dtype = s.matrix.obj.attr("dtype");
+  s.row = input(r, row_name, dtype);
+  s.col = input(c, col_name, dtype);
+  require_shape(s.row.a, {s.rows}, row_name);
+  require_shape(s.col.a, {s.cols}, col_name);
+  opt.read_with("variant", [&](nb::handle h) { s.o.variant = sk::parse_variant(value<std::string>(h, "variant", "a string")); });
+  opt.read("tol", s.o.tol, "a number");
+  opt.read("max_iter", s.o.max_iter, "an int");
+  opt.read_with("norm", [&](nb::handle h) { s.o.norm = sk::parse_norm(value<std::string>(h, "norm", "a string")); });
+  opt.read("check_every", s.o.check_every, "an int");
+  opt.read("columns_first", s.o.columns_first, "a bool");
+  opt.read("threads", s.o.threads, "an int");
+  opt.read("log_domain", s.o.log_domain, "a bool");
+  opt.read("overlap", s.o.overlap, "a bool");
+  opt.read("mc", s.o.block.mc, "an int");
+  opt.read("nc", s.o.block.nc, "an int");
+  opt.read("mr", s.o.block.mr, "an int");
+  opt.read("nr", s.o.block.nr, "an int");
+  const nb::object float64 = nb::module_::import_("numpy").attr("float64");
+  const auto warm = [&](const char* name, std::vector<double>& into) {
+    opt.read_with(name, [&](nb::handle h) {
+      const py_input v = input(h, name, float64);
+      const auto* p = static_cast<const double*>(v.a.data());
+      into.assign(p, p + v.a.size());
+    });
+  };
+  warm("init_u", s.o.init_u);
+  warm("init_v", s.o.init_v);
+  read_inner_allreduce(opt, s.o.allreduce);
+}
+
+template <class T>
+nb::tuple run_scale(sinkhorn_args& s, MPI_Comm cm, bool in_place) {
+  sk::scaling_result<T> res;
+  const T* r = static_cast<const T*>(s.row.a.data());
+  const T* c = static_cast<const T*>(s.col.a.data());
+  {
+    nb::gil_scoped_release unlocked;
+    res = in_place ? sk::scale_in_place(static_cast<T*>(s.matrix_out.data()), s.rows, s.cols, s.cols, r, c, cm, s.o)
+                   : sk::scale(static_cast<const T*>(s.matrix.a.data()), s.rows, s.cols, s.cols, r, c, cm, s.o);
+  }
+  return nb::make_tuple(to_numpy(std::move(res.u)), to_numpy(std::move(res.v)), std::string(sk::status_name(res.state)),
+                        res.iterations, res.error);
+}
+
+template <class T>
+nb::tuple run_transport(sinkhorn_args& s, MPI_Comm cm, T* plan) {
+  sk::transport_result<T> res;
+  {
+    nb::gil_scoped_release unlocked;
+    res = sk::transport(static_cast<const T*>(s.matrix.a.data()), s.rows, s.cols, s.cols,
+                        static_cast<const T*>(s.row.a.data()), static_cast<const T*>(s.col.a.data()), s.eps, cm, s.o,
+                        plan, s.cols);
+  }
+  return nb::make_tuple(to_numpy(std::move(res.f)), to_numpy(std::move(res.g)), std::string(sk::status_name(res.state)),
+                        res.iterations, res.error, res.cost, s.plan, to_numpy(std::move(res.error_history)));
+}
+
+}  // namespace
+
+void bind_sinkhorn(nb::module_& m) {
+  m.def(
+      "sinkhorn_scale",
+      [](nb::handle A, nb::handle r, nb::handle c, nb::handle comm, nb::handle in_place, nb::handle options) {
+        const MPI_Comm cm = comm_of(comm);
+        bool in_place_value = false;
+        {
+          conveyor::collective_call call("sinkhorn::scale", cm);
+          sinkhorn_args s;
+          convert(call, [&] {
+            in_place_value = value<bool>(in_place, "in_place", "a bool");
+            option_reader opt(options);
+            convert_sinkhorn(s, A, r, c, in_place_value, opt, "r", "c");
+            opt.finish();
+          });
+          call.finish_front_end();
+          return s.single ? run_scale<float>(s, cm, in_place_value) : run_scale<double>(s, cm, in_place_value);
+        }
+      },
+      nb::arg("A").none(), nb::arg("r").none(), nb::arg("c").none(), nb::arg("comm").none(), nb::arg("in_place").none(),
+      nb::arg("options").none());
+
+  m.def(
+      "sinkhorn_transport",
+      [](nb::handle C, nb::handle a, nb::handle b, nb::handle eps, nb::handle comm, nb::handle plan, nb::handle options) {
+        const MPI_Comm cm = comm_of(comm);
+        conveyor::collective_call call("sinkhorn::transport", cm);
+        sinkhorn_args s;
+        void* plan_data = nullptr;
+        s.plan = nb::none();
+        convert(call, [&] {
+          option_reader opt(options);
+          convert_sinkhorn(s, C, a, b, false, opt, "a", "b");
+          opt.finish();
+          s.eps = value<double>(eps, "eps", "a number");
+          if (value<bool>(plan, "plan", "a bool")) {
+            s.plan = nb::module_::import_("numpy").attr("empty_like")(s.matrix.obj);
+            plan_data = output(s.plan, "plan").data();
+          }
+        });
+        call.finish_front_end();
+        return s.single ? run_transport<float>(s, cm, static_cast<float*>(plan_data))
+                        : run_transport<double>(s, cm, static_cast<double*>(plan_data));
+      },
+      nb::arg("C").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("eps").none(), nb::arg("comm").none(),
+      nb::arg("plan").none(), nb::arg("options").none());
+
+  m.def("balanced_rows", [](std::size_t M, int rank, int size) {
+    const sk::row_block b = sk::balanced_rows(M, rank, size);
+    return nb::make_tuple(b.first, b.count);
+  });
+}
+
+}  // namespace conveyor::python
