@@ -198,7 +198,10 @@ raw_buffer raw_of(const any_output& a) { return {a.data(), a.size(), dtype_of(a.
 
 }  // namespace
 
-void bind_collectives(nb::module_& m) {
+namespace {
+
+// conveyor.reduce_local and conveyor.allreduce: NumPy arrays, Python's names.
+void bind_array_collectives(nb::module_& m) {
   // Local (not collective): raises on this rank.
   m.def(
       "reduce_local",
@@ -261,7 +264,11 @@ void bind_collectives(nb::module_& m) {
       },
       nb::arg("send").none(), nb::arg("out").none(), nb::arg("op").none(), nb::arg("comm").none(), nb::arg("validate"),
       nb::arg("options").none());
+}
 
+// conveyor.Allreduce, Reduce_scatter_block, Allgather (mpi4py's style over any
+// buffer), their fast path for buffer-protocol objects, and the timing hook.
+void bind_buffer_collectives(nb::module_& m) {
   const auto def_buffer_collective = [&m](const char* name, buffer_collective kind) {
     m.def(
         name,
@@ -304,6 +311,13 @@ void bind_collectives(nb::module_& m) {
     for (int i = 0; i < calls; ++i) conveyor::allreduce(send.data(), recv.data(), recv.size(), t, o, c);
     return (MPI_Wtime() - t0) / std::max(calls, 1);
   });
+}
+
+}  // namespace
+
+void bind_collectives(nb::module_& m) {
+  bind_array_collectives(m);
+  bind_buffer_collectives(m);
 }
 
 }  // namespace conveyor::python

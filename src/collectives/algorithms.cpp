@@ -25,9 +25,9 @@ std::size_t max_count(const std::vector<block>& blocks) {
 // recursive doubling and Rabenseifner). Ranks 0..2r-1 pair up: even ranks send
 // their data to the odd neighbour and wait for the final result; odd ranks and
 // ranks >= 2r continue with index `id` in 0..p-1.
-struct fold {
+struct pow2_fold {
   int p = 1, r = 0, id = -1;  // id < 0: this rank sits out
-  fold(int g, int me) {
+  pow2_fold(int g, int me) {
     while (p * 2 <= g) p *= 2;
     r = g - p;
     if (me < 2 * r) id = (me % 2) ? me / 2 : -1;
@@ -37,7 +37,7 @@ struct fold {
 };
 
 // Rounds that bring the data of folded-out ranks into their odd partners.
-void fold_in(schedule& s, const fold& f, const std::vector<int>& group, int me, char* data,
+void fold_in(schedule& s, const pow2_fold& f, const std::vector<int>& group, int me, char* data,
              std::size_t bytes, std::size_t count, char* tmp) {
   if (me >= 2 * f.r) return;
   round& r = s.next();
@@ -50,7 +50,7 @@ void fold_in(schedule& s, const fold& f, const std::vector<int>& group, int me, 
 }
 
 // The round that hands the result back to a folded-out rank, which announces it.
-void fold_out(schedule& s, const fold& f, const std::vector<int>& group, int me, char* data,
+void fold_out(schedule& s, const pow2_fold& f, const std::vector<int>& group, int me, char* data,
               std::size_t bytes, block range) {
   if (me >= 2 * f.r) return;
   round& r = s.next();
@@ -184,7 +184,7 @@ void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::si
                                std::size_t esize, reduce_kernel_fn reduce, char* tmp, const piece_rule& pieces,
                                const std::function<void(std::size_t, std::size_t)>* on_chunk) {
   const std::size_t bytes = count * esize;
-  const fold f(g, me);
+  const pow2_fold f(g, me);
   const bool folded_out = me < 2 * f.r && me % 2 == 0;
   const auto piece_to = [&](int peer) { return pieces.for_message(peer, bytes); };
   if (me < 2 * f.r) {
@@ -215,7 +215,7 @@ void rabenseifner(schedule& s, const std::vector<int>& group, int me, block rang
     s.next().notify(range.offset, range.count);
     return;
   }
-  const fold f(g, me);
+  const pow2_fold f(g, me);
   const std::size_t bytes = range.count * buf.esize;
   char* data = buf.at(range.offset);
   char* tmp = scratch.take(bytes);

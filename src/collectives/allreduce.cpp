@@ -142,7 +142,7 @@ struct fast_entry {
   bool serves(const void* send, const void* recv, std::size_t n, dtype type, op o_, MPI_Comm c,
               const allreduce_options& options) const;
 };
-thread_local fast_entry t_fast;
+thread_local fast_entry t_repeated_shape;
 
 // Every option at its default except the algorithm (automatic or pinned).
 bool plain_options(const allreduce_options& o) {
@@ -353,7 +353,7 @@ const detail::model_choice& model_choice_for(detail::collectives_state& state, a
   if (plain_options(options) && count > 0 && ctx.size > 1 &&
       (alg != allreduce_algorithm::mpi || count <= detail::kMaxMessageBytes)) {
     const stock_call stock = alg == allreduce_algorithm::mpi ? stock_call_of(t, o) : stock_call{};
-    t_fast = {comm,  count,  t,       o,     bytes, detail::context_generation(), &ctx, options.algorithm, alg, stock,
+    t_repeated_shape = {comm,  count,  t,       o,     bytes, detail::context_generation(), &ctx, options.algorithm, alg, stock,
               kernel, &layout, params.window, report};
   }
   run_algorithm(ctx, alg, send, recv, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
@@ -364,7 +364,7 @@ const detail::model_choice& model_choice_for(detail::collectives_state& state, a
 
 allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtype t, op o, MPI_Comm comm,
                            const allreduce_options& options) {
-  const fast_entry* entry = &t_fast;
+  const fast_entry* entry = &t_repeated_shape;
   asm("" : "+r"(entry));  // one TLS lookup for the whole call (see fast_entry)
   const fast_entry& fast = *entry;
   if (fast.serves(send, recv, count, t, o, comm, options)) {

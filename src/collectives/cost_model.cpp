@@ -15,7 +15,7 @@ double predict_allreduce(allreduce_algorithm a, std::size_t bytes, int size, con
   const link_params intra = intra_node_link(p), inter = inter_node_link(p);
   const link_params flat = flat_link(layout, p);  // flat algorithms cross the slowest link
   const int q = pow2_floor(size);
-  const double fold = q == size ? 0 : 2 * (flat.alpha + n * flat.beta) + n * p.gamma;
+  const double fold_seconds = q == size ? 0 : 2 * (flat.alpha + n * flat.beta) + n * p.gamma;
   const double chunks = std::max(1.0, std::ceil(n / static_cast<double>(std::max<std::size_t>(1, segment_bytes))));
   switch (a) {
     case allreduce_algorithm::ring:
@@ -23,7 +23,7 @@ double predict_allreduce(allreduce_algorithm a, std::size_t bytes, int size, con
     case allreduce_algorithm::recursive_doubling: {
       // Round k pairs ranks 2^k apart: with consecutive ranks per node, the first
       // log2(L) rounds stay inside a node.
-      double t = fold;
+      double t = fold_seconds;
       for (int d = 1; d < q; d *= 2) {
         const link_params& l = d < layout.min_local ? intra : flat;
         t += l.alpha + n * l.beta + n * p.gamma;
@@ -33,7 +33,7 @@ double predict_allreduce(allreduce_algorithm a, std::size_t bytes, int size, con
     case allreduce_algorithm::rabenseifner: {
       // Halving round at distance d moves n*d/q bytes (d = q/2, ..., 1), the
       // allgather mirrors it; rounds at distance < L stay inside a node.
-      double t = fold;
+      double t = fold_seconds;
       for (int d = q / 2; d >= 1; d /= 2) {
         const link_params& l = d < layout.min_local ? intra : flat;
         const double part = n * d / q;

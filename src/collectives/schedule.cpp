@@ -40,27 +40,49 @@ std::size_t piece_rule::for_message(int peer, std::size_t bytes) const {
   return std::min(piece, kMaxMessageBytes);
 }
 
+namespace {
+
+// The requests in flight, each with the index of the schedule it belongs to; a
+// completed request's slot is reused, so MPI_Waitsome's array stays short.
+struct request_table {
+  std::vector<MPI_Request> requests;
+  std::vector<int> owner;  // slot -> index into the active schedules
+  std::vector<int> free_slots;
+
+  void add(MPI_Request req, int schedule_index) {
+    if (!free_slots.empty()) {
+      const auto slot = static_cast<std::size_t>(free_slots.back());
+      free_slots.pop_back();
+      requests[slot] = req;
+      owner[slot] = schedule_index;
+    } else {
+      requests.push_back(req);
+      owner.push_back(schedule_index);
+    }
+  }
+};
+
+}  // namespace
+
+void executor::run_local_steps(const round& r) const {
+  for (const local_step& st : r.after) {
+    switch (st.kind) {
+      case local_step::reduce: reduce_(st.a, st.b, st.out, st.count); break;
+      case local_step::copy: std::memmove(st.out, st.a, st.count); break;
+      case local_step::notify:
+        if (on_chunk_ && *on_chunk_) (*on_chunk_)(st.offset, st.count);
+        break;
+    }
+  }
+}
+
 void executor::run(std::vector<schedule>& schedules, int window) {
   window = std::max(1, window);
-  std::vector<MPI_Request> requests;
-  std::vector<int> owner;       // request slot -> index into `active`
-  std::vector<int> free_slots;
+  request_table inflight;
   std::vector<active_schedule> active;
   std::vector<int> done_indices(1);
   std::size_t next_schedule = 0;
   std::size_t running = 0;
-
-  const auto run_locals = [&](const round& r) {
-    for (const local_step& st : r.after) {
-      switch (st.kind) {
-        case local_step::reduce: reduce_(st.a, st.b, st.out, st.count); break;
-        case local_step::copy: std::memmove(st.out, st.a, st.count); break;
-        case local_step::notify:
-          if (on_chunk_ && *on_chunk_) (*on_chunk_)(st.offset, st.count);
-          break;
-      }
-    }
-  };
 
   // Posts rounds of schedule `a` until one has transfers in flight or it ends.
   // Returns false when the schedule finished.
@@ -75,22 +97,12 @@ void executor::run(std::vector<schedule>& schedules, int window) {
           const int rc = t.send ? MPI_Isend(p, n, MPI_BYTE, t.peer, st.tag, comm_, &req)
                                 : MPI_Irecv(p, n, MPI_BYTE, t.peer, st.tag, comm_, &req);
           check_mpi(rc, t.send ? "MPI_Isend" : "MPI_Irecv");
-          int slot;
-          if (!free_slots.empty()) {
-            slot = free_slots.back();
-            free_slots.pop_back();
-            requests[static_cast<std::size_t>(slot)] = req;
-            owner[static_cast<std::size_t>(slot)] = a;
-          } else {
-            slot = static_cast<int>(requests.size());
-            requests.push_back(req);
-            owner.push_back(a);
-          }
+          inflight.add(req, a);
           ++st.pending;
         }, pieces_.for_message(t.peer, t.bytes));
       }
       if (st.pending > 0) return true;
-      run_locals(r);  // a round without transfers: local work only
+      run_local_steps(r);  // a round without transfers: local work only
       ++st.round;
     }
     return false;
@@ -108,18 +120,18 @@ void executor::run(std::vector<schedule>& schedules, int window) {
   start_more();
   while (running > 0) {
     int outcount = 0;
-    done_indices.resize(requests.size());
-    check_mpi(MPI_Waitsome(static_cast<int>(requests.size()), requests.data(), &outcount,
+    done_indices.resize(inflight.requests.size());
+    check_mpi(MPI_Waitsome(static_cast<int>(inflight.requests.size()), inflight.requests.data(), &outcount,
                            done_indices.data(), MPI_STATUSES_IGNORE),
               "MPI_Waitsome");
     if (outcount == MPI_UNDEFINED) break;  // no active requests (cannot happen while running)
     for (int k = 0; k < outcount; ++k) {
       const int slot = done_indices[static_cast<std::size_t>(k)];
-      const int a = owner[static_cast<std::size_t>(slot)];
-      free_slots.push_back(slot);
+      const int a = inflight.owner[static_cast<std::size_t>(slot)];
+      inflight.free_slots.push_back(slot);
       active_schedule& st = active[static_cast<std::size_t>(a)];
       if (--st.pending == 0) {
-        run_locals(st.s->rounds[st.round]);
+        run_local_steps(st.s->rounds[st.round]);
         ++st.round;
         if (!advance(a)) {
           --running;

@@ -100,6 +100,8 @@ class executor {
   void run(std::vector<schedule>& schedules, int window);
 
  private:
+  void run_local_steps(const round& r) const;
+
   MPI_Comm comm_;
   reduce_kernel_fn reduce_;
   const std::function<void(std::size_t, std::size_t)>* on_chunk_;

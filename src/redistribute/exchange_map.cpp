@@ -485,11 +485,18 @@ void exchange_map::enumerate(transform_plan& t) const {
   }
   t.send.assign(static_cast<std::size_t>(size), {});
   t.recv.assign(static_cast<std::size_t>(size), {});
-  // inv[d]: the dst axis holding src axis d.
-  std::array<int, max_dims> inv{};
-  for (int k = 0; k < n; ++k) inv[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = k;
+  enumerate_sends(t);
+  enumerate_receives(t);
+  for (auto& v : t.send) sort_by_corner(v, t.grid_pair);
+  for (auto& v : t.recv) sort_by_corner(v, t.grid_pair);
+}
 
-  // Sending side: my source blocks x the destination blocks they overlap.
+// Sending side: my source blocks x the destination blocks they overlap (the
+// pieces to myself go to t.self).
+void exchange_map::enumerate_sends(transform_plan& t) const {
+  const layout& S = *t.src;
+  const layout& D = *t.dst;
+  const int n = t.ndim;
   const std::vector<block_index> my_src_blocks = S.blocks_of(rank);
   t.has_src_block = !my_src_blocks.empty();
   if (t.has_src_block) t.first_src_block = my_src_blocks.front();
@@ -521,7 +528,14 @@ void exchange_map::enumerate(transform_plan& t) const {
       else t.send[static_cast<std::size_t>(owner)].push_back(p);
     });
   }
-  // Receiving side: my destination blocks x the source blocks they overlap.
+}
+
+// Receiving side: my destination blocks x the source blocks they overlap (the
+// pieces from myself were counted on the sending side).
+void exchange_map::enumerate_receives(transform_plan& t) const {
+  const layout& S = *t.src;
+  const layout& D = *t.dst;
+  const int n = t.ndim;
   for (const block_index& bd : D.blocks_of(rank)) {
     coords lo{}, hi{}, first{}, last{};
     for (int k = 0; k < n; ++k) {
@@ -550,9 +564,6 @@ void exchange_map::enumerate(transform_plan& t) const {
       t.recv[static_cast<std::size_t>(owner)].push_back(p);
     });
   }
-  for (auto& v : t.send) sort_by_corner(v, t.grid_pair);
-  for (auto& v : t.recv) sort_by_corner(v, t.grid_pair);
-
 }
 
 namespace {

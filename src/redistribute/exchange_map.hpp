@@ -169,6 +169,8 @@ struct exchange_map {
   // --- building (plan.cpp) -------------------------------------------------------------
   void enumerate(transform_plan& t) const;      // local: the pieces of one transform
   void enumerate_products(transform_plan& t, const cyclic_grid& src, const cyclic_grid& dst) const;
+  void enumerate_sends(transform_plan& t) const;     // enumerate's two halves
+  void enumerate_receives(transform_plan& t) const;
   /// Interval products as piece lists (the transports other than packed walk pieces).
   void materialize_pieces();
   /// The packing orders and the volume matrix: computed locally where every

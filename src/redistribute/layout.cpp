@@ -126,9 +126,9 @@ layout layout::custom(std::vector<axis_splits> splits, std::vector<int> owners) 
   for (int o : owners) {
     if (o < 0) invalid("owner " + std::to_string(o) + " is negative");
   }
-  auto im = std::make_shared<impl>();
-  im->owners = std::move(owners);
-  l.impl_ = std::move(im);
+  auto spec = std::make_shared<impl>();
+  spec->owners = std::move(owners);
+  l.impl_ = std::move(spec);
   return l;
 }
 
@@ -153,14 +153,14 @@ layout layout::cartesian(std::vector<std::int64_t> shape, std::vector<int> grid,
     }
     l.splits_.push_back(axis_splits::explicit_points(std::move(points)));
   }
-  auto im = std::make_shared<impl>();
-  im->k = impl::kind::cartesian;
-  im->grid = std::move(grid);
-  im->column_major_ranks = column_major_ranks;
-  im->cart_local = local;
-  im->cart_strides = std::move(local_strides);
-  if (!im->cart_strides.empty() && im->cart_strides.size() != shape.size()) invalid("local strides need one entry per dimension");
-  l.impl_ = std::move(im);
+  auto spec = std::make_shared<impl>();
+  spec->k = impl::kind::cartesian;
+  spec->grid = std::move(grid);
+  spec->column_major_ranks = column_major_ranks;
+  spec->cart_local = local;
+  spec->cart_strides = std::move(local_strides);
+  if (!spec->cart_strides.empty() && spec->cart_strides.size() != shape.size()) invalid("local strides need one entry per dimension");
+  l.impl_ = std::move(spec);
   return l;
 }
 
@@ -205,12 +205,12 @@ layout layout::block_cyclic(const block_cyclic_params& p) {
   const std::int64_t kr = rows.block_of(p.row_offset), kc = cols.block_of(p.col_offset);
   l.splits_.push_back(axis_splits::regular(p.M, p.mb, rows.start(kr + 1) - p.row_offset));
   l.splits_.push_back(axis_splits::regular(p.N, p.nb, cols.start(kc + 1) - p.col_offset));
-  auto im = std::make_shared<impl>();
-  im->k = impl::kind::block_cyclic;
-  im->bc = p;
-  im->first_row_block = kr;
-  im->first_col_block = kc;
-  l.impl_ = std::move(im);
+  auto spec = std::make_shared<impl>();
+  spec->k = impl::kind::block_cyclic;
+  spec->bc = p;
+  spec->first_row_block = kr;
+  spec->first_col_block = kc;
+  l.impl_ = std::move(spec);
   return l;
 }
 
@@ -221,100 +221,100 @@ std::int64_t layout::blocks() const {
 }
 
 int layout::owner(const block_index& b) const {
-  const impl& im = *impl_;
+  const impl& spec = *impl_;
   int r = 0;
-  switch (im.k) {
+  switch (spec.k) {
     case impl::kind::custom:
-      r = im.owners[static_cast<std::size_t>(linear(splits_, b))];
+      r = spec.owners[static_cast<std::size_t>(linear(splits_, b))];
       break;
     case impl::kind::cartesian: {
       r = 0;
-      if (!im.column_major_ranks) {
-        for (std::size_t d = 0; d < im.grid.size(); ++d) r = r * im.grid[d] + static_cast<int>(b[d]);
+      if (!spec.column_major_ranks) {
+        for (std::size_t d = 0; d < spec.grid.size(); ++d) r = r * spec.grid[d] + static_cast<int>(b[d]);
       } else {
-        for (std::size_t d = im.grid.size(); d-- > 0;) r = r * im.grid[d] + static_cast<int>(b[d]);
+        for (std::size_t d = spec.grid.size(); d-- > 0;) r = r * spec.grid[d] + static_cast<int>(b[d]);
       }
       break;
     }
     case impl::kind::block_cyclic: {
-      const int pr = static_cast<int>((im.first_row_block + b[0] + im.bc.rsrc) % im.bc.prow);
-      const int pc = static_cast<int>((im.first_col_block + b[1] + im.bc.csrc) % im.bc.pcol);
-      r = im.grid_rank(pr, pc);
+      const int pr = static_cast<int>((spec.first_row_block + b[0] + spec.bc.rsrc) % spec.bc.prow);
+      const int pc = static_cast<int>((spec.first_col_block + b[1] + spec.bc.csrc) % spec.bc.pcol);
+      r = spec.grid_rank(pr, pc);
       break;
     }
   }
-  return im.relabel.empty() || r < 0 ? r : im.relabel[static_cast<std::size_t>(r)];
+  return spec.relabel.empty() || r < 0 ? r : spec.relabel[static_cast<std::size_t>(r)];
 }
 
 std::pair<int, int> layout::owner_range() const {
-  const impl& im = *impl_;
+  const impl& spec = *impl_;
   std::vector<int> owners;
-  switch (im.k) {
+  switch (spec.k) {
     case impl::kind::custom:
-      owners = im.owners;
+      owners = spec.owners;
       break;
     case impl::kind::cartesian: {
       int total = 1;
-      for (int g : im.grid) total *= g;
+      for (int g : spec.grid) total *= g;
       owners = {0, total - 1};
       break;
     }
     case impl::kind::block_cyclic:
-      for (int r = 0; r < im.bc.prow; ++r) {
-        for (int c = 0; c < im.bc.pcol; ++c) owners.push_back(im.grid_rank(r, c));
+      for (int r = 0; r < spec.bc.prow; ++r) {
+        for (int c = 0; c < spec.bc.pcol; ++c) owners.push_back(spec.grid_rank(r, c));
       }
       break;
   }
   if (owners.empty()) return {0, 0};  // an empty custom layout
-  if (!im.relabel.empty()) {
-    for (int& o : owners) o = o < 0 || o >= static_cast<int>(im.relabel.size()) ? o : im.relabel[static_cast<std::size_t>(o)];
+  if (!spec.relabel.empty()) {
+    for (int& o : owners) o = o < 0 || o >= static_cast<int>(spec.relabel.size()) ? o : spec.relabel[static_cast<std::size_t>(o)];
   }
   const auto [lo, hi] = std::minmax_element(owners.begin(), owners.end());
   return {*lo, *hi};
 }
 
 std::vector<block_index> layout::blocks_of(int rank) const {
-  const impl& im = *impl_;
+  const impl& spec = *impl_;
   int base = rank;
-  if (!im.relabel.empty()) {  // the rank whose blocks `rank` received
-    const auto it = std::find(im.relabel.begin(), im.relabel.end(), rank);
-    if (it == im.relabel.end()) return {};
-    base = static_cast<int>(it - im.relabel.begin());
+  if (!spec.relabel.empty()) {  // the rank whose blocks `rank` received
+    const auto it = std::find(spec.relabel.begin(), spec.relabel.end(), rank);
+    if (it == spec.relabel.end()) return {};
+    base = static_cast<int>(it - spec.relabel.begin());
   }
   std::vector<block_index> out;
   if (blocks() == 0) return out;  // an empty array
-  switch (im.k) {
+  switch (spec.k) {
     case impl::kind::custom:
       for (std::int64_t i = 0; i < blocks(); ++i) {
-        if (im.owners[static_cast<std::size_t>(i)] == base) out.push_back(unlinear(splits_, i));
+        if (spec.owners[static_cast<std::size_t>(i)] == base) out.push_back(unlinear(splits_, i));
       }
       break;
     case impl::kind::cartesian: {
       int total = 1;
-      for (int g : im.grid) total *= g;
+      for (int g : spec.grid) total *= g;
       if (base < 0 || base >= total) break;
       block_index b{};
       int r = base;
-      if (!im.column_major_ranks) {
-        for (std::size_t d = im.grid.size(); d-- > 0;) {
-          b[d] = r % im.grid[d];
-          r /= im.grid[d];
+      if (!spec.column_major_ranks) {
+        for (std::size_t d = spec.grid.size(); d-- > 0;) {
+          b[d] = r % spec.grid[d];
+          r /= spec.grid[d];
         }
       } else {
-        for (std::size_t d = 0; d < im.grid.size(); ++d) {
-          b[d] = r % im.grid[d];
-          r /= im.grid[d];
+        for (std::size_t d = 0; d < spec.grid.size(); ++d) {
+          b[d] = r % spec.grid[d];
+          r /= spec.grid[d];
         }
       }
       out.push_back(b);
       break;
     }
     case impl::kind::block_cyclic: {
-      const auto& p = im.bc;
+      const auto& p = spec.bc;
       int positions = 0;  // grid positions of this rank: one, unless a rank holds several
       for (int pr = 0; pr < p.prow; ++pr) {
         for (int pc = 0; pc < p.pcol; ++pc) {
-          if (im.grid_rank(pr, pc) != base) continue;
+          if (spec.grid_rank(pr, pc) != base) continue;
           if (++positions == 1) {
             out.reserve(static_cast<std::size_t>((splits_[0].count() / p.prow + 1) * (splits_[1].count() / p.pcol + 1)));
           }
@@ -322,8 +322,8 @@ std::vector<block_index> layout::blocks_of(int rank) const {
           const auto first_k = [](std::int64_t first, int src, int P, int coord) {
             return ((coord - src - first) % P + P) % P;
           };
-          for (std::int64_t i = first_k(im.first_row_block, p.rsrc, p.prow, pr); i < splits_[0].count(); i += p.prow) {
-            for (std::int64_t j = first_k(im.first_col_block, p.csrc, p.pcol, pc); j < splits_[1].count(); j += p.pcol) {
+          for (std::int64_t i = first_k(spec.first_row_block, p.rsrc, p.prow, pr); i < splits_[0].count(); i += p.prow) {
+            for (std::int64_t j = first_k(spec.first_col_block, p.csrc, p.pcol, pc); j < splits_[1].count(); j += p.pcol) {
               block_index b{};
               b[0] = i;
               b[1] = j;
@@ -359,13 +359,13 @@ void layout::set_storage(const block_index& b, void* data, const std::vector<std
 }
 
 block_storage layout::storage(const block_index& b) const {
-  const impl& im = *impl_;
-  if (const auto it = im.storage.find(b); it != im.storage.end()) return it->second;
+  const impl& spec = *impl_;
+  if (const auto it = spec.storage.find(b); it != spec.storage.end()) return it->second;
   block_storage s;
-  if (im.relabel.empty() && im.k == impl::kind::cartesian && im.cart_local) {
-    s.data = im.cart_local;
-    if (!im.cart_strides.empty()) {
-      std::copy(im.cart_strides.begin(), im.cart_strides.end(), s.strides.begin());
+  if (spec.relabel.empty() && spec.k == impl::kind::cartesian && spec.cart_local) {
+    s.data = spec.cart_local;
+    if (!spec.cart_strides.empty()) {
+      std::copy(spec.cart_strides.begin(), spec.cart_strides.end(), s.strides.begin());
     } else {  // contiguous, row-major over the block's extents
       std::int64_t stride = 1;
       for (int d = ndim(); d-- > 0;) {
@@ -376,9 +376,9 @@ block_storage layout::storage(const block_index& b) const {
     }
     return s;
   }
-  if (im.relabel.empty() && im.k == impl::kind::block_cyclic && im.bc.local) {
+  if (spec.relabel.empty() && spec.k == impl::kind::block_cyclic && spec.bc.local) {
     // Local position of the block's first element (ScaLAPACK's indxg2l).
-    const auto& p = im.bc;
+    const auto& p = spec.bc;
     const std::int64_t gr = p.row_offset + splits_[0].start(b[0]);
     const std::int64_t gc = p.col_offset + splits_[1].start(b[1]);
     const std::int64_t lr = row_axis(p).local_index(gr), lc = col_axis(p).local_index(gc);
@@ -465,20 +465,20 @@ std::vector<std::int64_t> layout::local_shape(int rank) const {
 }
 
 std::string layout::storage_problem(std::size_t element_bytes, int rank) const {
-  const impl& im = *impl_;
+  const impl& spec = *impl_;
   const int n = ndim();
-  for (const auto& [b, st] : im.storage) {
+  for (const auto& [b, st] : spec.storage) {
     if (owner(b) != rank) {
       return "rank " + std::to_string(rank) + " describes storage for block (" + std::to_string(b[0]) +
              (n > 1 ? ", " + std::to_string(b[1]) : std::string()) + (n > 2 ? ", ..." : "") + "), which rank " +
              std::to_string(owner(b)) + " owns";
     }
   }
-  if (im.k == impl::kind::block_cyclic && im.storage.empty() && im.relabel.empty() && im.bc.local) {
+  if (spec.k == impl::kind::block_cyclic && spec.storage.empty() && spec.relabel.empty() && spec.bc.local) {
     // ScaLAPACK's rule, which makes the blocks of the local array disjoint: lld >= local rows.
     const std::int64_t rows = local_shape(rank)[0];
-    if (im.bc.lld < std::max<std::int64_t>(1, rows)) {
-      return "block-cyclic lld " + std::to_string(im.bc.lld) + " is below the " + std::to_string(rows) +
+    if (spec.bc.lld < std::max<std::int64_t>(1, rows)) {
+      return "block-cyclic lld " + std::to_string(spec.bc.lld) + " is below the " + std::to_string(rows) +
              " local rows of rank " + std::to_string(rank);
     }
     return {};
@@ -541,16 +541,16 @@ std::string layout::storage_problem(std::size_t element_bytes, int rank) const {
 
 layout layout::relabeled(const std::vector<int>& sigma) const {
   layout l = *this;
-  auto im = std::make_shared<impl>(*impl_);
-  if (!im->relabel.empty()) {
-    for (int& r : im->relabel) r = sigma[static_cast<std::size_t>(r)];
+  auto spec = std::make_shared<impl>(*impl_);
+  if (!spec->relabel.empty()) {
+    for (int& r : spec->relabel) r = sigma[static_cast<std::size_t>(r)];
   } else {
-    im->relabel = sigma;
+    spec->relabel = sigma;
   }
-  im->storage.clear();
-  im->cart_local = nullptr;
-  im->bc.local = nullptr;
-  l.impl_ = std::move(im);
+  spec->storage.clear();
+  spec->cart_local = nullptr;
+  spec->bc.local = nullptr;
+  l.impl_ = std::move(spec);
   return l;
 }
 
@@ -562,18 +562,18 @@ std::int64_t detail::cyclic_grid::axis::local_index(std::int64_t x) const {
 }
 
 std::optional<detail::cyclic_grid> detail::layout_access::cyclic_grid_of(const layout& l, int rank) {
-  const layout::impl& im = *l.impl_;
-  if (im.k != layout::impl::kind::block_cyclic || !im.relabel.empty()) return std::nullopt;
-  const layout::block_cyclic_params& p = im.bc;
+  const layout::impl& spec = *l.impl_;
+  if (spec.k != layout::impl::kind::block_cyclic || !spec.relabel.empty()) return std::nullopt;
+  const layout::block_cyclic_params& p = spec.bc;
   cyclic_grid g;
   const cyclic_axis rows = row_axis(p), cols = col_axis(p);
-  g.axes[0] = {im.first_row_block, p.rsrc, p.prow, p.row_offset, rows.first, rows.size};
-  g.axes[1] = {im.first_col_block, p.csrc, p.pcol, p.col_offset, cols.first, cols.size};
+  g.axes[0] = {spec.first_row_block, p.rsrc, p.prow, p.row_offset, rows.first, rows.size};
+  g.axes[1] = {spec.first_col_block, p.csrc, p.pcol, p.col_offset, cols.first, cols.size};
   g.rank_at.resize(static_cast<std::size_t>(p.prow) * static_cast<std::size_t>(p.pcol));
   std::vector<int> seen;
   for (int r = 0; r < p.prow; ++r) {
     for (int c = 0; c < p.pcol; ++c) {
-      const int q = im.grid_rank(r, c);
+      const int q = spec.grid_rank(r, c);
       if (q < 0) return std::nullopt;
       g.rank_at[static_cast<std::size_t>(r * p.pcol + c)] = q;
       seen.push_back(q);
@@ -582,7 +582,7 @@ std::optional<detail::cyclic_grid> detail::layout_access::cyclic_grid_of(const l
   }
   std::sort(seen.begin(), seen.end());
   if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return std::nullopt;  // a rank at two positions
-  g.formula_storage = im.storage.empty();
+  g.formula_storage = spec.storage.empty();
   g.local = static_cast<char*>(p.local);
   g.lld = p.lld;
   return g;

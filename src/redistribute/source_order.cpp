@@ -87,61 +87,57 @@ bool positive_strides(const block_storage& s, int ndim) {
   return true;
 }
 
-}  // namespace
+// Pieces are cut into slabs of at most this many bytes (see the constructor).
+constexpr std::int64_t kSlabBytes = 16 << 10;
 
-// Packing in source order. Packing peer by peer reads each source block once per
-// peer, a fraction of every row at a time (the tensor case: 288 of every 1152
-// bytes), which streams from memory at a fraction of its bandwidth. Instead, every
-// piece (packed or copied locally) is cut into slabs of at most kSlabBytes along
-// its leading source dimensions and the slabs run in order of source address, so
-// the pieces cut from one source region are all served while it is in cache.
-// package_of_peer[p]: where peer p's package is packed (null: p gets nothing).
-// local_last: the purely local copies after all packing (run's parts).
-source_order_copies::source_order_copies(const exchange_map& g, const std::vector<char*>& package_of_peer, bool local_last) {
-  constexpr std::int64_t kSlabBytes = 16 << 10;
-  // Cuts piece p into slabs: dimensions before d taken one index at a time, d in
-  // runs of `rows`, later ones whole, so each slab is a contiguous range of the
-  // piece's packed (row-major) bytes; fn(slab, element offset of the slab in the piece).
-  const auto for_slabs = [](const transform_plan& t, const piece& p, auto&& fn) {
-    const int n = t.ndim;
-    const auto axis = [&](int j) { return static_cast<std::size_t>(t.order[static_cast<std::size_t>(j)]); };
-    coords tail{};  // elements in packed positions j.. of the piece
-    std::int64_t v = 1;
-    for (int j = n; j-- > 0;) {
-      v *= p.ext[axis(j)];
-      tail[static_cast<std::size_t>(j)] = v;
+// Cuts piece p into slabs: dimensions before d taken one index at a time, d in
+// runs of `rows`, later ones whole, so each slab is a contiguous range of the
+// piece's packed (row-major) bytes; fn(slab, element offset of the slab in the piece).
+template <class Fn>
+void for_each_slab(const transform_plan& t, const piece& p, Fn&& fn) {
+  const int n = t.ndim;
+  const auto axis = [&](int j) { return static_cast<std::size_t>(t.order[static_cast<std::size_t>(j)]); };
+  coords tail{};  // elements in packed positions j.. of the piece
+  std::int64_t v = 1;
+  for (int j = n; j-- > 0;) {
+    v *= p.ext[axis(j)];
+    tail[static_cast<std::size_t>(j)] = v;
+  }
+  const auto esize = static_cast<std::int64_t>(t.esize);
+  int c = 0;  // the packed position cut into runs
+  while (c + 1 < n && tail[static_cast<std::size_t>(c + 1)] * esize > kSlabBytes) ++c;
+  const std::int64_t inner = c + 1 < n ? tail[static_cast<std::size_t>(c + 1)] : 1;
+  const std::int64_t rows = std::max<std::int64_t>(1, kSlabBytes / (inner * esize));
+  const std::int64_t outer = v / tail[static_cast<std::size_t>(c)];  // index combinations before c
+  const std::size_t a = axis(c);
+  for (std::int64_t o = 0; o < outer; ++o) {
+    piece s = p;
+    std::int64_t r = o;
+    for (int j = c; j-- > 0;) {
+      const std::size_t k = axis(j);
+      s.lo[k] = p.lo[k] + r % p.ext[k];
+      s.ext[k] = 1;
+      r /= p.ext[k];
     }
-    const auto esize = static_cast<std::int64_t>(t.esize);
-    int c = 0;  // the packed position cut into runs
-    while (c + 1 < n && tail[static_cast<std::size_t>(c + 1)] * esize > kSlabBytes) ++c;
-    const std::int64_t inner = c + 1 < n ? tail[static_cast<std::size_t>(c + 1)] : 1;
-    const std::int64_t rows = std::max<std::int64_t>(1, kSlabBytes / (inner * esize));
-    const std::int64_t outer = v / tail[static_cast<std::size_t>(c)];  // index combinations before c
-    const std::size_t a = axis(c);
-    for (std::int64_t o = 0; o < outer; ++o) {
-      piece s = p;
-      std::int64_t r = o;
-      for (int j = c; j-- > 0;) {
-        const std::size_t k = axis(j);
-        s.lo[k] = p.lo[k] + r % p.ext[k];
-        s.ext[k] = 1;
-        r /= p.ext[k];
-      }
-      for (std::int64_t x = 0; x < p.ext[a]; x += rows) {
-        s.lo[a] = p.lo[a] + x;
-        s.ext[a] = std::min(rows, p.ext[a] - x);
-        fn(s, o * tail[static_cast<std::size_t>(c)] + x * inner);
-      }
+    for (std::int64_t x = 0; x < p.ext[a]; x += rows) {
+      s.lo[a] = p.lo[a] + x;
+      s.ext[a] = std::min(rows, p.ext[a] - x);
+      fn(s, o * tail[static_cast<std::size_t>(c)] + x * inner);
     }
-  };
-  // Every piece this rank copies out of its source blocks: locally (out = null) or
-  // into a package at `out`.
-  struct job {
-    const transform_plan* t;
-    const piece* p;
-    char* out;
-  };
-  std::vector<job> jobs;
+  }
+}
+
+// A piece this rank copies out of its source blocks: locally (out = null) or
+// into a package at `out`.
+struct copy_job {
+  const transform_plan* t;
+  const piece* p;
+  char* out;
+};
+
+// Every piece this rank copies: the local ones, then each peer's package in order.
+std::vector<copy_job> copy_jobs(const exchange_map& g, const std::vector<char*>& package_of_peer) {
+  std::vector<copy_job> jobs;
   for (const auto& t : g.transforms) {
     for (const piece& p : t.self) jobs.push_back({&t, &p, nullptr});
   }
@@ -152,49 +148,66 @@ source_order_copies::source_order_copies(const exchange_map& g, const std::vecto
       out += exchange_map::piece_bytes(t, p);
     });
   }
-  // Row groups on the source side: pieces whose rows lie in the same source rows —
-  // same storage and strides, same extents in every axis but the innermost packed
-  // one (`last`, the source's unit-stride axis), first rows in the same period of
-  // the next-innermost stride — each contiguous along `last` on both sides. Within
-  // one block these are the tensor case's 288-byte pieces of every 1152-byte row;
-  // across the blocks of a ScaLAPACK local array, the 32-row pieces that make up
-  // each local column.
+  return jobs;
+}
+
+// Job i as a member of a row group on the source side, if it can be one: pieces
+// whose rows lie in the same source rows (same storage and strides, same extents
+// in every axis but the innermost packed one, `last`, the source's unit-stride
+// axis; first rows in the same period of the next-innermost stride), each
+// contiguous along `last` on both sides. Within one block these are the tensor
+// case's 288-byte pieces of every 1152-byte row; across the blocks of a ScaLAPACK
+// local array, the 32-row pieces that make up each local column.
+bool row_candidate_of(const copy_job& j, std::size_t i, row_candidate& c) {
+  const transform_plan& t = *j.t;
+  const int n = t.ndim;
+  const block_storage ss = t.src->storage(j.p->src_block);
+  const auto last = static_cast<std::size_t>(t.order[static_cast<std::size_t>(n - 1)]);
+  if (n < 2 || !positive_strides(ss, n) || ss.strides[last] != 1) return false;
+  c.m.src = exchange_map::src_corner(t, *j.p);
+  coords dst_stride{};  // per source axis
+  if (j.out) {
+    dst_stride = exchange_map::packed_strides(*j.p, t.order, n);
+    c.m.dst = j.out;
+  } else {
+    const block_storage ds = t.dst->storage(j.p->dst_block);
+    for (int k = 0; k < n; ++k) dst_stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = ds.strides[static_cast<std::size_t>(k)];
+    c.m.dst = exchange_map::dst_corner(t, *j.p);
+    c.m.scale = t.scale;
+  }
+  c.m.length = j.p->ext[last];
+  if (dst_stride[last] != 1 && c.m.length != 1) return false;
+  const std::int64_t corner = (static_cast<const char*>(c.m.src) - static_cast<const char*>(ss.data)) / static_cast<std::ptrdiff_t>(t.esize);
+  c.key = rows_key(&t, ss, n, corner, ss.strides[static_cast<std::size_t>(t.order[static_cast<std::size_t>(n - 2)])]);
+  c.outer = n - 1;
+  for (int o = 0; o + 1 < n; ++o) {
+    const auto d = static_cast<std::size_t>(t.order[static_cast<std::size_t>(o)]);
+    c.extent[static_cast<std::size_t>(o)] = j.p->ext[d];
+    c.key.push_back(j.p->ext[d]);
+    c.m.src_stride[static_cast<std::size_t>(o)] = ss.strides[d];
+    c.m.dst_stride[static_cast<std::size_t>(o)] = dst_stride[d];
+  }
+  c.type = t.type;
+  c.job = i;
+  c.local = j.out == nullptr;
+  return true;
+}
+
+}  // namespace
+
+// Packing in source order. Packing peer by peer reads each source block once per
+// peer, a fraction of every row at a time (the tensor case: 288 of every 1152
+// bytes), which streams from memory at a fraction of its bandwidth. Instead, pieces
+// that share source rows are copied row by row together (row groups), and every
+// other piece (packed or copied locally) is cut into slabs of at most kSlabBytes
+// along its leading source dimensions, the slabs run in order of source address,
+// so the pieces cut from one source region are all served while it is in cache.
+source_order_copies::source_order_copies(const exchange_map& g, const std::vector<char*>& package_of_peer, bool local_last) {
+  const std::vector<copy_job> jobs = copy_jobs(g, package_of_peer);
   std::vector<row_candidate> cands;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    const job& j = jobs[i];
-    const transform_plan& t = *j.t;
-    const int n = t.ndim;
-    const block_storage ss = t.src->storage(j.p->src_block);
-    const auto last = static_cast<std::size_t>(t.order[static_cast<std::size_t>(n - 1)]);
-    if (n < 2 || !positive_strides(ss, n) || ss.strides[last] != 1) continue;
     row_candidate c;
-    c.m.src = exchange_map::src_corner(t, *j.p);
-    coords dst_stride{};  // per source axis
-    if (j.out) {
-      dst_stride = exchange_map::packed_strides(*j.p, t.order, n);
-      c.m.dst = j.out;
-    } else {
-      const block_storage ds = t.dst->storage(j.p->dst_block);
-      for (int k = 0; k < n; ++k) dst_stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = ds.strides[static_cast<std::size_t>(k)];
-      c.m.dst = exchange_map::dst_corner(t, *j.p);
-      c.m.scale = t.scale;
-    }
-    c.m.length = j.p->ext[last];
-    if (dst_stride[last] != 1 && c.m.length != 1) continue;
-    const std::int64_t corner = (static_cast<const char*>(c.m.src) - static_cast<const char*>(ss.data)) / static_cast<std::ptrdiff_t>(t.esize);
-    c.key = rows_key(&t, ss, n, corner, ss.strides[static_cast<std::size_t>(t.order[static_cast<std::size_t>(n - 2)])]);
-    c.outer = n - 1;
-    for (int o = 0; o + 1 < n; ++o) {
-      const auto d = static_cast<std::size_t>(t.order[static_cast<std::size_t>(o)]);
-      c.extent[static_cast<std::size_t>(o)] = j.p->ext[d];
-      c.key.push_back(j.p->ext[d]);
-      c.m.src_stride[static_cast<std::size_t>(o)] = ss.strides[d];
-      c.m.dst_stride[static_cast<std::size_t>(o)] = dst_stride[d];
-    }
-    c.type = t.type;
-    c.job = i;
-    c.local = j.out == nullptr;
-    cands.push_back(std::move(c));
+    if (row_candidate_of(jobs[i], i, c)) cands.push_back(std::move(c));
   }
   std::vector<char> local_groups;
   const std::vector<char> grouped = form_row_groups(cands, jobs.size(), row_groups_, local_groups);
@@ -202,16 +215,15 @@ source_order_copies::source_order_copies(const exchange_map& g, const std::vecto
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (grouped[i]) continue;
     const transform_plan& t = *jobs[i].t;
-    const job j = jobs[i];
+    const copy_job j = jobs[i];
     if (!j.out && transposes(exchange_map::local_copy(t, *j.p))) {
       // A local transpose stays whole: the kernel's tiles need both axes (a slab
       // of whole source rows would scatter every element of a row to another
-      // destination line: a 4000 x 2000 double transpose took 40 ms in slabs,
-      // 14 ms whole, one core).
+      // destination line).
       ops_.push_back({exchange_map::src_corner(t, *j.p), exchange_map::dst_corner(t, *j.p), exchange_map::local_copy(t, *j.p), &t, true});
       continue;
     }
-    for_slabs(t, *j.p, [&](const piece& sl, std::int64_t at) {
+    for_each_slab(t, *j.p, [&](const piece& sl, std::int64_t at) {
       if (j.out) ops_.push_back({exchange_map::src_corner(t, sl), j.out + at * static_cast<std::int64_t>(t.esize), exchange_map::pack_copy(t, sl), &t, false});
       else ops_.push_back({exchange_map::src_corner(t, sl), exchange_map::dst_corner(t, sl), exchange_map::local_copy(t, sl), &t, true});
     });
@@ -220,20 +232,22 @@ source_order_copies::source_order_copies(const exchange_map& g, const std::vecto
                    [](const copy_op& a, const copy_op& b) { return a.src < b.src; });
   packing_groups_ = row_groups_.size();
   packing_ops_ = ops_.size();
-  if (local_last) {
-    // Everything that fills a package first (each part still in source order),
-    // then the local copies: one_sided publishes its packages before them.
-    std::vector<row_group> groups;
-    for (int local = 0; local < 2; ++local) {
-      for (std::size_t i = 0; i < row_groups_.size(); ++i) {
-        if (local_groups[i] == local) groups.push_back(std::move(row_groups_[i]));
-      }
+  if (local_last) put_local_copies_last(local_groups);
+}
+
+// Everything that fills a package first (each part still in source order), then
+// the local copies: one_sided publishes its packages before them.
+void source_order_copies::put_local_copies_last(const std::vector<char>& local_groups) {
+  std::vector<row_group> groups;
+  for (int local = 0; local < 2; ++local) {
+    for (std::size_t i = 0; i < row_groups_.size(); ++i) {
+      if (local_groups[i] == local) groups.push_back(std::move(row_groups_[i]));
     }
-    packing_groups_ = static_cast<std::size_t>(std::count(local_groups.begin(), local_groups.end(), 0));
-    row_groups_ = std::move(groups);
-    const auto local_begin = std::stable_partition(ops_.begin(), ops_.end(), [](const copy_op& op) { return !op.local; });
-    packing_ops_ = static_cast<std::size_t>(local_begin - ops_.begin());
   }
+  packing_groups_ = static_cast<std::size_t>(std::count(local_groups.begin(), local_groups.end(), 0));
+  row_groups_ = std::move(groups);
+  const auto local_begin = std::stable_partition(ops_.begin(), ops_.end(), [](const copy_op& op) { return !op.local; });
+  packing_ops_ = static_cast<std::size_t>(local_begin - ops_.begin());
 }
 
 void source_order_copies::run(copies which) const {

@@ -25,6 +25,8 @@ class source_order_copies {
   void run(copies which = copies::all) const;
 
  private:
+  void put_local_copies_last(const std::vector<char>& local_groups);
+
   struct copy_op {
     const char* src;
     char* dst;

@@ -110,7 +110,7 @@ class log_solver {
 
  private:
   int threads() const { return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx_.threads), std::max<std::size_t>(p_.rows, 1))); }
-  const T* crow(std::size_t i) const { return p_.C + i * p_.ld; }
+  const T* cost_row(std::size_t i) const { return p_.C + i * p_.ld; }
 
   // f from g, and the column sums of the plan (f, g) into s_local. A row whose
   // log-sum-exp is not finite poisons the sums with NaN so every rank sees it.
@@ -126,7 +126,7 @@ class log_solver {
           continue;
         }
         T m = 0;
-        const T rs = k_.exp_row(crow(i), g_.data(), inv_eps_, e.data(), cols, &m);
+        const T rs = k_.exp_row(cost_row(i), g_.data(), inv_eps_, e.data(), cols, &m);
         if (!(rs > 0) || !std::isfinite(m)) {
           f_[i] = std::numeric_limits<T>::quiet_NaN();
           if (cols) acc[0] = std::numeric_limits<T>::quiet_NaN();
@@ -150,13 +150,13 @@ class log_solver {
                            },
                            [&](std::size_t lo, std::size_t hi, T* acc) {
                              for (std::size_t i = lo; i < hi; ++i) {
-                               if (live(i)) k_.column_max(acc, crow(i), f_[i], inv_eps_, cols);
+                               if (live(i)) k_.column_max(acc, cost_row(i), f_[i], inv_eps_, cols);
                              }
                            });
     allreduce(m_local.data(), m.data(), cols, op::max, ctx_.comm, o_.allreduce);
     threaded_column_reduce(threads(), p_.rows, T(0), partial_, s_local, k_.add, [&](std::size_t lo, std::size_t hi, T* acc) {
       for (std::size_t i = lo; i < hi; ++i) {
-        if (live(i)) k_.column_expsum(acc, crow(i), f_[i], inv_eps_, m.data(), cols);
+        if (live(i)) k_.column_expsum(acc, cost_row(i), f_[i], inv_eps_, m.data(), cols);
       }
     });
     allreduce(s_local.data(), s.data(), cols, op::sum, ctx_.comm, o_.allreduce);
@@ -178,10 +178,10 @@ class log_solver {
       e.resize(cols);
       T m = 0, w = 0;
       if (p_.a[i] > 0) {
-        const T rs = k_.exp_row(crow(i), g_.data(), inv_eps_, e.data(), cols, &m);
+        const T rs = k_.exp_row(cost_row(i), g_.data(), inv_eps_, e.data(), cols, &m);
         w = rs > 0 ? p_.a[i] / rs : T(0);
       }
-      if (w > 0) local += static_cast<double>(w) * static_cast<double>(k_.dot(e.data(), crow(i), cols));
+      if (w > 0) local += static_cast<double>(w) * static_cast<double>(k_.dot(e.data(), cost_row(i), cols));
       if (p_.plan) {
         T* out = row_of(p_.plan, i, p_.plan_ld);
         if (w > 0) {
@@ -219,8 +219,8 @@ transport_result<T> solve_plain(const run_context& ctx, const ot_problem<T>& p, 
     k.gibbs_row(K.data() + static_cast<std::size_t>(i) * cols, p.C + static_cast<std::size_t>(i) * p.ld, neg_inv_eps, cols);
   }
   const bool in_place = rewrites_matrix(o.variant);
-  const scaling_problem<T> sp{K.data(), K.data(), in_place, rows, cols, cols, p.a, p.b};
-  scaling_result<T> s = solve_scaling(ctx, sp, o);
+  const scaling_problem<T> kernel_problem{K.data(), K.data(), in_place, rows, cols, cols, p.a, p.b};
+  scaling_result<T> s = solve_scaling(ctx, kernel_problem, o);
 
   // After an in-place variant K holds the plan itself; after fused, P = diag(u) K diag(v).
   double local = 0;
@@ -228,9 +228,9 @@ transport_result<T> solve_plain(const run_context& ctx, const ot_problem<T>& p, 
   for (std::ptrdiff_t ii = 0; ii < n; ++ii) {
     const auto i = static_cast<std::size_t>(ii);
     const T* krow = K.data() + i * cols;
-    const T* crow = p.C + i * p.ld;
-    local += in_place ? static_cast<double>(k.dot(krow, crow, cols))
-                      : static_cast<double>(s.u[i]) * static_cast<double>(k.dot3(krow, s.v.data(), crow, cols));
+    const T* cost_row = p.C + i * p.ld;
+    local += in_place ? static_cast<double>(k.dot(krow, cost_row, cols))
+                      : static_cast<double>(s.u[i]) * static_cast<double>(k.dot3(krow, s.v.data(), cost_row, cols));
     if (p.plan) {
       T* out = row_of(p.plan, i, p.plan_ld);
       std::copy(krow, krow + cols, out);
