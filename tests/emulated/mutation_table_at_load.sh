@@ -29,6 +29,7 @@ grep -q "mutant_table_at_load = GetTable()" "$kernels" || { echo "mutation: not 
 pypath="$root/build/pydeps/common"
 if ! cmake -S "$src" -B "$build" -G Ninja -DCONVEYOR_MPI=openmpi -DCMAKE_BUILD_TYPE=Release \
        -DCONVEYOR_BUILD_PYTHON=OFF -DPython_EXECUTABLE=/usr/bin/python3 -DCONVEYOR_PYTHON_PATH="$pypath" \
+       -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST \
        >"$work/mutant-configure.log" 2>&1 ||
    ! cmake --build "$build" -j "${CONVEYOR_JOBS:-$(nproc)}" >"$work/mutant-build.log" 2>&1; then
   tail -n 20 "$work/mutant-configure.log" "$work/mutant-build.log" 2>/dev/null
