@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mpi4py's own test suite, unmodified, with libconveyor_mpi preloaded, at 1-3 ranks.
 #
-# The suite comes from mpi4py's source distribution on PyPI at test time, the
+# The suite comes from mpi4py's source distribution on PyPI at test time
+# (tests/external/pypi_sdist.sh), the
 # version of the mpi4py under test (Debian's python3-mpi4py for Open MPI, the one
 # scripts/setup builds against MPICH); nothing is kept in the repository. Each rank
 # count runs once with the library; if tests fail, the run is repeated without it
@@ -37,9 +38,8 @@ version=$(PYTHONPATH="$pypath" /usr/bin/python3 -c 'import mpi4py; print(mpi4py.
   { echo "mpi4py suite: no mpi4py for $mpi"; echo "0 passed, 1 failed"; exit 1; }
 src="$work/mpi4py-$version"
 if [ ! -f "$src/test/runtests.py" ]; then
-  (cd "$work" && /usr/bin/python3 -m pip download -q --no-deps --no-binary :all: "mpi4py==$version" -d . &&
-     tar -xzf "mpi4py-$version.tar.gz") >/dev/null 2>&1 ||
-    { echo "mpi4py suite: pip download mpi4py==$version failed"; echo "0 passed, 1 failed"; exit 1; }
+  why=$("$(dirname "$0")/pypi_sdist.sh" mpi4py "$version" "$work") ||
+    { echo "mpi4py suite: $why"; echo "0 passed, 1 failed"; exit 1; }
 fi
 
 case $mpi in

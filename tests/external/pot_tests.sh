@@ -18,16 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 version=$("$python" -c 'import ot; print(ot.__version__)') || { echo "POT tests: no POT for $python"; exit 1; }
 src="$work/pot-$version"
 if [ ! -f "$src/test/test_bregman.py" ]; then
-  # PEP 503 simple index: the sdist's link carries its sha256.
-  link=$(curl -fsSL https://pypi.org/simple/pot/ | grep -oiE "href=\"[^\"]*/pot-$version\.tar\.gz#sha256=[0-9a-f]+\"" | head -n 1)
-  [ -n "$link" ] || { echo "POT tests: no sdist of POT $version on PyPI's simple index"; exit 1; }
-  link=${link#href=\"}
-  link=${link%\"}
-  url=${link%%#*} sha=${link##*sha256=}
-  curl -fsSL -o "$work/pot-$version.tar.gz" "$url" || { echo "POT tests: download of $url failed"; exit 1; }
-  echo "$sha  $work/pot-$version.tar.gz" | sha256sum -c --quiet - || { echo "POT tests: sha256 mismatch"; exit 1; }
-  mkdir -p "$src" && tar -xzf "$work/pot-$version.tar.gz" -C "$src" --strip-components=1 ||
-    { echo "POT tests: cannot unpack"; exit 1; }
+  why=$("$here/pypi_sdist.sh" pot "$version" "$work") || { echo "POT tests: $why"; exit 1; }
 fi
 
 # One thread for NumPy's BLAS; POT's setup.cfg adds coverage options: cleared.
