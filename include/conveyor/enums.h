@@ -61,6 +61,12 @@
  *   l2  sqrt(sum_j (colsum_j - c_j)^2): POT's stopping rule */
 #define CONVEYOR_SINKHORN_NORM_LIST(X) X(L1, l1, "l1") X(L2, l2, "l2")
 
+/* The ground cost between two points of a point-cloud OT problem
+ * (C: CONVEYOR_POINTS_SQEUCLIDEAN, ...):
+ *   sqeuclidean  ||x - y||^2 (default; POT's "sqeuclidean")
+ *   euclidean    ||x - y||   (POT's "euclidean", p = 1) */
+#define CONVEYOR_POINTS_METRIC_LIST(X) X(SQEUCLIDEAN, sqeuclidean, "sqeuclidean") X(EUCLIDEAN, euclidean, "euclidean")
+
 /* DSOP algorithms (C: CONVEYOR_OUTER_AUTO, ...); docs/algorithms.md. */
 #define CONVEYOR_OUTER_ALGORITHM_LIST(X)                                              \
   X(AUTO, automatic, "auto") X(ALLGATHER, allgather, "allgather")                     \

@@ -66,6 +66,22 @@ void check_call(const call_shape& c, const options& o) {
   }
 }
 
+int threads_for(collective_call& call, int requested, std::size_t work_elements) {
+  if (requested > 0) return requested;
+  // Automatic: OpenMP's default, capped by this rank's share of its node's CPUs
+  // (ranks x threads never exceeds them: oversubscribed OpenMP threads spin;
+  // runtime/cpu_affinity.hpp), and no more than one thread per 64 Ki elements,
+  // where a parallel region costs more than it saves.
+  // (The node layout is collective the first time: every rank asks for it.)
+  const conveyor::detail::node_layout& nodes = conveyor::detail::context_of(call).layout(0);
+  const auto local_ranks =
+      nodes.members[static_cast<std::size_t>(nodes.node_of[static_cast<std::size_t>(call.rank())])].size();
+  const auto available = static_cast<std::size_t>(
+      conveyor::detail::threads_per_rank(omp_get_max_threads(), nodes.node_cpus, static_cast<int>(local_ranks)));
+  const std::size_t work = work_elements / (std::size_t{64} << 10);
+  return static_cast<int>(std::clamp<std::size_t>(work, 1, available));
+}
+
 run_context start(collective_call& call, const call_shape& shape, dtype t, const options& o, double eps) {
   call.check([&] { check_call(shape, o); });
   call.must_match("column counts", static_cast<std::int64_t>(shape.cols)).must_match("dtypes", t);
@@ -88,23 +104,7 @@ run_context start(collective_call& call, const call_shape& shape, dtype t, const
   conveyor::detail::check_mpi(MPI_Allreduce(&rows, &total, 1, MPI_UINT64_T, MPI_SUM, ctx.comm), "MPI_Allreduce");
   ctx.first_row = ctx.rank == 0 ? 0 : static_cast<std::size_t>(before);  // Exscan leaves rank 0 undefined
   ctx.total_rows = static_cast<std::size_t>(total);
-  const int threads = o.threads;
-  // Asked for: as many threads as asked. Automatic: OpenMP's default, capped by this
-  // rank's share of its node's CPUs (ranks x threads never exceeds them:
-  // oversubscribed OpenMP threads spin; runtime/cpu_affinity.hpp), and no more
-  // than one thread per 64 Ki elements, where a parallel region costs more than it
-  // saves.
-  // (The node layout is collective the first time: every rank asks for it.)
-  const conveyor::detail::node_layout& nodes = conveyor::detail::context_of(call).layout(0);
-  if (threads > 0) {
-    ctx.threads = threads;
-  } else {
-    const auto local_ranks = nodes.members[static_cast<std::size_t>(nodes.node_of[static_cast<std::size_t>(ctx.rank)])].size();
-    const auto available = static_cast<std::size_t>(
-        conveyor::detail::threads_per_rank(omp_get_max_threads(), nodes.node_cpus, static_cast<int>(local_ranks)));
-    const std::size_t work = shape.rows * shape.cols / (std::size_t{64} << 10);
-    ctx.threads = static_cast<int>(std::clamp<std::size_t>(work, 1, available));
-  }
+  ctx.threads = threads_for(call, o.threads, shape.rows * shape.cols);
   return ctx;
 }
 

@@ -40,6 +40,12 @@ struct call_shape {
 /// Local checks of pointers, sizes and options: throws conveyor::error.
 void check_call(const call_shape& call, const options& opts);
 
+/// OpenMP threads for a call: `requested` when > 0, else the automatic rule
+/// (OpenMP's default capped by this rank's share of its node's CPUs, and by one
+/// thread per 64 Ki elements of `work_elements`). Collective on first use of the
+/// communicator (its node layout).
+int threads_for(collective_call& call, int requested, std::size_t work_elements);
+
 /// The collective contract's steps 1 and 2 for a solver call: the local checks of
 /// `shape` and `o` join `call` (which may hold the entry's or a front end's own
 /// problems), the arguments that must be equal everywhere are matched (columns,

@@ -1,0 +1,75 @@
+// Entropic optimal transport between two point clouds, the cost never stored.
+//
+// Given points x_1..x_n and y_1..y_m in R^d with weights a and b and a ground cost
+// C_ij = ||x_i - y_j||^2 (or ||x_i - y_j||), the log-domain Sinkhorn iteration
+//   log_u_i = log a_i - LSE_j (log_v_j - C_ij / eps)
+//   log_v_j = log b_j - LSE_i (log_u_i - C_ij / eps)
+// with the plan P_ij = exp(log_u_i + log_v_j - C_ij / eps) (POT's
+// empirical_sinkhorn(isLazy=True) iterates the same, in the same order). Each
+// C_ij is recomputed in SIMD tiles when it is needed; no n x m array exists.
+//
+// Distributed: each rank passes its share of X (with a) and its share of Y (with
+// b), any sizes, zero included. The other side's points and potentials travel
+// round the ranks in a ring, one block per step, the transfer of the next block
+// overlapped with the work on the current one. Memory per rank: its shares plus
+// two blocks of the largest share, (n_r + m_r) d + 2 (d + 1) max_q m_q elements.
+// docs/algorithms.md, "Point-cloud Sinkhorn", has the steps and their costs.
+//
+// Convergence: the error of an iterate (log_u, log_v) is the L1 (or L2) distance
+// between its row sums and a, over all ranks; the log-sum-exp of the next row
+// update gives it without another pass, so the returned pair is the measured one.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "conveyor/sinkhorn.hpp"
+#include "conveyor/types.hpp"
+
+namespace conveyor::sinkhorn {
+
+/// The ground cost: sqeuclidean (default), euclidean. Described in conveyor/enums.h.
+CONVEYOR_DECLARE_ENUM(metric, CONVEYOR_POINTS_METRIC_LIST, metric_name, parse_metric);
+
+struct points_options {
+  sinkhorn::metric metric = sinkhorn::metric::sqeuclidean;
+  double tol = 1e-9;  // on the row-marginal error, in `norm`
+  int max_iter = 1000;
+  error_norm norm = error_norm::l1;  // l1 is POT's for point clouds
+  /// The error is measured after every iteration; convergence is tested after
+  /// iterations check_every, 2 check_every, ... (POT's empirical_sinkhorn: 10).
+  int check_every = 1;
+  /// OpenMP threads per rank; 0: as sinkhorn::options::threads.
+  int threads = 0;
+  /// Warm start: log_u of this rank's X points, log_v of its Y points (both or
+  /// neither; empty: zeros).
+  std::vector<double> init_log_u, init_log_v;
+};
+
+template <class T>
+struct points_result {
+  status state = status::max_iter;
+  int iterations = 0;                 // completed (log_u, log_v) updates
+  double error = 0;                   // row-marginal error of the returned pair (options.norm)
+  std::vector<double> error_history;  // the error of iterations 1, 2, ... (as measured)
+  double cost = 0;                    // <P, C> over all ranks
+  std::vector<T> log_u;               // this rank's X points: f / eps
+  std::vector<T> log_v;               // this rank's Y points: g / eps
+  int threads = 0;                    // OpenMP threads this rank ran with
+  timing time;                        // row_pass: X updates; column_pass: Y updates
+};
+
+/// Entropic OT between this rank's n points X (n x dim, row-major) with weights a
+/// and its m points Y (m x dim) with weights b; the other ranks hold the rest.
+/// a or b null: uniform weights 1/N (N the total count over all ranks). dim must
+/// be the same on every rank and >= 1. Collective over `comm`.
+CONVEYOR_API points_result<double> transport_points(const double* X, std::size_t n, const double* Y, std::size_t m,
+                                                    std::size_t dim, const double* a, const double* b, double eps,
+                                                    MPI_Comm comm, const points_options& opts = {});
+CONVEYOR_API points_result<float> transport_points(const float* X, std::size_t n, const float* Y, std::size_t m,
+                                                   std::size_t dim, const float* a, const float* b, double eps,
+                                                   MPI_Comm comm, const points_options& opts = {});
+
+}  // namespace conveyor::sinkhorn

@@ -1,0 +1,401 @@
+// Entropic OT between point clouds (conveyor/sinkhorn_points.hpp): the log-domain
+// Sinkhorn iteration with the cost recomputed by point_kernels, the other side's
+// points brought by block_ring.
+//
+// One iteration, on every rank r (X_r, a_r, log_u_r; Y_r, b_r, log_v_r):
+//   X pass: for each point x_i of X_r, lse_i = LSE_j (log_v_j - C_ij / eps) over
+//           every block of Y as it comes round the ring;
+//           the previous iterate's row sums are exp(log_u_i + lse_i): its
+//           marginal error is summed over the ranks (rank order, so every rank
+//           sees the same value and takes the same decision);
+//           log_u_i = log a_i - lse_i.
+//   Y pass: the same with the sides swapped: log_v_j = log b_j - LSE_i (...).
+// Work per pass: n m pairs (distance in d FMAs + one exp each) over P ranks; bytes
+// per rank and pass: (P - 1)/P of the circulating side's (d + 1) N elements; no
+// n x m array anywhere. The X pass that measures a tested iterate also sums
+// exp(...) C_ij, the transport cost of that iterate, at one FMA per pair.
+#include <mpi.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conveyor/sinkhorn_points.hpp"
+#include "core/names.hpp"
+#include "runtime/context.hpp"
+#include "sinkhorn/common.hpp"
+#include "sinkhorn/point_kernels.hpp"
+#include "sinkhorn/point_ring.hpp"
+
+namespace conveyor::sinkhorn {
+
+CONVEYOR_ENUM_NAMES(metric, CONVEYOR_POINTS_METRIC_LIST, "metric", kMetricNames, metric_name, parse_metric)
+
+namespace detail {
+namespace {
+
+constexpr const char* kWhat = "sinkhorn::transport_points";
+
+template <class T>
+struct points_problem {
+  const T* X;
+  std::size_t n;
+  const T* Y;
+  std::size_t m;
+  std::size_t dim;
+  const T* a;
+  const T* b;
+  double eps;
+};
+
+// One side of the problem on this rank: its points (row-major, as given), log
+// weights, and its home block for the ring: potentials, then the points transposed.
+template <class T>
+struct side {
+  const T* points = nullptr;
+  std::size_t count = 0;
+  std::vector<double> weight;  // a or b (uniform: 1 / total)
+  std::vector<T> log_weight;
+  std::vector<T> block;           // (dim + 1) * count
+  std::vector<std::size_t> counts;  // every rank's count
+  std::size_t first = 0;          // global index of this rank's first point
+  std::size_t total = 0;
+
+  T* potential() { return block.data(); }
+  const T* potential() const { return block.data(); }
+};
+
+template <class T>
+side<T> make_side(const T* points, std::size_t count, std::size_t dim, std::vector<std::size_t> counts, int rank) {
+  side<T> s;
+  s.points = points;
+  s.count = count;
+  s.counts = std::move(counts);
+  for (int q = 0; q < rank; ++q) s.first += s.counts[static_cast<std::size_t>(q)];
+  for (std::size_t c : s.counts) s.total += c;
+  s.block.assign((dim + 1) * count, T(0));
+  T* transposed = s.block.data() + count;
+  for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t k = 0; k < dim; ++k) transposed[k * count + i] = points[i * dim + k];
+  }
+  return s;
+}
+
+// The weights (uniform 1 / total when none are given) and their logs.
+template <class T>
+void set_weights(side<T>& s, const T* w) {
+  s.weight.resize(s.count);
+  s.log_weight.resize(s.count);
+  for (std::size_t i = 0; i < s.count; ++i) {
+    s.weight[i] = w ? static_cast<double>(w[i]) : 1.0 / static_cast<double>(s.total);
+    s.log_weight[i] = static_cast<T>(std::log(s.weight[i]));
+  }
+}
+
+// What one pass over the other side reports.
+struct pass_result {
+  double error_terms = 0;  // this rank's share of the previous iterate's marginal error (before the norm's root)
+  double cost = 0;         // this rank's share of <P, C> of the previous iterate (with_cost)
+  bool finite = true;
+};
+
+template <class T>
+class point_solver {
+ public:
+  point_solver(const run_context& ctx, const points_problem<T>& p, const points_options& o, side<T>& x, side<T>& y)
+      : ctx_(ctx), p_(p), o_(o), k_(active_point_kernels<T>()), x_(x), y_(y),
+        inv_eps_(static_cast<T>(1 / p.eps)) {}
+
+  points_result<T> run() {
+    iteration_log log;
+    timing t;
+    double cost = 0;
+    bool cost_known = false;
+    // The potentials of the iterate this X pass measures, and of the last iterate
+    // found finite (restored on a numerical failure).
+    std::vector<T> measured_u, good_u(x_.potential(), x_.potential() + x_.count),
+        good_v(y_.potential(), y_.potential() + y_.count);
+    // The X pass at step k measures iterate k (k updates of both sides) and then
+    // starts iteration k + 1; the Y pass completes it. The last step measures the
+    // last iterate and updates nothing.
+    for (int k = 0; k <= o_.max_iter; ++k) {
+      const bool tested = k > 0 && (k % o_.check_every == 0 || k == o_.max_iter);
+      const double t0 = now();
+      measured_u.assign(x_.potential(), x_.potential() + x_.count);
+      const pass_result r = pass(x_, y_, /*measure=*/k > 0, /*with_cost=*/tested, /*update=*/k < o_.max_iter);
+      t.row_pass += now() - t0;
+      if (k > 0) {
+        const double err = global_error(r);
+        log.history.push_back(err);
+        if (!r.finite || !std::isfinite(err)) {
+          log.state = status::numerical_failure;
+          std::copy(good_u.begin(), good_u.end(), x_.potential());
+          std::copy(good_v.begin(), good_v.end(), y_.potential());
+          break;
+        }
+        good_u = measured_u;
+        good_v.assign(y_.potential(), y_.potential() + y_.count);
+        log.iterations = k;
+        log.error = err;
+        if (tested) {
+          cost = sum_over_ranks(r.cost);
+          cost_known = true;
+        }
+        if (tested && err <= o_.tol) {
+          log.state = status::converged;
+          std::copy(measured_u.begin(), measured_u.end(), x_.potential());
+          break;
+        }
+        if (k == o_.max_iter) break;
+      }
+      const double t1 = now();
+      pass(y_, x_, false, false, true);
+      t.column_pass += now() - t1;
+      cost_known = false;
+    }
+    if (!cost_known) cost = sum_over_ranks(pass(x_, y_, true, true, false).cost);  // after a failure
+    points_result<T> res;
+    res.state = log.state;
+    res.iterations = log.iterations;
+    res.error = log.error;
+    res.error_history = std::move(log.history);
+    res.time = t;
+    res.cost = cost;
+    res.log_u.assign(x_.potential(), x_.potential() + x_.count);
+    res.log_v.assign(y_.potential(), y_.potential() + y_.count);
+    return res;
+  }
+
+ private:
+  // One pass: the rows of `rows` against every block of `cols`. `measure`: the
+  // marginal error of the current (rows, cols) potentials (and their cost with
+  // `with_cost`); `update`: then the rows' potentials are replaced.
+  pass_result pass(side<T>& rows, side<T>& cols, bool measure, bool with_cost, bool update) {
+    const std::size_t n = rows.count;
+    lse_.assign(n, running_lse{-std::numeric_limits<double>::infinity(), 0.0, 0.0});
+    const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx_.threads), std::max<std::size_t>(n, 1)));
+    scratch_.resize(static_cast<std::size_t>(nt) * 2 * point_kernels<T>::kTile);
+    block_ring<T> ring(ctx_.comm, ctx_.rank, cols.counts, p_.dim);
+    ring.circulate(cols.block.data(), [&](const T* block, std::size_t count, int) {
+      const T* h = block;
+      const T* transposed = block + count;
+      // Slabs of rows, so the ring's transfer is polled while the block is worked on.
+      const std::size_t slab = std::max<std::size_t>(64 * static_cast<std::size_t>(nt), (n + 7) / 8);
+      for (std::size_t lo = 0; lo < n; lo += slab) {
+        const std::size_t hi = std::min(n, lo + slab);
+#pragma omp parallel num_threads(nt)
+        {
+          const int tid = omp_get_thread_num();
+          const auto [r0, r1] = share(hi - lo, tid, nt);
+          T* scratch = scratch_.data() + static_cast<std::size_t>(tid) * 2 * point_kernels<T>::kTile;
+          if (r1 > r0) {
+            k_.merge_block(rows.points + (lo + r0) * p_.dim, r1 - r0, p_.dim, transposed, count, h, inv_eps_,
+                           o_.metric, with_cost, lse_.data() + lo + r0, scratch);
+          }
+        }
+        ring.progress();
+      }
+    });
+    pass_result r;
+    T* potential = rows.potential();
+    for (std::size_t i = 0; i < n; ++i) {
+      const running_lse& l = lse_[i];
+      const double weight = rows.weight[i];
+      if (weight == 0) continue;  // an empty point keeps log_u = -Inf
+      const double lse = l.max + std::log(l.sum);
+      if (!std::isfinite(lse)) {
+        r.finite = false;
+        continue;
+      }
+      if (measure) {
+        const double mass = std::exp(static_cast<double>(potential[i]) + lse);
+        r.error_terms += error_term(mass, weight, o_.norm);
+        if (with_cost) r.cost += std::exp(static_cast<double>(potential[i]) + l.max) * l.weighted;
+      }
+      if (update) potential[i] = static_cast<T>(static_cast<double>(rows.log_weight[i]) - lse);
+    }
+    return r;
+  }
+
+  // Sum over ranks in rank order: the same bits on every rank.
+  double sum_over_ranks(double local) const {
+    std::vector<double> all(static_cast<std::size_t>(ctx_.size));
+    conveyor::detail::check_mpi(MPI_Allgather(&local, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, ctx_.comm),
+                                "MPI_Allgather");
+    return ordered_sum(all);
+  }
+
+  double global_error(const pass_result& r) const {
+    const double s = sum_over_ranks(r.finite ? r.error_terms : std::numeric_limits<double>::quiet_NaN());
+    return o_.norm == error_norm::l2 ? std::sqrt(s) : s;
+  }
+
+  const run_context& ctx_;
+  const points_problem<T>& p_;
+  const points_options& o_;
+  const point_kernels<T>& k_;
+  side<T>& x_;
+  side<T>& y_;
+  T inv_eps_;
+  std::vector<running_lse> lse_;
+  std::vector<T> scratch_;
+};
+
+void check_options(const points_options& o, std::size_t n, std::size_t m) {
+  const auto bad = [](const std::string& msg) { throw error(errc::invalid_argument, msg); };
+  if (o.metric != metric::sqeuclidean && o.metric != metric::euclidean) {
+    bad("unknown metric " + std::to_string(static_cast<int>(o.metric)));
+  }
+  if (!(o.tol >= 0)) bad("tol must be >= 0");
+  if (o.max_iter < 1) bad("max_iter must be >= 1");
+  if (o.check_every < 1) bad("check_every must be >= 1");
+  if (o.norm != error_norm::l1 && o.norm != error_norm::l2) bad("unknown norm " + std::to_string(static_cast<int>(o.norm)));
+  if (o.threads < 0) bad("threads must be >= 0");
+  if (o.init_log_u.empty() != o.init_log_v.empty()) bad("init_log_u and init_log_v: give both or neither");
+  if (!o.init_log_u.empty() && (o.init_log_u.size() != n || o.init_log_v.size() != m)) {
+    bad("init_log_u / init_log_v have " + std::to_string(o.init_log_u.size()) + " / " +
+        std::to_string(o.init_log_v.size()) + " entries for " + std::to_string(n) + " / " + std::to_string(m) +
+        " points");
+  }
+  for (const auto* init : {&o.init_log_u, &o.init_log_v}) {
+    for (double v : *init) {
+      if (!std::isfinite(v)) bad("warm-start potentials must be finite, got " + std::to_string(v));
+    }
+  }
+}
+
+template <class T>
+void check_points(const T* p, std::size_t count, std::size_t dim, const char* name, std::size_t first) {
+  for (std::size_t i = 0; i < count * dim; ++i) {
+    if (!std::isfinite(p[i])) {
+      throw error(errc::invalid_argument, std::string(name) + "[" + std::to_string(first + i / dim) + "][" +
+                                              std::to_string(i % dim) + "] = " +
+                                              std::to_string(static_cast<double>(p[i])) + " (points must be finite)");
+    }
+  }
+}
+
+// Every rank's (n, m), gathered.
+std::vector<std::uint64_t> gather_counts(MPI_Comm comm, int size, std::size_t n, std::size_t m) {
+  const std::uint64_t mine[2] = {n, m};
+  std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(size));
+  conveyor::detail::check_mpi(MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm), "MPI_Allgather");
+  return all;
+}
+
+// The total masses of a and b must be equal and positive (balanced OT).
+template <class T>
+void check_masses(const run_context& ctx, const side<T>& x, const side<T>& y, const T* a, const T* b) {
+  double local[2] = {0, 0};
+  for (std::size_t i = 0; i < x.count; ++i) local[0] += a ? static_cast<double>(a[i]) : 1.0 / static_cast<double>(x.total);
+  for (std::size_t j = 0; j < y.count; ++j) local[1] += b ? static_cast<double>(b[j]) : 1.0 / static_cast<double>(y.total);
+  double mass[2];
+  conveyor::detail::check_mpi(MPI_Allreduce(local, mass, 2, MPI_DOUBLE, MPI_SUM, ctx.comm), "MPI_Allreduce");
+  const std::string w = kWhat;
+  if (!(mass[0] > 0) || !(mass[1] > 0)) {
+    throw error(errc::invalid_argument, w + ": weights must have positive mass (a " + std::to_string(mass[0]) +
+                                            ", b " + std::to_string(mass[1]) + ")");
+  }
+  const double tolerance = sizeof(T) == 4 ? 1e-4 : 1e-8;
+  if (std::abs(mass[0] - mass[1]) > tolerance * std::max(mass[0], mass[1])) {
+    throw error(errc::invalid_argument, w + ": a and b have different masses (" + std::to_string(mass[0]) + " vs " +
+                                            std::to_string(mass[1]) + "; balanced OT needs equal masses)");
+  }
+}
+
+template <class T>
+points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm comm, const points_options& o) {
+  const double t0 = now();
+  collective_call call(kWhat, comm);
+  const bool eps_valid = std::isfinite(p.eps) && p.eps > 0;
+  call.check([&] {
+    if (!eps_valid) throw error(errc::invalid_argument, "eps must be finite and > 0, got " + std::to_string(p.eps));
+    if (p.dim == 0) throw error(errc::invalid_argument, "dim must be >= 1");
+    if (!p.X && p.n > 0) throw error(errc::invalid_argument, "X is null");
+    if (!p.Y && p.m > 0) throw error(errc::invalid_argument, "Y is null");
+    check_options(o, p.n, p.m);
+  });
+  call.must_match("dims", static_cast<std::int64_t>(p.dim)).must_match("dtypes", dtype_of_v<T>);
+  call.must_match("metrics", o.metric, metric_name).must_match("max_iter values", o.max_iter);
+  call.must_match_real("tolerances", o.tol).must_match("norms", o.norm, norm_name);
+  call.must_match("check_every values", o.check_every).must_match("warm start flags", o.init_log_u.empty() ? 0 : 1);
+  // Weights given or uniform: the same choice on every rank that holds points (a
+  // rank without points may pass null either way).
+  const auto given = [](const T* w, std::size_t count) {
+    return count > 0 ? std::optional<std::int64_t>(w ? 1 : 0) : std::nullopt;
+  };
+  call.may_match("a given flags", given(p.a, p.n)).may_match("b given flags", given(p.b, p.m));
+  if (eps_valid) call.must_match_real("eps values", p.eps);
+  call.agree();
+
+  run_context ctx;
+  ctx.comm = call.comm();
+  ctx.rank = call.rank();
+  ctx.size = call.size();
+  const auto counts = gather_counts(ctx.comm, ctx.size, p.n, p.m);
+  std::vector<std::size_t> n_of(static_cast<std::size_t>(ctx.size)), m_of(n_of.size());
+  for (std::size_t q = 0; q < n_of.size(); ++q) {
+    n_of[q] = static_cast<std::size_t>(counts[2 * q]);
+    m_of[q] = static_cast<std::size_t>(counts[2 * q + 1]);
+  }
+  side<T> x = make_side(p.X, p.n, p.dim, n_of, ctx.rank);
+  side<T> y = make_side(p.Y, p.m, p.dim, m_of, ctx.rank);
+  ctx.first_row = x.first;
+  ctx.total_rows = x.total;
+  ctx.threads = threads_for(call, o.threads, std::max(p.n, p.m) * std::max<std::size_t>(y.total, 1));
+
+  agree_on_data(ctx, kWhat, [&] {
+    if (p.a) check_marginal(p.a, p.n, "a", x.first);
+    if (p.b) check_marginal(p.b, p.m, "b", y.first);
+    check_points(p.X, p.n, p.dim, "X", x.first);
+    check_points(p.Y, p.m, p.dim, "Y", y.first);
+  });
+  points_result<T> res;
+  res.threads = ctx.threads;
+  if (x.total == 0 || y.total == 0) {
+    res.state = status::converged;
+    res.log_u.assign(p.n, T(0));
+    res.log_v.assign(p.m, T(0));
+    return res;
+  }
+  check_masses(ctx, x, y, p.a, p.b);
+  set_weights(x, p.a);
+  set_weights(y, p.b);
+  if (!o.init_log_u.empty()) {
+    std::copy(o.init_log_u.begin(), o.init_log_u.end(), x.potential());
+    std::copy(o.init_log_v.begin(), o.init_log_v.end(), y.potential());
+  }
+  // An empty point (weight 0) has no mass to move: potential -Inf, skipped by exp.
+  for (std::size_t j = 0; j < y.count; ++j) {
+    if (std::isinf(y.log_weight[j])) y.potential()[j] = -std::numeric_limits<T>::infinity();
+  }
+  for (std::size_t i = 0; i < x.count; ++i) {
+    if (std::isinf(x.log_weight[i])) x.potential()[i] = -std::numeric_limits<T>::infinity();
+  }
+  res = point_solver<T>(ctx, p, o, x, y).run();
+  res.threads = ctx.threads;
+  res.time.total = now() - t0;
+  return res;
+}
+
+}  // namespace
+}  // namespace detail
+
+points_result<double> transport_points(const double* X, std::size_t n, const double* Y, std::size_t m, std::size_t dim,
+                                       const double* a, const double* b, double eps, MPI_Comm comm,
+                                       const points_options& opts) {
+  return detail::transport_points_entry<double>({X, n, Y, m, dim, a, b, eps}, comm, opts);
+}
+
+points_result<float> transport_points(const float* X, std::size_t n, const float* Y, std::size_t m, std::size_t dim,
+                                      const float* a, const float* b, double eps, MPI_Comm comm,
+                                      const points_options& opts) {
+  return detail::transport_points_entry<float>({X, n, Y, m, dim, a, b, eps}, comm, opts);
+}
+
+}  // namespace conveyor::sinkhorn

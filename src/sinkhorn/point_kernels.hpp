@@ -1,0 +1,47 @@
+// Internal: the SIMD kernel of the point-cloud Sinkhorn solver (point_cloud.cpp):
+// a block of ground costs recomputed from the points and folded into running
+// log-sum-exps, one table per element type and Highway target.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "conveyor/sinkhorn_points.hpp"
+
+namespace conveyor::sinkhorn::detail {
+
+/// The log-sum-exp of one row so far, max + log(sum), and (for the transport
+/// cost) the C-weighted sum on the same scale. Kept in double whatever the points.
+struct running_lse {
+  double max;
+  double sum;
+  double weighted;
+};
+
+template <class T>
+struct point_kernels {
+  /// Columns per tile: the scratch a merge_block call needs is 2 * kTile elements.
+  static constexpr std::size_t kTile = 256;
+  /// For each of the `rows` points at x (row-major, `dim` per point): folds
+  ///   LSE_j (h_j - C(x_i, y_j) * inv_eps)   over the `cols` points of a block
+  /// into lse[i]. The block's points are transposed (yt[k * cols + j] is
+  /// coordinate k of point j) and h holds their potentials (-Inf: an empty
+  /// point). With `with_cost`, lse[i].weighted also gains sum_j exp(...) C_ij on
+  /// the scale of lse[i].max. Rows are independent and each row's columns are
+  /// visited in index order: the result does not depend on how rows are shared.
+  void (*merge_block)(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h,
+                      T inv_eps, metric ground, bool with_cost, running_lse* lse, T* scratch);
+};
+
+struct point_kernel_tables {
+  point_kernels<float> f32;
+  point_kernels<double> f64;
+};
+
+/// The tables of the active SIMD target, and of one runnable target (tests).
+template <class T>
+const point_kernels<T>& active_point_kernels();
+template <class T>
+const point_kernels<T>& point_kernels_for_target(std::int64_t bit);
+
+}  // namespace conveyor::sinkhorn::detail

@@ -1,0 +1,92 @@
+// Internal: the ring that carries one side of a point-cloud problem round the
+// ranks, so that every rank meets every block of the other side's points.
+//
+// A block is one rank's share of a side: its potentials (count elements), then
+// its points transposed (dim x count). Step s of P: rank r works on the block of
+// rank (r + s) mod P while it sends that block to rank r - 1 and receives the next
+// one from rank r + 1; after P steps every block has passed every rank once.
+// Bytes per rank and pass: (P - 1) / P of the side's (dim + 1) N elements; the
+// transfer of step s + 1 overlaps the work of step s (MPI allows reading a send
+// buffer while it is in flight). Memory: two blocks of the largest share.
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "conveyor/contract.hpp"
+#include "runtime/context.hpp"
+
+namespace conveyor::sinkhorn::detail {
+
+template <class T>
+class block_ring {
+ public:
+  /// counts[q]: the points of rank q's block.
+  block_ring(MPI_Comm comm, int rank, std::vector<std::size_t> counts, std::size_t dim)
+      : comm_(comm), rank_(rank), size_(static_cast<int>(counts.size())), counts_(std::move(counts)), dim_(dim) {
+    conveyor::detail::check_mpi(MPI_Type_contiguous(static_cast<int>(dim + 1), mpi_type(), &point_type_),
+                                "MPI_Type_contiguous");
+    conveyor::detail::check_mpi(MPI_Type_commit(&point_type_), "MPI_Type_commit");
+    if (size_ > 1) {
+      const std::size_t largest = *std::max_element(counts_.begin(), counts_.end());
+      for (auto& b : buffers_) b.resize(largest * (dim + 1));
+    }
+  }
+  ~block_ring() { MPI_Type_free(&point_type_); }
+  block_ring(const block_ring&) = delete;
+  block_ring& operator=(const block_ring&) = delete;
+
+  /// work(block, count, owner) for each of the P blocks, this rank's `home` first.
+  template <class Work>
+  void circulate(const T* home, Work&& work) {
+    const T* current = home;
+    for (int step = 0; step < size_; ++step) {
+      const int owner = (rank_ + step) % size_;
+      T* next = nullptr;
+      if (step + 1 < size_) {
+        next = buffers_[static_cast<std::size_t>(step % 2)].data();
+        const int next_owner = (rank_ + step + 1) % size_;
+        post(next, counts_[static_cast<std::size_t>(next_owner)], current, counts_[static_cast<std::size_t>(owner)]);
+      }
+      work(current, counts_[static_cast<std::size_t>(owner)], owner);
+      conveyor::detail::check_mpi(MPI_Waitall(pending_, requests_, MPI_STATUSES_IGNORE), "MPI_Waitall");
+      pending_ = 0;
+      current = next;
+    }
+  }
+
+  /// Lets MPI move the block in flight (call between slabs of work).
+  void progress() {
+    if (pending_ == 0) return;
+    int done = 0;
+    conveyor::detail::check_mpi(MPI_Testall(pending_, requests_, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+    if (done) pending_ = 0;
+  }
+
+ private:
+  static MPI_Datatype mpi_type() { return sizeof(T) == 4 ? MPI_FLOAT : MPI_DOUBLE; }
+
+  void post(T* into, std::size_t into_count, const T* from, std::size_t from_count) {
+    constexpr int kTag = 7301;
+    const int right = (rank_ + 1) % size_, left = (rank_ + size_ - 1) % size_;
+    conveyor::detail::check_mpi(MPI_Irecv(into, static_cast<int>(into_count), point_type_, right, kTag, comm_, &requests_[0]),
+                                "MPI_Irecv");
+    conveyor::detail::check_mpi(MPI_Isend(from, static_cast<int>(from_count), point_type_, left, kTag, comm_, &requests_[1]),
+                                "MPI_Isend");
+    pending_ = 2;
+  }
+
+  MPI_Comm comm_;
+  int rank_, size_;
+  std::vector<std::size_t> counts_;
+  std::size_t dim_;
+  MPI_Datatype point_type_ = MPI_DATATYPE_NULL;
+  std::vector<T> buffers_[2];
+  MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int pending_ = 0;
+};
+
+}  // namespace conveyor::sinkhorn::detail

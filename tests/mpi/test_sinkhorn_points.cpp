@@ -1,0 +1,414 @@
+// Point-cloud Sinkhorn (conveyor/sinkhorn_points.hpp) at every rank count CTest
+// runs it with (1-5): against a dense log-domain reference that forms C (same
+// iteration, same order), against the dense engine's log-domain solver; n != m,
+// d = 1..9, uneven shares with ranks that hold no X or no Y points, both metrics,
+// float32 and float64, 1 and 2 threads, every SIMD target; the same error,
+// iterations and cost bits on every rank; and bad input on one rank failing
+// every rank alike.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "mpi_test_util.hpp"
+#include "reference.hpp"
+#include "conveyor/simd.hpp"
+#include "conveyor/sinkhorn.hpp"
+#include "conveyor/sinkhorn_points.hpp"
+
+namespace conveyor {
+namespace {
+
+namespace sk = sinkhorn;
+using testing::expect_error_everywhere;
+using testing::rank_of;
+using testing::size_of;
+
+double uniform(testing::splitmix64& rng) { return double(rng() >> 11) / 9007199254740992.0; }
+
+// Two weighted point clouds, identical on every rank (same seed).
+struct clouds {
+  std::size_t n = 0, m = 0, d = 0;
+  std::vector<double> X, Y, a, b;  // X: n x d, Y: m x d (row-major)
+};
+
+clouds make_clouds(std::size_t n, std::size_t m, std::size_t d, std::uint64_t seed, bool uniform_weights) {
+  testing::splitmix64 rng(seed);
+  clouds c;
+  c.n = n;
+  c.m = m;
+  c.d = d;
+  c.X.resize(n * d);
+  c.Y.resize(m * d);
+  for (auto& v : c.X) v = uniform(rng);
+  for (auto& v : c.Y) v = 0.3 + uniform(rng);  // shifted: the plan is not the identity
+  c.a.assign(n, 1.0 / double(n));
+  c.b.assign(m, 1.0 / double(m));
+  if (!uniform_weights) {
+    double sa = 0, sb = 0;
+    for (auto& v : c.a) sa += (v = 0.2 + uniform(rng));
+    for (auto& v : c.b) sb += (v = 0.2 + uniform(rng));
+    for (auto& v : c.a) v /= sa;
+    for (auto& v : c.b) v /= sb;
+  }
+  return c;
+}
+
+double ground(const clouds& c, std::size_t i, std::size_t j, sk::metric metric) {
+  double s = 0;
+  for (std::size_t k = 0; k < c.d; ++k) {
+    const double t = c.X[i * c.d + k] - c.Y[j * c.d + k];
+    s += t * t;
+  }
+  return metric == sk::metric::euclidean ? std::sqrt(s) : s;
+}
+
+double lse(const std::vector<double>& x) {
+  const double m = *std::max_element(x.begin(), x.end());
+  double s = 0;
+  for (double y : x) s += std::exp(y - m);
+  return m + std::log(s);
+}
+
+// The dense reference: C formed, `iterations` updates of (log_u, log_v) in POT's
+// empirical_sinkhorn order (rows first). Returns the plan.
+struct reference {
+  std::vector<double> log_u, log_v, plan;
+  double cost = 0;
+};
+
+reference solve_dense(const clouds& c, double eps, int iterations, sk::metric metric) {
+  reference r;
+  r.log_u.assign(c.n, 0.0);
+  r.log_v.assign(c.m, 0.0);
+  std::vector<double> C(c.n * c.m), row(c.m), col(c.n);
+  for (std::size_t i = 0; i < c.n; ++i) {
+    for (std::size_t j = 0; j < c.m; ++j) C[i * c.m + j] = ground(c, i, j, metric);
+  }
+  for (int it = 0; it < iterations; ++it) {
+    for (std::size_t i = 0; i < c.n; ++i) {
+      for (std::size_t j = 0; j < c.m; ++j) row[j] = r.log_v[j] - C[i * c.m + j] / eps;
+      r.log_u[i] = std::log(c.a[i]) - lse(row);
+    }
+    for (std::size_t j = 0; j < c.m; ++j) {
+      for (std::size_t i = 0; i < c.n; ++i) col[i] = r.log_u[i] - C[i * c.m + j] / eps;
+      r.log_v[j] = std::log(c.b[j]) - lse(col);
+    }
+  }
+  r.plan.resize(c.n * c.m);
+  for (std::size_t i = 0; i < c.n; ++i) {
+    for (std::size_t j = 0; j < c.m; ++j) {
+      r.plan[i * c.m + j] = std::exp(r.log_u[i] + r.log_v[j] - C[i * c.m + j] / eps);
+      r.cost += r.plan[i * c.m + j] * C[i * c.m + j];
+    }
+  }
+  return r;
+}
+
+// This rank's share of `total` points. Skewed: rank `empty` gets none and the
+// others split the rest unevenly.
+sk::row_block share_of(std::size_t total, bool skewed, int empty) {
+  const int P = size_of(), r = rank_of();
+  if (!skewed || P == 1) return sk::balanced_rows(total, r, P);
+  std::size_t weight_total = 0, before = 0;
+  for (int k = 0; k < P; ++k) weight_total += k == empty ? 0 : std::size_t(k + 1);
+  for (int k = 0; k < r; ++k) before += k == empty ? 0 : std::size_t(k + 1);
+  const std::size_t first = total * before / weight_total;
+  const std::size_t last = r == empty ? first : total * (before + std::size_t(r + 1)) / weight_total;
+  return {first, last - first};
+}
+
+template <class T>
+std::vector<T> slice(const std::vector<double>& v, std::size_t first, std::size_t count, std::size_t width = 1) {
+  return std::vector<T>(v.begin() + static_cast<std::ptrdiff_t>(first * width),
+                        v.begin() + static_cast<std::ptrdiff_t>((first + count) * width));
+}
+
+// Every rank's pieces of a distributed vector, in rank order.
+std::vector<double> gather(const std::vector<double>& mine) {
+  const int P = size_of();
+  const int count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(P)), displs(static_cast<std::size_t>(P));
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (int q = 0; q < P; ++q) {
+    displs[static_cast<std::size_t>(q)] = total;
+    total += counts[static_cast<std::size_t>(q)];
+  }
+  std::vector<double> all(static_cast<std::size_t>(total));
+  MPI_Allgatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, MPI_COMM_WORLD);
+  return all;
+}
+
+// One distributed solve of `c`, gathered back.
+struct distributed_run {
+  sk::points_result<double> res;  // (log_u, log_v: this rank's)
+  std::vector<double> log_u, log_v;  // gathered
+};
+
+template <class T>
+distributed_run run_points(const clouds& c, double eps, const sk::points_options& o, bool skewed,
+                           bool with_weights = true) {
+  const sk::row_block bx = share_of(c.n, skewed, 0);
+  const sk::row_block by = share_of(c.m, skewed, size_of() - 1);
+  const auto X = slice<T>(c.X, bx.first, bx.count, c.d), Y = slice<T>(c.Y, by.first, by.count, c.d);
+  const auto a = slice<T>(c.a, bx.first, bx.count), b = slice<T>(c.b, by.first, by.count);
+  const auto r = sk::transport_points(X.data(), bx.count, Y.data(), by.count, c.d, with_weights ? a.data() : nullptr,
+                                      with_weights ? b.data() : nullptr, eps, MPI_COMM_WORLD, o);
+  distributed_run out;
+  out.res.state = r.state;
+  out.res.iterations = r.iterations;
+  out.res.error = r.error;
+  out.res.error_history = r.error_history;
+  out.res.cost = r.cost;
+  out.res.log_u.assign(r.log_u.begin(), r.log_u.end());
+  out.res.log_v.assign(r.log_v.begin(), r.log_v.end());
+  out.log_u = gather(out.res.log_u);
+  out.log_v = gather(out.res.log_v);
+  return out;
+}
+
+// Max relative difference of the plans of (log_u, log_v) and the reference.
+double plan_difference(const clouds& c, const distributed_run& run, const reference& ref, double eps, sk::metric metric) {
+  double worst = 0, largest = 0;
+  for (std::size_t i = 0; i < c.n; ++i) {
+    for (std::size_t j = 0; j < c.m; ++j) {
+      const double p = std::exp(run.log_u[i] + run.log_v[j] - ground(c, i, j, metric) / eps);
+      worst = std::max(worst, std::abs(p - ref.plan[i * c.m + j]));
+      largest = std::max(largest, ref.plan[i * c.m + j]);
+    }
+  }
+  return worst / largest;
+}
+
+// The scalars every rank must hold bit for bit.
+void expect_same_everywhere(const sk::points_result<double>& r) {
+  const double mine[3] = {r.error, r.cost, double(r.iterations)};
+  double lo[3], hi[3];
+  MPI_Allreduce(mine, lo, 3, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(mine, hi, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(lo[k], hi[k]) << "scalar " << k << " differs between ranks";
+}
+
+sk::points_options fixed_iterations(int iterations) {
+  sk::points_options o;
+  o.tol = 0;  // never converged: exactly max_iter updates
+  o.max_iter = iterations;
+  o.threads = 1;
+  return o;
+}
+
+// ---------------------------------------------------------------------------
+// Against the dense reference: the same iterates, to rounding
+// ---------------------------------------------------------------------------
+TEST(SinkhornPoints, SameIteratesAsTheDenseReference) {
+  struct shape {
+    std::size_t n, m, d;
+    sk::metric metric;
+    bool skewed;
+  };
+  const shape shapes[] = {{37, 23, 3, sk::metric::sqeuclidean, false}, {41, 300, 2, sk::metric::sqeuclidean, true},
+                          {29, 31, 1, sk::metric::euclidean, true},    {300, 17, 9, sk::metric::sqeuclidean, false},
+                          {16, 16, 5, sk::metric::euclidean, false}};
+  const double eps = 0.05;
+  for (const shape& s : shapes) {
+    const clouds c = make_clouds(s.n, s.m, s.d, 7 + s.n, false);
+    const reference ref = solve_dense(c, eps, 12, s.metric);
+    auto o = fixed_iterations(12);
+    o.metric = s.metric;
+    const auto run = run_points<double>(c, eps, o, s.skewed);
+    SCOPED_TRACE("n " + std::to_string(s.n) + " m " + std::to_string(s.m) + " d " + std::to_string(s.d));
+    EXPECT_EQ(run.res.state, sk::status::max_iter);
+    EXPECT_EQ(run.res.iterations, 12);
+    EXPECT_EQ(run.res.error_history.size(), 12u);
+    ASSERT_EQ(run.log_u.size(), c.n);
+    ASSERT_EQ(run.log_v.size(), c.m);
+    EXPECT_LT(plan_difference(c, run, ref, eps, s.metric), 1e-10);
+    EXPECT_NEAR(run.res.cost, ref.cost, 1e-10 * ref.cost);
+    expect_same_everywhere(run.res);
+  }
+}
+
+TEST(SinkhornPoints, ConvergedPlanHasTheMarginalsAndTheDenseSolversCost) {
+  const clouds c = make_clouds(45, 38, 3, 11, false);
+  const double eps = 0.1;
+  sk::points_options o;
+  o.tol = 1e-12;
+  o.max_iter = 5000;
+  const auto run = run_points<double>(c, eps, o, true);
+  ASSERT_EQ(run.res.state, sk::status::converged);
+  // Marginals of the returned pair, recomputed.
+  std::vector<double> rows(c.n, 0.0), cols(c.m, 0.0);
+  for (std::size_t i = 0; i < c.n; ++i) {
+    for (std::size_t j = 0; j < c.m; ++j) {
+      const double p = std::exp(run.log_u[i] + run.log_v[j] - ground(c, i, j, sk::metric::sqeuclidean) / eps);
+      rows[i] += p;
+      cols[j] += p;
+    }
+  }
+  double row_err = 0, col_err = 0;
+  for (std::size_t i = 0; i < c.n; ++i) row_err += std::abs(rows[i] - c.a[i]);
+  for (std::size_t j = 0; j < c.m; ++j) col_err += std::abs(cols[j] - c.b[j]);
+  EXPECT_NEAR(row_err, run.res.error, 1e-14);
+  EXPECT_LE(row_err, 1e-12);
+  EXPECT_LE(col_err, 1e-10);
+  // The dense engine's log-domain solver on the formed C, one process.
+  std::vector<double> C(c.n * c.m);
+  for (std::size_t i = 0; i < c.n; ++i) {
+    for (std::size_t j = 0; j < c.m; ++j) C[i * c.m + j] = ground(c, i, j, sk::metric::sqeuclidean);
+  }
+  sk::options dense;
+  dense.log_domain = true;
+  dense.tol = 1e-13;
+  dense.max_iter = 5000;
+  const auto d = sk::transport(C.data(), c.n, c.m, c.m, c.a.data(), c.b.data(), eps, MPI_COMM_SELF, dense);
+  ASSERT_EQ(d.state, sk::status::converged);
+  EXPECT_NEAR(run.res.cost, d.cost, 1e-10 * d.cost);
+  expect_same_everywhere(run.res);
+}
+
+TEST(SinkhornPoints, Float32MatchesToSinglePrecision) {
+  const clouds c = make_clouds(53, 47, 3, 5, true);
+  const double eps = 0.05;
+  const reference ref = solve_dense(c, eps, 20, sk::metric::sqeuclidean);
+  const auto run = run_points<float>(c, eps, fixed_iterations(20), true, /*with_weights=*/false);
+  EXPECT_LT(plan_difference(c, run, ref, eps, sk::metric::sqeuclidean), 1e-4);
+  EXPECT_NEAR(run.res.cost, ref.cost, 1e-4 * ref.cost);
+  expect_same_everywhere(run.res);
+}
+
+TEST(SinkhornPoints, EverySimdTargetAndThreadCountAgree) {
+  const clouds c = make_clouds(70, 301, 4, 3, false);  // 301: a full tile, then a tail
+  const double eps = 0.02;
+  const reference ref = solve_dense(c, eps, 6, sk::metric::sqeuclidean);
+  const std::string before = simd_targets().active;
+  for (const auto& name : simd_targets().supported) {
+    set_simd_target(name);
+    SCOPED_TRACE(name);
+    auto o = fixed_iterations(6);
+    const auto one = run_points<double>(c, eps, o, true);
+    o.threads = 2;
+    const auto two = run_points<double>(c, eps, o, true);
+    EXPECT_LT(plan_difference(c, one, ref, eps, sk::metric::sqeuclidean), 1e-10);
+    // Rows are independent and each visits its columns in order: thread count changes nothing.
+    EXPECT_EQ(one.log_u, two.log_u);
+    EXPECT_EQ(one.log_v, two.log_v);
+    EXPECT_EQ(one.res.cost, two.res.cost);
+  }
+  set_simd_target(before);
+}
+
+TEST(SinkhornPoints, ConvergenceIsTestedEveryCheckEvery) {
+  const clouds c = make_clouds(30, 30, 2, 13, false);
+  sk::points_options o;
+  o.tol = 1e-9;
+  o.check_every = 10;
+  const auto run = run_points<double>(c, 0.1, o, false);
+  ASSERT_EQ(run.res.state, sk::status::converged);
+  EXPECT_EQ(run.res.iterations % 10, 0);
+  EXPECT_LE(run.res.error, 1e-9);
+  if (run.res.iterations > 10) {  // the previous tested iterate was not converged
+    EXPECT_GT(run.res.error_history[static_cast<std::size_t>(run.res.iterations) - 11], 1e-9);
+  }
+  // A warm start from the result converges at once.
+  o.init_log_u = run.res.log_u;
+  o.init_log_v = run.res.log_v;
+  o.check_every = 1;
+  const auto again = run_points<double>(c, 0.1, o, false);
+  EXPECT_EQ(again.res.state, sk::status::converged);
+  EXPECT_LE(again.res.iterations, 1);
+}
+
+TEST(SinkhornPoints, EmptyAndZeroWeightPoints) {
+  // No points anywhere: nothing to do.
+  std::vector<double> none;
+  const auto empty = sk::transport_points(none.data(), 0, none.data(), 0, 3, nullptr, nullptr, 0.1, MPI_COMM_WORLD);
+  EXPECT_EQ(empty.state, sk::status::converged);
+  // A zero weight keeps its point out of the plan (log_u = -Inf) and the rest still converges.
+  clouds c = make_clouds(20, 15, 2, 17, false);
+  const double moved = c.a[3];
+  c.a[3] = 0;
+  c.a[4] += moved;
+  sk::points_options o;
+  o.tol = 1e-11;
+  const auto run = run_points<double>(c, 0.1, o, false);
+  EXPECT_EQ(run.res.state, sk::status::converged);
+  EXPECT_TRUE(std::isinf(run.log_u[3]) && run.log_u[3] < 0);
+  EXPECT_TRUE(std::isfinite(run.res.cost));
+}
+
+// ---------------------------------------------------------------------------
+// Bad input: the same error on every rank, whichever rank has it
+// ---------------------------------------------------------------------------
+struct bad_points_case {
+  clouds c = make_clouds(12, 10, 3, 19, false);
+  sk::row_block bx = sk::balanced_rows(c.n, rank_of(), size_of());
+  sk::row_block by = sk::balanced_rows(c.m, rank_of(), size_of());
+  std::vector<double> X = slice<double>(c.X, bx.first, bx.count, c.d), Y = slice<double>(c.Y, by.first, by.count, c.d);
+  std::vector<double> a = slice<double>(c.a, bx.first, bx.count), b = slice<double>(c.b, by.first, by.count);
+  std::size_t dim = c.d;
+  double eps = 0.1;
+  sk::points_options o;
+  void run() {
+    sk::transport_points(X.data(), bx.count, Y.data(), by.count, dim, a.data(), b.data(), eps, MPI_COMM_WORLD, o);
+  }
+};
+
+TEST(SinkhornPointsErrors, BadInputOnAnyOneRankFailsEveryRank) {
+  for (int bad = 0; bad < size_of(); ++bad) {
+    SCOPED_TRACE("bad rank " + std::to_string(bad));
+    const bool me = rank_of() == bad;
+    {
+      bad_points_case t;
+      if (me) t.X[1] = std::nan("");  // (12 and 10 points: every rank of 1-5 holds some of each)
+      expect_error_everywhere([&] { t.run(); }, "(points must be finite)");
+    }
+    {
+      bad_points_case t;
+      if (me) t.Y[0] = std::numeric_limits<double>::infinity();
+      expect_error_everywhere([&] { t.run(); }, "(points must be finite)");
+    }
+    {
+      bad_points_case t;
+      if (me) t.a[0] = -t.a[0];
+      expect_error_everywhere([&] { t.run(); }, "(marginals must be finite and >= 0)");
+    }
+    {
+      bad_points_case t;
+      if (me) t.b[0] *= 3;
+      expect_error_everywhere([&] { t.run(); }, "different masses");
+    }
+    {
+      bad_points_case t;
+      if (me) t.eps = bad % 2 ? 0.0 : std::nan("");
+      expect_error_everywhere([&] { t.run(); }, "eps");
+    }
+    {
+      bad_points_case t;
+      if (me) t.o.max_iter = 0;
+      expect_error_everywhere([&] { t.run(); }, "max_iter must be >= 1");
+    }
+    if (size_of() > 1) {
+      bad_points_case t;
+      if (me) t.dim = 2;  // d differs on one rank (its arrays are long enough either way)
+      expect_error_everywhere([&] { t.run(); }, "different dims");
+    }
+    {
+      bad_points_case t;
+      if (me) t.o.init_log_u.assign(t.bx.count, 0.0);  // init_log_v missing
+      expect_error_everywhere([&] { t.run(); }, "give both or neither");
+    }
+  }
+  {
+    bad_points_case t;
+    t.dim = 0;
+    expect_error_everywhere([&] { t.run(); }, "dim must be >= 1");
+  }
+}
+
+}  // namespace
+}  // namespace conveyor
