@@ -165,6 +165,34 @@ CONVEYOR_C_API int conveyor_sinkhorn_transport(conveyor_dtype t, const void* C, 
                                                const conveyor_sinkhorn_options* options, void* f, void* g,
                                                void* plan, size_t plan_ld, conveyor_sinkhorn_info* info);
 
+/* ---- Sinkhorn between point clouds (conveyor/sinkhorn_points.hpp) ---- */
+
+#define CONVEYOR_C_POINTS_(suffix, cpp, name) CONVEYOR_POINTS_##suffix,
+enum { CONVEYOR_POINTS_METRIC_LIST(CONVEYOR_C_POINTS_) }; /* CONVEYOR_POINTS_SQEUCLIDEAN, _EUCLIDEAN */
+
+typedef struct conveyor_points_options {
+  int metric;               /* CONVEYOR_POINTS_* */
+  double tol;               /* on the row-marginal error (in `norm`) */
+  int max_iter;
+  int norm;                 /* CONVEYOR_SINKHORN_L1 (default, POT's here) or _L2 */
+  int check_every;          /* test convergence after iterations check_every, 2 check_every, ... */
+  int threads;              /* OpenMP threads per rank; 0: automatic */
+  const double* init_log_u; /* warm start (this rank's X points) or NULL; with init_log_v */
+  const double* init_log_v; /* warm start (this rank's Y points) or NULL */
+} conveyor_points_options;
+
+/* The defaults of conveyor::sinkhorn::points_options. */
+CONVEYOR_C_API void conveyor_points_options_init(conveyor_points_options* options);
+
+/* Entropic OT between this rank's n points X (n x dim, row-major) with weights a
+ * and its m points Y with weights b (a or b NULL: uniform over all ranks' points),
+ * float32 or float64. log_u (n) and log_v (m) receive the potentials (f / eps,
+ * g / eps) and may be NULL; info->error is the row-marginal error. */
+CONVEYOR_C_API int conveyor_sinkhorn_points(conveyor_dtype t, const void* X, size_t n, const void* Y, size_t m,
+                                            size_t dim, const void* a, const void* b, double eps, MPI_Comm comm,
+                                            const conveyor_points_options* options, void* log_u, void* log_v,
+                                            conveyor_sinkhorn_info* info);
+
 /* ---- Distributed sum of outer products (conveyor/outer.hpp) ---- */
 
 #define CONVEYOR_C_OUTER_(suffix, cpp, name) CONVEYOR_OUTER_##suffix,

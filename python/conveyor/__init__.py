@@ -32,7 +32,8 @@ from . import ot  # noqa: E402,F401  (conveyor.ot: POT's sinkhorn / sinkhorn2)
 
 __version__ = _conveyor.__version__
 __all__ = ["__version__", "ot", "Allreduce", "Reduce_scatter_block", "Allgather", "simd_target", "reduce_local", "allreduce", "sinkhorn_scale", "sinkhorn_transport",
-           "balanced_rows", "outer_sum", "outer_rows", "Layout", "Plan", "ScalingResult", "TransportResult"]
+           "balanced_rows", "outer_sum", "outer_rows", "Layout", "Plan", "ScalingResult", "TransportResult",
+           "sinkhorn_points", "PointsResult"]
 
 
 def simd_target():
@@ -237,6 +238,7 @@ def Allgather(sendbuf, recvbuf, comm=None):
 # ---------------------------------------------------------------------------
 ScalingResult = namedtuple("ScalingResult", "u v status iterations error")
 TransportResult = namedtuple("TransportResult", "f g status iterations error cost plan history")
+PointsResult = namedtuple("PointsResult", "log_u log_v status iterations error cost history")
 
 
 def _comm(comm):
@@ -370,6 +372,53 @@ def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_dom
 
 sinkhorn_scale.__doc__ += _SOLVER_OPTIONS_DOC
 sinkhorn_transport.__doc__ += _SOLVER_OPTIONS_DOC
+
+
+def sinkhorn_points(X, Y, eps, a=None, b=None, comm=None, metric="sqeuclidean", tol=1e-9, max_iter=1000, norm="l1",
+                    check_every=1, threads=0, init_log_u=None, init_log_v=None):
+    """Entropic optimal transport between two point clouds, the cost never stored.
+
+    The plan is P_ij = exp(log_u_i + log_v_j - C(x_i, y_j) / eps) with row sums a
+    and column sums b (for POT's interface, see conveyor.ot.empirical_sinkhorn).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, dim)
+        This rank's source points (float32/float64).
+    Y : array_like, shape (m, dim)
+        This rank's target points.
+    eps : float
+        The entropic regularization (> 0).
+    a, b : array_like, optional
+        The weights of this rank's points; None: uniform over all ranks' points.
+    comm : mpi4py.MPI.Comm, optional
+        Default MPI.COMM_WORLD. Collective.
+    metric : {"sqeuclidean", "euclidean"}
+        The ground cost C.
+    tol, max_iter, norm, check_every, threads
+        As sinkhorn_transport; the error is the row-marginal error, and
+        convergence is tested after iterations check_every, 2 check_every, ...
+    init_log_u, init_log_v : array_like, optional
+        Warm start (both or neither).
+
+    Returns
+    -------
+    PointsResult
+        log_u (this rank's X points), log_v (its Y points), status, iterations,
+        error, cost (<P, C> over all ranks), history (the error of every iteration).
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> from mpi4py import MPI
+    >>> X = np.array([[0.0, 0.0], [1.0, 1.0]])
+    >>> r = conveyor.sinkhorn_points(X, X + 0.1, 0.05, comm=MPI.COMM_SELF)
+    >>> r.status, round(r.cost, 6)
+    ('converged', 0.02)
+    """
+    options = dict(metric=metric, tol=tol, max_iter=max_iter, norm=norm, check_every=check_every, threads=threads,
+                   init_log_u=init_log_u, init_log_v=init_log_v)
+    return PointsResult(*_conveyor.sinkhorn_points(X, Y, a, b, eps, comm_address(comm), options))
 
 
 # ---------------------------------------------------------------------------

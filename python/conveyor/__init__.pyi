@@ -45,6 +45,15 @@ class ScalingResult(NamedTuple):
     iterations: int
     error: float
 
+class PointsResult(NamedTuple):
+    log_u: npt.NDArray[np.floating[Any]]
+    log_v: npt.NDArray[np.floating[Any]]
+    status: str
+    iterations: int
+    error: float
+    cost: float
+    history: npt.NDArray[np.float64]
+
 class TransportResult(NamedTuple):
     f: npt.NDArray[np.floating[Any]]
     g: npt.NDArray[np.floating[Any]]
@@ -104,6 +113,22 @@ def sinkhorn_transport(
     check_every: int = ...,
     columns_first: bool = ...,
 ) -> TransportResult: ...
+def sinkhorn_points(
+    X: npt.ArrayLike,
+    Y: npt.ArrayLike,
+    eps: float,
+    a: Optional[npt.ArrayLike] = ...,
+    b: Optional[npt.ArrayLike] = ...,
+    comm: Optional[MPI.Comm] = ...,
+    metric: str = ...,
+    tol: float = ...,
+    max_iter: int = ...,
+    norm: str = ...,
+    check_every: int = ...,
+    threads: int = ...,
+    init_log_u: Optional[npt.ArrayLike] = ...,
+    init_log_v: Optional[npt.ArrayLike] = ...,
+) -> PointsResult: ...
 def outer_rows(N: int, comm: Optional[MPI.Comm] = ...) -> Tuple[int, int]: ...
 def outer_sum(
     a: npt.ArrayLike,

@@ -1,6 +1,8 @@
 """Entropic optimal transport with POT's interface: ``conveyor.ot.sinkhorn`` and
 ``conveyor.ot.sinkhorn2`` take the arguments of ``ot.sinkhorn`` / ``ot.sinkhorn2``
-and return what they return, computed by Conveyor's Sinkhorn engine.
+and return what they return, computed by Conveyor's Sinkhorn engine;
+``empirical_sinkhorn`` and ``empirical_sinkhorn2`` those of POT's point-cloud
+solvers (``ot.bregman``), computed without the cost matrix (``_ot_points.py``).
 
 The contract followed is POT's (0.9): the iteration starts with the column update
 (v = b / K^T u, then u = a / K v; for ``method="sinkhorn_log"`` the same on log
@@ -36,8 +38,9 @@ from mpi4py import MPI
 
 from . import _conveyor
 from ._mpi import agree, comm_address
+from ._ot_points import METRICS, empirical_sinkhorn, empirical_sinkhorn2
 
-__all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS"]
+__all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS", "empirical_sinkhorn", "empirical_sinkhorn2", "METRICS"]
 
 #: The ``method`` values Conveyor runs (POT's names).
 IMPLEMENTED_METHODS = ("sinkhorn", "sinkhorn_log")

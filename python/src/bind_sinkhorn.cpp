@@ -9,6 +9,7 @@
 
 #include "bindings.hpp"
 #include "conveyor/sinkhorn.hpp"
+#include "conveyor/sinkhorn_points.hpp"
 #include "convert.hpp"
 
 namespace conveyor::python {
@@ -21,6 +22,15 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T> v) {
   auto* owned = new std::vector<T>(std::move(v));
   nb::capsule free_it(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
   return nb::ndarray<nb::numpy, T>(owned->data(), {owned->size()}, free_it);
+}
+
+// A warm-start vector option, as float64 (absent or None: left empty).
+void read_warm_start(option_reader& opt, const char* name, std::vector<double>& into) {
+  opt.read_with(name, [&](nb::handle h) {
+    const py_input v = input(h, name, nb::module_::import_("numpy").attr("float64"));
+    const auto* p = static_cast<const double*>(v.a.data());
+    into.assign(p, p + v.a.size());
+  });
 }
 
 // The arguments of a Sinkhorn call after conversion.
@@ -72,16 +82,8 @@ void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c
   opt.read("nc", s.o.block.nc, "an int");
   opt.read("mr", s.o.block.mr, "an int");
   opt.read("nr", s.o.block.nr, "an int");
-  const nb::object float64 = nb::module_::import_("numpy").attr("float64");
-  const auto warm = [&](const char* name, std::vector<double>& into) {
-    opt.read_with(name, [&](nb::handle h) {
-      const py_input v = input(h, name, float64);
-      const auto* p = static_cast<const double*>(v.a.data());
-      into.assign(p, p + v.a.size());
-    });
-  };
-  warm("init_u", s.o.init_u);
-  warm("init_v", s.o.init_v);
+  read_warm_start(opt, "init_u", s.o.init_u);
+  read_warm_start(opt, "init_v", s.o.init_v);
   read_inner_allreduce(opt, s.o.allreduce);
 }
 
@@ -110,6 +112,66 @@ nb::tuple run_transport(sinkhorn_args& s, MPI_Comm cm, T* plan) {
   }
   return nb::make_tuple(to_numpy(std::move(res.f)), to_numpy(std::move(res.g)), std::string(sk::status_name(res.state)),
                         res.iterations, res.error, res.cost, s.plan, to_numpy(std::move(res.error_history)));
+}
+
+// The arguments of a point-cloud solve after conversion.
+struct points_args {
+  py_input X, Y, a, b;  // a, b: empty objects when None (uniform weights)
+  bool a_given = false, b_given = false;
+  std::size_t n = 0, m = 0, dim = 0;
+  double eps = 0;
+  bool single = false;
+  sk::points_options o;
+};
+
+void convert_points(points_args& s, nb::handle X, nb::handle Y, nb::handle a, nb::handle b, nb::handle eps,
+                    option_reader& opt) {
+  s.X = input(X, "X");
+  if (s.X.a.ndim() != 2) fail(errc::invalid_argument, "X must be 2-D (points x dimensions)");
+  if (s.X.type != conveyor::dtype::float32 && s.X.type != conveyor::dtype::float64) {
+    fail(errc::invalid_type, "points dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.X.type)));
+  }
+  s.single = s.X.type == conveyor::dtype::float32;
+  const nb::object dtype = s.X.obj.attr("dtype");
+  s.Y = input(Y, "Y", dtype);
+  if (s.Y.a.ndim() != 2) fail(errc::invalid_argument, "Y must be 2-D (points x dimensions)");
+  s.n = s.X.a.shape(0);
+  s.m = s.Y.a.shape(0);
+  s.dim = s.X.a.shape(1);
+  require_shape(s.Y.a, {s.m, s.dim}, "Y");
+  s.a_given = !a.is_none();
+  s.b_given = !b.is_none();
+  if (s.a_given) {
+    s.a = input(a, "a", dtype);
+    require_shape(s.a.a, {s.n}, "a");
+  }
+  if (s.b_given) {
+    s.b = input(b, "b", dtype);
+    require_shape(s.b.a, {s.m}, "b");
+  }
+  s.eps = value<double>(eps, "eps", "a number");
+  opt.read_with("metric", [&](nb::handle h) { s.o.metric = sk::parse_metric(value<std::string>(h, "metric", "a string")); });
+  opt.read("tol", s.o.tol, "a number");
+  opt.read("max_iter", s.o.max_iter, "an int");
+  opt.read_with("norm", [&](nb::handle h) { s.o.norm = sk::parse_norm(value<std::string>(h, "norm", "a string")); });
+  opt.read("check_every", s.o.check_every, "an int");
+  opt.read("threads", s.o.threads, "an int");
+  read_warm_start(opt, "init_log_u", s.o.init_log_u);
+  read_warm_start(opt, "init_log_v", s.o.init_log_v);
+}
+
+template <class T>
+nb::tuple run_points(points_args& s, MPI_Comm cm) {
+  sk::points_result<T> res;
+  {
+    nb::gil_scoped_release unlocked;
+    res = sk::transport_points(static_cast<const T*>(s.X.a.data()), s.n, static_cast<const T*>(s.Y.a.data()), s.m,
+                               s.dim, s.a_given ? static_cast<const T*>(s.a.a.data()) : nullptr,
+                               s.b_given ? static_cast<const T*>(s.b.a.data()) : nullptr, s.eps, cm, s.o);
+  }
+  return nb::make_tuple(to_numpy(std::move(res.log_u)), to_numpy(std::move(res.log_v)),
+                        std::string(sk::status_name(res.state)), res.iterations, res.error, res.cost,
+                        to_numpy(std::move(res.error_history)));
 }
 
 }  // namespace
@@ -160,6 +222,23 @@ void bind_sinkhorn(nb::module_& m) {
       },
       nb::arg("C").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("eps").none(), nb::arg("comm").none(),
       nb::arg("plan").none(), nb::arg("options").none());
+
+  m.def(
+      "sinkhorn_points",
+      [](nb::handle X, nb::handle Y, nb::handle a, nb::handle b, nb::handle eps, nb::handle comm, nb::handle options) {
+        const MPI_Comm cm = comm_of(comm);
+        conveyor::collective_call call("sinkhorn::transport_points", cm);
+        points_args s;
+        convert(call, [&] {
+          option_reader opt(options);
+          convert_points(s, X, Y, a, b, eps, opt);
+          opt.finish();
+        });
+        call.finish_front_end();
+        return s.single ? run_points<float>(s, cm) : run_points<double>(s, cm);
+      },
+      nb::arg("X").none(), nb::arg("Y").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("eps").none(),
+      nb::arg("comm").none(), nb::arg("options").none());
 
   m.def("balanced_rows", [](std::size_t M, int rank, int size) {
     const sk::row_block b = sk::balanced_rows(M, rank, size);

@@ -16,6 +16,7 @@
 #include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/sinkhorn.hpp"
+#include "conveyor/sinkhorn_points.hpp"
 #include "conveyor/version.hpp"
 
 namespace {
@@ -264,6 +265,61 @@ int conveyor_sinkhorn_transport(conveyor_dtype t, const void* C, size_t rows, si
     const sk::options opt = sinkhorn_front_end(call, t, options, rows, cols);
     if (t == CONVEYOR_FLOAT64) transport_as<double>(C, rows, cols, ld, a, b, eps, comm, opt, f, g, plan, plan_ld, info);
     else transport_as<float>(C, rows, cols, ld, a, b, eps, comm, opt, f, g, plan, plan_ld, info);
+  });
+}
+
+namespace {
+
+sk::points_options to_points_options(const conveyor_points_options* o, std::size_t n, std::size_t m) {
+  sk::points_options opt;
+  if (!o) return opt;
+  opt.metric = static_cast<sk::metric>(o->metric);
+  opt.tol = o->tol;
+  opt.max_iter = o->max_iter;
+  opt.norm = static_cast<sk::error_norm>(o->norm);
+  opt.check_every = o->check_every;
+  opt.threads = o->threads;
+  if (o->init_log_u) opt.init_log_u.assign(o->init_log_u, o->init_log_u + n);
+  if (o->init_log_v) opt.init_log_v.assign(o->init_log_v, o->init_log_v + m);
+  return opt;
+}
+
+template <class T>
+void points_as(const void* X, std::size_t n, const void* Y, std::size_t m, std::size_t dim, const void* a,
+               const void* b, double eps, MPI_Comm comm, const sk::points_options& opt, void* log_u, void* log_v,
+               conveyor_sinkhorn_info* info) {
+  const auto res = sk::transport_points(static_cast<const T*>(X), n, static_cast<const T*>(Y), m, dim,
+                                        static_cast<const T*>(a), static_cast<const T*>(b), eps, comm, opt);
+  copy_out(res.log_u, log_u);
+  copy_out(res.log_v, log_v);
+  fill_info(res, res.cost, info);
+}
+
+}  // namespace
+
+void conveyor_points_options_init(conveyor_points_options* options) {
+  if (!options) return;
+  const sk::points_options d;
+  *options = conveyor_points_options{static_cast<int>(d.metric), d.tol, d.max_iter, static_cast<int>(d.norm),
+                                     d.check_every, d.threads, nullptr, nullptr};
+}
+
+int conveyor_sinkhorn_points(conveyor_dtype t, const void* X, size_t n, const void* Y, size_t m, size_t dim,
+                             const void* a, const void* b, double eps, MPI_Comm comm,
+                             const conveyor_points_options* options, void* log_u, void* log_v,
+                             conveyor_sinkhorn_info* info) {
+  return guarded([&] {
+    conveyor::collective_call call("sinkhorn::transport_points", comm);
+    sk::points_options opt;
+    call.check([&] {
+      if (t != CONVEYOR_FLOAT32 && t != CONVEYOR_FLOAT64) {
+        throw conveyor::error(conveyor::errc::unsupported, "dtype must be float32 or float64");
+      }
+      opt = to_points_options(options, n, m);
+    });
+    call.finish_front_end();
+    if (t == CONVEYOR_FLOAT64) points_as<double>(X, n, Y, m, dim, a, b, eps, comm, opt, log_u, log_v, info);
+    else points_as<float>(X, n, Y, m, dim, a, b, eps, comm, opt, log_u, log_v, info);
   });
 }
 

@@ -16,6 +16,7 @@
 
 #include "mpi_test_util.hpp"
 #include "reference.hpp"
+#include "conveyor/conveyor.h"
 #include "conveyor/simd.hpp"
 #include "conveyor/sinkhorn.hpp"
 #include "conveyor/sinkhorn_points.hpp"
@@ -339,6 +340,42 @@ TEST(SinkhornPoints, EmptyAndZeroWeightPoints) {
   EXPECT_EQ(run.res.state, sk::status::converged);
   EXPECT_TRUE(std::isinf(run.log_u[3]) && run.log_u[3] < 0);
   EXPECT_TRUE(std::isfinite(run.res.cost));
+}
+
+// ---------------------------------------------------------------------------
+// C API
+// ---------------------------------------------------------------------------
+TEST(SinkhornPointsCApi, MatchesTheCppApi) {
+  const clouds c = make_clouds(31, 26, 3, 23, false);
+  const sk::row_block bx = share_of(c.n, true, 0), by = share_of(c.m, true, size_of() - 1);
+  const auto X = slice<float>(c.X, bx.first, bx.count, c.d), Y = slice<float>(c.Y, by.first, by.count, c.d);
+  const auto a = slice<float>(c.a, bx.first, bx.count), b = slice<float>(c.b, by.first, by.count);
+  conveyor_points_options o;
+  conveyor_points_options_init(&o);
+  EXPECT_EQ(o.metric, CONVEYOR_POINTS_SQEUCLIDEAN);
+  EXPECT_EQ(o.norm, CONVEYOR_SINKHORN_L1);
+  o.tol = 1e-5;
+  o.metric = CONVEYOR_POINTS_EUCLIDEAN;
+  std::vector<float> log_u(bx.count + 1), log_v(by.count + 1);
+  conveyor_sinkhorn_info info{};
+  ASSERT_EQ(conveyor_sinkhorn_points(CONVEYOR_FLOAT32, X.data(), bx.count, Y.data(), by.count, c.d, a.data(), b.data(),
+                                     0.05, MPI_COMM_WORLD, &o, log_u.data(), log_v.data(), &info),
+            CONVEYOR_SUCCESS)
+      << conveyor_last_error();
+  sk::points_options cpp;
+  cpp.tol = 1e-5;
+  cpp.metric = sk::metric::euclidean;
+  const auto r = sk::transport_points(X.data(), bx.count, Y.data(), by.count, c.d, a.data(), b.data(), 0.05,
+                                      MPI_COMM_WORLD, cpp);
+  EXPECT_EQ(info.status, static_cast<int>(r.state));
+  EXPECT_EQ(info.iterations, r.iterations);
+  EXPECT_EQ(info.cost, r.cost);
+  EXPECT_TRUE(std::equal(r.log_u.begin(), r.log_u.end(), log_u.begin()));
+  EXPECT_TRUE(std::equal(r.log_v.begin(), r.log_v.end(), log_v.begin()));
+  // A bad dtype is refused on every rank.
+  EXPECT_NE(conveyor_sinkhorn_points(CONVEYOR_INT32, X.data(), bx.count, Y.data(), by.count, c.d, nullptr, nullptr, 0.05,
+                                     MPI_COMM_WORLD, nullptr, nullptr, nullptr, nullptr),
+            CONVEYOR_SUCCESS);
 }
 
 // ---------------------------------------------------------------------------

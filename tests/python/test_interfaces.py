@@ -43,7 +43,7 @@ def names(macro):
 
 
 def test_every_list_is_parsed():
-    assert len(LISTS) == 10, sorted(LISTS)
+    assert len(LISTS) == 11, sorted(LISTS)
     for macro, entries in LISTS.items():
         assert entries, macro
 
@@ -82,6 +82,19 @@ def test_sinkhorn_variants_and_statuses_reach_python():
     for norm in names("CONVEYOR_SINKHORN_NORM_LIST"):
         res = conveyor.sinkhorn_scale(A, r, c, norm=norm, tol=1e-12)
         assert res.status == "converged" and res.error <= 1e-12, norm
+
+
+def test_point_cloud_metrics_reach_python():
+    X = np.array([[0.0, 0.0], [3.0, 4.0]])
+    costs = {}
+    for name in names("CONVEYOR_POINTS_METRIC_LIST"):
+        res = conveyor.sinkhorn_points(X, X, 0.01, metric=name, comm=MPI.COMM_SELF)
+        assert res.status == "converged", name
+        costs[name] = res.cost
+    assert costs == pytest.approx({"sqeuclidean": 0.0, "euclidean": 0.0}, abs=1e-12)
+    far = {name: conveyor.sinkhorn_points(X[:1], X[1:], 0.01, metric=name, comm=MPI.COMM_SELF).cost
+           for name in names("CONVEYOR_POINTS_METRIC_LIST")}
+    assert far == pytest.approx({"sqeuclidean": 25.0, "euclidean": 5.0})
 
 
 def test_outer_algorithms_and_orders_reach_python():
@@ -179,6 +192,7 @@ ENGINES = {
                   {"on_chunk": "a callback per chunk, inside the collective: C++ and C only"}),
     "sinkhorn": ("sinkhorn.hpp", "options", {"block": ["mc", "nc", "mr", "nr"], "allreduce": INNER_ALLREDUCE},
                  "conveyor_sinkhorn_options", [conveyor.sinkhorn_scale, conveyor.sinkhorn_transport], {}),
+    "points": ("sinkhorn_points.hpp", "points_options", {}, "conveyor_points_options", [conveyor.sinkhorn_points], {}),
     "outer": ("outer.hpp", "outer_options", {"allreduce": INNER_ALLREDUCE}, "conveyor_outer_options",
               [conveyor.outer_sum], {"validate": "ignored: outer_sum always agrees (C keeps the field)"}),
     "redistribute": ("redistribute.hpp", "plan_options", {}, "conveyor_redistribute_options", [conveyor.Plan], {}),

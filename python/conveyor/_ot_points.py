@@ -1,0 +1,200 @@
+"""Entropic OT between point clouds with POT's interface (``ot.bregman.
+empirical_sinkhorn`` and ``empirical_sinkhorn2``), computed by Conveyor's
+point-cloud solver: the cost is recomputed where it is needed, never stored.
+
+The contract followed is POT's lazy one (0.9, ``isLazy=True``): the iteration
+updates the source potential first (f = log a - LSE_j(g_j - M_ij / reg)), then
+the target's; the row-marginal error ``sum_i |rowsum_i - a_i|`` is tested after
+iterations 10, 20, ... against ``stopThr``; the potentials are log-scalings
+(f = log u). ``isLazy`` and ``batchSize`` are accepted and change nothing: every
+call takes the online path (the plan, when asked for with ``isLazy=False``, is
+formed from the potentials at the end). Deviations from POT, each on purpose:
+with ``isLazy=False`` POT runs its dense ``sinkhorn`` (column update first, L2
+column error tested at iterations 1, 11, ...) and its log holds that solver's
+``u``, ``v`` and ``err``; here the same lazy iteration runs and the log's
+``u``, ``v`` are exp(f), exp(g). Metrics: ``"sqeuclidean"`` and ``"euclidean"``.
+
+With ``comm`` (an mpi4py communicator) each rank passes its share of ``X_s``
+(with ``a``) and of ``X_t`` (with ``b``), any sizes; the potentials returned
+are this rank's, the plan is this rank's rows against every target point (in
+rank order), the loss is the total.
+"""
+import warnings
+
+import numpy as np
+from mpi4py import MPI
+
+from . import _conveyor
+from ._mpi import agree, comm_address
+
+__all__ = ["empirical_sinkhorn", "empirical_sinkhorn2", "METRICS"]
+
+#: The ground costs the point-cloud solver computes (POT's names).
+METRICS = ("sqeuclidean", "euclidean")
+_ENGINE_KWARGS = ("threads",)
+_CHECK_EVERY = 10  # POT's lazy solver tests the error after every 10th iteration
+
+
+def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numIterMax=10000, stopThr=1e-9,
+                       isLazy=False, batchSize=100, verbose=False, log=False, warn=True, warmstart=None, comm=None,
+                       **kwargs):
+    """The entropic OT plan between two point clouds, or with ``isLazy=True``
+    its dual potentials, as ``ot.bregman.empirical_sinkhorn``.
+
+    Parameters
+    ----------
+    X_s : array_like, shape (n_samples_a, dim)
+        Source points (this rank's share with ``comm``).
+    X_t : array_like, shape (n_samples_b, dim)
+        Target points (this rank's share with ``comm``).
+    reg : float
+        Entropic regularization (> 0).
+    a, b : array_like, optional
+        Weights of the points (this rank's); None: uniform over all points.
+    metric : {"sqeuclidean", "euclidean"}
+        The ground cost.
+    numIterMax : int
+        Iterations at most.
+    stopThr : float
+        Stop when the L1 row-marginal error, tested every 10th iteration, is below it.
+    isLazy : bool
+        Return the potentials (f, g) instead of the plan.
+    batchSize : int or tuple
+        Accepted for POT's signature; the solver tiles the cost itself.
+    verbose, log, warn : bool
+        Print the tested errors; also return a dict (``err``, ``niter``, ``u``,
+        ``v``; with ``isLazy``, ``lazy_plan`` when POT is installed and there is
+        one rank); warn when the solve does not converge.
+    warmstart : tuple of arrays, optional
+        ``(f, g)``, log-scalings to start from.
+    comm : mpi4py.MPI.Comm, optional
+        Spread the problem over these ranks (collective).
+    **kwargs
+        ``threads``: OpenMP threads per rank; anything else is ignored, as POT does.
+
+    Returns
+    -------
+    gamma : ndarray, shape (n_samples_a, n_samples_b)
+        The plan (``isLazy=False``; with ``comm``, this rank's rows against all
+        target points).
+    f, g : ndarray
+        The potentials (``isLazy=True``): this rank's.
+    log : dict
+        Only when ``log=True``.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor.ot
+    >>> X = np.array([[0.0], [1.0]]); Y = np.array([[0.1], [0.9]])
+    >>> P = conveyor.ot.empirical_sinkhorn(X, Y, reg=0.1)
+    >>> bool(np.allclose(P.sum(axis=1), 0.5))
+    True
+    """
+    run = _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs,
+                        "empirical_sinkhorn")
+    f, g = run["log_u"], run["log_v"]
+    if isLazy:
+        if log:
+            run["log"]["lazy_plan"] = _lazy_plan(run, metric, reg, comm)
+            return f, g, run["log"]
+        return f, g
+    plan = _plan_rows(run, metric, reg, comm)
+    return (plan, run["log"]) if log else plan
+
+
+def empirical_sinkhorn2(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numIterMax=10000, stopThr=1e-9,
+                        isLazy=False, batchSize=100, verbose=False, log=False, warn=True, warmstart=None, comm=None,
+                        **kwargs):
+    """The entropic OT loss <P, M> between two point clouds, as
+    ``ot.bregman.empirical_sinkhorn2`` (the arguments of
+    :func:`empirical_sinkhorn`); with ``comm``, the total over all ranks.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor.ot
+    >>> X = np.array([[0.0], [1.0]])
+    >>> bool(conveyor.ot.empirical_sinkhorn2(X, X, reg=0.01) < 1e-6)
+    True
+    """
+    run = _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs,
+                        "empirical_sinkhorn2")
+    loss = run["X_s"].dtype.type(run["cost"])
+    return (loss, run["log"]) if log else loss
+
+
+# ---------------------------------------------------------------------------
+def _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs, caller):
+    comm = MPI.COMM_SELF if comm is None else comm
+
+    def prepare():  # local conversions and checks, agreed over the ranks before the engine runs
+        name = str(metric).lower()
+        if name not in METRICS:
+            raise NotImplementedError(f"conveyor.ot.{caller}: metric '{metric}' is not implemented (Conveyor "
+                                      f"computes {', '.join(METRICS)}); use POT for it")
+        X = np.asarray(X_s)
+        dtype = np.float32 if X.dtype == np.float32 else np.float64
+        X = np.ascontiguousarray(X, dtype=dtype)
+        Y = np.ascontiguousarray(X_t, dtype=dtype)
+        weights = [None if w is None or np.size(w) == 0 else np.ascontiguousarray(w, dtype=dtype) for w in (a, b)]
+        return name, X, Y, weights[0], weights[1]
+
+    name, X, Y, a_, b_ = agree(comm, prepare, ("metrics and warm-start flags", (str(metric), warmstart is None)))
+    options = dict(metric=name, tol=float(stopThr), max_iter=int(numIterMax), norm="l1", check_every=_CHECK_EVERY,
+                   **{k: kwargs[k] for k in _ENGINE_KWARGS if k in kwargs})
+    if warmstart is not None:
+        options["init_log_u"] = np.asarray(warmstart[0], dtype=np.float64)
+        options["init_log_v"] = np.asarray(warmstart[1], dtype=np.float64)
+    log_u, log_v, status, iterations, _, cost, history = _conveyor.sinkhorn_points(
+        X, Y, a_, b_, reg, comm_address(comm), options)
+    # POT's niter: the 0-based index of the last iteration run.
+    niter = iterations if status == "numerical_failure" else max(iterations - 1, 0)
+    err = [float(history[k - 1]) for k in range(_CHECK_EVERY, iterations + 1, _CHECK_EVERY)]
+    run = {"X_s": X, "X_t": Y, "log_u": log_u, "log_v": log_v, "cost": cost, "status": status,
+           "log": {"err": err, "niter": niter, "u": np.exp(log_u), "v": np.exp(log_v)}}
+    if verbose:
+        for k, e in enumerate(err):
+            print(f"Error in marginal at iteration {(k + 1) * _CHECK_EVERY} = {e}")
+    if status == "numerical_failure":
+        warnings.warn(f"conveyor.ot.{caller}: numerical errors at iteration {iterations + 1}; the last finite "
+                      "iterate is returned", UserWarning, stacklevel=3)
+    elif status == "max_iter" and warn:
+        warnings.warn("Sinkhorn did not converge. You might want to increase the number of iterations "
+                      "`numItermax` or the regularization parameter `reg`.", UserWarning, stacklevel=3)
+    return run
+
+
+def _ground(X, Y, metric):
+    d2 = np.maximum(((X[:, None, :] - Y[None, :, :]) ** 2).sum(axis=2), 0)
+    return np.sqrt(d2) if metric == "euclidean" else d2
+
+
+def _all_targets(run, comm):
+    """Every target point and its potential, in rank order."""
+    Y, g = run["X_t"], run["log_v"]
+    if comm is None or comm.Get_size() == 1:
+        return Y, g
+    parts = comm.allgather((Y, g))
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _plan_rows(run, metric, reg, comm):
+    """This rank's rows of the plan exp(f_i + g_j - C_ij / reg), in row blocks."""
+    X, f = run["X_s"], run["log_u"]
+    Y, g = _all_targets(run, comm)
+    plan = np.empty((X.shape[0], Y.shape[0]), dtype=X.dtype)
+    block = max(1, (1 << 22) // max(1, Y.shape[0] * X.shape[1]))
+    for i in range(0, X.shape[0], block):
+        C = _ground(X[i:i + block], Y, metric)
+        plan[i:i + block] = np.exp(f[i:i + block, None] + g[None, :] - C / reg)
+    return plan
+
+
+def _lazy_plan(run, metric, reg, comm):
+    """POT's LazyTensor of the plan (one rank, POT installed), else None."""
+    if comm is not None and comm.Get_size() > 1:
+        return None
+    try:
+        from ot.bregman import get_sinkhorn_lazytensor
+    except ImportError:
+        return None
+    return get_sinkhorn_lazytensor(run["X_s"], run["X_t"], run["log_u"], run["log_v"], metric, reg)

@@ -1,0 +1,140 @@
+"""conveyor.ot.empirical_sinkhorn / empirical_sinkhorn2 (the point-cloud solver)
+against POT's lazy solver (the POT installed beside it): the same potentials,
+iteration counts, errors and losses; then the problem spread over ranks with
+uneven shares, and bad input on one rank."""
+import warnings
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import conveyor
+import conveyor.ot
+
+ot = pytest.importorskip("ot")
+COMM = MPI.COMM_WORLD
+RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+
+
+def clouds(n=60, m=45, d=3, seed=0, dtype=np.float64):
+    rng = np.random.RandomState(seed)
+    X, Y = rng.rand(n, d), rng.rand(m, d) + 0.25
+    a, b = rng.rand(n) + 0.1, rng.rand(m) + 0.1
+    return X.astype(dtype), Y.astype(dtype), (a / a.sum()).astype(dtype), (b / b.sum()).astype(dtype)
+
+
+def uneven(total, empty_rank):
+    """This rank's slice of `total` points: rank `empty_rank` gets none (with
+    several ranks), the others shares growing with their rank."""
+    weights = [0 if (q == empty_rank and SIZE > 1) else q + 1 for q in range(SIZE)]
+    bounds = np.concatenate([[0], np.cumsum(weights)]) * total // sum(weights)
+    return slice(int(bounds[RANK]), int(bounds[RANK + 1]))
+
+
+@pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
+@pytest.mark.parametrize("reg, numIterMax", [(0.1, 10000), (0.02, 10000), (0.02, 25)])
+def test_potentials_and_log_equal_pots_lazy_solver(metric, reg, numIterMax):
+    X, Y, a, b = clouds()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f, g, log = conveyor.ot.empirical_sinkhorn(X, Y, reg, a, b, metric=metric, numIterMax=numIterMax,
+                                                   isLazy=True, log=True)
+        pf, pg, plog = ot.bregman.empirical_sinkhorn(X, Y, reg, a, b, metric=metric, numIterMax=numIterMax,
+                                                     isLazy=True, log=True)
+    np.testing.assert_allclose(f, pf, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(g, pg, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(log["err"], [float(e) for e in plog["err"]], rtol=1e-6, atol=1e-15)
+    if "niter" in plog:  # (POT >= 0.9)
+        assert log["niter"] == plog["niter"]
+    loss = conveyor.ot.empirical_sinkhorn2(X, Y, reg, a, b, metric=metric, numIterMax=numIterMax, isLazy=True,
+                                           warn=False)
+    pot_loss = ot.bregman.empirical_sinkhorn2(X, Y, reg, a, b, metric=metric, numIterMax=numIterMax, isLazy=True,
+                                              warn=False)
+    assert float(loss) == pytest.approx(float(pot_loss), rel=1e-10)
+
+
+def test_the_plan_has_the_marginals_and_pots_dense_plan():
+    X, Y, a, b = clouds(seed=1)
+    P, log = conveyor.ot.empirical_sinkhorn(X, Y, 0.05, a, b, stopThr=1e-12, log=True)
+    np.testing.assert_allclose(P.sum(axis=1), a, atol=1e-12)
+    np.testing.assert_allclose(P.sum(axis=0), b, atol=1e-10)
+    P_pot = ot.sinkhorn(a, b, ot.dist(X, Y), 0.05, method="sinkhorn_log", stopThr=1e-12, numItermax=10000)
+    np.testing.assert_allclose(P, P_pot, atol=1e-9 * P.max())
+    np.testing.assert_allclose(log["u"], np.exp(np.log(log["u"])))
+
+
+def test_float32_stays_float32_and_uniform_weights_by_default():
+    X, Y, _, _ = clouds(seed=2, dtype=np.float32)
+    f, g = conveyor.ot.empirical_sinkhorn(X, Y, 0.1, isLazy=True, stopThr=1e-6)
+    assert f.dtype == np.float32 and g.dtype == np.float32
+    pf, pg = ot.bregman.empirical_sinkhorn(X.astype(np.float64), Y.astype(np.float64), 0.1, isLazy=True)
+    np.testing.assert_allclose(f, pf, atol=1e-4)
+    loss = conveyor.ot.empirical_sinkhorn2(X, Y, 0.1, stopThr=1e-6)
+    assert loss.dtype == np.float32
+
+
+def test_warmstart_from_a_solution_stops_at_the_first_test():
+    X, Y, a, b = clouds(seed=3)
+    f, g, log = conveyor.ot.empirical_sinkhorn(X, Y, 0.1, a, b, isLazy=True, log=True)
+    f2, g2, log2 = conveyor.ot.empirical_sinkhorn(X, Y, 0.1, a, b, isLazy=True, log=True, warmstart=(f, g))
+    assert log2["niter"] == 9  # the first test, after iteration 10
+    np.testing.assert_allclose(f2, f, atol=1e-9)
+
+
+def test_not_converging_warns_and_other_metrics_are_refused():
+    X, Y, a, b = clouds(seed=4)
+    with pytest.warns(UserWarning, match="did not converge"):
+        conveyor.ot.empirical_sinkhorn(X, Y, 0.01, a, b, numIterMax=5, isLazy=True)
+    with pytest.raises(NotImplementedError, match="cityblock"):
+        conveyor.ot.empirical_sinkhorn(X, Y, 0.1, metric="cityblock")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_shares_over_ranks_give_the_single_process_potentials(dtype):
+    X, Y, a, b = clouds(53, 41, 2, seed=5, dtype=dtype)
+    sx, sy = uneven(53, 0), uneven(41, SIZE - 1)
+    stop = 1e-9 if dtype == np.float64 else 1e-5  # (float32 cannot reach 1e-9)
+    f, g, log = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], isLazy=True, log=True, comm=COMM,
+                                               stopThr=stop)
+    f1, g1, log1 = conveyor.ot.empirical_sinkhorn(X, Y, 0.05, a, b, isLazy=True, log=True, stopThr=stop)
+    assert log["niter"] == log1["niter"]
+    tol = 1e-10 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(f, f1[sx], atol=tol)
+    np.testing.assert_allclose(g, g1[sy], atol=tol)
+    # The plan: this rank's rows against every target point; the loss: the total.
+    P = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM, stopThr=stop)
+    assert P.shape == (sx.stop - sx.start, 41)
+    np.testing.assert_allclose(P, conveyor.ot.empirical_sinkhorn(X, Y, 0.05, a, b, stopThr=stop)[sx], atol=tol * 1e-2)
+    W = conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM, stopThr=stop)
+    assert float(W) == pytest.approx(float(conveyor.ot.empirical_sinkhorn2(X, Y, 0.05, a, b, stopThr=stop)), rel=tol)
+    # Uniform weights (None) are uniform over every rank's points.
+    fu, _ = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, isLazy=True, comm=COMM, stopThr=stop)
+    np.testing.assert_allclose(fu, conveyor.ot.empirical_sinkhorn(X, Y, 0.05, isLazy=True, stopThr=stop)[0][sx], atol=tol)
+
+
+@pytest.mark.parametrize("bad_rank", range(SIZE))
+def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
+    X, Y, a, b = clouds(4 * SIZE, 3 * SIZE, seed=6)
+    sx, sy = slice(4 * RANK, 4 * RANK + 4), slice(3 * RANK, 3 * RANK + 3)
+    nan_X = X[sx].copy()
+    nan_X[0, 1] = np.nan
+    cases = [  # (what the bad rank passes, the error every rank must raise)
+        (dict(X=nan_X), "points must be finite"),
+        (dict(X=X[sx, :2], Y=Y[sy, :2]), "different dims" if SIZE > 1 else None),
+        (dict(Y=Y[sy, :2]), "Y has shape"),
+        (dict(a=-a[sx]), "marginals must be finite and >= 0"),
+        (dict(reg=0.0), "eps must be finite and > 0"),
+        (dict(metric="cityblock"), f"rank {bad_rank}"),
+    ]
+    for override, message in cases:
+        if message is None:
+            continue  # one rank cannot disagree with itself
+        args = dict(X=X[sx], Y=Y[sy], a=a[sx], reg=0.1, metric="sqeuclidean")
+        if RANK == bad_rank:
+            args.update(override)
+        with pytest.raises((ValueError, NotImplementedError), match=message):
+            conveyor.ot.empirical_sinkhorn(args["X"], args["Y"], args["reg"], args["a"], b[sy], metric=args["metric"],
+                                           isLazy=True, comm=COMM)
+    # The communicator is still usable after the bad calls.
+    f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.1, a[sx], b[sy], isLazy=True, comm=COMM)
+    assert f.shape == (4,) and g.shape == (3,)
