@@ -1,5 +1,6 @@
 """Entropic OT between point clouds with POT's interface (``ot.bregman.
-empirical_sinkhorn`` and ``empirical_sinkhorn2``), computed by Conveyor's
+empirical_sinkhorn``, ``empirical_sinkhorn2`` and
+``empirical_sinkhorn_divergence``), computed by Conveyor's
 point-cloud solver: the cost is recomputed where it is needed, never stored.
 
 The contract followed is POT's lazy one (0.9, ``isLazy=True``): the iteration
@@ -25,9 +26,10 @@ import numpy as np
 from mpi4py import MPI
 
 from . import _conveyor
+from ._backends import foreign_backend, is_foreign
 from ._mpi import agree, comm_address
 
-__all__ = ["empirical_sinkhorn", "empirical_sinkhorn2", "METRICS"]
+__all__ = ["empirical_sinkhorn", "empirical_sinkhorn2", "empirical_sinkhorn_divergence", "METRICS"]
 
 #: The ground costs the point-cloud solver computes (POT's names).
 METRICS = ("sqeuclidean", "euclidean")
@@ -90,6 +92,10 @@ def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numI
     >>> bool(np.allclose(P.sum(axis=1), 0.5))
     True
     """
+    nx = foreign_backend(X_s, X_t, a, b)
+    if nx is not None:
+        return _on_numpy(nx, X_s, empirical_sinkhorn, X_s, X_t, reg, a, b, metric, numIterMax, stopThr, isLazy,
+                         batchSize, verbose, log, warn, warmstart, comm, **kwargs)
     run = _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs,
                         "empirical_sinkhorn")
     f, g = run["log_u"], run["log_v"]
@@ -116,13 +122,73 @@ def empirical_sinkhorn2(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", num
     >>> bool(conveyor.ot.empirical_sinkhorn2(X, X, reg=0.01) < 1e-6)
     True
     """
+    nx = foreign_backend(X_s, X_t, a, b)
+    if nx is not None:
+        return _on_numpy(nx, X_s, empirical_sinkhorn2, X_s, X_t, reg, a, b, metric, numIterMax, stopThr, isLazy,
+                         batchSize, verbose, log, warn, warmstart, comm, **kwargs)
     run = _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs,
                         "empirical_sinkhorn2")
     loss = run["X_s"].dtype.type(run["cost"])
+    if log and isLazy:
+        run["log"]["lazy_plan"] = _lazy_plan(run, metric, reg, comm)
     return (loss, run["log"]) if log else loss
 
 
+def empirical_sinkhorn_divergence(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numIterMax=10000,
+                                  stopThr=1e-9, verbose=False, log=False, warn=True, warmstart=None, comm=None,
+                                  **kwargs):
+    """The debiased Sinkhorn divergence S = OT(a, b) - (OT(a, a) + OT(b, b)) / 2
+    between two point clouds (each OT the loss <P, M> of
+    :func:`empirical_sinkhorn2`), clipped at 0, as
+    ``ot.bregman.empirical_sinkhorn_divergence``; the arguments of
+    :func:`empirical_sinkhorn`. ``warmstart=(f, g)`` starts the symmetric
+    problems from (f, f) and (g, g). With ``log``, also a dict of the three
+    losses and logs (POT's keys).
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor.ot
+    >>> X = np.array([[0.0], [1.0], [2.0]])
+    >>> bool(conveyor.ot.empirical_sinkhorn_divergence(X, X, reg=0.1) < 1e-9)
+    True
+    """
+    nx = foreign_backend(X_s, X_t, a, b)
+    if nx is not None:
+        return _on_numpy(nx, X_s, empirical_sinkhorn_divergence, X_s, X_t, reg, a, b, metric, numIterMax, stopThr,
+                         verbose, log, warn, warmstart, comm, **kwargs)
+    start_a, start_b = (None, None) if warmstart is None else ((warmstart[0], warmstart[0]),
+                                                               (warmstart[1], warmstart[1]))
+    common = dict(metric=metric, numIterMax=numIterMax, stopThr=stopThr, verbose=verbose, log=True, warn=warn,
+                  comm=comm, **kwargs)
+    loss_ab, log_ab = empirical_sinkhorn2(X_s, X_t, reg, a, b, warmstart=warmstart, **common)
+    loss_a, log_a = empirical_sinkhorn2(X_s, X_s, reg, a, a, warmstart=start_a, **common)
+    loss_b, log_b = empirical_sinkhorn2(X_t, X_t, reg, b, b, warmstart=start_b, **common)
+    divergence = max(loss_ab.dtype.type(0), loss_ab - loss_ab.dtype.type(0.5) * (loss_a + loss_b))
+    if not log:
+        return divergence
+    return divergence, {"sinkhorn_loss_ab": loss_ab, "sinkhorn_loss_a": loss_a, "sinkhorn_loss_b": loss_b,
+                        "log_sinkhorn_ab": log_ab, "log_sinkhorn_a": log_a, "log_sinkhorn_b": log_b}
+
+
 # ---------------------------------------------------------------------------
+def _on_numpy(nx, like, function, *args, **kwargs):
+    """function on NumPy copies of another library's arrays; its arrays (alone,
+    in a tuple, in a log dict) handed back as that library's, like `like`."""
+    def to_numpy(x):
+        if isinstance(x, tuple):
+            return tuple(to_numpy(y) for y in x)
+        return nx.to_numpy(x) if is_foreign(x) else x
+
+    def back(x):
+        if isinstance(x, dict):
+            return {k: v if k == "lazy_plan" else back(v) for k, v in x.items()}  # (the plan: POT's, on NumPy)
+        if isinstance(x, tuple):
+            return tuple(back(y) for y in x)
+        return nx.from_numpy(np.asarray(x), type_as=like) if isinstance(x, (np.ndarray, np.generic)) else x
+
+    return back(function(*(to_numpy(x) for x in args), **kwargs))
+
+
 def _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs, caller):
     comm = MPI.COMM_SELF if comm is None else comm
 
@@ -152,8 +218,9 @@ def _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, war
     run = {"X_s": X, "X_t": Y, "log_u": log_u, "log_v": log_v, "cost": cost, "status": status,
            "log": {"err": err, "niter": niter, "u": np.exp(log_u), "v": np.exp(log_v)}}
     if verbose:
-        for k, e in enumerate(err):
-            print(f"Error in marginal at iteration {(k + 1) * _CHECK_EVERY} = {e}")
+        for k, e in enumerate(err):  # (POT prints every 100th iteration's)
+            if (k + 1) * _CHECK_EVERY % 100 == 0:
+                print(f"Error in marginal at iteration {(k + 1) * _CHECK_EVERY} = {e}")
     if status == "numerical_failure":
         warnings.warn(f"conveyor.ot.{caller}: numerical errors at iteration {iterations + 1}; the last finite "
                       "iterate is returned", UserWarning, stacklevel=3)
@@ -193,8 +260,8 @@ def _lazy_plan(run, metric, reg, comm):
     """POT's LazyTensor of the plan (one rank, POT installed), else None."""
     if comm is not None and comm.Get_size() > 1:
         return None
-    try:
-        from ot.bregman import get_sinkhorn_lazytensor
+    try:  # (POT >= 0.9.4; not exported by ot.bregman)
+        from ot.bregman._empirical import get_sinkhorn_lazytensor
     except ImportError:
         return None
     return get_sinkhorn_lazytensor(run["X_s"], run["X_t"], run["log_u"], run["log_v"], metric, reg)

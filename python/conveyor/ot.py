@@ -37,10 +37,12 @@ import numpy as np
 from mpi4py import MPI
 
 from . import _conveyor
+from ._backends import foreign_backend, is_foreign
 from ._mpi import agree, comm_address
-from ._ot_points import METRICS, empirical_sinkhorn, empirical_sinkhorn2
+from ._ot_points import METRICS, empirical_sinkhorn, empirical_sinkhorn2, empirical_sinkhorn_divergence
 
-__all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS", "empirical_sinkhorn", "empirical_sinkhorn2", "METRICS"]
+__all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS", "empirical_sinkhorn", "empirical_sinkhorn2",
+           "empirical_sinkhorn_divergence", "METRICS"]
 
 #: The ``method`` values Conveyor runs (POT's names).
 IMPLEMENTED_METHODS = ("sinkhorn", "sinkhorn_log")
@@ -153,32 +155,14 @@ def _as_float_array(x, dtype=None):
     return np.ascontiguousarray(x, dtype=dtype)
 
 
-def _is_foreign(x):
-    """An array of another library than NumPy (not a Python sequence or scalar)."""
-    return type(x).__module__.split(".")[0] not in ("numpy", "builtins")
-
-
-def _foreign_backend(*arrays):
-    """POT's backend for input arrays that are not NumPy's (None for NumPy
-    input, Python sequences and scalars, or where POT is not installed)."""
-    foreign = [x for x in arrays if _is_foreign(x)]
-    if not foreign:
-        return None
-    try:
-        from ot.backend import get_backend
-        return get_backend(*foreign)
-    except (ImportError, ValueError):  # no POT, or a type none of its backends knows
-        return None
-
-
 def _solve(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, kwargs, want_plan, caller):
-    nx = _foreign_backend(a, b, M)
+    nx = foreign_backend(a, b, M)
     if nx is None:
         return _solve_numpy(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, kwargs,
                             want_plan, caller)
     # Another library's arrays: solved on NumPy copies, results handed back as that library's arrays.
     def to_numpy(x):
-        return nx.to_numpy(x) if _is_foreign(x) else x
+        return nx.to_numpy(x) if is_foreign(x) else x
 
     start = None if warmstart is None else tuple(to_numpy(w) for w in warmstart)
     out = _solve_numpy(to_numpy(a), to_numpy(b), to_numpy(M), reg, method, numItermax, stopThr, verbose, log, warn,

@@ -78,3 +78,19 @@ def empirical_sinkhorn2(
     comm: Optional[MPI.Comm] = ...,
     **kwargs: Any,
 ) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...
+def empirical_sinkhorn_divergence(
+    X_s: npt.ArrayLike,
+    X_t: npt.ArrayLike,
+    reg: float,
+    a: Optional[npt.ArrayLike] = ...,
+    b: Optional[npt.ArrayLike] = ...,
+    metric: str = ...,
+    numIterMax: int = ...,
+    stopThr: float = ...,
+    verbose: bool = ...,
+    log: bool = ...,
+    warn: bool = ...,
+    warmstart: Optional[Sequence[npt.ArrayLike]] = ...,
+    comm: Optional[MPI.Comm] = ...,
+    **kwargs: Any,
+) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...

@@ -4,8 +4,9 @@ in place of POT's Sinkhorn (tests/external/pot_tests.sh loads it with -p).
 1. Substitution: ot.sinkhorn, ot.sinkhorn2 and their ot.bregman names become
    dispatchers: the methods Conveyor implements (conveyor.ot.IMPLEMENTED_METHODS)
    go to conveyor.ot, the others to POT's own function, so a test mixing
-   methods still checks Conveyor on its share. Each test's calls into Conveyor
-   are counted.
+   methods still checks Conveyor on its share; the same for
+   ot.bregman.empirical_sinkhorn / empirical_sinkhorn2 by metric
+   (conveyor.ot.METRICS), and empirical_sinkhorn_divergence. Each test's calls into Conveyor are counted.
 2. What POT's test modules take from POT's repository-level conftest.py, which
    its source distribution leaves out: the `nx` fixture (one run per backend
    POT finds installed), the decorators pytest.skip_backend(name) and
@@ -52,10 +53,34 @@ def _dispatcher(pot_function, conveyor_function):
     return call
 
 
+def _points_dispatcher(pot_function, conveyor_function):
+    @functools.wraps(pot_function)
+    def call(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", *args, **kwargs):
+        if str(metric).lower() in conveyor.ot.METRICS:
+            _calls["current"] += 1
+            return conveyor_function(X_s, X_t, reg, a, b, metric, *args, **kwargs)
+        return pot_function(X_s, X_t, reg, a, b, metric, *args, **kwargs)
+
+    return call
+
+
 def _substitute():
     for module in (ot, ot.bregman):
         module.sinkhorn = _dispatcher(module.sinkhorn, conveyor.ot.sinkhorn)
         module.sinkhorn2 = _dispatcher(module.sinkhorn2, conveyor.ot.sinkhorn2)
+    # The point-cloud solvers, also where POT's own empirical_sinkhorn_divergence
+    # finds them (its module's globals), so the divergence runs on Conveyor's.
+    modules = [ot.bregman]
+    try:  # POT >= 0.9 (a package); before, ot.bregman's globals are the ones
+        import ot.bregman._empirical as empirical
+        modules.append(empirical)
+    except ImportError:
+        pass
+    for module in modules:
+        module.empirical_sinkhorn = _points_dispatcher(module.empirical_sinkhorn, conveyor.ot.empirical_sinkhorn)
+        module.empirical_sinkhorn2 = _points_dispatcher(module.empirical_sinkhorn2, conveyor.ot.empirical_sinkhorn2)
+        module.empirical_sinkhorn_divergence = _points_dispatcher(module.empirical_sinkhorn_divergence,
+                                                                  conveyor.ot.empirical_sinkhorn_divergence)
 
 
 def _skip_backend(name, reason=None):

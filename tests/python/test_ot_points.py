@@ -138,3 +138,17 @@ def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
     # The communicator is still usable after the bad calls.
     f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.1, a[sx], b[sy], isLazy=True, comm=COMM)
     assert f.shape == (4,) and g.shape == (3,)
+
+
+def test_divergence_equals_pots_and_vanishes_between_equal_clouds():
+    X, Y, a, b = clouds(40, 35, 2, seed=7)
+    mine, log = conveyor.ot.empirical_sinkhorn_divergence(X, Y, 0.1, a, b, log=True)
+    pot = ot.bregman.empirical_sinkhorn_divergence(X, Y, 0.1, a, b)
+    assert float(mine) == pytest.approx(float(pot), rel=1e-8)
+    assert float(mine) == pytest.approx(float(log["sinkhorn_loss_ab"] - (log["sinkhorn_loss_a"]
+                                                                         + log["sinkhorn_loss_b"]) / 2), rel=1e-12)
+    assert float(conveyor.ot.empirical_sinkhorn_divergence(X, X, 0.1, a, a)) == pytest.approx(0.0, abs=1e-10)
+    # Over ranks: the total.
+    sx, sy = uneven(40, 0), uneven(35, SIZE - 1)
+    spread = conveyor.ot.empirical_sinkhorn_divergence(X[sx], Y[sy], 0.1, a[sx], b[sy], comm=COMM)
+    assert float(spread) == pytest.approx(float(mine), rel=1e-9)
