@@ -119,6 +119,8 @@ CONVEYOR_C_API int conveyor_allgatherv(const void* send, void* recv, const size_
 enum { CONVEYOR_SINKHORN_VARIANT_LIST(CONVEYOR_C_SINKHORN_) }; /* CONVEYOR_SINKHORN_FUSED, _TYPICAL, _C2R, _BLOCKED */
 enum { CONVEYOR_SINKHORN_STATUS_LIST(CONVEYOR_C_SINKHORN_) };  /* CONVEYOR_SINKHORN_CONVERGED, _MAX_ITER, _NUMERICAL_FAILURE */
 enum { CONVEYOR_SINKHORN_NORM_LIST(CONVEYOR_C_SINKHORN_) };    /* CONVEYOR_SINKHORN_L1, _L2 */
+enum { CONVEYOR_SINKHORN_REG_TYPE_LIST(CONVEYOR_C_SINKHORN_) }; /* CONVEYOR_SINKHORN_KL, _ENTROPY */
+enum { CONVEYOR_SINKHORN_STOP_LIST(CONVEYOR_C_SINKHORN_) };    /* CONVEYOR_SINKHORN_STOP_MARGINAL, _STOP_CHANGE */
 
 typedef struct conveyor_sinkhorn_options {
   int variant;            /* CONVEYOR_SINKHORN_* */
@@ -135,6 +137,10 @@ typedef struct conveyor_sinkhorn_options {
   int norm;               /* CONVEYOR_SINKHORN_L1 (default) or _L2 (POT's) */
   int check_every;        /* test convergence on iterations 1, 1 + check_every, ... */
   int columns_first;      /* begin with a column update from init_u (POT's order) */
+  double reg_m_rows;      /* OT, unbalanced: KL penalty on the row marginal; INFINITY: a constraint */
+  double reg_m_cols;      /* the same for the column marginal */
+  int reg_type;           /* CONVEYOR_SINKHORN_KL (default) or _ENTROPY */
+  int stop;               /* CONVEYOR_SINKHORN_STOP_MARGINAL (default) or _STOP_CHANGE */
 } conveyor_sinkhorn_options;
 
 typedef struct conveyor_sinkhorn_info {
@@ -179,6 +185,10 @@ typedef struct conveyor_points_options {
   int threads;              /* OpenMP threads per rank; 0: automatic */
   const double* init_log_u; /* warm start (this rank's X points) or NULL; with init_log_v */
   const double* init_log_v; /* warm start (this rank's Y points) or NULL */
+  double reg_m_rows;        /* unbalanced, as conveyor_sinkhorn_options */
+  double reg_m_cols;
+  int reg_type;
+  int stop;
 } conveyor_points_options;
 
 /* The defaults of conveyor::sinkhorn::points_options. */

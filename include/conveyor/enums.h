@@ -61,6 +61,19 @@
  *   l2  sqrt(sum_j (colsum_j - c_j)^2): POT's stopping rule */
 #define CONVEYOR_SINKHORN_NORM_LIST(X) X(L1, l1, "l1") X(L2, l2, "l2")
 
+/* Unbalanced Sinkhorn: the plan's entropic term (POT's reg_type; C: CONVEYOR_SINKHORN_KL, ...):
+ *   kl       KL(P | a b^T) (default, POT's)
+ *   entropy  KL(P | 1)
+ * The two give the same plan unless a marginal is penalized (reg_m finite). */
+#define CONVEYOR_SINKHORN_REG_TYPE_LIST(X) X(KL, kl, "kl") X(ENTROPY, entropy, "entropy")
+
+/* What a Sinkhorn solve's stopping test measures (C: CONVEYOR_SINKHORN_STOP_MARGINAL, ...):
+ *   marginal  the marginal error, in the solve's norm (default)
+ *   change    the relative change of the scalings u, v in one iteration,
+ *             (max|du| / max(max|u|, max|u_prev|, 1) + the same for v) / 2:
+ *             POT's rule for unbalanced OT, whose marginals are not targets */
+#define CONVEYOR_SINKHORN_STOP_LIST(X) X(STOP_MARGINAL, marginal, "marginal") X(STOP_CHANGE, change, "change")
+
 /* The ground cost between two points of a point-cloud OT problem
  * (C: CONVEYOR_POINTS_SQEUCLIDEAN, ...):
  *   sqeuclidean  ||x - y||^2 (default; POT's "sqeuclidean")

@@ -24,6 +24,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -41,6 +42,14 @@ CONVEYOR_API bool rewrites_matrix(variant v);
 
 /// The norm of the column-marginal error: l1 (default), l2 (POT's).
 CONVEYOR_DECLARE_ENUM(error_norm, CONVEYOR_SINKHORN_NORM_LIST, norm_name, parse_norm);
+
+/// Unbalanced OT: the plan's entropic term, kl (KL(P | a b^T), POT's default) or
+/// entropy (KL(P | 1)); described in conveyor/enums.h.
+CONVEYOR_DECLARE_ENUM(reg_type, CONVEYOR_SINKHORN_REG_TYPE_LIST, reg_type_name, parse_reg_type);
+
+/// What the stopping test measures: marginal (default) or change (POT's rule for
+/// unbalanced OT); described in conveyor/enums.h.
+CONVEYOR_DECLARE_ENUM(stop_rule, CONVEYOR_SINKHORN_STOP_LIST, stop_rule_name, parse_stop_rule);
 
 /// converged (error <= tol), max_iter, numerical_failure (a scaling factor or
 /// column sum became 0, Inf or NaN; the last good iterate is kept).
@@ -76,6 +85,18 @@ struct options {
   int threads = 0;
   /// Entropic OT only: iterate on potentials with log-sum-exp (any eps).
   bool log_domain = false;
+  /// Entropic OT only, unbalanced: KL penalties on the row and column marginals
+  /// (POT's reg_m) instead of constraints; infinity keeps a marginal a
+  /// constraint. Either finite: the log-domain iteration runs (log_domain is
+  /// implied), the masses of a and b may differ, and the updates become
+  /// f = eps (log a - fi LSE(...)) with fi = reg_m / (reg_m + eps) (reg_type kl;
+  /// entropy: eps fi (log a - LSE)). docs/algorithms.md, "Unbalanced".
+  double reg_m_rows = std::numeric_limits<double>::infinity();
+  double reg_m_cols = std::numeric_limits<double>::infinity();
+  sinkhorn::reg_type reg_type = sinkhorn::reg_type::kl;
+  /// What the convergence test measures (marginal: the column-marginal error;
+  /// change runs the log-domain iteration and lets a and b differ in mass).
+  stop_rule stop = stop_rule::marginal;
   /// In-place variants: scale each chunk of columns as soon as its column sums
   /// arrive from the allreduce (the paper's overlap). The fused kernel overlaps
   /// the v update and the error with the allreduce either way.

@@ -23,6 +23,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 #include "conveyor/sinkhorn.hpp"
@@ -43,6 +44,13 @@ struct points_options {
   int check_every = 1;
   /// OpenMP threads per rank; 0: as sinkhorn::options::threads.
   int threads = 0;
+  /// Unbalanced OT, as sinkhorn::options: KL penalties on the X (row) and Y
+  /// (column) marginals; infinity keeps a marginal a constraint.
+  double reg_m_rows = std::numeric_limits<double>::infinity();
+  double reg_m_cols = std::numeric_limits<double>::infinity();
+  sinkhorn::reg_type reg_type = sinkhorn::reg_type::kl;
+  /// What the convergence test measures (marginal: the row-marginal error).
+  stop_rule stop = stop_rule::marginal;
   /// Warm start: log_u of this rank's X points, log_v of its Y points (both or
   /// neither; empty: zeros).
   std::vector<double> init_log_u, init_log_v;

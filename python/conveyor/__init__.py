@@ -276,7 +276,11 @@ _SOLVER_OPTIONS_DOC = """
     for the column-sum allreduce; norm: of the column-marginal error, "l1" or
     "l2" (POT's); check_every: test convergence on iterations 1, 1 + check_every,
     ... (POT: 10); columns_first: begin with a column update from init_u (POT's
-    order; init_v is ignored)."""
+    order; init_v is ignored). Transport only: reg_m_rows, reg_m_cols: unbalanced
+    OT, KL penalties on the marginals (inf: a constraint; the log-domain
+    iteration runs); reg_type: the plan's entropic reference, "kl" (a b^T) or
+    "entropy"; stop: what the convergence test measures, "marginal" or "change"
+    (POT's unbalanced rule, the relative change of the scalings)."""
 
 
 def sinkhorn_scale(A, r, c, comm=None, in_place=False, variant="fused", tol=1e-9, max_iter=1000, threads=0,
@@ -324,7 +328,8 @@ def sinkhorn_scale(A, r, c, comm=None, in_place=False, variant="fused", tol=1e-9
 def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_domain=False, threads=0, plan=False,
                        variant="fused", overlap=None, mc=None, nc=None, mr=None, nr=None, init_u=None, init_v=None,
                        allreduce_algorithm="auto", ranks_per_node=None, norm="l1", check_every=1,
-                       columns_first=False):
+                       columns_first=False, reg_m_rows=float("inf"), reg_m_cols=float("inf"), reg_type="kl",
+                       stop="marginal"):
     """Entropic optimal transport on this rank's rows of the cost matrix C.
 
     The plan is P = diag(u) exp(-C/eps) diag(v) with row sums a and column sums b
@@ -366,7 +371,8 @@ def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_dom
     options = dict(variant=variant, tol=tol, max_iter=max_iter, log_domain=log_domain, threads=threads, overlap=overlap,
                    mc=mc, nc=nc, mr=mr, nr=nr, init_u=init_u, init_v=init_v,
                    allreduce_algorithm=allreduce_algorithm, ranks_per_node=ranks_per_node, norm=norm,
-                   check_every=check_every, columns_first=columns_first)
+                   check_every=check_every, columns_first=columns_first, reg_m_rows=reg_m_rows,
+                   reg_m_cols=reg_m_cols, reg_type=reg_type, stop=stop)
     return TransportResult(*_conveyor.sinkhorn_transport(C, a, b, eps, comm_address(comm), plan, options))
 
 
@@ -375,7 +381,8 @@ sinkhorn_transport.__doc__ += _SOLVER_OPTIONS_DOC
 
 
 def sinkhorn_points(X, Y, eps, a=None, b=None, comm=None, metric="sqeuclidean", tol=1e-9, max_iter=1000, norm="l1",
-                    check_every=1, threads=0, init_log_u=None, init_log_v=None):
+                    check_every=1, threads=0, init_log_u=None, init_log_v=None, reg_m_rows=float("inf"),
+                    reg_m_cols=float("inf"), reg_type="kl", stop="marginal"):
     """Entropic optimal transport between two point clouds, the cost never stored.
 
     The plan is P_ij = exp(log_u_i + log_v_j - C(x_i, y_j) / eps) with row sums a
@@ -400,6 +407,8 @@ def sinkhorn_points(X, Y, eps, a=None, b=None, comm=None, metric="sqeuclidean", 
         convergence is tested after iterations check_every, 2 check_every, ...
     init_log_u, init_log_v : array_like, optional
         Warm start (both or neither).
+    reg_m_rows, reg_m_cols, reg_type, stop
+        Unbalanced OT, as sinkhorn_transport.
 
     Returns
     -------
@@ -417,7 +426,8 @@ def sinkhorn_points(X, Y, eps, a=None, b=None, comm=None, metric="sqeuclidean", 
     ('converged', 0.02)
     """
     options = dict(metric=metric, tol=tol, max_iter=max_iter, norm=norm, check_every=check_every, threads=threads,
-                   init_log_u=init_log_u, init_log_v=init_log_v)
+                   init_log_u=init_log_u, init_log_v=init_log_v, reg_m_rows=reg_m_rows, reg_m_cols=reg_m_cols,
+                   reg_type=reg_type, stop=stop)
     return PointsResult(*_conveyor.sinkhorn_points(X, Y, a, b, eps, comm_address(comm), options))
 
 

@@ -112,6 +112,10 @@ def sinkhorn_transport(
     norm: str = ...,
     check_every: int = ...,
     columns_first: bool = ...,
+    reg_m_rows: float = ...,
+    reg_m_cols: float = ...,
+    reg_type: str = ...,
+    stop: str = ...,
 ) -> TransportResult: ...
 def sinkhorn_points(
     X: npt.ArrayLike,
@@ -128,6 +132,10 @@ def sinkhorn_points(
     threads: int = ...,
     init_log_u: Optional[npt.ArrayLike] = ...,
     init_log_v: Optional[npt.ArrayLike] = ...,
+    reg_m_rows: float = ...,
+    reg_m_cols: float = ...,
+    reg_type: str = ...,
+    stop: str = ...,
 ) -> PointsResult: ...
 def outer_rows(N: int, comm: Optional[MPI.Comm] = ...) -> Tuple[int, int]: ...
 def outer_sum(

@@ -1,8 +1,11 @@
 """Entropic optimal transport with POT's interface: ``conveyor.ot.sinkhorn`` and
 ``conveyor.ot.sinkhorn2`` take the arguments of ``ot.sinkhorn`` / ``ot.sinkhorn2``
 and return what they return, computed by Conveyor's Sinkhorn engine;
-``empirical_sinkhorn`` and ``empirical_sinkhorn2`` those of POT's point-cloud
-solvers (``ot.bregman``), computed without the cost matrix (``_ot_points.py``).
+``empirical_sinkhorn``, ``empirical_sinkhorn2`` and
+``empirical_sinkhorn_divergence`` those of POT's point-cloud solvers
+(``ot.bregman``), computed without the cost matrix (``_ot_points.py``);
+``sinkhorn_unbalanced`` and ``sinkhorn_unbalanced2`` those of
+``ot.unbalanced`` (``_ot_unbalanced.py``).
 
 The contract followed is POT's (0.9): the iteration starts with the column update
 (v = b / K^T u, then u = a / K v; for ``method="sinkhorn_log"`` the same on log
@@ -40,9 +43,11 @@ from . import _conveyor
 from ._backends import foreign_backend, is_foreign
 from ._mpi import agree, comm_address
 from ._ot_points import METRICS, empirical_sinkhorn, empirical_sinkhorn2, empirical_sinkhorn_divergence
+from ._ot_unbalanced import UNBALANCED_METHODS, sinkhorn_unbalanced, sinkhorn_unbalanced2
 
 __all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS", "empirical_sinkhorn", "empirical_sinkhorn2",
-           "empirical_sinkhorn_divergence", "METRICS"]
+           "empirical_sinkhorn_divergence", "METRICS", "sinkhorn_unbalanced", "sinkhorn_unbalanced2",
+           "UNBALANCED_METHODS"]
 
 #: The ``method`` values Conveyor runs (POT's names).
 IMPLEMENTED_METHODS = ("sinkhorn", "sinkhorn_log")

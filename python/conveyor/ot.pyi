@@ -6,6 +6,7 @@ from mpi4py import MPI
 
 IMPLEMENTED_METHODS: Tuple[str, ...]
 METRICS: Tuple[str, ...]
+UNBALANCED_METHODS: Tuple[str, ...]
 
 def sinkhorn(
     a: npt.ArrayLike,
@@ -91,6 +92,41 @@ def empirical_sinkhorn_divergence(
     log: bool = ...,
     warn: bool = ...,
     warmstart: Optional[Sequence[npt.ArrayLike]] = ...,
+    comm: Optional[MPI.Comm] = ...,
+    **kwargs: Any,
+) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...
+def sinkhorn_unbalanced(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    M: npt.ArrayLike,
+    reg: float,
+    reg_m: Union[float, Sequence[float]],
+    method: str = ...,
+    reg_type: str = ...,
+    c: Optional[npt.ArrayLike] = ...,
+    warmstart: Optional[Sequence[npt.ArrayLike]] = ...,
+    numItermax: int = ...,
+    stopThr: float = ...,
+    verbose: bool = ...,
+    log: bool = ...,
+    comm: Optional[MPI.Comm] = ...,
+    **kwargs: Any,
+) -> Union[npt.NDArray[Any], Tuple[npt.NDArray[Any], Dict[str, Any]]]: ...
+def sinkhorn_unbalanced2(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    M: npt.ArrayLike,
+    reg: float,
+    reg_m: Union[float, Sequence[float]],
+    method: str = ...,
+    reg_type: str = ...,
+    c: Optional[npt.ArrayLike] = ...,
+    warmstart: Optional[Sequence[npt.ArrayLike]] = ...,
+    returnCost: str = ...,
+    numItermax: int = ...,
+    stopThr: float = ...,
+    verbose: bool = ...,
+    log: bool = ...,
     comm: Optional[MPI.Comm] = ...,
     **kwargs: Any,
 ) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...

@@ -33,6 +33,15 @@ void read_warm_start(option_reader& opt, const char* name, std::vector<double>& 
   });
 }
 
+// The unbalanced-OT options, the same in both solvers' options.
+template <class Options>
+void read_unbalanced(option_reader& opt, Options& o) {
+  opt.read("reg_m_rows", o.reg_m_rows, "a number");
+  opt.read("reg_m_cols", o.reg_m_cols, "a number");
+  opt.read_with("reg_type", [&](nb::handle h) { o.reg_type = sk::parse_reg_type(value<std::string>(h, "reg_type", "a string")); });
+  opt.read_with("stop", [&](nb::handle h) { o.stop = sk::parse_stop_rule(value<std::string>(h, "stop", "a string")); });
+}
+
 // The arguments of a Sinkhorn call after conversion.
 struct sinkhorn_args {
   py_input matrix;          // A or C (read-only view; A_out when in place)
@@ -84,6 +93,7 @@ void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c
   opt.read("nr", s.o.block.nr, "an int");
   read_warm_start(opt, "init_u", s.o.init_u);
   read_warm_start(opt, "init_v", s.o.init_v);
+  read_unbalanced(opt, s.o);
   read_inner_allreduce(opt, s.o.allreduce);
 }
 
@@ -158,6 +168,7 @@ void convert_points(points_args& s, nb::handle X, nb::handle Y, nb::handle a, nb
   opt.read("threads", s.o.threads, "an int");
   read_warm_start(opt, "init_log_u", s.o.init_log_u);
   read_warm_start(opt, "init_log_v", s.o.init_log_v);
+  read_unbalanced(opt, s.o);
 }
 
 template <class T>

@@ -184,6 +184,10 @@ sk::options to_sinkhorn_options(const conveyor_sinkhorn_options* o, std::size_t 
   opt.norm = static_cast<sk::error_norm>(o->norm);
   opt.check_every = o->check_every;
   opt.columns_first = o->columns_first != 0;
+  opt.reg_m_rows = o->reg_m_rows;
+  opt.reg_m_cols = o->reg_m_cols;
+  opt.reg_type = static_cast<sk::reg_type>(o->reg_type);
+  opt.stop = static_cast<sk::stop_rule>(o->stop);
   return opt;
 }
 
@@ -243,7 +247,9 @@ void conveyor_sinkhorn_options_init(conveyor_sinkhorn_options* options) {
   *options = conveyor_sinkhorn_options{static_cast<int>(d.variant), d.tol, d.max_iter, d.threads, d.log_domain ? 1 : 0,
                                        d.overlap ? 1 : 0, d.block.mc, d.block.nc, d.block.mr, d.block.nr,
                                        nullptr, nullptr, static_cast<int>(d.allreduce.algorithm), d.allreduce.ranks_per_node,
-                                       static_cast<int>(d.norm), d.check_every, d.columns_first ? 1 : 0};
+                                       static_cast<int>(d.norm), d.check_every, d.columns_first ? 1 : 0,
+                                       d.reg_m_rows, d.reg_m_cols, static_cast<int>(d.reg_type),
+                                       static_cast<int>(d.stop)};
 }
 
 int conveyor_sinkhorn_scale(conveyor_dtype t, void* A, size_t rows, size_t cols, size_t ld, const void* r,
@@ -281,6 +287,10 @@ sk::points_options to_points_options(const conveyor_points_options* o, std::size
   opt.threads = o->threads;
   if (o->init_log_u) opt.init_log_u.assign(o->init_log_u, o->init_log_u + n);
   if (o->init_log_v) opt.init_log_v.assign(o->init_log_v, o->init_log_v + m);
+  opt.reg_m_rows = o->reg_m_rows;
+  opt.reg_m_cols = o->reg_m_cols;
+  opt.reg_type = static_cast<sk::reg_type>(o->reg_type);
+  opt.stop = static_cast<sk::stop_rule>(o->stop);
   return opt;
 }
 
@@ -301,7 +311,8 @@ void conveyor_points_options_init(conveyor_points_options* options) {
   if (!options) return;
   const sk::points_options d;
   *options = conveyor_points_options{static_cast<int>(d.metric), d.tol, d.max_iter, static_cast<int>(d.norm),
-                                     d.check_every, d.threads, nullptr, nullptr};
+                                     d.check_every, d.threads, nullptr, nullptr, d.reg_m_rows, d.reg_m_cols,
+                                     static_cast<int>(d.reg_type), static_cast<int>(d.stop)};
 }
 
 int conveyor_sinkhorn_points(conveyor_dtype t, const void* X, size_t n, const void* Y, size_t m, size_t dim,

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <array>
+#include <cstring>
 #include <chrono>
 #include <cstdint>
 #include <numeric>
@@ -15,6 +16,8 @@ namespace conveyor::sinkhorn {
 
 CONVEYOR_ENUM_NAMES(error_norm, CONVEYOR_SINKHORN_NORM_LIST, "error norm", kNormNames, norm_name, parse_norm)
 CONVEYOR_ENUM_NAMES(variant, CONVEYOR_SINKHORN_VARIANT_LIST, "Sinkhorn variant", kVariantNames, variant_name, parse_variant)
+CONVEYOR_ENUM_NAMES(reg_type, CONVEYOR_SINKHORN_REG_TYPE_LIST, "reg_type", kRegTypeNames, reg_type_name, parse_reg_type)
+CONVEYOR_ENUM_NAMES(stop_rule, CONVEYOR_SINKHORN_STOP_LIST, "stop rule", kStopNames, stop_rule_name, parse_stop_rule)
 CONVEYOR_ENUM_NAME_ONLY(status, CONVEYOR_SINKHORN_STATUS_LIST, "Sinkhorn status", kStatusNames, status_name)
 
 bool rewrites_matrix(variant v) { return v != variant::fused; }
@@ -47,6 +50,10 @@ void check_call(const call_shape& c, const options& o) {
   if (o.check_every < 1) bad("check_every must be >= 1");
   if (static_cast<int>(o.norm) < 0 || o.norm > error_norm::l2) bad("unknown norm " + std::to_string(static_cast<int>(o.norm)));
   if (o.threads < 0) bad("threads must be >= 0");
+  check_unbalanced(o.reg_m_rows, o.reg_m_cols, o.reg_type, o.stop);
+  if (!c.transport && (!std::isinf(o.reg_m_rows) || !std::isinf(o.reg_m_cols))) {
+    bad("reg_m (unbalanced OT) applies to transport only");
+  }
   if (o.block.mc == 0 || o.block.nc == 0 || o.block.mr == 0 || o.block.nr == 0) bad("blocking sizes must be > 0");
   if (!o.init_u.empty() && o.init_u.size() != c.rows) {
     bad("init_u has " + std::to_string(o.init_u.size()) + " entries for " + std::to_string(c.rows) + " rows");
@@ -64,6 +71,30 @@ void check_call(const call_shape& c, const options& o) {
       }
     }
   }
+}
+
+side_update update_for(double reg_m, double eps, reg_type type) {
+  if (std::isinf(reg_m)) return {};
+  const double fi = reg_m / (reg_m + eps);
+  return {fi, type == reg_type::entropy ? fi : 1.0};
+}
+
+void check_unbalanced(double reg_m_rows, double reg_m_cols, reg_type type, stop_rule stop) {
+  const auto bad = [](const std::string& m) { throw error(errc::invalid_argument, m); };
+  for (double r : {reg_m_rows, reg_m_cols}) {
+    if (!(r > 0)) bad("reg_m must be > 0 (infinity: a balanced marginal), got " + std::to_string(r));
+  }
+  if (type != reg_type::kl && type != reg_type::entropy) bad("unknown reg_type " + std::to_string(static_cast<int>(type)));
+  if (stop != stop_rule::marginal && stop != stop_rule::change) {
+    bad("unknown stop rule " + std::to_string(static_cast<int>(stop)));
+  }
+}
+
+void match_unbalanced(collective_call& call, double reg_m_rows, double reg_m_cols, reg_type type, stop_rule stop) {
+  std::int64_t v[4] = {0, 0, static_cast<std::int64_t>(type), static_cast<std::int64_t>(stop)};
+  std::memcpy(&v[0], &reg_m_rows, sizeof(double));
+  std::memcpy(&v[1], &reg_m_cols, sizeof(double));
+  call.must_match_digest("unbalanced options (reg_m_rows, reg_m_cols, reg_type, stop)", digest_of(v, 4));
 }
 
 int threads_for(collective_call& call, int requested, std::size_t work_elements) {
@@ -92,6 +123,7 @@ run_context start(collective_call& call, const call_shape& shape, dtype t, const
   call.must_match("init_v given flags", o.init_v.empty() ? 0 : 1);
   call.must_match("norms", o.norm, norm_name).must_match("check_every values", o.check_every);
   call.must_match("columns_first flags", o.columns_first ? 1 : 0);
+  match_unbalanced(call, o.reg_m_rows, o.reg_m_cols, o.reg_type, o.stop);
   if (eps > 0) call.must_match_real("eps values", eps);
   call.agree();
 
@@ -109,7 +141,7 @@ run_context start(collective_call& call, const call_shape& shape, dtype t, const
 }
 
 void check_masses(const run_context& ctx, double local_row_mass, double column_mass, bool single_precision,
-                  const char* what) {
+                  const char* what, bool equal_masses) {
   double v[3] = {local_row_mass, column_mass, -column_mass};
   double sums[1];
   MPI_Allreduce(&v[0], sums, 1, MPI_DOUBLE, MPI_SUM, ctx.comm);
@@ -125,6 +157,7 @@ void check_masses(const run_context& ctx, double local_row_mass, double column_m
     throw error(errc::invalid_argument, w + ": marginals must have positive mass (rows " + std::to_string(rows) +
                                             ", columns " + std::to_string(cols) + ")");
   }
+  if (!equal_masses) return;
   // Room for the rounding of marginals normalized in the caller's precision.
   const double tolerance = single_precision ? 1e-4 : 1e-8;
   if (std::abs(rows - cols) > tolerance * std::max(rows, cols)) {

@@ -75,10 +75,10 @@ void check_marginal(const T* x, std::size_t n, const char* name, std::size_t off
 }
 
 /// Collective: the row marginal (summed over ranks) and the column marginal must
-/// have equal, positive mass, and the column marginal must be the same on every
+/// have positive mass, equal unless !equal_masses (unbalanced OT), and the column marginal must be the same on every
 /// rank (its sum is compared). Throws the same error on every rank.
 void check_masses(const run_context& ctx, double local_row_mass, double column_mass, bool single_precision,
-                  const char* what);
+                  const char* what, bool equal_masses = true);
 
 /// The thread's share [begin, end) of n items split evenly over `parts` (the
 /// runtime's one partition rule).
@@ -206,7 +206,37 @@ void run_iterations(const options& o, iteration_log& log, timing& t, Vec& row_fa
   }
 }
 
-/// Moves the log's outcome into a scaling_result or transport_result.
+/// One side's update in (unbalanced) entropic OT, in units of eps:
+///   potential / eps = weight_power * log w - lse_power * LSE(...)
+/// A constraint (reg_m = infinity) has both powers 1; a KL penalty reg_m has
+/// lse_power fi = reg_m / (reg_m + eps) and weight_power 1 (reg_type kl) or fi
+/// (entropy).
+struct side_update {
+  double lse_power = 1;
+  double weight_power = 1;
+  bool constraint() const { return lse_power == 1 && weight_power == 1; }
+};
+side_update update_for(double reg_m, double eps, reg_type type);
+
+/// Local checks of the unbalanced options (reg_m > 0, a known reg_type and stop rule).
+void check_unbalanced(double reg_m_rows, double reg_m_cols, reg_type type, stop_rule stop);
+
+/// The unbalanced options must be equal on every rank (one slot of the contract).
+void match_unbalanced(collective_call& call, double reg_m_rows, double reg_m_cols, reg_type type, stop_rule stop);
+
+/// stop_rule::change: the largest change of one side's scalings in an iteration
+/// and the largest scalings before and after, each kept as its maximum.
+struct change_terms {
+  double diff = 0, now = 0, before = 0;
+  void add(double u, double u_prev) {
+    diff = std::max(diff, std::abs(u - u_prev));
+    now = std::max(now, std::abs(u));
+    before = std::max(before, std::abs(u_prev));
+  }
+  double relative() const { return diff / std::max({now, before, 1.0}); }
+};
+
+/// Moves the log's outcome into a scaling_result or transport_result./// Moves the log's outcome into a scaling_result or transport_result.
 template <class Result>
 void take_log(Result& res, iteration_log& log, const timing& t) {
   res.state = log.state;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "conveyor/collectives.hpp"
+#include "runtime/context.hpp"
 #include "runtime/large_array.hpp"
 #include "sinkhorn/common.hpp"
 #include "sinkhorn/scaling_kernels.hpp"
@@ -60,7 +61,8 @@ class log_solver {
  public:
   log_solver(const run_context& ctx, const ot_problem<T>& p, const options& o)
       : ctx_(ctx), p_(p), o_(o), k_(active<T>()), inv_eps_(static_cast<T>(1 / p.eps)),
-        eps_(static_cast<T>(p.eps)) {}
+        eps_(static_cast<T>(p.eps)), rows_(update_for(o.reg_m_rows, p.eps, o.reg_type)),
+        cols_(update_for(o.reg_m_cols, p.eps, o.reg_type)) {}
 
   transport_result<T> run() {
     const std::size_t rows = p_.rows, cols = p_.cols;
@@ -74,7 +76,9 @@ class log_solver {
     std::vector<double> err_el(cols);
     iteration_log log;
     timing t;
+    std::vector<T> f_before;
     run_iterations(o_, log, t, f_, [&](int) {
+      if (o_.stop == stop_rule::change) f_before = f_;
       row_pass(s_local);
       const double rows_done = now();
       t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
@@ -82,7 +86,7 @@ class log_solver {
           err_el[j] = error_term(static_cast<double>(s[j]), static_cast<double>(p_.b[j]), o_.norm);
         }
       });
-      const double err = marginal_error(err_el, o_.norm);
+      double err = marginal_error(err_el, o_.norm);
       bool underflow = false;
       for (std::size_t j = 0; j < cols; ++j) {
         underflow |= p_.b[j] > 0 && !(s[j] > 0 && std::isfinite(s[j]));
@@ -91,15 +95,19 @@ class log_solver {
         if (underflow) {
           exact_column_update(g_new);
         } else {
-          for (std::size_t j = 0; j < cols; ++j) {
-            g_new[j] = p_.b[j] == 0 ? g_[j] : g_[j] + eps_ * (std::log(p_.b[j]) - std::log(s[j]));
-          }
+          for (std::size_t j = 0; j < cols; ++j) g_new[j] = p_.b[j] == 0 ? g_[j] : column_from_sum(j, s[j]);
         }
+        if (o_.stop == stop_rule::change) err = relative_change(f_before, g_new);
       }
       bool finite = std::isfinite(err);
       for (std::size_t j = 0; j < cols && finite; ++j) finite = p_.b[j] == 0 || std::isfinite(g_new[j]);
+      // stop_rule::change measures the whole iterate (f, g new): it is kept at once,
+      // the last one included. (marginal: the column update waits for accept().)
+      if (measures_whole_iterate() && finite) g_.swap(g_new);
       return iteration_step{rows_done, err, finite};
-    }, [&] { g_.swap(g_new); });
+    }, [&] {
+      if (!measures_whole_iterate()) g_.swap(g_new);
+    });
     transport_result<T> res;
     take_log(res, log, t);
     res.cost = cost_and_plan();
@@ -132,8 +140,7 @@ class log_solver {
           if (cols) acc[0] = std::numeric_limits<T>::quiet_NaN();
           continue;
         }
-        f_[i] = eps_ * (std::log(p_.a[i]) - m - std::log(rs));
-        k_.axpy(acc, p_.a[i] / rs, e.data(), cols);
+        k_.axpy(acc, row_update(i, m, rs), e.data(), cols);
       }
     });
   }
@@ -161,8 +168,65 @@ class log_solver {
     });
     allreduce(s_local.data(), s.data(), cols, op::sum, ctx_.comm, o_.allreduce);
     for (std::size_t j = 0; j < cols; ++j) {
-      g_new[j] = p_.b[j] == 0 ? minus_inf : eps_ * (std::log(p_.b[j]) - (m[j] + std::log(s[j])));
+      g_new[j] = p_.b[j] == 0 ? minus_inf : potential(cols_, p_.b[j], static_cast<double>(m[j]) + std::log(static_cast<double>(s[j])));
     }
+  }
+
+  // eps (weight_power log w - lse_power lse): one side's new potential.
+  T potential(const side_update& u, T w, double lse) const {
+    if (u.constraint()) return eps_ * (std::log(w) - static_cast<T>(lse));
+    return static_cast<T>(p_.eps * (u.weight_power * std::log(static_cast<double>(w)) - u.lse_power * lse));
+  }
+
+  // Row i's new f from the log-sum-exp m + log rs of its row pass, and the weight
+  // of the row's exp(x_j - m) in its plan row: exp(f_i / eps + m) (a_i / rs for
+  // a constraint, the same quantity without the exp and log).
+  T row_update(std::size_t i, T m, T rs) {
+    if (rows_.constraint()) {
+      f_[i] = eps_ * (std::log(p_.a[i]) - m - std::log(rs));
+      return p_.a[i] / rs;
+    }
+    const double lse = static_cast<double>(m) + std::log(static_cast<double>(rs));
+    f_[i] = potential(rows_, p_.a[i], lse);
+    return static_cast<T>(std::exp(static_cast<double>(f_[i]) / p_.eps + static_cast<double>(m)));
+  }
+
+  // g_j's update from the column sum s_j of the plan (f new, g old): the column's
+  // log-sum-exp is log s_j - g_j / eps.
+  T column_from_sum(std::size_t j, T s) const {
+    if (cols_.constraint()) return g_[j] + eps_ * (std::log(p_.b[j]) - std::log(s));
+    return potential(cols_, p_.b[j], std::log(static_cast<double>(s)) - static_cast<double>(g_[j]) / p_.eps);
+  }
+
+  // stop_rule::change (POT's unbalanced test): the relative change of the
+  // scalings u = exp(f / eps) and v (divided by a and b for reg_type kl, as POT's
+  // kernel holds a b^T), u's maxima taken over the ranks.
+  double relative_change(const std::vector<T>& f_before, const std::vector<T>& g_new) const {
+    const bool kl = o_.reg_type == reg_type::kl;
+    const auto scaling = [&](T potential, T weight) {
+      return std::exp(static_cast<double>(potential) / p_.eps - (kl ? std::log(static_cast<double>(weight)) : 0.0));
+    };
+    change_terms u, v;
+    for (std::size_t i = 0; i < p_.rows; ++i) {
+      if (p_.a[i] > 0) u.add(scaling(f_[i], p_.a[i]), scaling(f_before[i], p_.a[i]));
+    }
+    for (std::size_t j = 0; j < p_.cols; ++j) {
+      if (p_.b[j] > 0) v.add(scaling(g_new[j], p_.b[j]), scaling(g_[j], p_.b[j]));
+    }
+    double local[3] = {u.diff, u.now, u.before}, global[3];
+    conveyor::detail::check_mpi(MPI_Allreduce(local, global, 3, MPI_DOUBLE, MPI_MAX, ctx_.comm), "MPI_Allreduce");
+    const change_terms all_u{global[0], global[1], global[2]};
+    return 0.5 * (all_u.relative() + v.relative());
+  }
+
+  bool measures_whole_iterate() const { return o_.stop == stop_rule::change; }
+
+  // The weight of row i's exp(x_j - m) in its plan row, exp(f_i / eps + m): f the
+  // returned potential (for the marginal rule, a row update from g itself, which
+  // for a constraint is a_i / rs).
+  T plan_weight(std::size_t i, T m, T rs) const {
+    if (rows_.constraint() && !measures_whole_iterate()) return p_.a[i] / rs;
+    return static_cast<T>(std::exp(static_cast<double>(f_[i]) / p_.eps + static_cast<double>(m)));
   }
 
   // <P, C> over all ranks for the final (f, g); writes the plan rows if asked.
@@ -179,7 +243,7 @@ class log_solver {
       T m = 0, w = 0;
       if (p_.a[i] > 0) {
         const T rs = k_.exp_row(cost_row(i), g_.data(), inv_eps_, e.data(), cols, &m);
-        w = rs > 0 ? p_.a[i] / rs : T(0);
+        w = rs > 0 ? plan_weight(i, m, rs) : T(0);
       }
       if (w > 0) local += static_cast<double>(w) * static_cast<double>(k_.dot(e.data(), cost_row(i), cols));
       if (p_.plan) {
@@ -200,6 +264,7 @@ class log_solver {
   const options& o_;
   const kernels<T>& k_;
   T inv_eps_, eps_;
+  side_update rows_, cols_;
   std::vector<T> f_, g_;
   std::vector<std::vector<T>> partial_, buffers_;
 };
@@ -298,9 +363,15 @@ transport_result<T> transport_entry(const ot_problem<T>& p, MPI_Comm comm, const
   double row_mass = 0, column_mass = 0;
   for (std::size_t i = 0; i < p.rows; ++i) row_mass += static_cast<double>(p.a[i]);
   for (std::size_t j = 0; j < p.cols; ++j) column_mass += static_cast<double>(p.b[j]);
-  check_masses(ctx, row_mass, column_mass, sizeof(T) == 4, kWhat);
+  // Equal masses: a balanced problem whose test is its marginal error (which
+  // could never reach tol otherwise); POT's unbalanced solver runs reg_m = inf
+  // with any masses, under the change rule.
+  const bool unbalanced = !std::isinf(o.reg_m_rows) || !std::isinf(o.reg_m_cols);
+  check_masses(ctx, row_mass, column_mass, sizeof(T) == 4, kWhat,
+               /*equal_masses=*/!unbalanced && o.stop == stop_rule::marginal);
 
-  res = o.log_domain ? log_solver<T>(ctx, p, o).run() : solve_plain(ctx, p, o);
+  const bool log_domain = o.log_domain || unbalanced || o.stop == stop_rule::change;
+  res = log_domain ? log_solver<T>(ctx, p, o).run() : solve_plain(ctx, p, o);
   res.threads = ctx.threads;
   res.time.total = now() - t0;
   return res;

@@ -59,6 +59,7 @@ template <class T>
 struct side {
   const T* points = nullptr;
   std::size_t count = 0;
+  side_update update;           // this side's update (a constraint, or a KL penalty)
   std::vector<double> weight;  // a or b (uniform: 1 / total)
   std::vector<T> log_weight;
   std::vector<T> block;           // (dim + 1) * count
@@ -109,7 +110,10 @@ class point_solver {
  public:
   point_solver(const run_context& ctx, const points_problem<T>& p, const points_options& o, side<T>& x, side<T>& y)
       : ctx_(ctx), p_(p), o_(o), k_(active_point_kernels<T>()), x_(x), y_(y),
-        inv_eps_(static_cast<T>(1 / p.eps)) {}
+        inv_eps_(static_cast<T>(1 / p.eps)) {
+    x_.update = update_for(o.reg_m_rows, p.eps, o.reg_type);
+    y_.update = update_for(o.reg_m_cols, p.eps, o.reg_type);
+  }
 
   points_result<T> run() {
     iteration_log log;
@@ -130,7 +134,7 @@ class point_solver {
       const pass_result r = pass(x_, y_, /*measure=*/k > 0, /*with_cost=*/tested, /*update=*/k < o_.max_iter);
       t.row_pass += now() - t0;
       if (k > 0) {
-        const double err = global_error(r);
+        const double err = o_.stop == stop_rule::change ? change_since(measured_u, good_u, good_v) : global_error(r);
         log.history.push_back(err);
         if (!r.finite || !std::isfinite(err)) {
           log.state = status::numerical_failure;
@@ -217,7 +221,12 @@ class point_solver {
         r.error_terms += error_term(mass, weight, o_.norm);
         if (with_cost) r.cost += std::exp(static_cast<double>(potential[i]) + l.max) * l.weighted;
       }
-      if (update) potential[i] = static_cast<T>(static_cast<double>(rows.log_weight[i]) - lse);
+      if (update) {
+        const side_update& u = rows.update;
+        potential[i] = u.constraint() ? static_cast<T>(static_cast<double>(rows.log_weight[i]) - lse)
+                                      : static_cast<T>(u.weight_power * static_cast<double>(rows.log_weight[i]) -
+                                                       u.lse_power * lse);
+      }
     }
     return r;
   }
@@ -228,6 +237,28 @@ class point_solver {
     conveyor::detail::check_mpi(MPI_Allgather(&local, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, ctx_.comm),
                                 "MPI_Allgather");
     return ordered_sum(all);
+  }
+
+  // stop_rule::change: the relative change from iterate k - 1 (u_before,
+  // v_before) to iterate k (u_now, the Y side's current potentials), POT's
+  // unbalanced rule on the scalings (divided by the weights for reg_type kl);
+  // maxima over the ranks.
+  double change_since(const std::vector<T>& u_now, const std::vector<T>& u_before, const std::vector<T>& v_before) const {
+    const bool kl = o_.reg_type == reg_type::kl;
+    const auto add = [&](change_terms& c, const side<T>& s, const T* now, const T* before) {
+      for (std::size_t i = 0; i < s.count; ++i) {
+        if (s.weight[i] == 0) continue;
+        const double ref = kl ? static_cast<double>(s.log_weight[i]) : 0.0;
+        c.add(std::exp(static_cast<double>(now[i]) - ref), std::exp(static_cast<double>(before[i]) - ref));
+      }
+    };
+    change_terms u, v;
+    add(u, x_, u_now.data(), u_before.data());
+    add(v, y_, y_.potential(), v_before.data());
+    double local[6] = {u.diff, u.now, u.before, v.diff, v.now, v.before}, global[6];
+    conveyor::detail::check_mpi(MPI_Allreduce(local, global, 6, MPI_DOUBLE, MPI_MAX, ctx_.comm), "MPI_Allreduce");
+    const change_terms all_u{global[0], global[1], global[2]}, all_v{global[3], global[4], global[5]};
+    return 0.5 * (all_u.relative() + all_v.relative());
   }
 
   double global_error(const pass_result& r) const {
@@ -290,7 +321,8 @@ std::vector<std::uint64_t> gather_counts(MPI_Comm comm, int size, std::size_t n,
 
 // The total masses of a and b must be equal and positive (balanced OT).
 template <class T>
-void check_masses(const run_context& ctx, const side<T>& x, const side<T>& y, const T* a, const T* b) {
+void check_masses(const run_context& ctx, const side<T>& x, const side<T>& y, const T* a, const T* b,
+                  bool equal_masses) {
   double local[2] = {0, 0};
   for (std::size_t i = 0; i < x.count; ++i) local[0] += a ? static_cast<double>(a[i]) : 1.0 / static_cast<double>(x.total);
   for (std::size_t j = 0; j < y.count; ++j) local[1] += b ? static_cast<double>(b[j]) : 1.0 / static_cast<double>(y.total);
@@ -302,7 +334,7 @@ void check_masses(const run_context& ctx, const side<T>& x, const side<T>& y, co
                                             ", b " + std::to_string(mass[1]) + ")");
   }
   const double tolerance = sizeof(T) == 4 ? 1e-4 : 1e-8;
-  if (std::abs(mass[0] - mass[1]) > tolerance * std::max(mass[0], mass[1])) {
+  if (equal_masses && std::abs(mass[0] - mass[1]) > tolerance * std::max(mass[0], mass[1])) {
     throw error(errc::invalid_argument, w + ": a and b have different masses (" + std::to_string(mass[0]) + " vs " +
                                             std::to_string(mass[1]) + "; balanced OT needs equal masses)");
   }
@@ -319,7 +351,9 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
     if (!p.X && p.n > 0) throw error(errc::invalid_argument, "X is null");
     if (!p.Y && p.m > 0) throw error(errc::invalid_argument, "Y is null");
     check_options(o, p.n, p.m);
+    check_unbalanced(o.reg_m_rows, o.reg_m_cols, o.reg_type, o.stop);
   });
+  match_unbalanced(call, o.reg_m_rows, o.reg_m_cols, o.reg_type, o.stop);
   call.must_match("dims", static_cast<std::int64_t>(p.dim)).must_match("dtypes", dtype_of_v<T>);
   call.must_match("metrics", o.metric, metric_name).must_match("max_iter values", o.max_iter);
   call.must_match_real("tolerances", o.tol).must_match("norms", o.norm, norm_name);
@@ -363,7 +397,9 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
     res.log_v.assign(p.m, T(0));
     return res;
   }
-  check_masses(ctx, x, y, p.a, p.b);
+  // (as the dense solver: equal masses for a balanced problem tested on its marginal error)
+  check_masses(ctx, x, y, p.a, p.b,
+               /*equal_masses=*/std::isinf(o.reg_m_rows) && std::isinf(o.reg_m_cols) && o.stop == stop_rule::marginal);
   set_weights(x, p.a);
   set_weights(y, p.b);
   if (!o.init_log_u.empty()) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# POT's own tests of its Bregman / Sinkhorn solvers (test/test_bregman.py), with
-# conveyor.ot in place of POT's sinkhorn / sinkhorn2 for the methods Conveyor
-# implements (tests/external/pot_with_conveyor.py: the substitution, the fixtures
+# POT's own tests of its Bregman / Sinkhorn solvers (test/test_bregman.py) and of
+# its unbalanced solvers (test/test_unbalanced.py), with conveyor.ot in place of
+# POT's solvers for the methods Conveyor implements (tests/external/pot_with_conveyor.py: the substitution, the fixtures
 # the source distribution lacks, and a verdict per test).
 #
 # The tests come from POT's source distribution on PyPI at test time, the
@@ -22,11 +22,26 @@ if [ ! -f "$src/test/test_bregman.py" ]; then
 fi
 
 # One thread for NumPy's BLAS; POT's setup.cfg adds coverage options: cleared.
-log="$work/pot-$version.log"
-(cd "$work" && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH="$here" timeout 900 \
-   "$python" -m pytest -q -p no:cacheprovider --color=no -o addopts="" -p pot_with_conveyor \
-   "$src/test/test_bregman.py") >"$log" 2>&1
-rc=$?
-echo "  POT $version test_bregman.py: $(grep -E '^POT with conveyor.ot:' "$log" | cut -d: -f2-)"
-grep -E "^  (deviation|FAILED)" "$log" | sed 's/^/  /'
-[ $rc -eq 0 ] || { tail -n 40 "$log"; exit 1; }
+# One test file of POT's with conveyor.ot substituted; prints its verdict line.
+run_pot_tests() {  # <label> <test file> <log>
+  (cd "$work" && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH="$here" timeout 900 \
+     "$python" -m pytest -q -p no:cacheprovider --color=no -o addopts="" -p pot_with_conveyor "$2") >"$3" 2>&1
+  local rc=$?
+  echo "  $1: $(grep -E '^POT with conveyor.ot:' "$3" | cut -d: -f2-)"
+  grep -E "^  (deviation|FAILED)" "$3" | sed 's/^/  /'
+  [ $rc -eq 0 ] || { tail -n 40 "$3"; return 1; }
+}
+
+status=0
+run_pot_tests "POT $version test_bregman.py" "$src/test/test_bregman.py" "$work/pot-$version.log" || status=1
+# The unbalanced tests: from this version's sdist, or (0.9.5's and later ship
+# none) from 0.9.4's, the newest that does, run against the installed POT.
+unbalanced=$src/test/test_unbalanced.py
+label="POT $version test_unbalanced.py"
+if [ ! -f "$unbalanced" ]; then
+  why=$("$here/pypi_sdist.sh" pot 0.9.4 "$work") || { echo "POT tests: $why"; exit 1; }
+  unbalanced=$work/pot-0.9.4/test/test_unbalanced.py
+  label="POT 0.9.4's test_unbalanced.py on POT $version"
+fi
+run_pot_tests "$label" "$unbalanced" "$work/pot-$version-unbalanced.log" || status=1
+exit $status

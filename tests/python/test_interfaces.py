@@ -43,7 +43,7 @@ def names(macro):
 
 
 def test_every_list_is_parsed():
-    assert len(LISTS) == 11, sorted(LISTS)
+    assert len(LISTS) == 13, sorted(LISTS)
     for macro, entries in LISTS.items():
         assert entries, macro
 
@@ -82,6 +82,21 @@ def test_sinkhorn_variants_and_statuses_reach_python():
     for norm in names("CONVEYOR_SINKHORN_NORM_LIST"):
         res = conveyor.sinkhorn_scale(A, r, c, norm=norm, tol=1e-12)
         assert res.status == "converged" and res.error <= 1e-12, norm
+
+
+def test_unbalanced_reg_types_and_stop_rules_reach_python():
+    C = np.array([[0.0, 1.0], [1.0, 0.0]])
+    a, b = np.array([0.5, 0.5]), np.array([0.3, 0.3])
+    X = np.array([[0.0], [1.0]])
+    for reg_type in names("CONVEYOR_SINKHORN_REG_TYPE_LIST"):
+        for stop in names("CONVEYOR_SINKHORN_STOP_LIST"):
+            dense = conveyor.sinkhorn_transport(C, a, b, 0.1, MPI.COMM_SELF, reg_m_rows=1.0, reg_m_cols=1.0,
+                                                reg_type=reg_type, stop=stop, tol=1e-10, max_iter=3000)
+            points = conveyor.sinkhorn_points(X, X, 0.1, a, b, MPI.COMM_SELF, reg_m_rows=1.0, reg_m_cols=1.0,
+                                              reg_type=reg_type, stop=stop, tol=1e-10, max_iter=3000)
+            # The marginal rule cannot be met (b holds less mass): max_iter; the change rule converges.
+            want = "converged" if stop == "change" else "max_iter"
+            assert dense.status == points.status == want, (reg_type, stop)
 
 
 def test_point_cloud_metrics_reach_python():
