@@ -369,46 +369,48 @@ std::vector<std::vector<axis_interval>> cut_axis(const axis_splits& mine_splits,
 // destination blocks (what I send, listed by destination grid coordinate) and my
 // destination blocks cut by the source blocks (what I receive, by source grid
 // coordinate); each peer's product is one list of each axis.
-void exchange_map::enumerate_products(transform_plan& t, const cyclic_grid& S, const cyclic_grid& D) const {
+void exchange_map::enumerate_products(transform_plan& t, const cyclic_grid& src_grid, const cyclic_grid& dst_grid) const {
   const auto P = static_cast<std::size_t>(size);
   t.products = true;
   t.send_products.assign(P, {});
   t.recv_products.assign(P, {});
   t.self_product = {};
-  t.src_local = S.local;
-  t.dst_local = D.local;
+  t.src_local = src_grid.local;
+  t.dst_local = dst_grid.local;
   std::array<int, 2> inv{};  // the destination axis holding source axis d
   for (int k = 0; k < 2; ++k) inv[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = k;
   for (std::size_t d = 0; d < 2; ++d) {
-    t.src_stride[d] = d == 0 ? 1 : S.lld;
-    t.dst_stride[d] = inv[d] == 0 ? 1 : D.lld;
+    t.src_stride[d] = d == 0 ? 1 : src_grid.lld;
+    t.dst_stride[d] = inv[d] == 0 ? 1 : dst_grid.lld;
   }
-  const layout& SL = *t.src;
-  const layout& DL = *t.dst;
+  const layout& src_layout = *t.src;
+  const layout& dst_layout = *t.dst;
   // Sending side, and my local copies.
-  if (S.position[0] >= 0) {
-    const std::int64_t k0 = S.axes[0].first_block_at(S.position[0]), k1 = S.axes[1].first_block_at(S.position[1]);
-    t.has_src_block = k0 < SL.splits(0).count() && k1 < SL.splits(1).count();
+  if (src_grid.position[0] >= 0) {
+    const std::int64_t k0 = src_grid.axes[0].first_block_at(src_grid.position[0]);
+    const std::int64_t k1 = src_grid.axes[1].first_block_at(src_grid.position[1]);
+    t.has_src_block = k0 < src_layout.splits(0).count() && k1 < src_layout.splits(1).count();
     if (t.has_src_block) t.first_src_block[0] = k0, t.first_src_block[1] = k1;
     std::vector<std::vector<axis_interval>> lists[2];
     for (std::size_t d = 0; d < 2; ++d) {
       const auto kd = static_cast<std::size_t>(inv[d]);
-      const cyclic_grid::axis& dst_axis = D.axes[kd];
-      lists[d] = cut_axis(SL.splits(static_cast<int>(d)), S.axes[d], S.position[d], DL.splits(inv[d]), dst_axis,
+      const cyclic_grid::axis& dst_axis = dst_grid.axes[kd];
+      lists[d] = cut_axis(src_layout.splits(static_cast<int>(d)), src_grid.axes[d], src_grid.position[d],
+                          dst_layout.splits(inv[d]), dst_axis,
                           [&](axis_interval& iv, std::int64_t k, std::int64_t b, int coord) {
                             iv.src_block = k;
                             iv.dst_block = b;
-                            iv.src_at = S.axes[d].local_index(iv.lo) * t.src_stride[d];
-                            if (coord == D.position[kd]) iv.dst_at = dst_axis.local_index(iv.lo) * t.dst_stride[d];
+                            iv.src_at = src_grid.axes[d].local_index(iv.lo) * t.src_stride[d];
+                            if (coord == dst_grid.position[kd]) iv.dst_at = dst_axis.local_index(iv.lo) * t.dst_stride[d];
                           });
     }
-    for (int x = 0; x < D.axes[0].procs; ++x) {
-      for (int y = 0; y < D.axes[1].procs; ++y) {
+    for (int x = 0; x < dst_grid.axes[0].procs; ++x) {
+      for (int y = 0; y < dst_grid.axes[1].procs; ++y) {
         const int xy[2] = {x, y};  // destination grid coordinates by destination axis
         const auto& rows = lists[0][static_cast<std::size_t>(xy[inv[0]])];
         const auto& cols = lists[1][static_cast<std::size_t>(xy[inv[1]])];
         if (rows.empty() || cols.empty()) continue;
-        const int q = D.rank_of(x, y);
+        const int q = dst_grid.rank_of(x, y);
         interval_product& to = q == rank ? t.self_product : t.send_products[static_cast<std::size_t>(q)];
         to.rows = rows;
         to.cols = cols;
@@ -416,20 +418,21 @@ void exchange_map::enumerate_products(transform_plan& t, const cyclic_grid& S, c
     }
   }
   // Receiving side.
-  if (D.position[0] >= 0) {
+  if (dst_grid.position[0] >= 0) {
     std::vector<std::vector<axis_interval>> lists[2];  // by source axis
     for (std::size_t k = 0; k < 2; ++k) {
       const auto d = static_cast<std::size_t>(t.perm[k]);
-      lists[d] = cut_axis(DL.splits(static_cast<int>(k)), D.axes[k], D.position[k], SL.splits(static_cast<int>(d)), S.axes[d],
+      lists[d] = cut_axis(dst_layout.splits(static_cast<int>(k)), dst_grid.axes[k], dst_grid.position[k],
+                          src_layout.splits(static_cast<int>(d)), src_grid.axes[d],
                           [&](axis_interval& iv, std::int64_t b, std::int64_t k_src, int) {
                             iv.src_block = k_src;
                             iv.dst_block = b;
-                            iv.dst_at = D.axes[k].local_index(iv.lo) * t.dst_stride[d];
+                            iv.dst_at = dst_grid.axes[k].local_index(iv.lo) * t.dst_stride[d];
                           });
     }
-    for (int x = 0; x < S.axes[0].procs; ++x) {
-      for (int y = 0; y < S.axes[1].procs; ++y) {
-        const int q = S.rank_of(x, y);
+    for (int x = 0; x < src_grid.axes[0].procs; ++x) {
+      for (int y = 0; y < src_grid.axes[1].procs; ++y) {
+        const int q = src_grid.rank_of(x, y);
         const auto& rows = lists[0][static_cast<std::size_t>(x)];
         const auto& cols = lists[1][static_cast<std::size_t>(y)];
         if (q == rank || rows.empty() || cols.empty()) continue;  // (my own: the local copies)
@@ -472,12 +475,12 @@ void exchange_map::materialize_pieces() {
 }
 
 void exchange_map::enumerate(transform_plan& t) const {
-  const layout& S = *t.src;
-  const layout& D = *t.dst;
+  const layout& src_layout = *t.src;
+  const layout& dst_layout = *t.dst;
   const int n = t.ndim;
   if (n == 2) {
-    const auto src_grid = layout_access::cyclic_grid_of(S, rank);
-    const auto dst_grid = src_grid ? layout_access::cyclic_grid_of(D, rank) : std::nullopt;
+    const auto src_grid = layout_access::cyclic_grid_of(src_layout, rank);
+    const auto dst_grid = src_grid ? layout_access::cyclic_grid_of(dst_layout, rank) : std::nullopt;
     t.grid_pair = src_grid && dst_grid;
     if (t.grid_pair && src_grid->formula_storage && dst_grid->formula_storage) {
       return enumerate_products(t, *src_grid, *dst_grid);
@@ -494,23 +497,23 @@ void exchange_map::enumerate(transform_plan& t) const {
 // Sending side: my source blocks x the destination blocks they overlap (the
 // pieces to myself go to t.self).
 void exchange_map::enumerate_sends(transform_plan& t) const {
-  const layout& S = *t.src;
-  const layout& D = *t.dst;
+  const layout& src_layout = *t.src;
+  const layout& dst_layout = *t.dst;
   const int n = t.ndim;
-  const std::vector<block_index> my_src_blocks = S.blocks_of(rank);
+  const std::vector<block_index> my_src_blocks = src_layout.blocks_of(rank);
   t.has_src_block = !my_src_blocks.empty();
   if (t.has_src_block) t.first_src_block = my_src_blocks.front();
   for (const block_index& bs : my_src_blocks) {
     coords lo{}, hi{}, first{}, last{};
     for (int d = 0; d < n; ++d) {
       const auto k = static_cast<std::size_t>(d);
-      lo[k] = S.splits(d).start(bs[k]);
-      hi[k] = S.splits(d).start(bs[k] + 1);
+      lo[k] = src_layout.splits(d).start(bs[k]);
+      hi[k] = src_layout.splits(d).start(bs[k] + 1);
     }
     for (int k = 0; k < n; ++k) {  // dst axis k covers src axis perm[k]
       const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
-      first[kk] = D.splits(k).block_of(lo[d]);
-      last[kk] = D.splits(k).block_of(hi[d] - 1);
+      first[kk] = dst_layout.splits(k).block_of(lo[d]);
+      last[kk] = dst_layout.splits(k).block_of(hi[d] - 1);
     }
     for_each_block(n, first, last, [&](const block_index& bd) {
       piece p;
@@ -518,12 +521,12 @@ void exchange_map::enumerate_sends(transform_plan& t) const {
       p.dst_block = bd;
       for (int k = 0; k < n; ++k) {
         const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
-        const std::int64_t a = std::max(lo[d], D.splits(k).start(bd[kk]));
-        const std::int64_t b = std::min(hi[d], D.splits(k).start(bd[kk] + 1));
+        const std::int64_t a = std::max(lo[d], dst_layout.splits(k).start(bd[kk]));
+        const std::int64_t b = std::min(hi[d], dst_layout.splits(k).start(bd[kk] + 1));
         p.lo[d] = a;
         p.ext[d] = b - a;
       }
-      const int owner = D.owner(bd);
+      const int owner = dst_layout.owner(bd);
       if (owner == rank) t.self.push_back(p);
       else t.send[static_cast<std::size_t>(owner)].push_back(p);
     });
@@ -533,31 +536,31 @@ void exchange_map::enumerate_sends(transform_plan& t) const {
 // Receiving side: my destination blocks x the source blocks they overlap (the
 // pieces from myself were counted on the sending side).
 void exchange_map::enumerate_receives(transform_plan& t) const {
-  const layout& S = *t.src;
-  const layout& D = *t.dst;
+  const layout& src_layout = *t.src;
+  const layout& dst_layout = *t.dst;
   const int n = t.ndim;
-  for (const block_index& bd : D.blocks_of(rank)) {
+  for (const block_index& bd : dst_layout.blocks_of(rank)) {
     coords lo{}, hi{}, first{}, last{};
     for (int k = 0; k < n; ++k) {
       const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
-      lo[d] = D.splits(k).start(bd[kk]);
-      hi[d] = D.splits(k).start(bd[kk] + 1);
+      lo[d] = dst_layout.splits(k).start(bd[kk]);
+      hi[d] = dst_layout.splits(k).start(bd[kk] + 1);
     }
     for (int d = 0; d < n; ++d) {
       const auto k = static_cast<std::size_t>(d);
-      first[k] = S.splits(d).block_of(lo[k]);
-      last[k] = S.splits(d).block_of(hi[k] - 1);
+      first[k] = src_layout.splits(d).block_of(lo[k]);
+      last[k] = src_layout.splits(d).block_of(hi[k] - 1);
     }
     for_each_block(n, first, last, [&](const block_index& bs) {
-      const int owner = S.owner(bs);
+      const int owner = src_layout.owner(bs);
       if (owner == rank) return;  // counted on the sending side
       piece p;
       p.src_block = bs;
       p.dst_block = bd;
       for (int d = 0; d < n; ++d) {
         const auto k = static_cast<std::size_t>(d);
-        const std::int64_t a = std::max(lo[k], S.splits(d).start(bs[k]));
-        const std::int64_t b = std::min(hi[k], S.splits(d).start(bs[k] + 1));
+        const std::int64_t a = std::max(lo[k], src_layout.splits(d).start(bs[k]));
+        const std::int64_t b = std::min(hi[k], src_layout.splits(d).start(bs[k] + 1));
         p.lo[k] = a;
         p.ext[k] = b - a;
       }
@@ -589,23 +592,23 @@ std::vector<std::int64_t> axis_overlaps(const axis_splits& src_splits, const cyc
 // A grid pair's bytes from every rank to every rank, added to `volume` (P x P):
 // the overlap of two grid positions is the product of their axes' overlaps.
 void add_grid_volume(const transform_plan& t, int P, std::vector<std::int64_t>& volume) {
-  const auto S = layout_access::cyclic_grid_of(*t.src, 0), D = layout_access::cyclic_grid_of(*t.dst, 0);
+  const auto src_grid = layout_access::cyclic_grid_of(*t.src, 0), dst_grid = layout_access::cyclic_grid_of(*t.dst, 0);
   std::array<int, 2> inv{};
   for (int k = 0; k < 2; ++k) inv[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = k;
   std::vector<std::int64_t> shared[2];
   for (std::size_t d = 0; d < 2; ++d) {
-    shared[d] = axis_overlaps(t.src->splits(static_cast<int>(d)), S->axes[d], t.dst->splits(inv[d]), D->axes[inv[d]]);
+    shared[d] = axis_overlaps(t.src->splits(static_cast<int>(d)), src_grid->axes[d], t.dst->splits(inv[d]), dst_grid->axes[inv[d]]);
   }
   const auto es = static_cast<std::int64_t>(t.esize);
-  for (int x0 = 0; x0 < S->axes[0].procs; ++x0) {
-    for (int x1 = 0; x1 < S->axes[1].procs; ++x1) {
-      const auto from = static_cast<std::size_t>(S->rank_of(x0, x1));
-      for (int y0 = 0; y0 < D->axes[0].procs; ++y0) {
-        for (int y1 = 0; y1 < D->axes[1].procs; ++y1) {
+  for (int x0 = 0; x0 < src_grid->axes[0].procs; ++x0) {
+    for (int x1 = 0; x1 < src_grid->axes[1].procs; ++x1) {
+      const auto from = static_cast<std::size_t>(src_grid->rank_of(x0, x1));
+      for (int y0 = 0; y0 < dst_grid->axes[0].procs; ++y0) {
+        for (int y1 = 0; y1 < dst_grid->axes[1].procs; ++y1) {
           const int y[2] = {y0, y1};  // by destination axis
-          const std::int64_t rows = shared[0][static_cast<std::size_t>(x0 * D->axes[inv[0]].procs + y[inv[0]])];
-          const std::int64_t cols = shared[1][static_cast<std::size_t>(x1 * D->axes[inv[1]].procs + y[inv[1]])];
-          volume[from * static_cast<std::size_t>(P) + static_cast<std::size_t>(D->rank_of(y0, y1))] += rows * cols * es;
+          const std::int64_t rows = shared[0][static_cast<std::size_t>(x0 * dst_grid->axes[inv[0]].procs + y[inv[0]])];
+          const std::int64_t cols = shared[1][static_cast<std::size_t>(x1 * dst_grid->axes[inv[1]].procs + y[inv[1]])];
+          volume[from * static_cast<std::size_t>(P) + static_cast<std::size_t>(dst_grid->rank_of(y0, y1))] += rows * cols * es;
         }
       }
     }
