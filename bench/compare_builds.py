@@ -2,78 +2,198 @@
 """Same-run comparison of two builds of Conveyor (e.g. a commit and its parent):
 the refactoring check of docs/architecture.md ("no regression beyond noise").
 
-    bench/compare_builds.py OLD_BUILD NEW_BUILD [--rounds 3] [--out FILE.md]
+    bench/compare_builds.py OLD_BUILD NEW_BUILD [--rounds 3] [--benchmarks LIST] [--out FILE.md]
 
 Each build is a build directory of the Open MPI flavour (its tools/conveyor runs
-`conveyor bench ...`). In every round both builds run the same three benchmarks,
-old then new then new then old (so neither always runs first):
-  - allreduce, 2 ranks, float32 sum, 8 B to 64 MiB: `conveyor auto` and stock
-    MPI_Allreduce (the stock rows are the noise gauge: both builds call the same
-    MPI, so their ratio shows how much the machine moved);
-  - Sinkhorn fused, 8000 x 8000 float64, 2 ranks x 1 thread (ms per iteration);
-  - pdgemr2d 4000 x 4000 on 2 ranks, warm (cached plan) and cold (plan per call).
+`conveyor bench ...`; its python/ holds the extension). In every round both
+builds run the same benchmarks, old then new then new then old (so neither
+always runs first). --benchmarks picks from:
+  allreduce    2 ranks, float32 sum, 8 B to 64 MiB: `conveyor auto` beside stock
+               MPI_Allreduce;
+  sinkhorn     fused, 8000 x 8000 float64, 2 ranks x 1 thread, beside the
+               one-read-of-A bound;
+  scalapack    pdgemr2d 4000 x 4000 on 2 ranks, warm (cached plan) and cold,
+               beside reference ScaLAPACK;
+  reduce       the local kernels, every op x dtype at every 2^k and 3*2^k from
+               4 KiB to 4 MiB, beside MPI_Reduce_local (rank 0 alone);
+  dsop         every algorithm and auto, 2000 x 2000 float64 on 2 ranks, beside
+               the same run's MPI_Allreduce of the same 32 MB (stock row of
+               `bench allreduce`);
+  redistribute the tensor paper's 5-D case, every transport on 4 ranks, beside
+               the memcpy bound of the same run;
+  python       bench/python_overhead.py on 2 ranks (8 B, 4 KiB, 64 KiB):
+               conveyor.Allreduce and conveyor.allreduce(out=) from Python,
+               beside mpi4py's Allreduce (the same script runs on both builds).
 Reports per case the median over rounds of the new/old time ratio (< 1: the new
-build is faster) next to the stock rows' ratio, and the ratio normalized by the
-stock row of the same run (Conveyor's time / the baseline's time in that run,
-new over old): a shared machine's slow phases move both rows of a run together,
-so the normalized ratio is the one to read.
+build is faster), the ratio normalized by the baseline measured in the same run
+(Conveyor's time / the baseline's time in that run, new over old: a shared
+machine's slow phases move both rows of a run together), and the A/A spread:
+the median over rounds of the larger of old/old and new/new between the two
+runs of one build in that round (how much the same code moved). The reduce
+rows are summarized per size (the geometric mean over the op x dtype cases)
+and by the worst case.
 """
 import argparse
 import csv
+import math
 import os
 import pathlib
 import statistics
 import subprocess
+import sys
 import tempfile
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_osc="sm,pt2pt",
            OMPI_MCA_btl="self,vader", OMPI_MCA_btl_vader_single_copy_mechanism="none", OMP_WAIT_POLICY="passive")
-LAUNCH = ["mpiexec.openmpi", "-n", "2", "--oversubscribe", "--bind-to", "none"]
+HERE = pathlib.Path(__file__).resolve().parent
+BENCHMARKS = ("allreduce", "sinkhorn", "scalapack", "reduce", "dsop", "redistribute", "python")
 
 
-def run(build, args, csv_path):
+def launch(ranks):
+    return ["mpiexec.openmpi", "-n", str(ranks), "--oversubscribe", "--bind-to", "none"]
+
+
+def run(build, args, csv_path, ranks=2):
     tool = str(pathlib.Path(build) / "tools" / "conveyor")
-    subprocess.run(LAUNCH + [tool, "bench"] + args + ["--csv", csv_path], env=ENV, check=True,
+    subprocess.run(launch(ranks) + [tool, "bench"] + args + ["--csv", csv_path], env=ENV, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(csv_path) as f:
         return list(csv.DictReader(f))
 
 
-def measure(build, tmp):
-    """{case: seconds} for one run of the three benchmarks on one build."""
-    out = {}
+# Each measure_* returns {case: (seconds, baseline case or None)} for one run on one build.
+def measure_allreduce(build, tmp):
     try:
         rows = run(build, ["allreduce", "--impls", "auto,stock", "--reps", "15"], f"{tmp}/allreduce.csv")
     except subprocess.CalledProcessError:  # builds before the stock row was named "stock"
         rows = run(build, ["allreduce", "--impls", "auto,mpi", "--reps", "15"], f"{tmp}/allreduce.csv")
+    out = {}
     for r in rows:
         kind = "stock" if r["implementation"].startswith("MPI") else "auto"
-        out[f"allreduce {r['size']} {kind}"] = float(r["median_us"]) * 1e-6
-    rows = run(build, ["sinkhorn", "--sizes", "8000", "--dtypes", "float64", "--variants", "fused", "--threads", "1",
-                       "--iters", "5", "--reps", "5"], f"{tmp}/sinkhorn.csv")
-    for r in rows:
-        if r["impl"] == "fused":
-            out["sinkhorn 8000^2 fused"] = float(r["ms_median"]) * 1e-3
-        elif r["impl"] == "read_bound":
-            out["sinkhorn 8000^2 read_bound stock"] = float(r["ms_median"]) * 1e-3
-    rows = run(build, ["scalapack", "--sizes", "4000", "--cache", "both", "--rounds", "2", "--iterations", "8"],
-               f"{tmp}/scalapack.csv")
-    for r in rows:
-        if r["routine"] == "pdgemr2d":
-            out[f"pdgemr2d 4000^2 {r['plans']}"] = float(r["conveyor_ms"]) * 1e-3
-            out[f"pdgemr2d 4000^2 {r['plans']} reference stock"] = float(r["scalapack_ms"]) * 1e-3
+        base = None if kind == "stock" else f"allreduce {r['size']} stock"
+        out[f"allreduce {r['size']} {kind}"] = (float(r["median_us"]) * 1e-6, base)
     return out
 
 
-def baseline_of(case):
-    """The stock row measured beside `case` in the same run (None for stock rows)."""
-    if case.endswith("stock"):
-        return None
-    if case.startswith("allreduce"):
-        return case[: -len("auto")] + "stock"
-    if case.startswith("sinkhorn"):
-        return "sinkhorn 8000^2 read_bound stock"
-    return case + " reference stock"
+def measure_sinkhorn(build, tmp):
+    rows = run(build, ["sinkhorn", "--sizes", "8000", "--dtypes", "float64", "--variants", "fused", "--threads", "1",
+                       "--iters", "5", "--reps", "5"], f"{tmp}/sinkhorn.csv")
+    out = {}
+    for r in rows:
+        if r["impl"] == "fused":
+            out["sinkhorn 8000^2 fused"] = (float(r["ms_median"]) * 1e-3, "sinkhorn 8000^2 read_bound stock")
+        elif r["impl"] == "read_bound":
+            out["sinkhorn 8000^2 read_bound stock"] = (float(r["ms_median"]) * 1e-3, None)
+    return out
+
+
+def measure_scalapack(build, tmp):
+    rows = run(build, ["scalapack", "--sizes", "4000", "--cache", "both", "--rounds", "2", "--iterations", "8"],
+               f"{tmp}/scalapack.csv")
+    out = {}
+    for r in rows:
+        if r["routine"] == "pdgemr2d":
+            case = f"pdgemr2d 4000^2 {r['plans']}"
+            out[case] = (float(r["conveyor_ms"]) * 1e-3, case + " reference stock")
+            out[case + " reference stock"] = (float(r["scalapack_ms"]) * 1e-3, None)
+    return out
+
+
+def measure_reduce(build, tmp):
+    rows = run(build, ["reduce", "--min-size", "4KiB", "--max-size", "4MiB", "--reps", "9"], f"{tmp}/reduce.csv",
+               ranks=1)
+    out = {}
+    for r in rows:
+        key = f"reduce {r['case']} {r['size']}"
+        if r["implementation"] == "conveyor":
+            out[key] = (float(r["median_us"]) * 1e-6, key + " MPI_Reduce_local stock")
+        elif r["implementation"].startswith("MPI"):
+            out[key + " MPI_Reduce_local stock"] = (float(r["median_us"]) * 1e-6, None)
+    return out
+
+
+def measure_dsop(build, tmp):
+    rows = run(build, ["dsop", "--shapes", "2000", "--iterations", "9"], f"{tmp}/dsop.csv")
+    stock = run(build, ["allreduce", "--impls", "stock", "--min-size", "32MiB", "--max-size", "32MiB", "--reps", "9"],
+                f"{tmp}/dsop-stock.csv")
+    out = {"dsop 2000^2 MPI_Allreduce 32 MB stock": (float(stock[0]["median_us"]) * 1e-6, None)}
+    for r in rows:
+        out[f"dsop 2000^2 {r['impl']}"] = (float(r["ms_median"]) * 1e-3, "dsop 2000^2 MPI_Allreduce 32 MB stock")
+    return out
+
+
+def measure_redistribute(build, tmp):
+    rows = run(build, ["redistribute", "--iterations", "13", "--rounds", "3"], f"{tmp}/redistribute.csv", ranks=4)
+    out = {}
+    bound = "redistribute 5-D memcpy bound stock"
+    for r in rows:
+        if r["transport"].startswith("memcpy bound"):
+            out[bound] = (float(r["ms_median"]) * 1e-3, None)
+        else:
+            out[f"redistribute 5-D {r['transport'].split(' ')[0]}"] = (float(r["ms_median"]) * 1e-3, bound)
+    return out
+
+
+def measure_python(build, tmp):
+    path = f"{tmp}/python.csv"
+    subprocess.run(launch(2) + [sys.executable, str(HERE / "python_overhead.py"), "--sizes", "8,4096,65536",
+                                "--rounds", "9", "--calls", "500", "--csv", path],
+                   env=dict(ENV, PYTHONPATH=str(pathlib.Path(build) / "python")), check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            stock = f"python {r['bytes']} B mpi4py Allreduce stock"
+            if r["impl"] == "mpi4py":
+                out[stock] = (float(r["us"]) * 1e-6, None)
+            elif r["impl"] in ("conveyor.Allreduce", "conveyor.allreduce"):
+                out[f"python {r['bytes']} B {r['impl']}"] = (float(r["us"]) * 1e-6, stock)
+    return out
+
+
+def measure(build, tmp, benchmarks):
+    out = {}
+    for name in benchmarks:
+        out.update(globals()["measure_" + name](build, tmp))
+    return out
+
+
+def geomean(xs):
+    return math.exp(statistics.mean(math.log(x) for x in xs))
+
+
+def compare_round(old_runs, new_runs):
+    """{case: (new/old, normalized, A/A spread)} for one round's two runs of each build."""
+    result = {}
+    for case, (_, base) in old_runs[0].items():
+        if not all(case in x for x in old_runs + new_runs):
+            continue
+        old = statistics.mean(x[case][0] for x in old_runs)
+        new = statistics.mean(x[case][0] for x in new_runs)
+        spread = max(max(x[case][0] for x in runs) / min(x[case][0] for x in runs) for runs in (old_runs, new_runs))
+        norm = None
+        if base:
+            rel_old = statistics.mean(x[case][0] / x[base][0] for x in old_runs)
+            rel_new = statistics.mean(x[case][0] / x[base][0] for x in new_runs)
+            norm = rel_new / rel_old
+        result[case] = (new / old, norm, spread)
+    return result
+
+
+def summarize_reduce(per_case):
+    """The reduce rows: per size, geometric means over the op x dtype cases; then the worst case."""
+    by_size, rows = {}, {}
+    for case, v in per_case.items():
+        if case.startswith("reduce ") and not case.endswith("stock"):
+            by_size.setdefault(case.split(" ")[2], []).append((case, v))
+    for size, items in by_size.items():
+        rows[f"reduce {size} (geomean of {len(items)} op x dtype)"] = tuple(
+            geomean([v[k] for _, v in items]) for k in range(3))
+    worst = max((v for v in per_case.items() if v[0].startswith("reduce ") and not v[0].endswith("stock")),
+                key=lambda kv: kv[1][1], default=None)
+    if worst:
+        rows[f"reduce worst normalized: {worst[0][len('reduce '):]}"] = worst[1]
+    return rows
 
 
 def main():
@@ -81,32 +201,36 @@ def main():
     ap.add_argument("old")
     ap.add_argument("new")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--benchmarks", default="allreduce,sinkhorn,scalapack",
+                    help=f"comma-separated, from {','.join(BENCHMARKS)}")
     ap.add_argument("--out")
     a = ap.parse_args()
-    ratios, normalized = {}, {}
+    benchmarks = a.benchmarks.split(",")
+    unknown = [b for b in benchmarks if b not in BENCHMARKS]
+    if unknown:
+        ap.error(f"unknown benchmarks {unknown}; choose from {','.join(BENCHMARKS)}")
+    per_round = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
-            order = [a.old, a.new, a.new, a.old]
             runs = {a.old: [], a.new: []}
-            for build in order:
-                runs[build].append(measure(build, tmp))
+            for build in [a.old, a.new, a.new, a.old]:
+                runs[build].append(measure(build, tmp, benchmarks))
                 print(f"round {r + 1}: {build} done", flush=True)
-            for case in runs[a.old][0]:
-                old = statistics.mean(x[case] for x in runs[a.old] if case in x)
-                new = statistics.mean(x[case] for x in runs[a.new] if case in x)
-                ratios.setdefault(case, []).append(new / old)
-                base = baseline_of(case)
-                if base:
-                    rel_old = statistics.mean(x[case] / x[base] for x in runs[a.old])
-                    rel_new = statistics.mean(x[case] / x[base] for x in runs[a.new])
-                    normalized.setdefault(case, []).append(rel_new / rel_old)
+            per_round.append(compare_round(runs[a.old], runs[a.new]))
+    cases = [c for c in per_round[0] if all(c in pr for pr in per_round)]
+    medians = {c: tuple(statistics.median(pr[c][k] for pr in per_round) if per_round[0][c][k] is not None else None
+                        for k in range(3)) for c in cases}
+    reduce_rows = summarize_reduce(medians)
+    shown = {c: v for c, v in medians.items() if not c.startswith("reduce ")}
+    shown.update(reduce_rows)
     lines = [f"new = {a.new}, old = {a.old}; {a.rounds} rounds (old, new, new, old); "
-             "ratio = median over rounds of new time / old time (< 1: new faster). "
-             "\"stock\" rows run the same MPI or reference code in both builds: their spread is the noise.", "",
-             "| case | new / old | normalized by the same run's baseline |", "|---|---|---|"]
-    for case, v in ratios.items():
-        norm = f"{statistics.median(normalized[case]):.3f}" if case in normalized else "(baseline)"
-        lines.append(f"| {case} | {statistics.median(v):.3f} | {norm} |")
+             "new / old = median over rounds of new time / old time (< 1: new faster); "
+             "normalized: the same over each run's baseline (\"stock\" rows: the same MPI or reference code in "
+             "both builds); A/A: the larger of old/old and new/new within a round (the same code's spread).", "",
+             "| case | new / old | normalized by the same run's baseline | A/A spread |", "|---|---|---|---|"]
+    for case, (ratio, norm, spread) in shown.items():
+        norm_text = f"{norm:.3f}" if norm is not None else "(baseline)"
+        lines.append(f"| {case} | {ratio:.3f} | {norm_text} | {spread:.3f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

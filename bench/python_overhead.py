@@ -45,6 +45,7 @@ def main():
     every = sorted({8 << k for k in range(14)} | {12 << k for k in range(13)})
     p.add_argument("--sizes", default=",".join(str(x) for x in every if x <= 65536),
                    help="bytes (float64 elements x 8); default every 2^k and 3*2^k from 8 B to 64 KiB")
+    p.add_argument("--csv", help="also write the medians as CSV rows (bytes, impl, us)")
     args = p.parse_args()
     address = comm_address(COMM)
     rows = []
@@ -91,6 +92,11 @@ def main():
             print(f"| {nbytes} | {m['C++']:.2f} | {m['C++ x1']:.2f} | {m['conveyor.Allreduce']:.2f} | "
                   f"**{m['conveyor.Allreduce'] - m['C++']:.2f}** | {m['conveyor.Allreduce'] - m['C++ x1']:.2f} | "
                   f"{m['conveyor.allreduce']:.2f} | {m['mpi4py']:.2f} |")
+        if args.csv:
+            with open(args.csv, "w") as f:
+                f.write("bytes,impl,us\n")
+                for nbytes, m in rows:
+                    f.writelines(f"{nbytes},{name},{us:.4f}\n" for name, us in m.items())
 
 
 if __name__ == "__main__":

@@ -189,6 +189,7 @@ typedef struct conveyor_points_options {
   double reg_m_cols;
   int reg_type;
   int stop;
+  double eps_scaling;       /* eps-scaling factor in (0, 1), 0: off (points_options::eps_scaling) */
 } conveyor_points_options;
 
 /* The defaults of conveyor::sinkhorn::points_options. */

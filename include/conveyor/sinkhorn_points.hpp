@@ -51,6 +51,12 @@ struct points_options {
   sinkhorn::reg_type reg_type = sinkhorn::reg_type::kl;
   /// What the convergence test measures (marginal: the row-marginal error).
   stop_rule stop = stop_rule::marginal;
+  /// eps-scaling (0: off): before iterating at eps, one update of each side at
+  /// eps_k = D^p s^k for k = 0, 1, ... while eps_k > eps, D the diameter of the
+  /// clouds' common bounding box, p = 2 (sqeuclidean) or 1 (euclidean), s this
+  /// factor in (0, 1) (GeomLoss's `scaling` is s^(1/p)); the dual potentials
+  /// f = eps log_u carry from one step to the next. Fewer iterations at small eps.
+  double eps_scaling = 0;
   /// Warm start: log_u of this rank's X points, log_v of its Y points (both or
   /// neither; empty: zeros).
   std::vector<double> init_log_u, init_log_v;
@@ -59,7 +65,8 @@ struct points_options {
 template <class T>
 struct points_result {
   status state = status::max_iter;
-  int iterations = 0;                 // completed (log_u, log_v) updates
+  int iterations = 0;                 // completed (log_u, log_v) updates at eps
+  int annealing_steps = 0;            // eps-scaling steps before them (one update of each side each)
   double error = 0;                   // row-marginal error of the returned pair (options.norm)
   std::vector<double> error_history;  // the error of iterations 1, 2, ... (as measured)
   double cost = 0;                    // <P, C> over all ranks

@@ -238,7 +238,7 @@ def Allgather(sendbuf, recvbuf, comm=None):
 # ---------------------------------------------------------------------------
 ScalingResult = namedtuple("ScalingResult", "u v status iterations error")
 TransportResult = namedtuple("TransportResult", "f g status iterations error cost plan history")
-PointsResult = namedtuple("PointsResult", "log_u log_v status iterations error cost history")
+PointsResult = namedtuple("PointsResult", "log_u log_v status iterations error cost history annealing_steps")
 
 
 def _comm(comm):
@@ -382,7 +382,7 @@ sinkhorn_transport.__doc__ += _SOLVER_OPTIONS_DOC
 
 def sinkhorn_points(X, Y, eps, a=None, b=None, comm=None, metric="sqeuclidean", tol=1e-9, max_iter=1000, norm="l1",
                     check_every=1, threads=0, init_log_u=None, init_log_v=None, reg_m_rows=float("inf"),
-                    reg_m_cols=float("inf"), reg_type="kl", stop="marginal"):
+                    reg_m_cols=float("inf"), reg_type="kl", stop="marginal", eps_scaling=0.0):
     """Entropic optimal transport between two point clouds, the cost never stored.
 
     The plan is P_ij = exp(log_u_i + log_v_j - C(x_i, y_j) / eps) with row sums a
@@ -409,12 +409,18 @@ def sinkhorn_points(X, Y, eps, a=None, b=None, comm=None, metric="sqeuclidean", 
         Warm start (both or neither).
     reg_m_rows, reg_m_cols, reg_type, stop
         Unbalanced OT, as sinkhorn_transport.
+    eps_scaling : float
+        0 (off) or a factor s in (0, 1): first one update of each side at
+        eps_k = D^p s^k while eps_k > eps (D the clouds' bounding-box diameter,
+        p = 2 for sqeuclidean, 1 for euclidean), the dual potentials carried
+        from step to step; fewer iterations at small eps.
 
     Returns
     -------
     PointsResult
         log_u (this rank's X points), log_v (its Y points), status, iterations,
-        error, cost (<P, C> over all ranks), history (the error of every iteration).
+        error, cost (<P, C> over all ranks), history (the error of every iteration),
+        annealing_steps (the eps-scaling steps before the iterations).
 
     Examples
     --------
@@ -427,7 +433,7 @@ def sinkhorn_points(X, Y, eps, a=None, b=None, comm=None, metric="sqeuclidean", 
     """
     options = dict(metric=metric, tol=tol, max_iter=max_iter, norm=norm, check_every=check_every, threads=threads,
                    init_log_u=init_log_u, init_log_v=init_log_v, reg_m_rows=reg_m_rows, reg_m_cols=reg_m_cols,
-                   reg_type=reg_type, stop=stop)
+                   reg_type=reg_type, stop=stop, eps_scaling=eps_scaling)
     return PointsResult(*_conveyor.sinkhorn_points(X, Y, a, b, eps, comm_address(comm), options))
 
 

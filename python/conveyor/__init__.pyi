@@ -53,6 +53,7 @@ class PointsResult(NamedTuple):
     error: float
     cost: float
     history: npt.NDArray[np.float64]
+    annealing_steps: int
 
 class TransportResult(NamedTuple):
     f: npt.NDArray[np.floating[Any]]
@@ -136,6 +137,7 @@ def sinkhorn_points(
     reg_m_cols: float = ...,
     reg_type: str = ...,
     stop: str = ...,
+    eps_scaling: float = ...,
 ) -> PointsResult: ...
 def outer_rows(N: int, comm: Optional[MPI.Comm] = ...) -> Tuple[int, int]: ...
 def outer_sum(

@@ -4,8 +4,9 @@ library, when POT is installed."""
 
 
 def is_foreign(x):
-    """An array of another library than NumPy (not a Python sequence or scalar)."""
-    return type(x).__module__.split(".")[0] not in ("numpy", "builtins")
+    """An array of another library than NumPy (not a Python sequence or scalar,
+    nor another object such as a communicator: an array has a shape)."""
+    return type(x).__module__.split(".")[0] not in ("numpy", "builtins") and hasattr(x, "shape")
 
 
 def foreign_backend(*arrays):

@@ -20,6 +20,7 @@ With ``comm`` (an mpi4py communicator) each rank passes its share of ``X_s``
 are this rank's, the plan is this rank's rows against every target point (in
 rank order), the loss is the total.
 """
+import functools
 import warnings
 
 import numpy as np
@@ -33,10 +34,24 @@ __all__ = ["empirical_sinkhorn", "empirical_sinkhorn2", "empirical_sinkhorn_dive
 
 #: The ground costs the point-cloud solver computes (POT's names).
 METRICS = ("sqeuclidean", "euclidean")
-_ENGINE_KWARGS = ("threads",)
+_ENGINE_KWARGS = ("threads", "eps_scaling")
 _CHECK_EVERY = 10  # POT's lazy solver tests the error after every 10th iteration
 
 
+def _on_numpy_copies(function):
+    """Lets function(X_s, X_t, reg, a, b, ...) take another library's arrays
+    (JAX, PyTorch, ...): it runs on NumPy copies, and its arrays (alone, in a
+    tuple, in a log dict) are handed back as that library's, like X_s."""
+    @functools.wraps(function)
+    def wrapper(X_s, X_t, reg, a=None, b=None, *args, **kwargs):
+        nx = foreign_backend(X_s, X_t, a, b)
+        if nx is None:
+            return function(X_s, X_t, reg, a, b, *args, **kwargs)
+        return _on_numpy(nx, X_s, function, X_s, X_t, reg, a, b, *args, **kwargs)
+    return wrapper
+
+
+@_on_numpy_copies
 def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numIterMax=10000, stopThr=1e-9,
                        isLazy=False, batchSize=100, verbose=False, log=False, warn=True, warmstart=None, comm=None,
                        **kwargs):
@@ -72,7 +87,9 @@ def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numI
     comm : mpi4py.MPI.Comm, optional
         Spread the problem over these ranks (collective).
     **kwargs
-        ``threads``: OpenMP threads per rank; anything else is ignored, as POT does.
+        ``threads``: OpenMP threads per rank; ``eps_scaling``: anneal reg from the
+        clouds' diameter (``conveyor.sinkhorn_points``); anything else is
+        ignored, as POT does.
 
     Returns
     -------
@@ -92,10 +109,6 @@ def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numI
     >>> bool(np.allclose(P.sum(axis=1), 0.5))
     True
     """
-    nx = foreign_backend(X_s, X_t, a, b)
-    if nx is not None:
-        return _on_numpy(nx, X_s, empirical_sinkhorn, X_s, X_t, reg, a, b, metric, numIterMax, stopThr, isLazy,
-                         batchSize, verbose, log, warn, warmstart, comm, **kwargs)
     run = _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs,
                         "empirical_sinkhorn")
     f, g = run["log_u"], run["log_v"]
@@ -108,6 +121,7 @@ def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numI
     return (plan, run["log"]) if log else plan
 
 
+@_on_numpy_copies
 def empirical_sinkhorn2(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numIterMax=10000, stopThr=1e-9,
                         isLazy=False, batchSize=100, verbose=False, log=False, warn=True, warmstart=None, comm=None,
                         **kwargs):
@@ -122,10 +136,6 @@ def empirical_sinkhorn2(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", num
     >>> bool(conveyor.ot.empirical_sinkhorn2(X, X, reg=0.01) < 1e-6)
     True
     """
-    nx = foreign_backend(X_s, X_t, a, b)
-    if nx is not None:
-        return _on_numpy(nx, X_s, empirical_sinkhorn2, X_s, X_t, reg, a, b, metric, numIterMax, stopThr, isLazy,
-                         batchSize, verbose, log, warn, warmstart, comm, **kwargs)
     run = _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs,
                         "empirical_sinkhorn2")
     loss = run["X_s"].dtype.type(run["cost"])
@@ -134,6 +144,7 @@ def empirical_sinkhorn2(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", num
     return (loss, run["log"]) if log else loss
 
 
+@_on_numpy_copies
 def empirical_sinkhorn_divergence(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numIterMax=10000,
                                   stopThr=1e-9, verbose=False, log=False, warn=True, warmstart=None, comm=None,
                                   **kwargs):
@@ -152,10 +163,6 @@ def empirical_sinkhorn_divergence(X_s, X_t, reg, a=None, b=None, metric="sqeucli
     >>> bool(conveyor.ot.empirical_sinkhorn_divergence(X, X, reg=0.1) < 1e-9)
     True
     """
-    nx = foreign_backend(X_s, X_t, a, b)
-    if nx is not None:
-        return _on_numpy(nx, X_s, empirical_sinkhorn_divergence, X_s, X_t, reg, a, b, metric, numIterMax, stopThr,
-                         verbose, log, warn, warmstart, comm, **kwargs)
     start_a, start_b = (None, None) if warmstart is None else ((warmstart[0], warmstart[0]),
                                                                (warmstart[1], warmstart[1]))
     common = dict(metric=metric, numIterMax=numIterMax, stopThr=stopThr, verbose=verbose, log=True, warn=warn,
@@ -186,7 +193,7 @@ def _on_numpy(nx, like, function, *args, **kwargs):
             return tuple(back(y) for y in x)
         return nx.from_numpy(np.asarray(x), type_as=like) if isinstance(x, (np.ndarray, np.generic)) else x
 
-    return back(function(*(to_numpy(x) for x in args), **kwargs))
+    return back(function(*(to_numpy(x) for x in args), **{k: to_numpy(v) for k, v in kwargs.items()}))
 
 
 def _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs, caller):
@@ -210,7 +217,7 @@ def _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, war
     if warmstart is not None:
         options["init_log_u"] = np.asarray(warmstart[0], dtype=np.float64)
         options["init_log_v"] = np.asarray(warmstart[1], dtype=np.float64)
-    log_u, log_v, status, iterations, _, cost, history = _conveyor.sinkhorn_points(
+    log_u, log_v, status, iterations, _, cost, history, _ = _conveyor.sinkhorn_points(
         X, Y, a_, b_, reg, comm_address(comm), options)
     # POT's niter: the 0-based index of the last iteration run.
     niter = iterations if status == "numerical_failure" else max(iterations - 1, 0)

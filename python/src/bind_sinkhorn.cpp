@@ -33,6 +33,17 @@ void read_warm_start(option_reader& opt, const char* name, std::vector<double>& 
   });
 }
 
+// The iteration's options, the same in both solvers' options: when to stop and
+// how many threads.
+template <class Options>
+void read_iteration(option_reader& opt, Options& o) {
+  opt.read("tol", o.tol, "a number");
+  opt.read("max_iter", o.max_iter, "an int");
+  opt.read_with("norm", [&](nb::handle h) { o.norm = sk::parse_norm(value<std::string>(h, "norm", "a string")); });
+  opt.read("check_every", o.check_every, "an int");
+  opt.read("threads", o.threads, "an int");
+}
+
 // The unbalanced-OT options, the same in both solvers' options.
 template <class Options>
 void read_unbalanced(option_reader& opt, Options& o) {
@@ -79,12 +90,8 @@ void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c
   require_shape(s.row.a, {s.rows}, row_name);
   require_shape(s.col.a, {s.cols}, col_name);
   opt.read_with("variant", [&](nb::handle h) { s.o.variant = sk::parse_variant(value<std::string>(h, "variant", "a string")); });
-  opt.read("tol", s.o.tol, "a number");
-  opt.read("max_iter", s.o.max_iter, "an int");
-  opt.read_with("norm", [&](nb::handle h) { s.o.norm = sk::parse_norm(value<std::string>(h, "norm", "a string")); });
-  opt.read("check_every", s.o.check_every, "an int");
+  read_iteration(opt, s.o);
   opt.read("columns_first", s.o.columns_first, "a bool");
-  opt.read("threads", s.o.threads, "an int");
   opt.read("log_domain", s.o.log_domain, "a bool");
   opt.read("overlap", s.o.overlap, "a bool");
   opt.read("mc", s.o.block.mc, "an int");
@@ -161,11 +168,8 @@ void convert_points(points_args& s, nb::handle X, nb::handle Y, nb::handle a, nb
   }
   s.eps = value<double>(eps, "eps", "a number");
   opt.read_with("metric", [&](nb::handle h) { s.o.metric = sk::parse_metric(value<std::string>(h, "metric", "a string")); });
-  opt.read("tol", s.o.tol, "a number");
-  opt.read("max_iter", s.o.max_iter, "an int");
-  opt.read_with("norm", [&](nb::handle h) { s.o.norm = sk::parse_norm(value<std::string>(h, "norm", "a string")); });
-  opt.read("check_every", s.o.check_every, "an int");
-  opt.read("threads", s.o.threads, "an int");
+  read_iteration(opt, s.o);
+  opt.read("eps_scaling", s.o.eps_scaling, "a number");
   read_warm_start(opt, "init_log_u", s.o.init_log_u);
   read_warm_start(opt, "init_log_v", s.o.init_log_v);
   read_unbalanced(opt, s.o);
@@ -182,7 +186,7 @@ nb::tuple run_points(points_args& s, MPI_Comm cm) {
   }
   return nb::make_tuple(to_numpy(std::move(res.log_u)), to_numpy(std::move(res.log_v)),
                         std::string(sk::status_name(res.state)), res.iterations, res.error, res.cost,
-                        to_numpy(std::move(res.error_history)));
+                        to_numpy(std::move(res.error_history)), res.annealing_steps);
 }
 
 }  // namespace

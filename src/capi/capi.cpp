@@ -291,6 +291,7 @@ sk::points_options to_points_options(const conveyor_points_options* o, std::size
   opt.reg_m_cols = o->reg_m_cols;
   opt.reg_type = static_cast<sk::reg_type>(o->reg_type);
   opt.stop = static_cast<sk::stop_rule>(o->stop);
+  opt.eps_scaling = o->eps_scaling;
   return opt;
 }
 
@@ -312,7 +313,7 @@ void conveyor_points_options_init(conveyor_points_options* options) {
   const sk::points_options d;
   *options = conveyor_points_options{static_cast<int>(d.metric), d.tol, d.max_iter, static_cast<int>(d.norm),
                                      d.check_every, d.threads, nullptr, nullptr, d.reg_m_rows, d.reg_m_cols,
-                                     static_cast<int>(d.reg_type), static_cast<int>(d.stop)};
+                                     static_cast<int>(d.reg_type), static_cast<int>(d.stop), d.eps_scaling};
 }
 
 int conveyor_sinkhorn_points(conveyor_dtype t, const void* X, size_t n, const void* Y, size_t m, size_t dim,

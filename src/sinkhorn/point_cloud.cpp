@@ -40,6 +40,9 @@ namespace detail {
 namespace {
 
 constexpr const char* kWhat = "sinkhorn::transport_points";
+// eps-scaling from the diameter down: at most this many steps (a factor of 0.999
+// from a diameter of 1e6 to eps = 1e-12 takes ~4e4).
+constexpr int kMaxAnnealingSteps = 100000;
 
 template <class T>
 struct points_problem {
@@ -109,13 +112,79 @@ template <class T>
 class point_solver {
  public:
   point_solver(const run_context& ctx, const points_problem<T>& p, const points_options& o, side<T>& x, side<T>& y)
-      : ctx_(ctx), p_(p), o_(o), k_(active_point_kernels<T>()), x_(x), y_(y),
-        inv_eps_(static_cast<T>(1 / p.eps)) {
-    x_.update = update_for(o.reg_m_rows, p.eps, o.reg_type);
-    y_.update = update_for(o.reg_m_cols, p.eps, o.reg_type);
+      : ctx_(ctx), p_(p), o_(o), k_(active_point_kernels<T>()), x_(x), y_(y) {
+    set_eps(p.eps);
   }
 
   points_result<T> run() {
+    const int annealing_steps = o_.eps_scaling > 0 ? anneal() : 0;
+    points_result<T> res = iterate();
+    res.annealing_steps = annealing_steps;  // (their time: in time.total only)
+    return res;
+  }
+
+ private:
+  // The regularization the passes use now: the kernel's 1/eps and the sides'
+  // updates (an unbalanced update's powers depend on eps).
+  void set_eps(double eps) {
+    eps_ = eps;
+    inv_eps_ = static_cast<T>(1 / eps);
+    x_.update = update_for(o_.reg_m_rows, eps, o_.reg_type);
+    y_.update = update_for(o_.reg_m_cols, eps, o_.reg_type);
+  }
+
+  // Moves the potentials to a new eps keeping the dual potentials f = eps log_u
+  // (and g) fixed: log_u scales by eps_old / eps_new.
+  void rescale_to(double eps) {
+    const double factor = eps_ / eps;
+    for (side<T>* s : {&x_, &y_}) {
+      T* potential = s->potential();
+      for (std::size_t i = 0; i < s->count; ++i) potential[i] = static_cast<T>(potential[i] * factor);
+    }
+    set_eps(eps);
+  }
+
+  // eps-scaling: one update of each side at eps_k = D^p s^k (D the diameter of
+  // the two clouds' common bounding box, p = 2 for sqeuclidean, 1 for euclidean,
+  // s = eps_scaling) while eps_k > eps, then back at the target eps. The steps
+  // agree on every rank (the diameter is a global maximum). Returns their count.
+  int anneal() {
+    const double target = eps_;
+    const double diameter = bounding_diameter();
+    double eps = o_.metric == metric::euclidean ? diameter : diameter * diameter;
+    int steps = 0;
+    for (; eps > target && steps < kMaxAnnealingSteps; eps *= o_.eps_scaling, ++steps) {
+      rescale_to(eps);
+      pass(x_, y_, false, false, true);
+      pass(y_, x_, false, false, true);
+    }
+    rescale_to(target);
+    return steps;
+  }
+
+  // The diagonal of the bounding box of both clouds over all ranks.
+  double bounding_diameter() const {
+    const std::size_t dim = p_.dim;
+    // [max_k ..., -min_k ...] in one allreduce(max).
+    std::vector<double> local(2 * dim, -std::numeric_limits<double>::infinity()), global(2 * dim);
+    for (const side<T>* s : {&x_, &y_}) {
+      for (std::size_t i = 0; i < s->count; ++i) {
+        for (std::size_t k = 0; k < dim; ++k) {
+          const double v = static_cast<double>(s->points[i * dim + k]);
+          local[k] = std::max(local[k], v);
+          local[dim + k] = std::max(local[dim + k], -v);
+        }
+      }
+    }
+    conveyor::detail::check_mpi(MPI_Allreduce(local.data(), global.data(), static_cast<int>(2 * dim), MPI_DOUBLE,
+                                              MPI_MAX, ctx_.comm),
+                                "MPI_Allreduce");
+    double sq = 0;
+    for (std::size_t k = 0; k < dim; ++k) sq += (global[k] + global[dim + k]) * (global[k] + global[dim + k]);
+    return std::sqrt(sq);
+  }
+
+  points_result<T> iterate() {
     iteration_log log;
     timing t;
     double cost = 0;
@@ -175,7 +244,6 @@ class point_solver {
     return res;
   }
 
- private:
   // One pass: the rows of `rows` against every block of `cols`. `measure`: the
   // marginal error of the current (rows, cols) potentials (and their cost with
   // `with_cost`); `update`: then the rows' potentials are replaced.
@@ -272,7 +340,8 @@ class point_solver {
   const point_kernels<T>& k_;
   side<T>& x_;
   side<T>& y_;
-  T inv_eps_;
+  double eps_ = 1;
+  T inv_eps_ = 1;
   std::vector<running_lse> lse_;
   std::vector<T> scratch_;
 };
@@ -287,6 +356,9 @@ void check_options(const points_options& o, std::size_t n, std::size_t m) {
   if (o.check_every < 1) bad("check_every must be >= 1");
   if (o.norm != error_norm::l1 && o.norm != error_norm::l2) bad("unknown norm " + std::to_string(static_cast<int>(o.norm)));
   if (o.threads < 0) bad("threads must be >= 0");
+  if (!(o.eps_scaling >= 0 && o.eps_scaling < 1)) {
+    bad("eps_scaling must be 0 (off) or in (0, 1), got " + std::to_string(o.eps_scaling));
+  }
   if (o.init_log_u.empty() != o.init_log_v.empty()) bad("init_log_u and init_log_v: give both or neither");
   if (!o.init_log_u.empty() && (o.init_log_u.size() != n || o.init_log_v.size() != m)) {
     bad("init_log_u / init_log_v have " + std::to_string(o.init_log_u.size()) + " / " +
@@ -357,6 +429,7 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
   call.must_match("dims", static_cast<std::int64_t>(p.dim)).must_match("dtypes", dtype_of_v<T>);
   call.must_match("metrics", o.metric, metric_name).must_match("max_iter values", o.max_iter);
   call.must_match_real("tolerances", o.tol).must_match("norms", o.norm, norm_name);
+  call.must_match_real("eps_scaling values", o.eps_scaling);
   call.must_match("check_every values", o.check_every).must_match("warm start flags", o.init_log_u.empty() ? 0 : 1);
   // Weights given or uniform: the same choice on every rank that holds points (a
   // rank without points may pass null either way).

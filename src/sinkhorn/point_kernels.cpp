@@ -26,10 +26,7 @@
 #include "runtime/simd_targets.hpp"
 
 HWY_BEFORE_NAMESPACE();
-namespace conveyor {
-namespace sinkhorn {
-namespace detail {
-namespace HWY_NAMESPACE {
+namespace conveyor::sinkhorn::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // v_j = h_j - C(x, y_j) / eps for the points [j, j + Lanes(d)) of the tile; the
@@ -153,18 +150,11 @@ const point_kernel_tables* GetPointTables() {
   return &tables;
 }
 
-}  // namespace HWY_NAMESPACE
-}  // namespace detail
-}  // namespace sinkhorn
-}  // namespace conveyor
+}  // namespace conveyor::sinkhorn::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-
-namespace conveyor {
-namespace sinkhorn {
-namespace detail {
-
+namespace conveyor::sinkhorn::detail {
 namespace {
 
 HWY_EXPORT(GetPointTables);  // constant data: each pass's GetPointTables address
@@ -192,7 +182,5 @@ const point_kernels<double>& active_point_kernels<double>() {
   return point_kernels_for_target<double>(conveyor::detail::active_target());
 }
 
-}  // namespace detail
-}  // namespace sinkhorn
-}  // namespace conveyor
+}  // namespace conveyor::sinkhorn::detail
 #endif  // HWY_ONCE

@@ -84,19 +84,14 @@ class watchdog {
 
 // The messages of all ranks, gathered on every rank.
 std::vector<std::string> gather_strings(const std::string& mine) {
-  const int P = size_of();
-  int len = static_cast<int>(mine.size());
-  std::vector<int> lens(static_cast<std::size_t>(P)), offs(static_cast<std::size_t>(P));
-  MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  int total = 0;
-  for (int p = 0; p < P; ++p) {
-    offs[static_cast<std::size_t>(p)] = total;
-    total += lens[static_cast<std::size_t>(p)];
-  }
-  std::string all(static_cast<std::size_t>(total), ' ');
-  MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<int> lengths;
+  const std::vector<char> all = testing::gather_all(std::vector<char>(mine.begin(), mine.end()), &lengths);
   std::vector<std::string> out;
-  for (int p = 0; p < P; ++p) out.push_back(all.substr(static_cast<std::size_t>(offs[static_cast<std::size_t>(p)]), static_cast<std::size_t>(lens[static_cast<std::size_t>(p)])));
+  std::size_t at = 0;
+  for (int len : lengths) {
+    out.emplace_back(all.data() + at, static_cast<std::size_t>(len));
+    at += static_cast<std::size_t>(len);
+  }
   return out;
 }
 

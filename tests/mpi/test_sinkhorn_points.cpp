@@ -129,22 +129,6 @@ std::vector<T> slice(const std::vector<double>& v, std::size_t first, std::size_
                         v.begin() + static_cast<std::ptrdiff_t>((first + count) * width));
 }
 
-// Every rank's pieces of a distributed vector, in rank order.
-std::vector<double> gather(const std::vector<double>& mine) {
-  const int P = size_of();
-  const int count = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<std::size_t>(P)), displs(static_cast<std::size_t>(P));
-  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  int total = 0;
-  for (int q = 0; q < P; ++q) {
-    displs[static_cast<std::size_t>(q)] = total;
-    total += counts[static_cast<std::size_t>(q)];
-  }
-  std::vector<double> all(static_cast<std::size_t>(total));
-  MPI_Allgatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, MPI_COMM_WORLD);
-  return all;
-}
-
 // One distributed solve of `c`, gathered back.
 struct distributed_run {
   sk::points_result<double> res;  // (log_u, log_v: this rank's)
@@ -166,10 +150,11 @@ distributed_run run_points(const clouds& c, double eps, const sk::points_options
   out.res.error = r.error;
   out.res.error_history = r.error_history;
   out.res.cost = r.cost;
+  out.res.annealing_steps = r.annealing_steps;
   out.res.log_u.assign(r.log_u.begin(), r.log_u.end());
   out.res.log_v.assign(r.log_v.begin(), r.log_v.end());
-  out.log_u = gather(out.res.log_u);
-  out.log_v = gather(out.res.log_v);
+  out.log_u = testing::gather_all(out.res.log_u);
+  out.log_v = testing::gather_all(out.res.log_v);
   return out;
 }
 
@@ -324,6 +309,61 @@ TEST(SinkhornPoints, ConvergenceIsTestedEveryCheckEvery) {
   EXPECT_LE(again.res.iterations, 1);
 }
 
+// eps-scaling. At a small eps and a moderate tolerance it saves the slow start
+// (converged in fewer annealing steps + iterations than without); from any start
+// the iteration reaches the same fixed point, so with enough iterations both
+// runs give the same plan, balanced or unbalanced. Every rank alike.
+TEST(SinkhornPoints, EpsScalingSavesIterationsAndReachesTheSamePlan) {
+  const clouds c = make_clouds(60, 50, 2, 29, false);
+  for (const sk::metric metric : {sk::metric::sqeuclidean, sk::metric::euclidean}) {
+    SCOPED_TRACE(sk::metric_name(metric));
+    sk::points_options o;
+    o.metric = metric;
+    o.tol = 1e-4;
+    o.max_iter = 100000;
+    const double eps = 2e-3;
+    const auto plain = run_points<double>(c, eps, o, true);
+    o.eps_scaling = 0.5;
+    const auto scaled = run_points<double>(c, eps, o, true);
+    ASSERT_EQ(plain.res.state, sk::status::converged);
+    ASSERT_EQ(scaled.res.state, sk::status::converged);
+    EXPECT_EQ(plain.res.annealing_steps, 0);
+    // log2(D^p / eps) steps: D = 1.3 sqrt(2) here (X in [0, 1]^2, Y in [0.3, 1.3]^2)
+    EXPECT_GE(scaled.res.annealing_steps, 9);
+    EXPECT_LE(scaled.res.annealing_steps, 12);
+    EXPECT_LT(scaled.res.iterations + scaled.res.annealing_steps, plain.res.iterations)
+        << "plain " << plain.res.iterations << ", scaled " << scaled.res.iterations;
+    EXPECT_NEAR(scaled.res.cost, plain.res.cost, 2e-3 * plain.res.cost);
+    expect_same_everywhere(scaled.res);
+    int steps[2] = {scaled.res.annealing_steps, -scaled.res.annealing_steps}, agreed[2];
+    MPI_Allreduce(steps, agreed, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    EXPECT_EQ(agreed[0], -agreed[1]);
+  }
+  for (const sk::metric metric : {sk::metric::sqeuclidean, sk::metric::euclidean}) {
+    for (const double reg_m : {std::numeric_limits<double>::infinity(), 0.5}) {
+      SCOPED_TRACE(std::string(sk::metric_name(metric)) + " reg_m " + std::to_string(reg_m));
+      const double eps = 1e-2;
+      auto o = fixed_iterations(800);  // (~500 reach a 1e-10 marginal error here)
+      o.metric = metric;
+      o.reg_m_rows = o.reg_m_cols = reg_m;
+      const auto plain = run_points<double>(c, eps, o, true);
+      o.eps_scaling = 0.5;
+      const auto scaled = run_points<double>(c, eps, o, true);
+      double worst = 0, largest = 0;
+      for (std::size_t i = 0; i < c.n; ++i) {
+        for (std::size_t j = 0; j < c.m; ++j) {
+          const double C = ground(c, i, j, metric) / eps;
+          const double p = std::exp(plain.log_u[i] + plain.log_v[j] - C);
+          worst = std::max(worst, std::abs(std::exp(scaled.log_u[i] + scaled.log_v[j] - C) - p));
+          largest = std::max(largest, p);
+        }
+      }
+      EXPECT_LT(worst / largest, 1e-9);
+      EXPECT_NEAR(scaled.res.cost, plain.res.cost, 1e-9 * plain.res.cost);
+    }
+  }
+}
+
 TEST(SinkhornPoints, EmptyAndZeroWeightPoints) {
   // No points anywhere: nothing to do.
   std::vector<double> none;
@@ -433,6 +473,16 @@ TEST(SinkhornPointsErrors, BadInputOnAnyOneRankFailsEveryRank) {
       bad_points_case t;
       if (me) t.dim = 2;  // d differs on one rank (its arrays are long enough either way)
       expect_error_everywhere([&] { t.run(); }, "different dims");
+    }
+    {
+      bad_points_case t;
+      if (me) t.o.eps_scaling = bad % 2 ? 1.0 : -0.5;
+      expect_error_everywhere([&] { t.run(); }, "eps_scaling must be 0 (off) or in (0, 1)");
+    }
+    if (size_of() > 1) {
+      bad_points_case t;
+      if (me) t.o.eps_scaling = 0.5;  // valid, but on one rank only
+      expect_error_everywhere([&] { t.run(); }, "eps_scaling values");
     }
     {
       bad_points_case t;

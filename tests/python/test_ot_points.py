@@ -112,6 +112,26 @@ def test_shares_over_ranks_give_the_single_process_potentials(dtype):
     np.testing.assert_allclose(fu, conveyor.ot.empirical_sinkhorn(X, Y, 0.05, isLazy=True, stopThr=stop)[0][sx], atol=tol)
 
 
+def test_eps_scaling_saves_iterations_and_reaches_the_same_plan_over_ranks():
+    X, Y, a, b = clouds(50, 40, 2, seed=8)
+    sx, sy = uneven(50, 0), uneven(40, SIZE - 1)
+    reg = 3e-3
+    kw = dict(isLazy=True, log=True, comm=COMM, stopThr=1e-10, numIterMax=100000)
+    f0, g0, log0 = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], reg, a[sx], b[sy], **kw)
+    f1, g1, log1 = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], reg, a[sx], b[sy], eps_scaling=0.5, **kw)
+    r = conveyor.sinkhorn_points(X[sx], Y[sy], reg, a[sx], b[sy], comm=COMM, eps_scaling=0.5, max_iter=100000,
+                                 norm="l1", check_every=10, tol=1e-10)
+    assert r.status == "converged" and 9 <= r.annealing_steps == COMM.bcast(r.annealing_steps) <= 12
+    assert log1["niter"] + r.annealing_steps < log0["niter"], (log0["niter"], log1["niter"])
+    # The same plan: the potentials up to a constant that moves between f and g.
+    P0 = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], reg, a[sx], b[sy], comm=COMM, stopThr=1e-10, numIterMax=100000)
+    P1 = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], reg, a[sx], b[sy], comm=COMM, stopThr=1e-10, numIterMax=100000,
+                                        eps_scaling=0.5)
+    np.testing.assert_allclose(P1, P0, atol=1e-8 * COMM.allreduce(P0.max(initial=0), op=MPI.MAX))
+    with pytest.raises(ValueError, match="eps_scaling must be 0"):
+        conveyor.sinkhorn_points(X[sx], Y[sy], reg, comm=COMM, eps_scaling=1.0)
+
+
 @pytest.mark.parametrize("bad_rank", range(SIZE))
 def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
     X, Y, a, b = clouds(4 * SIZE, 3 * SIZE, seed=6)

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "conveyor/types.hpp"
 
@@ -22,6 +24,29 @@ inline int size_of(MPI_Comm c = MPI_COMM_WORLD) {
   int s = 1;
   MPI_Comm_size(c, &s);
   return s;
+}
+
+/// Every rank's `mine` (any lengths), concatenated in rank order on every rank;
+/// `counts`, if given, receives each rank's length.
+template <class T>
+std::vector<T> gather_all(const std::vector<T>& mine, std::vector<int>* counts = nullptr) {
+  static_assert(std::is_trivially_copyable_v<T>, "gathered as bytes");
+  const int P = size_of();
+  const int bytes = static_cast<int>(mine.size() * sizeof(T));
+  std::vector<int> sizes(static_cast<std::size_t>(P)), offsets(static_cast<std::size_t>(P));
+  MPI_Allgather(&bytes, 1, MPI_INT, sizes.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (int q = 0; q < P; ++q) {
+    offsets[static_cast<std::size_t>(q)] = total;
+    total += sizes[static_cast<std::size_t>(q)];
+  }
+  std::vector<T> all(static_cast<std::size_t>(total) / sizeof(T));
+  MPI_Allgatherv(mine.data(), bytes, MPI_BYTE, all.data(), sizes.data(), offsets.data(), MPI_BYTE, MPI_COMM_WORLD);
+  if (counts) {
+    counts->clear();
+    for (int s : sizes) counts->push_back(s / static_cast<int>(sizeof(T)));
+  }
+  return all;
 }
 
 /// Runs a collective call that must fail, on every rank, with a message containing `needle`.
