@@ -65,8 +65,9 @@ struct sinkhorn_args {
   bool single = false;      // float32
 };
 
-void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c, bool in_place, option_reader& opt,
+void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c, bool in_place, nb::handle options,
                       const char* row_name, const char* col_name) {
+  option_reader opt(options);
   if (in_place) {
     s.matrix_out = output(M, "A");
     s.matrix.obj = nb::borrow(M);
@@ -102,6 +103,7 @@ void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c
   read_warm_start(opt, "init_v", s.o.init_v);
   read_unbalanced(opt, s.o);
   read_inner_allreduce(opt, s.o.allreduce);
+  opt.finish();
 }
 
 template <class T>
@@ -142,7 +144,8 @@ struct points_args {
 };
 
 void convert_points(points_args& s, nb::handle X, nb::handle Y, nb::handle a, nb::handle b, nb::handle eps,
-                    option_reader& opt) {
+                    nb::handle options) {
+  option_reader opt(options);
   s.X = input(X, "X");
   if (s.X.a.ndim() != 2) fail(errc::invalid_argument, "X must be 2-D (points x dimensions)");
   if (s.X.type != conveyor::dtype::float32 && s.X.type != conveyor::dtype::float64) {
@@ -173,6 +176,7 @@ void convert_points(points_args& s, nb::handle X, nb::handle Y, nb::handle a, nb
   read_warm_start(opt, "init_log_u", s.o.init_log_u);
   read_warm_start(opt, "init_log_v", s.o.init_log_v);
   read_unbalanced(opt, s.o);
+  opt.finish();
 }
 
 template <class T>
@@ -202,9 +206,7 @@ void bind_sinkhorn(nb::module_& m) {
           sinkhorn_args s;
           convert(call, [&] {
             in_place_value = value<bool>(in_place, "in_place", "a bool");
-            option_reader opt(options);
-            convert_sinkhorn(s, A, r, c, in_place_value, opt, "r", "c");
-            opt.finish();
+            convert_sinkhorn(s, A, r, c, in_place_value, options, "r", "c");
           });
           call.finish_front_end();
           return s.single ? run_scale<float>(s, cm, in_place_value) : run_scale<double>(s, cm, in_place_value);
@@ -222,9 +224,7 @@ void bind_sinkhorn(nb::module_& m) {
         void* plan_data = nullptr;
         s.plan = nb::none();
         convert(call, [&] {
-          option_reader opt(options);
-          convert_sinkhorn(s, C, a, b, false, opt, "a", "b");
-          opt.finish();
+          convert_sinkhorn(s, C, a, b, false, options, "a", "b");
           s.eps = value<double>(eps, "eps", "a number");
           if (value<bool>(plan, "plan", "a bool")) {
             s.plan = nb::module_::import_("numpy").attr("empty_like")(s.matrix.obj);
@@ -245,9 +245,7 @@ void bind_sinkhorn(nb::module_& m) {
         conveyor::collective_call call("sinkhorn::transport_points", cm);
         points_args s;
         convert(call, [&] {
-          option_reader opt(options);
-          convert_points(s, X, Y, a, b, eps, opt);
-          opt.finish();
+          convert_points(s, X, Y, a, b, eps, options);
         });
         call.finish_front_end();
         return s.single ? run_points<float>(s, cm) : run_points<double>(s, cm);

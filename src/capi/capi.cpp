@@ -167,13 +167,26 @@ namespace {
 
 namespace sk = conveyor::sinkhorn;
 
+// The fields both solvers' C options share with their C++ options: when to
+// stop, threads, and the unbalanced terms.
+template <class COptions, class Options>
+void copy_shared_options(const COptions* o, Options& opt) {
+  opt.tol = o->tol;
+  opt.max_iter = o->max_iter;
+  opt.norm = static_cast<sk::error_norm>(o->norm);
+  opt.check_every = o->check_every;
+  opt.threads = o->threads;
+  opt.reg_m_rows = o->reg_m_rows;
+  opt.reg_m_cols = o->reg_m_cols;
+  opt.reg_type = static_cast<sk::reg_type>(o->reg_type);
+  opt.stop = static_cast<sk::stop_rule>(o->stop);
+}
+
 sk::options to_sinkhorn_options(const conveyor_sinkhorn_options* o, std::size_t rows, std::size_t cols) {
   sk::options opt;
   if (!o) return opt;
+  copy_shared_options(o, opt);
   opt.variant = static_cast<sk::variant>(o->variant);
-  opt.tol = o->tol;
-  opt.max_iter = o->max_iter;
-  opt.threads = o->threads;
   opt.log_domain = o->log_domain != 0;
   opt.overlap = o->overlap != 0;
   opt.block = {o->mc, o->nc, o->mr, o->nr};
@@ -181,13 +194,7 @@ sk::options to_sinkhorn_options(const conveyor_sinkhorn_options* o, std::size_t 
   if (o->init_v && cols) opt.init_v.assign(o->init_v, o->init_v + cols);
   opt.allreduce.algorithm = static_cast<conveyor::allreduce_algorithm>(o->allreduce_algorithm);
   opt.allreduce.ranks_per_node = o->ranks_per_node;
-  opt.norm = static_cast<sk::error_norm>(o->norm);
-  opt.check_every = o->check_every;
   opt.columns_first = o->columns_first != 0;
-  opt.reg_m_rows = o->reg_m_rows;
-  opt.reg_m_cols = o->reg_m_cols;
-  opt.reg_type = static_cast<sk::reg_type>(o->reg_type);
-  opt.stop = static_cast<sk::stop_rule>(o->stop);
   return opt;
 }
 
@@ -196,21 +203,26 @@ void copy_out(const std::vector<T>& from, void* to) {
   if (to && !from.empty()) std::memcpy(to, from.data(), from.size() * sizeof(T));
 }
 
-template <class R>
-void fill_info(const R& res, double cost, conveyor_sinkhorn_info* info) {
+// A solver's two vectors to the caller's buffers (either may be NULL), and its info.
+template <class R, class V>
+void deliver(const R& res, const V& first, const V& second, void* to_first, void* to_second, double cost,
+             conveyor_sinkhorn_info* info) {
+  copy_out(first, to_first);
+  copy_out(second, to_second);
   if (info) *info = {static_cast<int>(res.state), res.iterations, res.error, cost, res.time.total};
 }
 
 // The front end's part of a Sinkhorn call: the dtype chooses the C++ overload,
-// so it is checked inside the call's local checks (the C++ entry joins the call).
-sk::options sinkhorn_front_end(conveyor::collective_call& call, conveyor_dtype t, const conveyor_sinkhorn_options* o,
-                               std::size_t rows, std::size_t cols) {
-  sk::options opt;
+// so it is checked inside the call's local checks (the C++ entry joins the call),
+// with the conversion of the options (`to_options()`).
+template <class ToOptions>
+auto solver_front_end(conveyor::collective_call& call, conveyor_dtype t, ToOptions&& to_options) {
+  decltype(to_options()) opt;
   call.check([&] {
     if (t != CONVEYOR_FLOAT32 && t != CONVEYOR_FLOAT64) {
       throw conveyor::error(conveyor::errc::unsupported, "dtype must be float32 or float64");
     }
-    opt = to_sinkhorn_options(o, rows, cols);
+    opt = to_options();
   });
   call.finish_front_end();
   return opt;
@@ -223,9 +235,7 @@ void scale_as(void* A, std::size_t rows, std::size_t cols, std::size_t ld, const
                                                  static_cast<const T*>(c), comm, opt)
                             : sk::scale(static_cast<const T*>(A), rows, cols, ld, static_cast<const T*>(r),
                                         static_cast<const T*>(c), comm, opt);
-  copy_out(res.u, u);
-  copy_out(res.v, v);
-  fill_info(res, 0.0, info);
+  deliver(res, res.u, res.v, u, v, 0.0, info);
 }
 
 template <class T>
@@ -234,9 +244,7 @@ void transport_as(const void* C, std::size_t rows, std::size_t cols, std::size_t
                   conveyor_sinkhorn_info* info) {
   const auto res = sk::transport(static_cast<const T*>(C), rows, cols, ld, static_cast<const T*>(a),
                                  static_cast<const T*>(b), eps, comm, opt, static_cast<T*>(plan), plan_ld);
-  copy_out(res.f, f);
-  copy_out(res.g, g);
-  fill_info(res, res.cost, info);
+  deliver(res, res.f, res.g, f, g, res.cost, info);
 }
 
 }  // namespace
@@ -257,7 +265,7 @@ int conveyor_sinkhorn_scale(conveyor_dtype t, void* A, size_t rows, size_t cols,
                             void* u, void* v, conveyor_sinkhorn_info* info) {
   return guarded([&] {
     conveyor::collective_call call(in_place ? "sinkhorn::scale_in_place" : "sinkhorn::scale", comm);
-    const sk::options opt = sinkhorn_front_end(call, t, options, rows, cols);
+    const sk::options opt = solver_front_end(call, t, [&] { return to_sinkhorn_options(options, rows, cols); });
     if (t == CONVEYOR_FLOAT64) scale_as<double>(A, rows, cols, ld, r, c, comm, in_place, opt, u, v, info);
     else scale_as<float>(A, rows, cols, ld, r, c, comm, in_place, opt, u, v, info);
   });
@@ -268,7 +276,7 @@ int conveyor_sinkhorn_transport(conveyor_dtype t, const void* C, size_t rows, si
                                 void* f, void* g, void* plan, size_t plan_ld, conveyor_sinkhorn_info* info) {
   return guarded([&] {
     conveyor::collective_call call("sinkhorn::transport", comm);
-    const sk::options opt = sinkhorn_front_end(call, t, options, rows, cols);
+    const sk::options opt = solver_front_end(call, t, [&] { return to_sinkhorn_options(options, rows, cols); });
     if (t == CONVEYOR_FLOAT64) transport_as<double>(C, rows, cols, ld, a, b, eps, comm, opt, f, g, plan, plan_ld, info);
     else transport_as<float>(C, rows, cols, ld, a, b, eps, comm, opt, f, g, plan, plan_ld, info);
   });
@@ -279,18 +287,10 @@ namespace {
 sk::points_options to_points_options(const conveyor_points_options* o, std::size_t n, std::size_t m) {
   sk::points_options opt;
   if (!o) return opt;
+  copy_shared_options(o, opt);
   opt.metric = static_cast<sk::metric>(o->metric);
-  opt.tol = o->tol;
-  opt.max_iter = o->max_iter;
-  opt.norm = static_cast<sk::error_norm>(o->norm);
-  opt.check_every = o->check_every;
-  opt.threads = o->threads;
   if (o->init_log_u) opt.init_log_u.assign(o->init_log_u, o->init_log_u + n);
   if (o->init_log_v) opt.init_log_v.assign(o->init_log_v, o->init_log_v + m);
-  opt.reg_m_rows = o->reg_m_rows;
-  opt.reg_m_cols = o->reg_m_cols;
-  opt.reg_type = static_cast<sk::reg_type>(o->reg_type);
-  opt.stop = static_cast<sk::stop_rule>(o->stop);
   opt.eps_scaling = o->eps_scaling;
   return opt;
 }
@@ -301,9 +301,7 @@ void points_as(const void* X, std::size_t n, const void* Y, std::size_t m, std::
                conveyor_sinkhorn_info* info) {
   const auto res = sk::transport_points(static_cast<const T*>(X), n, static_cast<const T*>(Y), m, dim,
                                         static_cast<const T*>(a), static_cast<const T*>(b), eps, comm, opt);
-  copy_out(res.log_u, log_u);
-  copy_out(res.log_v, log_v);
-  fill_info(res, res.cost, info);
+  deliver(res, res.log_u, res.log_v, log_u, log_v, res.cost, info);
 }
 
 }  // namespace
@@ -322,14 +320,7 @@ int conveyor_sinkhorn_points(conveyor_dtype t, const void* X, size_t n, const vo
                              conveyor_sinkhorn_info* info) {
   return guarded([&] {
     conveyor::collective_call call("sinkhorn::transport_points", comm);
-    sk::points_options opt;
-    call.check([&] {
-      if (t != CONVEYOR_FLOAT32 && t != CONVEYOR_FLOAT64) {
-        throw conveyor::error(conveyor::errc::unsupported, "dtype must be float32 or float64");
-      }
-      opt = to_points_options(options, n, m);
-    });
-    call.finish_front_end();
+    const sk::points_options opt = solver_front_end(call, t, [&] { return to_points_options(options, n, m); });
     if (t == CONVEYOR_FLOAT64) points_as<double>(X, n, Y, m, dim, a, b, eps, comm, opt, log_u, log_v, info);
     else points_as<float>(X, n, Y, m, dim, a, b, eps, comm, opt, log_u, log_v, info);
   });

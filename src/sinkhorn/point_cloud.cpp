@@ -44,15 +44,11 @@ constexpr const char* kWhat = "sinkhorn::transport_points";
 // from a diameter of 1e6 to eps = 1e-12 takes ~4e4).
 constexpr int kMaxAnnealingSteps = 100000;
 
+// The points (row-major, dim per point), their weights (null: uniform) and eps.
 template <class T>
 struct points_problem {
-  const T* X;
-  std::size_t n;
-  const T* Y;
-  std::size_t m;
-  std::size_t dim;
-  const T* a;
-  const T* b;
+  const T *X, *Y, *a, *b;
+  std::size_t n, m, dim;
   double eps;
 };
 
@@ -498,13 +494,13 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
 points_result<double> transport_points(const double* X, std::size_t n, const double* Y, std::size_t m, std::size_t dim,
                                        const double* a, const double* b, double eps, MPI_Comm comm,
                                        const points_options& opts) {
-  return detail::transport_points_entry<double>({X, n, Y, m, dim, a, b, eps}, comm, opts);
+  return detail::transport_points_entry<double>({X, Y, a, b, n, m, dim, eps}, comm, opts);
 }
 
 points_result<float> transport_points(const float* X, std::size_t n, const float* Y, std::size_t m, std::size_t dim,
                                       const float* a, const float* b, double eps, MPI_Comm comm,
                                       const points_options& opts) {
-  return detail::transport_points_entry<float>({X, n, Y, m, dim, a, b, eps}, comm, opts);
+  return detail::transport_points_entry<float>({X, Y, a, b, n, m, dim, eps}, comm, opts);
 }
 
 }  // namespace conveyor::sinkhorn
