@@ -193,24 +193,34 @@ nb::tuple run_points(points_args& s, MPI_Comm cm) {
                         to_numpy(std::move(res.error_history)), res.annealing_steps);
 }
 
+// One solver call from Python: the arguments converted inside the collective
+// contract (`to_args`) and agreed over the ranks, then `run` for their dtype.
+template <class Args, class ToArgs, class Run>
+nb::tuple solver_call(const char* what, nb::handle comm, ToArgs&& to_args, Run&& run) {
+  const MPI_Comm cm = comm_of(comm);
+  conveyor::collective_call call(what, cm);
+  Args s;
+  convert(call, [&] { to_args(s); });
+  call.finish_front_end();
+  return run(s, cm);
+}
+
 }  // namespace
 
 void bind_sinkhorn(nb::module_& m) {
   m.def(
       "sinkhorn_scale",
       [](nb::handle A, nb::handle r, nb::handle c, nb::handle comm, nb::handle in_place, nb::handle options) {
-        const MPI_Comm cm = comm_of(comm);
         bool in_place_value = false;
-        {
-          conveyor::collective_call call("sinkhorn::scale", cm);
-          sinkhorn_args s;
-          convert(call, [&] {
-            in_place_value = value<bool>(in_place, "in_place", "a bool");
-            convert_sinkhorn(s, A, r, c, in_place_value, options, "r", "c");
-          });
-          call.finish_front_end();
-          return s.single ? run_scale<float>(s, cm, in_place_value) : run_scale<double>(s, cm, in_place_value);
-        }
+        return solver_call<sinkhorn_args>(
+            "sinkhorn::scale", comm,
+            [&](sinkhorn_args& s) {
+              in_place_value = value<bool>(in_place, "in_place", "a bool");
+              convert_sinkhorn(s, A, r, c, in_place_value, options, "r", "c");
+            },
+            [&](sinkhorn_args& s, MPI_Comm cm) {
+              return s.single ? run_scale<float>(s, cm, in_place_value) : run_scale<double>(s, cm, in_place_value);
+            });
       },
       nb::arg("A").none(), nb::arg("r").none(), nb::arg("c").none(), nb::arg("comm").none(), nb::arg("in_place").none(),
       nb::arg("options").none());
@@ -218,22 +228,22 @@ void bind_sinkhorn(nb::module_& m) {
   m.def(
       "sinkhorn_transport",
       [](nb::handle C, nb::handle a, nb::handle b, nb::handle eps, nb::handle comm, nb::handle plan, nb::handle options) {
-        const MPI_Comm cm = comm_of(comm);
-        conveyor::collective_call call("sinkhorn::transport", cm);
-        sinkhorn_args s;
         void* plan_data = nullptr;
-        s.plan = nb::none();
-        convert(call, [&] {
-          convert_sinkhorn(s, C, a, b, false, options, "a", "b");
-          s.eps = value<double>(eps, "eps", "a number");
-          if (value<bool>(plan, "plan", "a bool")) {
-            s.plan = nb::module_::import_("numpy").attr("empty_like")(s.matrix.obj);
-            plan_data = output(s.plan, "plan").data();
-          }
-        });
-        call.finish_front_end();
-        return s.single ? run_transport<float>(s, cm, static_cast<float*>(plan_data))
-                        : run_transport<double>(s, cm, static_cast<double*>(plan_data));
+        return solver_call<sinkhorn_args>(
+            "sinkhorn::transport", comm,
+            [&](sinkhorn_args& s) {
+              s.plan = nb::none();
+              convert_sinkhorn(s, C, a, b, false, options, "a", "b");
+              s.eps = value<double>(eps, "eps", "a number");
+              if (value<bool>(plan, "plan", "a bool")) {
+                s.plan = nb::module_::import_("numpy").attr("empty_like")(s.matrix.obj);
+                plan_data = output(s.plan, "plan").data();
+              }
+            },
+            [&](sinkhorn_args& s, MPI_Comm cm) {
+              return s.single ? run_transport<float>(s, cm, static_cast<float*>(plan_data))
+                              : run_transport<double>(s, cm, static_cast<double*>(plan_data));
+            });
       },
       nb::arg("C").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("eps").none(), nb::arg("comm").none(),
       nb::arg("plan").none(), nb::arg("options").none());
@@ -241,14 +251,9 @@ void bind_sinkhorn(nb::module_& m) {
   m.def(
       "sinkhorn_points",
       [](nb::handle X, nb::handle Y, nb::handle a, nb::handle b, nb::handle eps, nb::handle comm, nb::handle options) {
-        const MPI_Comm cm = comm_of(comm);
-        conveyor::collective_call call("sinkhorn::transport_points", cm);
-        points_args s;
-        convert(call, [&] {
-          convert_points(s, X, Y, a, b, eps, options);
-        });
-        call.finish_front_end();
-        return s.single ? run_points<float>(s, cm) : run_points<double>(s, cm);
+        return solver_call<points_args>(
+            "sinkhorn::transport_points", comm, [&](points_args& s) { convert_points(s, X, Y, a, b, eps, options); },
+            [](points_args& s, MPI_Comm cm) { return s.single ? run_points<float>(s, cm) : run_points<double>(s, cm); });
       },
       nb::arg("X").none(), nb::arg("Y").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("eps").none(),
       nb::arg("comm").none(), nb::arg("options").none());
