@@ -204,6 +204,24 @@ CONVEYOR_C_API int conveyor_sinkhorn_points(conveyor_dtype t, const void* X, siz
                                             const conveyor_points_options* options, void* log_u, void* log_v,
                                             conveyor_sinkhorn_info* info);
 
+typedef struct conveyor_plan_apply_options {
+  int metric;    /* CONVEYOR_POINTS_*: the solve's */
+  int transpose; /* 0: out = P V (a row per X point); 1: out = P^T V (a row per Y point) */
+  int threads;   /* OpenMP threads per rank; 0: automatic */
+} conveyor_plan_apply_options;
+
+/* The defaults of conveyor::sinkhorn::plan_apply_options. */
+CONVEYOR_C_API void conveyor_plan_apply_options_init(conveyor_plan_apply_options* options);
+
+/* The plan of a point-cloud solve (X, Y, log_u, log_v as conveyor_sinkhorn_points
+ * took and gave them) applied to k values per point of the other side held by
+ * this rank (V, row-major), without forming it: out (k per own point) =
+ * P V, or P^T V with transpose. */
+CONVEYOR_C_API int conveyor_apply_plan_points(conveyor_dtype t, const void* X, size_t n, const void* Y, size_t m,
+                                              size_t dim, const void* log_u, const void* log_v, double eps,
+                                              const void* V, size_t k, void* out, MPI_Comm comm,
+                                              const conveyor_plan_apply_options* options);
+
 /* ---- Distributed sum of outer products (conveyor/outer.hpp) ---- */
 
 #define CONVEYOR_C_OUTER_(suffix, cpp, name) CONVEYOR_OUTER_##suffix,

@@ -87,4 +87,30 @@ CONVEYOR_API points_result<float> transport_points(const float* X, std::size_t n
                                                    std::size_t dim, const float* a, const float* b, double eps,
                                                    MPI_Comm comm, const points_options& opts = {});
 
+/// What apply_plan_points computes.
+struct plan_apply_options {
+  sinkhorn::metric metric = sinkhorn::metric::sqeuclidean;  // the solve's
+  /// false: out = P V, a row of k per X point of this rank, V a row per Y point;
+  /// true: out = P^T V, a row per Y point of this rank, V a row per X point.
+  bool transpose = false;
+  /// OpenMP threads per rank; 0: as points_options::threads.
+  int threads = 0;
+};
+
+/// The plan of a point-cloud solve, P_ij = exp(log_u_i + log_v_j - C(x_i, y_j) / eps),
+/// applied to k values per point without forming it:
+///   out_i = sum_j P_ij V_j   (this rank's X points; every rank's Y points and V),
+/// or with transpose out_j = sum_i P_ij V_i. The arguments are those of the solve
+/// (this rank's points and its result's log_u, log_v) plus V (k values per point
+/// of the other side held by this rank, row-major) and out (k per own point).
+/// Each row's sum is folded in double with a running maximum (no overflow for any
+/// eps). The barycentric map of X onto Y: V = Y (k = dim), then divide out_i by a_i.
+/// Collective over `comm`; the work is that of one solver pass.
+CONVEYOR_API void apply_plan_points(const double* X, std::size_t n, const double* Y, std::size_t m, std::size_t dim,
+                                    const double* log_u, const double* log_v, double eps, const double* V,
+                                    std::size_t k, double* out, MPI_Comm comm, const plan_apply_options& opts = {});
+CONVEYOR_API void apply_plan_points(const float* X, std::size_t n, const float* Y, std::size_t m, std::size_t dim,
+                                    const float* log_u, const float* log_v, double eps, const float* V, std::size_t k,
+                                    float* out, MPI_Comm comm, const plan_apply_options& opts = {});
+
 }  // namespace conveyor::sinkhorn

@@ -33,7 +33,7 @@ from . import ot  # noqa: E402,F401  (conveyor.ot: POT's sinkhorn / sinkhorn2)
 __version__ = _conveyor.__version__
 __all__ = ["__version__", "ot", "Allreduce", "Reduce_scatter_block", "Allgather", "simd_target", "reduce_local", "allreduce", "sinkhorn_scale", "sinkhorn_transport",
            "balanced_rows", "outer_sum", "outer_rows", "Layout", "Plan", "ScalingResult", "TransportResult",
-           "sinkhorn_points", "PointsResult"]
+           "sinkhorn_points", "PointsResult", "apply_plan_points"]
 
 
 def simd_target():
@@ -435,6 +435,52 @@ def sinkhorn_points(X, Y, eps, a=None, b=None, comm=None, metric="sqeuclidean", 
                    init_log_u=init_log_u, init_log_v=init_log_v, reg_m_rows=reg_m_rows, reg_m_cols=reg_m_cols,
                    reg_type=reg_type, stop=stop, eps_scaling=eps_scaling)
     return PointsResult(*_conveyor.sinkhorn_points(X, Y, a, b, eps, comm_address(comm), options))
+
+
+def apply_plan_points(X, Y, log_u, log_v, eps, V, comm=None, metric="sqeuclidean", transpose=False, threads=0):
+    """The plan of a point-cloud solve applied to values, without forming it.
+
+    With P_ij = exp(log_u_i + log_v_j - C(x_i, y_j) / eps) (the plan of
+    sinkhorn_points), returns P V for this rank's X points, V holding k values
+    per Y point of this rank (every rank's Y points and V take part), or with
+    ``transpose`` P^T V for this rank's Y points (V: a row per X point).
+
+    Parameters
+    ----------
+    X, Y : array_like, shape (n, dim), (m, dim)
+        This rank's points, as passed to sinkhorn_points.
+    log_u, log_v : array_like, shape (n,), (m,)
+        This rank's potentials, as sinkhorn_points returned them.
+    eps : float
+        The solve's regularization.
+    V : array_like, shape (m, k), or (n, k) with transpose
+        The values of the other side's points held by this rank.
+    comm : mpi4py.MPI.Comm, optional
+        Default MPI.COMM_WORLD. Collective.
+    metric : {"sqeuclidean", "euclidean"}
+        The solve's ground cost.
+    transpose : bool
+        Apply P^T instead of P.
+    threads : int
+        OpenMP threads per rank (0: automatic).
+
+    Returns
+    -------
+    ndarray, shape (n, k), or (m, k) with transpose
+        This rank's rows of the product, of X's dtype.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> from mpi4py import MPI
+    >>> X = np.array([[0.0], [1.0]])
+    >>> r = conveyor.sinkhorn_points(X, X, 0.01, comm=MPI.COMM_SELF)
+    >>> P_Y = conveyor.apply_plan_points(X, X, r.log_u, r.log_v, 0.01, X, comm=MPI.COMM_SELF)
+    >>> np.round(P_Y[:, 0] / 0.5, 6)  # each point sent to itself: the barycentric map is the identity
+    array([0., 1.])
+    """
+    options = dict(metric=metric, transpose=transpose, threads=threads)
+    return _conveyor.apply_plan_points(X, Y, log_u, log_v, eps, V, comm_address(comm), options)
 
 
 # ---------------------------------------------------------------------------

@@ -139,6 +139,18 @@ def sinkhorn_points(
     stop: str = ...,
     eps_scaling: float = ...,
 ) -> PointsResult: ...
+def apply_plan_points(
+    X: npt.ArrayLike,
+    Y: npt.ArrayLike,
+    log_u: npt.ArrayLike,
+    log_v: npt.ArrayLike,
+    eps: float,
+    V: npt.ArrayLike,
+    comm: Optional[MPI.Comm] = ...,
+    metric: str = ...,
+    transpose: bool = ...,
+    threads: int = ...,
+) -> npt.NDArray[np.floating[Any]]: ...
 def outer_rows(N: int, comm: Optional[MPI.Comm] = ...) -> Tuple[int, int]: ...
 def outer_sum(
     a: npt.ArrayLike,

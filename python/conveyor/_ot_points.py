@@ -30,7 +30,8 @@ from . import _conveyor
 from ._backends import foreign_backend, is_foreign
 from ._mpi import agree, comm_address
 
-__all__ = ["empirical_sinkhorn", "empirical_sinkhorn2", "empirical_sinkhorn_divergence", "METRICS"]
+__all__ = ["empirical_sinkhorn", "empirical_sinkhorn2", "empirical_sinkhorn_divergence", "empirical_plan_apply",
+           "empirical_barycentric_mapping", "empirical_plan_rows", "METRICS"]
 
 #: The ground costs the point-cloud solver computes (POT's names).
 METRICS = ("sqeuclidean", "euclidean")
@@ -177,7 +178,81 @@ def empirical_sinkhorn_divergence(X_s, X_t, reg, a=None, b=None, metric="sqeucli
                         "log_sinkhorn_ab": log_ab, "log_sinkhorn_a": log_a, "log_sinkhorn_b": log_b}
 
 
+@_on_numpy_copies
+def empirical_plan_apply(X_s, X_t, reg, f, g, V, metric="sqeuclidean", transpose=False, comm=None, **kwargs):
+    """The plan of :func:`empirical_sinkhorn` applied to values without forming
+    it: ``P @ V`` (V: a row per target point) or, with ``transpose``,
+    ``P.T @ V`` (V: a row per source point), P_ij = exp(f_i + g_j - M_ij / reg)
+    with (f, g) the potentials ``empirical_sinkhorn(..., isLazy=True)`` returned.
+    Not in POT. With ``comm``: this rank's points, potentials and rows of V;
+    returns this rank's rows of the product. ``threads=`` as for the solver.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor.ot
+    >>> X = np.array([[0.0], [1.0]])
+    >>> f, g = conveyor.ot.empirical_sinkhorn(X, X, 0.01, isLazy=True)
+    >>> np.round(conveyor.ot.empirical_plan_apply(X, X, 0.01, f, g, np.ones((2, 1))).ravel(), 6)  # the row sums
+    array([0.5, 0.5])
+    """
+    V = np.asarray(V)
+    return _apply(X_s, X_t, reg, f, g, V if V.ndim == 2 else V[:, None], metric, transpose, comm, kwargs)
+
+
+@_on_numpy_copies
+def empirical_barycentric_mapping(X_s, X_t, reg, f, g, metric="sqeuclidean", comm=None, **kwargs):
+    """Each source point mapped to the barycenter of the target points it is
+    sent to, ``(P @ X_t) / (P @ 1)`` (POT's ``ot.da`` barycentric mapping), the
+    plan never formed; the arguments of :func:`empirical_plan_apply`. With
+    ``comm``: this rank's source points mapped. Not in POT's ``ot.bregman``.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor.ot
+    >>> X = np.array([[0.0], [1.0]])
+    >>> f, g = conveyor.ot.empirical_sinkhorn(X, X + 5, 0.01, isLazy=True)
+    >>> np.round(conveyor.ot.empirical_barycentric_mapping(X, X + 5, 0.01, f, g).ravel(), 6)
+    array([5., 6.])
+    """
+    X_t = np.asarray(X_t)
+    with_ones = np.concatenate([X_t, np.ones((X_t.shape[0], 1), dtype=X_t.dtype)], axis=1)
+    product = _apply(X_s, X_t, reg, f, g, with_ones, metric, False, comm, kwargs)
+    return product[:, :-1] / product[:, -1:]
+
+
+def empirical_plan_rows(X_s, X_t, reg, f, g, rows=None, metric="sqeuclidean", comm=None):
+    """Rows of the plan of :func:`empirical_sinkhorn` on request: this rank's
+    source points ``rows`` (a slice or index array; None: all of them) against
+    every target point (in rank order with ``comm``), formed in row blocks of a
+    few MB. Not in POT.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor.ot
+    >>> X = np.array([[0.0], [1.0]])
+    >>> f, g = conveyor.ot.empirical_sinkhorn(X, X, 0.01, isLazy=True)
+    >>> np.round(conveyor.ot.empirical_plan_rows(X, X, 0.01, f, g, rows=slice(1, 2)), 6)
+    array([[0. , 0.5]])
+    """
+    X = np.asarray(X_s)
+    X = np.ascontiguousarray(X, dtype=np.float32 if X.dtype == np.float32 else np.float64)
+    picked = np.arange(X.shape[0]) if rows is None else np.arange(X.shape[0])[rows]
+    run = {"X_s": X[picked], "X_t": np.ascontiguousarray(X_t, dtype=X.dtype),
+           "log_u": np.asarray(f, dtype=X.dtype)[picked], "log_v": np.asarray(g, dtype=X.dtype)}
+    return _plan_rows(run, str(metric).lower(), reg, comm)
+
+
 # ---------------------------------------------------------------------------
+def _apply(X_s, X_t, reg, f, g, V, metric, transpose, comm, kwargs):
+    X = np.asarray(X_s)
+    dtype = np.float32 if X.dtype == np.float32 else np.float64
+    return _conveyor.apply_plan_points(np.ascontiguousarray(X, dtype=dtype), np.ascontiguousarray(X_t, dtype=dtype),
+                                       f, g, reg, np.ascontiguousarray(V, dtype=dtype),
+                                       comm_address(MPI.COMM_SELF if comm is None else comm),
+                                       dict(metric=str(metric).lower(), transpose=bool(transpose),
+                                            **{k: kwargs[k] for k in ("threads",) if k in kwargs}))
+
+
 def _on_numpy(nx, like, function, *args, **kwargs):
     """function on NumPy copies of another library's arrays; its arrays (alone,
     in a tuple, in a log dict) handed back as that library's, like `like`."""

@@ -3,7 +3,9 @@
 and return what they return, computed by Conveyor's Sinkhorn engine;
 ``empirical_sinkhorn``, ``empirical_sinkhorn2`` and
 ``empirical_sinkhorn_divergence`` those of POT's point-cloud solvers
-(``ot.bregman``), computed without the cost matrix (``_ot_points.py``);
+(``ot.bregman``), computed without the cost matrix (``_ot_points.py``), with
+``empirical_plan_apply``, ``empirical_barycentric_mapping`` and
+``empirical_plan_rows`` for what users do with that plan (not in POT);
 ``sinkhorn_unbalanced`` and ``sinkhorn_unbalanced2`` those of
 ``ot.unbalanced`` (``_ot_unbalanced.py``).
 
@@ -42,11 +44,13 @@ from mpi4py import MPI
 from . import _conveyor
 from ._backends import foreign_backend, is_foreign
 from ._mpi import agree, comm_address
-from ._ot_points import METRICS, empirical_sinkhorn, empirical_sinkhorn2, empirical_sinkhorn_divergence
+from ._ot_points import (METRICS, empirical_barycentric_mapping, empirical_plan_apply, empirical_plan_rows,
+                         empirical_sinkhorn, empirical_sinkhorn2, empirical_sinkhorn_divergence)
 from ._ot_unbalanced import UNBALANCED_METHODS, sinkhorn_unbalanced, sinkhorn_unbalanced2
 
 __all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS", "empirical_sinkhorn", "empirical_sinkhorn2",
-           "empirical_sinkhorn_divergence", "METRICS", "sinkhorn_unbalanced", "sinkhorn_unbalanced2",
+           "empirical_sinkhorn_divergence", "empirical_plan_apply", "empirical_barycentric_mapping",
+           "empirical_plan_rows", "METRICS", "sinkhorn_unbalanced", "sinkhorn_unbalanced2",
            "UNBALANCED_METHODS"]
 
 #: The ``method`` values Conveyor runs (POT's names).

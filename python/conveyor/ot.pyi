@@ -95,6 +95,38 @@ def empirical_sinkhorn_divergence(
     comm: Optional[MPI.Comm] = ...,
     **kwargs: Any,
 ) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...
+def empirical_plan_apply(
+    X_s: npt.ArrayLike,
+    X_t: npt.ArrayLike,
+    reg: float,
+    f: npt.ArrayLike,
+    g: npt.ArrayLike,
+    V: npt.ArrayLike,
+    metric: str = ...,
+    transpose: bool = ...,
+    comm: Optional[MPI.Comm] = ...,
+    **kwargs: Any,
+) -> Any: ...
+def empirical_barycentric_mapping(
+    X_s: npt.ArrayLike,
+    X_t: npt.ArrayLike,
+    reg: float,
+    f: npt.ArrayLike,
+    g: npt.ArrayLike,
+    metric: str = ...,
+    comm: Optional[MPI.Comm] = ...,
+    **kwargs: Any,
+) -> Any: ...
+def empirical_plan_rows(
+    X_s: npt.ArrayLike,
+    X_t: npt.ArrayLike,
+    reg: float,
+    f: npt.ArrayLike,
+    g: npt.ArrayLike,
+    rows: Any = ...,
+    metric: str = ...,
+    comm: Optional[MPI.Comm] = ...,
+) -> Any: ...
 def sinkhorn_unbalanced(
     a: npt.ArrayLike,
     b: npt.ArrayLike,

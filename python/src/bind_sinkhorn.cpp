@@ -193,10 +193,68 @@ nb::tuple run_points(points_args& s, MPI_Comm cm) {
                         to_numpy(std::move(res.error_history)), res.annealing_steps);
 }
 
+// The arguments of applying a point-cloud plan after conversion.
+struct apply_args {
+  py_input X, Y, log_u, log_v, V;
+  nb::object out;
+  void* out_data = nullptr;
+  std::size_t n = 0, m = 0, dim = 0, k = 0;
+  double eps = 0;
+  bool single = false;
+  sk::plan_apply_options o;
+};
+
+void convert_apply(apply_args& s, nb::handle X, nb::handle Y, nb::handle log_u, nb::handle log_v, nb::handle eps,
+                   nb::handle V, nb::handle options) {
+  option_reader opt(options);
+  opt.read_with("metric", [&](nb::handle h) { s.o.metric = sk::parse_metric(value<std::string>(h, "metric", "a string")); });
+  opt.read("transpose", s.o.transpose, "a bool");
+  opt.read("threads", s.o.threads, "an int");
+  opt.finish();
+  s.X = input(X, "X");
+  if (s.X.a.ndim() != 2) fail(errc::invalid_argument, "X must be 2-D (points x dimensions)");
+  if (s.X.type != conveyor::dtype::float32 && s.X.type != conveyor::dtype::float64) {
+    fail(errc::invalid_type, "points dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.X.type)));
+  }
+  s.single = s.X.type == conveyor::dtype::float32;
+  const nb::object dtype = s.X.obj.attr("dtype");
+  s.Y = input(Y, "Y", dtype);
+  s.n = s.X.a.shape(0);
+  s.dim = s.X.a.shape(1);
+  if (s.Y.a.ndim() != 2) fail(errc::invalid_argument, "Y must be 2-D (points x dimensions)");
+  s.m = s.Y.a.shape(0);
+  require_shape(s.Y.a, {s.m, s.dim}, "Y");
+  s.log_u = input(log_u, "log_u", dtype);
+  require_shape(s.log_u.a, {s.n}, "log_u");
+  s.log_v = input(log_v, "log_v", dtype);
+  require_shape(s.log_v.a, {s.m}, "log_v");
+  s.eps = value<double>(eps, "eps", "a number");
+  s.V = input(V, "V", dtype);
+  const std::size_t others = s.o.transpose ? s.n : s.m, own = s.o.transpose ? s.m : s.n;
+  if (s.V.a.ndim() != 2 || s.V.a.shape(0) != others) {
+    fail(errc::invalid_argument, std::string("V must be 2-D with a row per ") + (s.o.transpose ? "X" : "Y") +
+                                     " point of this rank (" + std::to_string(others) + " rows)");
+  }
+  s.k = s.V.a.shape(1);
+  s.out = nb::module_::import_("numpy").attr("empty")(nb::make_tuple(own, s.k), nb::arg("dtype") = dtype);
+  s.out_data = output(s.out, "out").data();
+}
+
+template <class T>
+nb::object run_apply(apply_args& s, MPI_Comm cm) {
+  {
+    nb::gil_scoped_release unlocked;
+    sk::apply_plan_points(static_cast<const T*>(s.X.a.data()), s.n, static_cast<const T*>(s.Y.a.data()), s.m, s.dim,
+                          static_cast<const T*>(s.log_u.a.data()), static_cast<const T*>(s.log_v.a.data()), s.eps,
+                          static_cast<const T*>(s.V.a.data()), s.k, static_cast<T*>(s.out_data), cm, s.o);
+  }
+  return s.out;
+}
+
 // One solver call from Python: the arguments converted inside the collective
 // contract (`to_args`) and agreed over the ranks, then `run` for their dtype.
 template <class Args, class ToArgs, class Run>
-nb::tuple solver_call(const char* what, nb::handle comm, ToArgs&& to_args, Run&& run) {
+nb::object solver_call(const char* what, nb::handle comm, ToArgs&& to_args, Run&& run) {
   const MPI_Comm cm = comm_of(comm);
   conveyor::collective_call call(what, cm);
   Args s;
@@ -257,6 +315,18 @@ void bind_sinkhorn(nb::module_& m) {
       },
       nb::arg("X").none(), nb::arg("Y").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("eps").none(),
       nb::arg("comm").none(), nb::arg("options").none());
+
+  m.def(
+      "apply_plan_points",
+      [](nb::handle X, nb::handle Y, nb::handle log_u, nb::handle log_v, nb::handle eps, nb::handle V, nb::handle comm,
+         nb::handle options) {
+        return solver_call<apply_args>(
+            "sinkhorn::apply_plan_points", comm,
+            [&](apply_args& s) { convert_apply(s, X, Y, log_u, log_v, eps, V, options); },
+            [](apply_args& s, MPI_Comm cm) { return s.single ? run_apply<float>(s, cm) : run_apply<double>(s, cm); });
+      },
+      nb::arg("X").none(), nb::arg("Y").none(), nb::arg("log_u").none(), nb::arg("log_v").none(),
+      nb::arg("eps").none(), nb::arg("V").none(), nb::arg("comm").none(), nb::arg("options").none());
 
   m.def("balanced_rows", [](std::size_t M, int rank, int size) {
     const sk::row_block b = sk::balanced_rows(M, rank, size);

@@ -326,6 +326,43 @@ int conveyor_sinkhorn_points(conveyor_dtype t, const void* X, size_t n, const vo
   });
 }
 
+void conveyor_plan_apply_options_init(conveyor_plan_apply_options* options) {
+  if (!options) return;
+  const sk::plan_apply_options d;
+  *options = conveyor_plan_apply_options{static_cast<int>(d.metric), d.transpose ? 1 : 0, d.threads};
+}
+
+namespace {
+
+template <class T>
+void apply_as(const void* X, std::size_t n, const void* Y, std::size_t m, std::size_t dim, const void* log_u,
+              const void* log_v, double eps, const void* V, std::size_t k, void* out, MPI_Comm comm,
+              const sk::plan_apply_options& opt) {
+  sk::apply_plan_points(static_cast<const T*>(X), n, static_cast<const T*>(Y), m, dim, static_cast<const T*>(log_u),
+                        static_cast<const T*>(log_v), eps, static_cast<const T*>(V), k, static_cast<T*>(out), comm, opt);
+}
+
+}  // namespace
+
+int conveyor_apply_plan_points(conveyor_dtype t, const void* X, size_t n, const void* Y, size_t m, size_t dim,
+                               const void* log_u, const void* log_v, double eps, const void* V, size_t k, void* out,
+                               MPI_Comm comm, const conveyor_plan_apply_options* options) {
+  return guarded([&] {
+    conveyor::collective_call call("sinkhorn::apply_plan_points", comm);
+    const sk::plan_apply_options opt = solver_front_end(call, t, [&] {
+      sk::plan_apply_options o;
+      if (options) {
+        o.metric = static_cast<sk::metric>(options->metric);
+        o.transpose = options->transpose != 0;
+        o.threads = options->threads;
+      }
+      return o;
+    });
+    if (t == CONVEYOR_FLOAT64) apply_as<double>(X, n, Y, m, dim, log_u, log_v, eps, V, k, out, comm, opt);
+    else apply_as<float>(X, n, Y, m, dim, log_u, log_v, eps, V, k, out, comm, opt);
+  });
+}
+
 // ---------------------------------------------------------------------------
 // Redistribute
 // ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@
 #include "sinkhorn/common.hpp"
 #include "sinkhorn/point_kernels.hpp"
 #include "sinkhorn/point_ring.hpp"
+#include "sinkhorn/point_shares.hpp"
 
 namespace conveyor::sinkhorn {
 
@@ -76,7 +77,7 @@ side<T> make_side(const T* points, std::size_t count, std::size_t dim, std::vect
   s.points = points;
   s.count = count;
   s.counts = std::move(counts);
-  for (int q = 0; q < rank; ++q) s.first += s.counts[static_cast<std::size_t>(q)];
+  s.first = first_of(s.counts, rank);
   for (std::size_t c : s.counts) s.total += c;
   s.block.assign((dim + 1) * count, T(0));
   T* transposed = s.block.data() + count;
@@ -248,26 +249,15 @@ class point_solver {
     lse_.assign(n, running_lse{-std::numeric_limits<double>::infinity(), 0.0, 0.0});
     const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx_.threads), std::max<std::size_t>(n, 1)));
     scratch_.resize(static_cast<std::size_t>(nt) * 2 * point_kernels<T>::kTile);
-    block_ring<T> ring(ctx_.comm, ctx_.rank, cols.counts, p_.dim);
+    block_ring<T> ring(ctx_.comm, ctx_.rank, cols.counts, p_.dim + 1);
     ring.circulate(cols.block.data(), [&](const T* block, std::size_t count, int) {
       const T* h = block;
       const T* transposed = block + count;
-      // Slabs of rows, so the ring's transfer is polled while the block is worked on.
-      const std::size_t slab = std::max<std::size_t>(64 * static_cast<std::size_t>(nt), (n + 7) / 8);
-      for (std::size_t lo = 0; lo < n; lo += slab) {
-        const std::size_t hi = std::min(n, lo + slab);
-#pragma omp parallel num_threads(nt)
-        {
-          const int tid = omp_get_thread_num();
-          const auto [r0, r1] = share(hi - lo, tid, nt);
-          T* scratch = scratch_.data() + static_cast<std::size_t>(tid) * 2 * point_kernels<T>::kTile;
-          if (r1 > r0) {
-            k_.merge_block(rows.points + (lo + r0) * p_.dim, r1 - r0, p_.dim, transposed, count, h, inv_eps_,
-                           o_.metric, with_cost, lse_.data() + lo + r0, scratch);
-          }
-        }
-        ring.progress();
-      }
+      ring.in_slabs(n, nt, [&](std::size_t r0, std::size_t r1, int tid) {
+        T* scratch = scratch_.data() + static_cast<std::size_t>(tid) * 2 * point_kernels<T>::kTile;
+        k_.merge_block(rows.points + r0 * p_.dim, r1 - r0, p_.dim, transposed, count, h, inv_eps_, o_.metric,
+                       with_cost, lse_.data() + r0, scratch);
+      });
     });
     pass_result r;
     T* potential = rows.potential();
@@ -368,25 +358,6 @@ void check_options(const points_options& o, std::size_t n, std::size_t m) {
   }
 }
 
-template <class T>
-void check_points(const T* p, std::size_t count, std::size_t dim, const char* name, std::size_t first) {
-  for (std::size_t i = 0; i < count * dim; ++i) {
-    if (!std::isfinite(p[i])) {
-      throw error(errc::invalid_argument, std::string(name) + "[" + std::to_string(first + i / dim) + "][" +
-                                              std::to_string(i % dim) + "] = " +
-                                              std::to_string(static_cast<double>(p[i])) + " (points must be finite)");
-    }
-  }
-}
-
-// Every rank's (n, m), gathered.
-std::vector<std::uint64_t> gather_counts(MPI_Comm comm, int size, std::size_t n, std::size_t m) {
-  const std::uint64_t mine[2] = {n, m};
-  std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(size));
-  conveyor::detail::check_mpi(MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm), "MPI_Allgather");
-  return all;
-}
-
 // The total masses of a and b must be equal and positive (balanced OT).
 template <class T>
 void check_masses(const run_context& ctx, const side<T>& x, const side<T>& y, const T* a, const T* b,
@@ -440,14 +411,9 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
   ctx.comm = call.comm();
   ctx.rank = call.rank();
   ctx.size = call.size();
-  const auto counts = gather_counts(ctx.comm, ctx.size, p.n, p.m);
-  std::vector<std::size_t> n_of(static_cast<std::size_t>(ctx.size)), m_of(n_of.size());
-  for (std::size_t q = 0; q < n_of.size(); ++q) {
-    n_of[q] = static_cast<std::size_t>(counts[2 * q]);
-    m_of[q] = static_cast<std::size_t>(counts[2 * q + 1]);
-  }
-  side<T> x = make_side(p.X, p.n, p.dim, n_of, ctx.rank);
-  side<T> y = make_side(p.Y, p.m, p.dim, m_of, ctx.rank);
+  point_shares shares = gather_shares(ctx.comm, ctx.size, p.n, p.m);
+  side<T> x = make_side(p.X, p.n, p.dim, std::move(shares.n_of), ctx.rank);
+  side<T> y = make_side(p.Y, p.m, p.dim, std::move(shares.m_of), ctx.rank);
   ctx.first_row = x.first;
   ctx.total_rows = x.total;
   ctx.threads = threads_for(call, o.threads, std::max(p.n, p.m) * std::max<std::size_t>(y.total, 1));
@@ -455,8 +421,8 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
   agree_on_data(ctx, kWhat, [&] {
     if (p.a) check_marginal(p.a, p.n, "a", x.first);
     if (p.b) check_marginal(p.b, p.m, "b", y.first);
-    check_points(p.X, p.n, p.dim, "X", x.first);
-    check_points(p.Y, p.m, p.dim, "Y", y.first);
+    check_rows_finite(p.X, p.n, p.dim, "X", x.first);
+    check_rows_finite(p.Y, p.m, p.dim, "Y", y.first);
   });
   points_result<T> res;
   res.threads = ctx.threads;

@@ -60,15 +60,14 @@ HWY_INLINE void Fold(running_lse& r, double m, double s, double w) {
   }
 }
 
+// Pass 1 of a row and a tile: v_j = h_j - C(x, y_j) / eps for the tile's n
+// points into v (the costs into c when kCost); returns max_j v_j.
 template <class T, bool kEuclid, bool kCost>
-void MergeRowTile(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRICT yt, std::size_t stride,
-                  const T* HWY_RESTRICT h, std::size_t n, T inv_eps, running_lse& lse, T* HWY_RESTRICT scratch) {
+T TileValuesAndMax(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRICT yt, std::size_t stride,
+                   const T* HWY_RESTRICT h, std::size_t n, T inv_eps, T* HWY_RESTRICT v, T* HWY_RESTRICT c) {
   const hn::ScalableTag<T> d;
   const hn::CappedTag<T, 1> d1;
   const std::size_t N = hn::Lanes(d);
-  T* HWY_RESTRICT v = scratch;
-  T* HWY_RESTRICT c = scratch + point_kernels<T>::kTile;
-  // Pass 1: values and their maximum.
   auto vmax = hn::Set(d, -std::numeric_limits<T>::infinity());
   std::size_t j = 0;
   for (; j + N <= n; j += N) {
@@ -82,11 +81,23 @@ void MergeRowTile(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRIC
     hn::StoreU(val, d1, v + j);
     m = std::max(m, hn::GetLane(val));
   }
+  return m;
+}
+
+template <class T, bool kEuclid, bool kCost>
+void MergeRowTile(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRICT yt, std::size_t stride,
+                  const T* HWY_RESTRICT h, std::size_t n, T inv_eps, running_lse& lse, T* HWY_RESTRICT scratch) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const std::size_t N = hn::Lanes(d);
+  T* HWY_RESTRICT v = scratch;
+  T* HWY_RESTRICT c = scratch + point_kernels<T>::kTile;
+  const T m = TileValuesAndMax<T, kEuclid, kCost>(x, dim, yt, stride, h, n, inv_eps, v, c);
   if (!(m > -std::numeric_limits<T>::infinity())) return;  // every point empty (or NaN: caught by the caller)
   // Pass 2: exp(v - max), summed (and weighted by the cost).
   const auto vm = hn::Set(d, m);
   auto s0 = hn::Zero(d), s1 = hn::Zero(d), w0 = hn::Zero(d), w1 = hn::Zero(d);
-  j = 0;
+  std::size_t j = 0;
   for (; j + 2 * N <= n; j += 2 * N) {
     const auto e0 = hn::Exp(d, hn::Sub(hn::LoadU(d, v + j), vm));
     const auto e1 = hn::Exp(d, hn::Sub(hn::LoadU(d, v + j + N), vm));
@@ -137,10 +148,71 @@ void MergeBlock(const T* x, std::size_t rows, std::size_t dim, const T* yt, std:
   }
 }
 
+// Applying a plan, one row and one tile: e_j = exp(v_j - max) (pass 2 on the
+// scratch), then for each of the k values sum_j e_j vt[c][j], folded into the
+// row's running (max, k sums) in double as Fold does.
+template <class T, bool kEuclid>
+void ApplyRowTile(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRICT yt, std::size_t stride,
+                  const T* HWY_RESTRICT h, std::size_t n, T inv_eps, const T* HWY_RESTRICT vt, std::size_t k,
+                  double* HWY_RESTRICT acc, T* HWY_RESTRICT scratch) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const std::size_t N = hn::Lanes(d);
+  T* HWY_RESTRICT e = scratch;
+  const T m = TileValuesAndMax<T, kEuclid, false>(x, dim, yt, stride, h, n, inv_eps, e, nullptr);
+  if (!(m > -std::numeric_limits<T>::infinity())) return;
+  const auto vm = hn::Set(d, m);
+  std::size_t j = 0;
+  for (; j + N <= n; j += N) hn::StoreU(hn::Exp(d, hn::Sub(hn::LoadU(d, e + j), vm)), d, e + j);
+  for (; j < n; ++j) e[j] = hn::GetLane(hn::Exp(d1, hn::Set(d1, e[j] - m)));
+  double& running_max = acc[0];
+  double scale_old = 1, scale_new = 1;  // the running sums' and this tile's factors to the new max
+  if (static_cast<double>(m) > running_max) {
+    scale_old = std::exp(running_max - static_cast<double>(m));  // 0 while running_max = -Inf
+    running_max = static_cast<double>(m);
+  } else {
+    scale_new = std::exp(static_cast<double>(m) - running_max);
+  }
+  for (std::size_t c = 0; c < k; ++c) {
+    const T* HWY_RESTRICT values = vt + c * stride;
+    auto s0 = hn::Zero(d), s1 = hn::Zero(d);
+    j = 0;
+    for (; j + 2 * N <= n; j += 2 * N) {
+      s0 = hn::MulAdd(hn::LoadU(d, e + j), hn::LoadU(d, values + j), s0);
+      s1 = hn::MulAdd(hn::LoadU(d, e + j + N), hn::LoadU(d, values + j + N), s1);
+    }
+    for (; j + N <= n; j += N) s0 = hn::MulAdd(hn::LoadU(d, e + j), hn::LoadU(d, values + j), s0);
+    double sum = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1))));
+    for (; j < n; ++j) sum += static_cast<double>(e[j]) * static_cast<double>(values[j]);
+    acc[1 + c] = acc[1 + c] * scale_old + sum * scale_new;
+  }
+}
+
+template <class T, bool kEuclid>
+void ApplyBlockFor(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h,
+                   T inv_eps, const T* vt, std::size_t k, double* acc, T* scratch) {
+  constexpr std::size_t kTile = point_kernels<T>::kTile;
+  for (std::size_t j0 = 0; j0 < cols; j0 += kTile) {
+    const std::size_t n = std::min(kTile, cols - j0);
+    for (std::size_t i = 0; i < rows; ++i) {
+      ApplyRowTile<T, kEuclid>(x + i * dim, dim, yt + j0, cols, h + j0, n, inv_eps, vt + j0, k, acc + i * (k + 1),
+                               scratch);
+    }
+  }
+}
+
+template <class T>
+void ApplyBlock(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h, T inv_eps,
+                metric ground, const T* vt, std::size_t k, double* acc, T* scratch) {
+  (ground == metric::euclidean ? ApplyBlockFor<T, true> : ApplyBlockFor<T, false>)(x, rows, dim, yt, cols, h, inv_eps,
+                                                                                  vt, k, acc, scratch);
+}
+
 template <class T>
 point_kernels<T> MakePointTable() {
   point_kernels<T> t{};
   t.merge_block = &MergeBlock<T>;
+  t.apply_block = &ApplyBlock<T>;
   return t;
 }
 

@@ -31,6 +31,14 @@ struct point_kernels {
   /// visited in index order: the result does not depend on how rows are shared.
   void (*merge_block)(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h,
                       T inv_eps, metric ground, bool with_cost, running_lse* lse, T* scratch);
+  /// Applying a plan: for each of the `rows` points at x, folds
+  ///   sum_j exp(h_j - C(x_i, y_j) * inv_eps) v_jc     for c < k
+  /// over the block's `cols` points into acc[i * (k + 1) ...]: the running
+  /// maximum of the exponents (start: -Inf), then the k sums on its scale
+  /// (start: 0). vt holds the values transposed (vt[c * cols + j]); yt and h as
+  /// merge_block. Each row visits its columns in index order.
+  void (*apply_block)(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h,
+                      T inv_eps, metric ground, const T* vt, std::size_t k, double* acc, T* scratch);
 };
 
 struct point_kernel_tables {

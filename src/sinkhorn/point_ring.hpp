@@ -1,16 +1,18 @@
 // Internal: the ring that carries one side of a point-cloud problem round the
 // ranks, so that every rank meets every block of the other side's points.
 //
-// A block is one rank's share of a side: its potentials (count elements), then
-// its points transposed (dim x count). Step s of P: rank r works on the block of
+// A block is one rank's share of a side: per_point elements for each of its count
+// points, laid out as the caller likes (the solver: the potentials, then the
+// points transposed, dim x count; applying a plan adds the values carried). Step s of P: rank r works on the block of
 // rank (r + s) mod P while it sends that block to rank r - 1 and receives the next
 // one from rank r + 1; after P steps every block has passed every rank once.
-// Bytes per rank and pass: (P - 1) / P of the side's (dim + 1) N elements; the
+// Bytes per rank and pass: (P - 1) / P of the side's per_point N elements; the
 // transfer of step s + 1 overlaps the work of step s (MPI allows reading a send
 // buffer while it is in flight). Memory: two blocks of the largest share.
 #pragma once
 
 #include <mpi.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -18,21 +20,22 @@
 
 #include "conveyor/contract.hpp"
 #include "runtime/context.hpp"
+#include "sinkhorn/common.hpp"
 
 namespace conveyor::sinkhorn::detail {
 
 template <class T>
 class block_ring {
  public:
-  /// counts[q]: the points of rank q's block.
-  block_ring(MPI_Comm comm, int rank, std::vector<std::size_t> counts, std::size_t dim)
-      : comm_(comm), rank_(rank), size_(static_cast<int>(counts.size())), counts_(std::move(counts)), dim_(dim) {
-    conveyor::detail::check_mpi(MPI_Type_contiguous(static_cast<int>(dim + 1), mpi_type(), &point_type_),
+  /// counts[q]: the points of rank q's block; per_point: the elements of each.
+  block_ring(MPI_Comm comm, int rank, std::vector<std::size_t> counts, std::size_t per_point)
+      : comm_(comm), rank_(rank), size_(static_cast<int>(counts.size())), counts_(std::move(counts)) {
+    conveyor::detail::check_mpi(MPI_Type_contiguous(static_cast<int>(per_point), mpi_type(), &point_type_),
                                 "MPI_Type_contiguous");
     conveyor::detail::check_mpi(MPI_Type_commit(&point_type_), "MPI_Type_commit");
     if (size_ > 1) {
       const std::size_t largest = *std::max_element(counts_.begin(), counts_.end());
-      for (auto& b : buffers_) b.resize(largest * (dim + 1));
+      for (auto& b : buffers_) b.resize(largest * per_point);
     }
   }
   ~block_ring() { MPI_Type_free(&point_type_); }
@@ -55,6 +58,24 @@ class block_ring {
       conveyor::detail::check_mpi(MPI_Waitall(pending_, requests_, MPI_STATUSES_IGNORE), "MPI_Waitall");
       pending_ = 0;
       current = next;
+    }
+  }
+
+  /// work(first_row, end_row, thread) over the rows [0, n) of the current block's
+  /// work: in slabs (at least 64 rows a thread, at most 8 slabs), each slab's rows
+  /// shared among nt OpenMP threads, the transfer in flight polled between slabs.
+  template <class Work>
+  void in_slabs(std::size_t n, int nt, Work&& work) {
+    const std::size_t slab = std::max<std::size_t>(64 * static_cast<std::size_t>(nt), (n + 7) / 8);
+    for (std::size_t lo = 0; lo < n; lo += slab) {
+      const std::size_t hi = std::min(n, lo + slab);
+#pragma omp parallel num_threads(nt)
+      {
+        const int tid = omp_get_thread_num();
+        const auto [r0, r1] = share(hi - lo, tid, nt);
+        if (r1 > r0) work(lo + r0, lo + r1, tid);
+      }
+      progress();
     }
   }
 
@@ -82,7 +103,6 @@ class block_ring {
   MPI_Comm comm_;
   int rank_, size_;
   std::vector<std::size_t> counts_;
-  std::size_t dim_;
   MPI_Datatype point_type_ = MPI_DATATYPE_NULL;
   std::vector<T> buffers_[2];
   MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};

@@ -383,6 +383,157 @@ TEST(SinkhornPoints, EmptyAndZeroWeightPoints) {
 }
 
 // ---------------------------------------------------------------------------
+// The plan applied without forming it: against the formed plan
+// ---------------------------------------------------------------------------
+// P V (or P^T V) from the gathered potentials, for the rows [first, first + count).
+std::vector<double> formed_product(const clouds& c, const distributed_run& run, double eps, sk::metric metric,
+                                   const std::vector<double>& V, std::size_t k, bool transpose, std::size_t first,
+                                   std::size_t count) {
+  std::vector<double> out(count * k, 0.0);
+  for (std::size_t r = 0; r < count; ++r) {
+    const std::size_t own = first + r;
+    for (std::size_t o = 0; o < (transpose ? c.n : c.m); ++o) {
+      const std::size_t i = transpose ? o : own, j = transpose ? own : o;
+      const double P = std::exp(run.log_u[i] + run.log_v[j] - ground(c, i, j, metric) / eps);
+      for (std::size_t q = 0; q < k; ++q) out[r * k + q] += P * V[o * k + q];
+    }
+  }
+  return out;
+}
+
+template <class T>
+void expect_apply_matches(const clouds& c, sk::metric metric, std::size_t k, bool transpose, double tolerance) {
+  const double eps = 0.05;
+  auto o = fixed_iterations(15);
+  o.metric = metric;
+  const auto run = run_points<double>(c, eps, o, /*skewed=*/true);
+  const sk::row_block bx = share_of(c.n, true, 0), by = share_of(c.m, true, size_of() - 1);
+  testing::splitmix64 rng(31 + k);
+  std::vector<double> V((transpose ? c.n : c.m) * k);
+  for (auto& v : V) v = uniform(rng) - 0.25;
+  const sk::row_block own = transpose ? by : bx, other = transpose ? bx : by;
+  const auto X = slice<T>(c.X, bx.first, bx.count, c.d), Y = slice<T>(c.Y, by.first, by.count, c.d);
+  const auto log_u = slice<T>(run.log_u, bx.first, bx.count), log_v = slice<T>(run.log_v, by.first, by.count);
+  const auto mine = slice<T>(V, other.first, other.count, k);
+  std::vector<T> out(own.count * k, T(-1));
+  sk::plan_apply_options ao;
+  ao.metric = metric;
+  ao.transpose = transpose;
+  ao.threads = 1;
+  sk::apply_plan_points(X.data(), bx.count, Y.data(), by.count, c.d, log_u.data(), log_v.data(), eps, mine.data(), k,
+                        out.data(), MPI_COMM_WORLD, ao);
+  const auto want = formed_product(c, run, eps, metric, V, k, transpose, own.first, own.count);
+  double largest = 0;
+  for (double w : want) largest = std::max(largest, std::abs(w));
+  for (std::size_t e = 0; e < want.size(); ++e) {
+    ASSERT_NEAR(double(out[e]), want[e], tolerance * largest) << "entry " << e;
+  }
+  // Two threads: each row visits the columns in the same order, so the same bits.
+  ao.threads = 2;
+  std::vector<T> again(out.size());
+  sk::apply_plan_points(X.data(), bx.count, Y.data(), by.count, c.d, log_u.data(), log_v.data(), eps, mine.data(), k,
+                        again.data(), MPI_COMM_WORLD, ao);
+  EXPECT_EQ(again, out);
+}
+
+TEST(SinkhornPointsPlan, ApplyingThePlanEqualsTheFormedPlanTimesValues) {
+  const clouds c = make_clouds(37, 300, 3, 41, false);  // 300: a full tile and a tail; uneven shares, empty ranks
+  for (const sk::metric metric : {sk::metric::sqeuclidean, sk::metric::euclidean}) {
+    for (const std::size_t k : {std::size_t(1), std::size_t(3)}) {
+      for (const bool transpose : {false, true}) {
+        SCOPED_TRACE(std::string(sk::metric_name(metric)) + " k " + std::to_string(k) +
+                     (transpose ? " transposed" : ""));
+        expect_apply_matches<double>(c, metric, k, transpose, 1e-12);
+        expect_apply_matches<float>(c, metric, k, transpose, 1e-4);
+      }
+    }
+  }
+}
+
+// The barycentric map X -> Y: (P Y)_i / a_i lies in Y's bounding box, and at
+// convergence the plan's rows sum to a, so P applied to ones gives a back.
+TEST(SinkhornPointsPlan, BarycentricMapAndRowSums) {
+  const clouds c = make_clouds(40, 33, 2, 43, false);
+  sk::points_options o;
+  o.tol = 1e-12;
+  const double eps = 0.05;
+  const auto run = run_points<double>(c, eps, o, false);
+  ASSERT_EQ(run.res.state, sk::status::converged);
+  const sk::row_block bx = sk::balanced_rows(c.n, rank_of(), size_of()), by = sk::balanced_rows(c.m, rank_of(), size_of());
+  const auto X = slice<double>(c.X, bx.first, bx.count, c.d), Y = slice<double>(c.Y, by.first, by.count, c.d);
+  std::vector<double> mapped(bx.count * c.d), sums(bx.count), ones(by.count, 1.0);
+  sk::apply_plan_points(X.data(), bx.count, Y.data(), by.count, c.d, run.res.log_u.data(), run.res.log_v.data(), eps,
+                        Y.data(), c.d, mapped.data(), MPI_COMM_WORLD);
+  sk::apply_plan_points(X.data(), bx.count, Y.data(), by.count, c.d, run.res.log_u.data(), run.res.log_v.data(), eps,
+                        ones.data(), 1, sums.data(), MPI_COMM_WORLD);
+  for (std::size_t i = 0; i < bx.count; ++i) {
+    EXPECT_NEAR(sums[i], c.a[bx.first + i], 1e-12);
+    for (std::size_t d = 0; d < c.d; ++d) {
+      const double x = mapped[i * c.d + d] / c.a[bx.first + i];
+      EXPECT_GE(x, 0.3 - 1e-12);  // Y is in [0.3, 1.3]^d
+      EXPECT_LE(x, 1.3 + 1e-12);
+    }
+  }
+}
+
+TEST(SinkhornPointsPlan, BadInputOnAnyOneRankFailsEveryRank) {
+  const clouds c = make_clouds(12, 10, 3, 47, false);
+  const sk::row_block bx = sk::balanced_rows(c.n, rank_of(), size_of()), by = sk::balanced_rows(c.m, rank_of(), size_of());
+  for (int bad = 0; bad < size_of(); ++bad) {
+    SCOPED_TRACE("bad rank " + std::to_string(bad));
+    const bool me = rank_of() == bad;
+    struct call_case {
+      std::vector<double> X, Y, log_u, log_v, V, out;
+      std::size_t k = 2;
+      double eps = 0.1;
+      sk::plan_apply_options o;
+    };
+    const auto fresh = [&] {
+      call_case t;
+      t.X = slice<double>(c.X, bx.first, bx.count, c.d);
+      t.Y = slice<double>(c.Y, by.first, by.count, c.d);
+      t.log_u.assign(bx.count, 0.0);
+      t.log_v.assign(by.count, 0.0);
+      t.V.assign(by.count * 3, 1.0);  // room for k = 3
+      t.out.assign(std::max(bx.count, by.count) * 3, 0.0);
+      return t;
+    };
+    const auto run = [&](call_case& t) {
+      sk::apply_plan_points(t.X.data(), bx.count, t.Y.data(), by.count, c.d, t.log_u.data(), t.log_v.data(), t.eps,
+                            t.V.data(), t.k, t.out.data(), MPI_COMM_WORLD, t.o);
+    };
+    {
+      call_case t = fresh();
+      if (me) t.V[1] = std::nan("");
+      expect_error_everywhere([&] { run(t); }, "(values must be finite)");
+    }
+    {
+      call_case t = fresh();
+      if (me) t.log_u[0] = std::numeric_limits<double>::infinity();
+      expect_error_everywhere([&] { run(t); }, "(potentials must be finite or -inf)");
+    }
+    {
+      call_case t = fresh();
+      if (me) t.X[0] = std::nan("");
+      expect_error_everywhere([&] { run(t); }, "(points must be finite)");
+    }
+    {
+      call_case t = fresh();
+      if (me) t.eps = -1;
+      expect_error_everywhere([&] { run(t); }, "eps must be finite and > 0");
+    }
+    if (size_of() > 1) {
+      call_case t = fresh();
+      if (me) t.k = 3;
+      expect_error_everywhere([&] { run(t); }, "different value counts (k)");
+      call_case u = fresh();
+      if (me) u.o.transpose = true;
+      expect_error_everywhere([&] { run(u); }, "different transpose flags");
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
 // C API
 // ---------------------------------------------------------------------------
 TEST(SinkhornPointsCApi, MatchesTheCppApi) {

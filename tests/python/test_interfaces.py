@@ -208,6 +208,8 @@ ENGINES = {
     "sinkhorn": ("sinkhorn.hpp", "options", {"block": ["mc", "nc", "mr", "nr"], "allreduce": INNER_ALLREDUCE},
                  "conveyor_sinkhorn_options", [conveyor.sinkhorn_scale, conveyor.sinkhorn_transport], {}),
     "points": ("sinkhorn_points.hpp", "points_options", {}, "conveyor_points_options", [conveyor.sinkhorn_points], {}),
+    "plan_apply": ("sinkhorn_points.hpp", "plan_apply_options", {}, "conveyor_plan_apply_options",
+                   [conveyor.apply_plan_points], {}),
     "outer": ("outer.hpp", "outer_options", {"allreduce": INNER_ALLREDUCE}, "conveyor_outer_options",
               [conveyor.outer_sum], {"validate": "ignored: outer_sum always agrees (C keeps the field)"}),
     "redistribute": ("redistribute.hpp", "plan_options", {}, "conveyor_redistribute_options", [conveyor.Plan], {}),

@@ -132,6 +132,53 @@ def test_eps_scaling_saves_iterations_and_reaches_the_same_plan_over_ranks():
         conveyor.sinkhorn_points(X[sx], Y[sy], reg, comm=COMM, eps_scaling=1.0)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
+def test_the_plan_applied_mapped_and_in_rows_equals_the_formed_plan_over_ranks(dtype, metric):
+    X, Y, a, b = clouds(47, 35, 3, seed=9, dtype=dtype)
+    sx, sy = uneven(47, 0), uneven(35, SIZE - 1)
+    stop = 1e-9 if dtype == np.float64 else 1e-5  # (float32 cannot reach 1e-9)
+    f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], metric=metric, isLazy=True, comm=COMM,
+                                          stopThr=stop)
+    f_all, g_all = np.concatenate(COMM.allgather(f)), np.concatenate(COMM.allgather(g))
+    C = ((X[:, None, :].astype(np.float64) - Y[None, :, :]) ** 2).sum(axis=2)
+    P = np.exp(f_all[:, None] + g_all[None, :] - (np.sqrt(C) if metric == "euclidean" else C) / 0.05)
+    tol = 1e-12 if dtype == np.float64 else 1e-4
+    V = np.random.RandomState(3).rand(35, 2).astype(dtype)
+    PV = conveyor.ot.empirical_plan_apply(X[sx], Y[sy], 0.05, f, g, V[sy], metric=metric, comm=COMM)
+    np.testing.assert_allclose(PV, (P @ V)[sx], atol=tol * np.abs(P @ V).max())
+    W = np.random.RandomState(4).rand(47).astype(dtype)  # a vector: one value per point
+    PtW = conveyor.ot.empirical_plan_apply(X[sx], Y[sy], 0.05, f, g, W[sx], metric=metric, transpose=True, comm=COMM)
+    np.testing.assert_allclose(PtW[:, 0], (P.T @ W)[sy], atol=tol * np.abs(P.T @ W).max())
+    mapped = conveyor.ot.empirical_barycentric_mapping(X[sx], Y[sy], 0.05, f, g, metric=metric, comm=COMM)
+    np.testing.assert_allclose(mapped, ((P @ Y) / P.sum(axis=1, keepdims=True))[sx], atol=tol * 10)
+    rows = conveyor.ot.empirical_plan_rows(X[sx], Y[sy], 0.05, f, g, rows=slice(1, 3), metric=metric, comm=COMM)
+    np.testing.assert_allclose(rows, P[sx][1:3], atol=tol * P.max())
+    assert PV.dtype == dtype and mapped.dtype == dtype
+
+
+@pytest.mark.parametrize("bad_rank", range(SIZE))
+def test_applying_the_plan_with_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
+    X, Y, a, b = clouds(4 * SIZE, 3 * SIZE, seed=10)
+    sx, sy = slice(4 * RANK, 4 * RANK + 4), slice(3 * RANK, 3 * RANK + 3)
+    f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.1, a[sx], b[sy], isLazy=True, comm=COMM)
+    V = np.ones((3, 2))
+    nan_V = V.copy()
+    nan_V[1, 0] = np.nan
+    cases = [(dict(V=nan_V), "values must be finite"), (dict(V=np.ones((2, 2))), "V must be 2-D with a row per Y"),
+             (dict(f=np.full(4, np.inf)), "potentials must be finite or -inf"), (dict(reg=-1.0), "eps must be")]
+    if SIZE > 1:
+        cases.append((dict(V=np.ones((3, 3))), "different value counts"))
+    for override, message in cases:
+        args = dict(V=V, f=f, reg=0.1)
+        if RANK == bad_rank:
+            args.update(override)
+        with pytest.raises(ValueError, match=message):
+            conveyor.ot.empirical_plan_apply(X[sx], Y[sy], args["reg"], args["f"], g, args["V"], comm=COMM)
+    out = conveyor.ot.empirical_plan_apply(X[sx], Y[sy], 0.1, f, g, V, comm=COMM)
+    assert out.shape == (4, 2)
+
+
 @pytest.mark.parametrize("bad_rank", range(SIZE))
 def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
     X, Y, a, b = clouds(4 * SIZE, 3 * SIZE, seed=6)

@@ -1,0 +1,159 @@
+// What users do with the plan of a point-cloud solve without forming it
+// (conveyor/sinkhorn_points.hpp): apply_plan_points, out = P V or P^T V.
+//
+// Steps, on every rank r (rows: its X points with log_u, or its Y points with
+// log_v under transpose; the other side carries V):
+//   1. its home block for the ring: the other side's potentials (count), its
+//      points transposed (dim x count), then V transposed (k x count);
+//   2. the blocks go round the ring (block_ring, the solver's); for each, every
+//      row folds sum_j exp(h_j - C_ij / eps) V_jc into a running
+//      (max, k sums) in double (point_kernels' apply_block);
+//   3. out_ic = exp(row potential_i + max_i) sum_ic.
+// Work: one solver pass (n m pairs over the ranks) plus k FMAs per pair; bytes
+// per rank: (P - 1)/P of the other side's (1 + dim + k) N elements.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "conveyor/sinkhorn_points.hpp"
+#include "sinkhorn/common.hpp"
+#include "sinkhorn/point_kernels.hpp"
+#include "sinkhorn/point_ring.hpp"
+#include "sinkhorn/point_shares.hpp"
+
+namespace conveyor::sinkhorn {
+namespace detail {
+namespace {
+
+constexpr const char* kApply = "sinkhorn::apply_plan_points";
+
+template <class T>
+struct apply_problem {
+  const T *X, *Y, *log_u, *log_v, *V;
+  T* out;
+  std::size_t n, m, dim, k;
+  double eps;
+};
+
+// One side of the product: the points and potentials of the rows (out's), and
+// those of the columns (V's).
+template <class T>
+struct apply_sides {
+  const T *row_points, *row_potential, *col_points, *col_potential;
+  std::size_t rows, cols;
+  std::vector<std::size_t> row_counts, col_counts;
+};
+
+template <class T>
+apply_sides<T> sides_of(const apply_problem<T>& p, point_shares shares, bool transpose) {
+  if (transpose) return {p.Y, p.log_v, p.X, p.log_u, p.m, p.n, std::move(shares.m_of), std::move(shares.n_of)};
+  return {p.X, p.log_u, p.Y, p.log_v, p.n, p.m, std::move(shares.n_of), std::move(shares.m_of)};
+}
+
+// Potentials may be -Inf (a point of weight 0), never NaN or +Inf.
+template <class T>
+void check_potentials(const T* f, std::size_t count, const char* name, std::size_t first) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (std::isnan(f[i]) || f[i] == std::numeric_limits<T>::infinity()) {
+      throw error(errc::invalid_argument, std::string(name) + "[" + std::to_string(first + i) + "] = " +
+                                              std::to_string(static_cast<double>(f[i])) +
+                                              " (potentials must be finite or -inf)");
+    }
+  }
+}
+
+template <class T>
+void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_options& o) {
+  collective_call call(kApply, comm);
+  const bool eps_valid = std::isfinite(p.eps) && p.eps > 0;
+  const std::size_t own = o.transpose ? p.m : p.n, other = o.transpose ? p.n : p.m;
+  call.check([&] {
+    const auto bad = [](const std::string& msg) { throw error(errc::invalid_argument, msg); };
+    if (!eps_valid) bad("eps must be finite and > 0, got " + std::to_string(p.eps));
+    if (p.dim == 0) bad("dim must be >= 1");
+    if (o.metric != metric::sqeuclidean && o.metric != metric::euclidean) {
+      bad("unknown metric " + std::to_string(static_cast<int>(o.metric)));
+    }
+    if (o.threads < 0) bad("threads must be >= 0");
+    if ((!p.X && p.n > 0) || (!p.log_u && p.n > 0)) bad("X or log_u is null");
+    if ((!p.Y && p.m > 0) || (!p.log_v && p.m > 0)) bad("Y or log_v is null");
+    if (!p.V && other > 0 && p.k > 0) bad("V is null");
+    if (!p.out && own > 0 && p.k > 0) bad("out is null");
+  });
+  call.must_match("dims", static_cast<std::int64_t>(p.dim)).must_match("value counts (k)", static_cast<std::int64_t>(p.k));
+  call.must_match("dtypes", dtype_of_v<T>).must_match("metrics", o.metric, metric_name);
+  call.must_match("transpose flags", o.transpose ? 1 : 0);
+  if (eps_valid) call.must_match_real("eps values", p.eps);
+  call.agree();
+
+  run_context ctx;
+  ctx.comm = call.comm();
+  ctx.rank = call.rank();
+  ctx.size = call.size();
+  const apply_sides<T> s = sides_of(p, gather_shares(ctx.comm, ctx.size, p.n, p.m), o.transpose);
+  const std::size_t first_row = first_of(s.row_counts, ctx.rank), first_col = first_of(s.col_counts, ctx.rank);
+  std::size_t total_cols = 0;
+  for (std::size_t c : s.col_counts) total_cols += c;
+  ctx.threads = threads_for(call, o.threads, std::max<std::size_t>(s.rows, 1) * std::max<std::size_t>(total_cols, 1));
+  const char* row_name = o.transpose ? "Y" : "X";
+  const char* col_name = o.transpose ? "X" : "Y";
+  agree_on_data(ctx, kApply, [&] {
+    check_rows_finite(s.row_points, s.rows, p.dim, row_name, first_row);
+    check_rows_finite(s.col_points, s.cols, p.dim, col_name, first_col);
+    check_potentials(s.row_potential, s.rows, o.transpose ? "log_v" : "log_u", first_row);
+    check_potentials(s.col_potential, s.cols, o.transpose ? "log_u" : "log_v", first_col);
+    check_rows_finite(p.V, p.k > 0 ? s.cols : 0, p.k, "V", first_col, "values");
+  });
+  if (p.k == 0) return;  // (k is the same on every rank; a rank without rows still serves the ring)
+
+  // 1. The home block: potentials, points transposed, values transposed.
+  const std::size_t per_point = 1 + p.dim + p.k;
+  std::vector<T> home(per_point * s.cols);
+  std::copy(s.col_potential, s.col_potential + s.cols, home.begin());
+  for (std::size_t j = 0; j < s.cols; ++j) {
+    for (std::size_t d = 0; d < p.dim; ++d) home[s.cols * (1 + d) + j] = s.col_points[j * p.dim + d];
+    for (std::size_t c = 0; c < p.k; ++c) home[s.cols * (1 + p.dim + c) + j] = p.V[j * p.k + c];
+  }
+  // 2. Round the ring.
+  const point_kernels<T>& kernels = active_point_kernels<T>();
+  const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(s.rows, 1)));
+  std::vector<T> scratch(static_cast<std::size_t>(nt) * 2 * point_kernels<T>::kTile);
+  std::vector<double> acc(s.rows * (p.k + 1), 0.0);
+  for (std::size_t i = 0; i < s.rows; ++i) acc[i * (p.k + 1)] = -std::numeric_limits<double>::infinity();
+  const T inv_eps = static_cast<T>(1 / p.eps);
+  block_ring<T> ring(ctx.comm, ctx.rank, s.col_counts, per_point);
+  ring.circulate(home.data(), [&](const T* block, std::size_t count, int) {
+    ring.in_slabs(s.rows, nt, [&](std::size_t r0, std::size_t r1, int tid) {
+      kernels.apply_block(s.row_points + r0 * p.dim, r1 - r0, p.dim, block + count, count, block, inv_eps, o.metric,
+                          block + count * (1 + p.dim), p.k, acc.data() + r0 * (p.k + 1),
+                          scratch.data() + static_cast<std::size_t>(tid) * 2 * point_kernels<T>::kTile);
+    });
+  });
+  // 3. The rows' own potentials.
+  for (std::size_t i = 0; i < s.rows; ++i) {
+    const double* a = acc.data() + i * (p.k + 1);
+    const double scale = std::exp(static_cast<double>(s.row_potential[i]) + a[0]);  // 0 for an empty row or column set
+    for (std::size_t c = 0; c < p.k; ++c) p.out[i * p.k + c] = static_cast<T>(scale * a[1 + c]);
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+void apply_plan_points(const double* X, std::size_t n, const double* Y, std::size_t m, std::size_t dim,
+                       const double* log_u, const double* log_v, double eps, const double* V, std::size_t k,
+                       double* out, MPI_Comm comm, const plan_apply_options& opts) {
+  detail::apply_entry<double>({X, Y, log_u, log_v, V, out, n, m, dim, k, eps}, comm, opts);
+}
+
+void apply_plan_points(const float* X, std::size_t n, const float* Y, std::size_t m, std::size_t dim,
+                       const float* log_u, const float* log_v, double eps, const float* V, std::size_t k, float* out,
+                       MPI_Comm comm, const plan_apply_options& opts) {
+  detail::apply_entry<float>({X, Y, log_u, log_v, V, out, n, m, dim, k, eps}, comm, opts);
+}
+
+}  // namespace conveyor::sinkhorn
