@@ -567,6 +567,28 @@ TEST(SinkhornPointsCApi, MatchesTheCppApi) {
   EXPECT_NE(conveyor_sinkhorn_points(CONVEYOR_INT32, X.data(), bx.count, Y.data(), by.count, c.d, nullptr, nullptr, 0.05,
                                      MPI_COMM_WORLD, nullptr, nullptr, nullptr, nullptr),
             CONVEYOR_SUCCESS);
+  // The plan applied (transposed: a row per Y point), C against C++.
+  conveyor_plan_apply_options ao;
+  conveyor_plan_apply_options_init(&ao);
+  EXPECT_EQ(ao.metric, CONVEYOR_POINTS_SQEUCLIDEAN);
+  EXPECT_EQ(ao.transpose, 0);
+  ao.metric = CONVEYOR_POINTS_EUCLIDEAN;
+  ao.transpose = 1;
+  const std::vector<float> W(bx.count * 2, 0.5f);
+  std::vector<float> from_c(by.count * 2), from_cpp(by.count * 2);
+  ASSERT_EQ(conveyor_apply_plan_points(CONVEYOR_FLOAT32, X.data(), bx.count, Y.data(), by.count, c.d, log_u.data(),
+                                       log_v.data(), 0.05, W.data(), 2, from_c.data(), MPI_COMM_WORLD, &ao),
+            CONVEYOR_SUCCESS)
+      << conveyor_last_error();
+  sk::plan_apply_options cpp_apply;
+  cpp_apply.metric = sk::metric::euclidean;
+  cpp_apply.transpose = true;
+  sk::apply_plan_points(X.data(), bx.count, Y.data(), by.count, c.d, r.log_u.data(), r.log_v.data(), 0.05, W.data(), 2,
+                        from_cpp.data(), MPI_COMM_WORLD, cpp_apply);
+  EXPECT_EQ(from_c, from_cpp);
+  EXPECT_NE(conveyor_apply_plan_points(CONVEYOR_INT32, X.data(), bx.count, Y.data(), by.count, c.d, log_u.data(),
+                                       log_v.data(), 0.05, W.data(), 2, from_c.data(), MPI_COMM_WORLD, nullptr),
+            CONVEYOR_SUCCESS);
 }
 
 // ---------------------------------------------------------------------------
