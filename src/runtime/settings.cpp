@@ -23,7 +23,7 @@ struct entry {
   std::string_view name, default_value, meaning, read_when;
 };
 
-constexpr std::array<entry, 14> kSettings = {{
+constexpr std::array<entry, 15> kSettings = {{
     {"CONVEYOR_SIMD_TARGET", "the best target this CPU runs",
      "SIMD target of every kernel (a Highway name: AVX3, AVX2, SSE4, EMU128, ...)", "first kernel call in the process"},
     {"CONVEYOR_TUNE_FILE", "built-in defaults",
@@ -47,6 +47,10 @@ constexpr std::array<entry, 14> kSettings = {{
     {"CONVEYOR_REDISTRIBUTE_TRANSPORT", "auto",
      "what `automatic` Redistribute plans run: datatype, packed, pipelined, one_sided, alltoallv",
      "first plan in the process"},
+    {"CONVEYOR_POINTS_DOT_MIN_DIM", "24",
+     "point-cloud Sinkhorn: from this dimension on, costs are computed as |x|^2 + |y|^2 - 2<x, y> (centered "
+     "points, several rows per load) instead of from differences",
+     "first point-cloud solve in the process"},
     {"CONVEYOR_BUFFER_POOL_MB", "1024",
      "MiB of freed package buffers kept for the next plans (most recently used kept)", "first plan in the process"},
     {"CONVEYOR_SCALAPACK_CACHE", "8",

@@ -98,6 +98,21 @@ void set_weights(side<T>& s, const T* w) {
   }
 }
 
+// Both clouds moved so that their common bounding box is centered at 0.
+template <class T>
+struct centered_points {
+  std::vector<T> X, Y;
+  centered_points() = default;
+  centered_points(MPI_Comm comm, const points_problem<T>& p) : X(p.X, p.X + p.n * p.dim), Y(p.Y, p.Y + p.m * p.dim) {
+    const box b = bounding_box(comm, p.X, p.n, p.Y, p.m, p.dim);
+    for (std::size_t k = 0; k < p.dim; ++k) {
+      const T center = b.hi[k] >= b.lo[k] ? static_cast<T>(0.5 * (b.lo[k] + b.hi[k])) : T(0);
+      for (std::size_t i = 0; i < p.n; ++i) X[i * p.dim + k] -= center;
+      for (std::size_t j = 0; j < p.m; ++j) Y[j * p.dim + k] -= center;
+    }
+  }
+};
+
 // What one pass over the other side reports.
 struct pass_result {
   double error_terms = 0;  // this rank's share of the previous iterate's marginal error (before the norm's root)
@@ -147,7 +162,8 @@ class point_solver {
   // agree on every rank (the diameter is a global maximum). Returns their count.
   int anneal() {
     const double target = eps_;
-    const double diameter = bounding_diameter();
+    const double diameter =
+        bounding_box(ctx_.comm, x_.points, x_.count, y_.points, y_.count, p_.dim).diameter();
     double eps = o_.metric == metric::euclidean ? diameter : diameter * diameter;
     int steps = 0;
     for (; eps > target && steps < kMaxAnnealingSteps; eps *= o_.eps_scaling, ++steps) {
@@ -157,28 +173,6 @@ class point_solver {
     }
     rescale_to(target);
     return steps;
-  }
-
-  // The diagonal of the bounding box of both clouds over all ranks.
-  double bounding_diameter() const {
-    const std::size_t dim = p_.dim;
-    // [max_k ..., -min_k ...] in one allreduce(max).
-    std::vector<double> local(2 * dim, -std::numeric_limits<double>::infinity()), global(2 * dim);
-    for (const side<T>* s : {&x_, &y_}) {
-      for (std::size_t i = 0; i < s->count; ++i) {
-        for (std::size_t k = 0; k < dim; ++k) {
-          const double v = static_cast<double>(s->points[i * dim + k]);
-          local[k] = std::max(local[k], v);
-          local[dim + k] = std::max(local[dim + k], -v);
-        }
-      }
-    }
-    conveyor::detail::check_mpi(MPI_Allreduce(local.data(), global.data(), static_cast<int>(2 * dim), MPI_DOUBLE,
-                                              MPI_MAX, ctx_.comm),
-                                "MPI_Allreduce");
-    double sq = 0;
-    for (std::size_t k = 0; k < dim; ++k) sq += (global[k] + global[dim + k]) * (global[k] + global[dim + k]);
-    return std::sqrt(sq);
   }
 
   points_result<T> iterate() {
@@ -248,13 +242,13 @@ class point_solver {
     const std::size_t n = rows.count;
     lse_.assign(n, running_lse{-std::numeric_limits<double>::infinity(), 0.0, 0.0});
     const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx_.threads), std::max<std::size_t>(n, 1)));
-    scratch_.resize(static_cast<std::size_t>(nt) * 2 * point_kernels<T>::kTile);
+    scratch_.resize(static_cast<std::size_t>(nt) * point_kernels<T>::kScratch);
     block_ring<T> ring(ctx_.comm, ctx_.rank, cols.counts, p_.dim + 1);
     ring.circulate(cols.block.data(), [&](const T* block, std::size_t count, int) {
       const T* h = block;
       const T* transposed = block + count;
       ring.in_slabs(n, nt, [&](std::size_t r0, std::size_t r1, int tid) {
-        T* scratch = scratch_.data() + static_cast<std::size_t>(tid) * 2 * point_kernels<T>::kTile;
+        T* scratch = scratch_.data() + static_cast<std::size_t>(tid) * point_kernels<T>::kScratch;
         k_.merge_block(rows.points + r0 * p_.dim, r1 - r0, p_.dim, transposed, count, h, inv_eps_, o_.metric,
                        with_cost, lse_.data() + r0, scratch);
       });
@@ -412,18 +406,24 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
   ctx.rank = call.rank();
   ctx.size = call.size();
   point_shares shares = gather_shares(ctx.comm, ctx.size, p.n, p.m);
-  side<T> x = make_side(p.X, p.n, p.dim, std::move(shares.n_of), ctx.rank);
-  side<T> y = make_side(p.Y, p.m, p.dim, std::move(shares.m_of), ctx.rank);
-  ctx.first_row = x.first;
-  ctx.total_rows = x.total;
-  ctx.threads = threads_for(call, o.threads, std::max(p.n, p.m) * std::max<std::size_t>(y.total, 1));
-
+  const std::size_t x_first = first_of(shares.n_of, ctx.rank), y_first = first_of(shares.m_of, ctx.rank);
+  ctx.first_row = x_first;
+  std::size_t m_total = 0;
+  for (std::size_t c : shares.m_of) m_total += c;
+  ctx.threads = threads_for(call, o.threads, std::max(p.n, p.m) * std::max<std::size_t>(m_total, 1));
   agree_on_data(ctx, kWhat, [&] {
-    if (p.a) check_marginal(p.a, p.n, "a", x.first);
-    if (p.b) check_marginal(p.b, p.m, "b", y.first);
-    check_rows_finite(p.X, p.n, p.dim, "X", x.first);
-    check_rows_finite(p.Y, p.m, p.dim, "Y", y.first);
+    if (p.a) check_marginal(p.a, p.n, "a", x_first);
+    if (p.b) check_marginal(p.b, p.m, "b", y_first);
+    check_rows_finite(p.X, p.n, p.dim, "X", x_first);
+    check_rows_finite(p.Y, p.m, p.dim, "Y", y_first);
   });
+  // The dot-product path computes |x|^2 + |y|^2 - 2<x, y>: centered points keep
+  // its cancellation within the clouds' diameter (distances do not move).
+  const bool centered = p.dim >= dot_min_dim();
+  const centered_points<T> cx = centered ? centered_points<T>(ctx.comm, p) : centered_points<T>{};
+  side<T> x = make_side(centered ? cx.X.data() : p.X, p.n, p.dim, std::move(shares.n_of), ctx.rank);
+  side<T> y = make_side(centered ? cx.Y.data() : p.Y, p.m, p.dim, std::move(shares.m_of), ctx.rank);
+  ctx.total_rows = x.total;
   points_result<T> res;
   res.threads = ctx.threads;
   if (x.total == 0 || y.total == 0) {

@@ -84,17 +84,14 @@ T TileValuesAndMax(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRI
   return m;
 }
 
-template <class T, bool kEuclid, bool kCost>
-void MergeRowTile(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRICT yt, std::size_t stride,
-                  const T* HWY_RESTRICT h, std::size_t n, T inv_eps, running_lse& lse, T* HWY_RESTRICT scratch) {
+// Pass 2 of a row and a tile: sum_j exp(v_j - m) (and sum_j exp(v_j - m) c_j)
+// folded into the row's running log-sum-exp.
+template <class T, bool kCost>
+void FoldTile(const T* HWY_RESTRICT v, const T* HWY_RESTRICT c, std::size_t n, T m, running_lse& lse) {
+  if (!(m > -std::numeric_limits<T>::infinity())) return;  // every point empty (or NaN: caught by the caller)
   const hn::ScalableTag<T> d;
   const hn::CappedTag<T, 1> d1;
   const std::size_t N = hn::Lanes(d);
-  T* HWY_RESTRICT v = scratch;
-  T* HWY_RESTRICT c = scratch + point_kernels<T>::kTile;
-  const T m = TileValuesAndMax<T, kEuclid, kCost>(x, dim, yt, stride, h, n, inv_eps, v, c);
-  if (!(m > -std::numeric_limits<T>::infinity())) return;  // every point empty (or NaN: caught by the caller)
-  // Pass 2: exp(v - max), summed (and weighted by the cost).
   const auto vm = hn::Set(d, m);
   auto s0 = hn::Zero(d), s1 = hn::Zero(d), w0 = hn::Zero(d), w1 = hn::Zero(d);
   std::size_t j = 0;
@@ -124,11 +121,111 @@ void MergeRowTile(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRIC
 }
 
 template <class T, bool kEuclid, bool kCost>
+void MergeRowTile(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRICT yt, std::size_t stride,
+                  const T* HWY_RESTRICT h, std::size_t n, T inv_eps, running_lse& lse, T* HWY_RESTRICT scratch) {
+  T* HWY_RESTRICT v = scratch;
+  T* HWY_RESTRICT c = scratch + point_kernels<T>::kTile;
+  FoldTile<T, kCost>(v, c, n, TileValuesAndMax<T, kEuclid, kCost>(x, dim, yt, stride, h, n, inv_eps, v, c), lse);
+}
+
+// ---- The dot-product path (dim >= kDotMinDim) ------------------------------
+// C_ij = |x_i|^2 + |y_j|^2 - 2 <x_i, y_j> (clamped at 0): kRows rows share each
+// load of the tile's coordinates, one FMA per coordinate and pair instead of a
+// subtraction and an FMA (the callers center the points first, which bounds the
+// cancellation by the clouds' diameter).
+
+// |y_j|^2 for the tile's n points.
+template <class T>
+void TileNorms(const T* HWY_RESTRICT yt, std::size_t dim, std::size_t stride, std::size_t n, T* HWY_RESTRICT yn) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const std::size_t N = hn::Lanes(d);
+  std::size_t j = 0;
+  const auto norms = [&](auto tag, std::size_t at) {
+    auto acc = hn::Zero(tag);
+    for (std::size_t k = 0; k < dim; ++k) {
+      const auto y = hn::LoadU(tag, yt + k * stride + at);
+      acc = hn::MulAdd(y, y, acc);
+    }
+    hn::StoreU(acc, tag, yn + at);
+  };
+  for (; j + N <= n; j += N) norms(d, j);
+  for (; j < n; ++j) norms(d1, j);
+}
+
+// Pass 1 for kRows rows (x: row-major, dim each) against the tile: values into
+// v + r * kTile (costs into c + r * kTile when kCost), maxima into m[r].
+template <class T, bool kEuclid, bool kCost, std::size_t kRows>
+void TileValuesByDots(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRICT yt, std::size_t stride,
+                      const T* HWY_RESTRICT h, const T* HWY_RESTRICT yn, std::size_t n, T inv_eps,
+                      T* HWY_RESTRICT v, T* HWY_RESTRICT c, T* HWY_RESTRICT m) {
+  constexpr std::size_t kTile = point_kernels<T>::kTile;
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const std::size_t N = hn::Lanes(d);
+  T xn[kRows];
+  for (std::size_t r = 0; r < kRows; ++r) {
+    T sum = 0;
+    for (std::size_t k = 0; k < dim; ++k) sum += x[r * dim + k] * x[r * dim + k];
+    xn[r] = sum;
+    m[r] = -std::numeric_limits<T>::infinity();
+  }
+  const auto columns = [&](auto tag, std::size_t at) {
+    using V = decltype(hn::Zero(tag));
+    V dot[kRows];
+    for (std::size_t r = 0; r < kRows; ++r) dot[r] = hn::Zero(tag);
+    for (std::size_t k = 0; k < dim; ++k) {
+      const auto y = hn::LoadU(tag, yt + k * stride + at);
+      for (std::size_t r = 0; r < kRows; ++r) dot[r] = hn::MulAdd(hn::Set(tag, x[r * dim + k]), y, dot[r]);
+    }
+    const auto y_norm = hn::LoadU(tag, yn + at), h_j = hn::LoadU(tag, h + at);
+    for (std::size_t r = 0; r < kRows; ++r) {
+      auto cost = hn::Max(hn::NegMulAdd(hn::Set(tag, T(2)), dot[r], hn::Add(hn::Set(tag, xn[r]), y_norm)),
+                          hn::Zero(tag));
+      if constexpr (kEuclid) cost = hn::Sqrt(cost);
+      if constexpr (kCost) hn::StoreU(cost, tag, c + r * kTile + at);
+      const auto val = hn::NegMulAdd(cost, hn::Set(tag, inv_eps), h_j);
+      hn::StoreU(val, tag, v + r * kTile + at);
+      m[r] = std::max(m[r], hn::GetLane(hn::MaxOfLanes(tag, val)));
+    }
+  };
+  std::size_t j = 0;
+  for (; j + N <= n; j += N) columns(d, j);
+  for (; j < n; ++j) columns(d1, j);
+}
+
+// Rows in groups of kDotRows through the dot-product path, one tile at a time.
+template <class T, bool kEuclid, bool kCost>
+void MergeTileByDots(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t stride, const T* h,
+                     std::size_t n, T inv_eps, running_lse* lse, T* scratch) {
+  constexpr std::size_t kTile = point_kernels<T>::kTile, kRows = point_kernels<T>::kDotRows;
+  T* yn = scratch;
+  T* v = scratch + kTile;
+  T* c = v + kRows * kTile;
+  TileNorms(yt, dim, stride, n, yn);
+  T m[kRows];
+  std::size_t i = 0;
+  for (; i + kRows <= rows; i += kRows) {
+    TileValuesByDots<T, kEuclid, kCost, kRows>(x + i * dim, dim, yt, stride, h, yn, n, inv_eps, v, c, m);
+    for (std::size_t r = 0; r < kRows; ++r) FoldTile<T, kCost>(v + r * kTile, c + r * kTile, n, m[r], lse[i + r]);
+  }
+  for (; i < rows; ++i) {
+    TileValuesByDots<T, kEuclid, kCost, 1>(x + i * dim, dim, yt, stride, h, yn, n, inv_eps, v, c, m);
+    FoldTile<T, kCost>(v, c, n, m[0], lse[i]);
+  }
+}
+
+template <class T, bool kEuclid, bool kCost>
 void MergeBlockFor(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h,
                    T inv_eps, running_lse* lse, T* scratch) {
   constexpr std::size_t kTile = point_kernels<T>::kTile;
+  const bool by_dots = dim >= dot_min_dim();
   for (std::size_t j0 = 0; j0 < cols; j0 += kTile) {
     const std::size_t n = std::min(kTile, cols - j0);
+    if (by_dots) {
+      MergeTileByDots<T, kEuclid, kCost>(x, rows, dim, yt + j0, cols, h + j0, n, inv_eps, lse, scratch);
+      continue;
+    }
     for (std::size_t i = 0; i < rows; ++i) {
       MergeRowTile<T, kEuclid, kCost>(x + i * dim, dim, yt + j0, cols, h + j0, n, inv_eps, lse[i], scratch);
     }
@@ -226,7 +323,27 @@ const point_kernel_tables* GetPointTables() {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "conveyor/settings.hpp"
+
 namespace conveyor::sinkhorn::detail {
+
+// The measured crossover (docs/algorithms.md, "Point clouds"): below it the
+// differences cost less than the dot products' norms and bookkeeping.
+constexpr std::size_t kDotMinDimDefault = 24;
+
+std::size_t dot_min_dim() {
+  static const std::size_t value = [] {
+    const auto v = conveyor::setting("CONVEYOR_POINTS_DOT_MIN_DIM");
+    if (!v) return kDotMinDimDefault;
+    try {
+      return static_cast<std::size_t>(std::stoul(*v));
+    } catch (const std::exception&) {
+      return kDotMinDimDefault;
+    }
+  }();
+  return value;
+}
+
 namespace {
 
 HWY_EXPORT(GetPointTables);  // constant data: each pass's GetPointTables address

@@ -18,10 +18,20 @@ struct running_lse {
   double weighted;
 };
 
+/// From this dimension on, merge_block computes the costs as |x|^2 + |y|^2 -
+/// 2 <x, y> (kDotRows rows per load of the tile's coordinates) instead of from
+/// differences; the callers then pass centered points. CONVEYOR_POINTS_DOT_MIN_DIM
+/// (read once per process) overrides the measured crossover.
+std::size_t dot_min_dim();
+
 template <class T>
 struct point_kernels {
-  /// Columns per tile: the scratch a merge_block call needs is 2 * kTile elements.
+  /// Columns per tile.
   static constexpr std::size_t kTile = 256;
+  /// Rows sharing each load of the tile's coordinates on the dot-product path.
+  static constexpr std::size_t kDotRows = 4;
+  /// The scratch a call needs, per thread.
+  static constexpr std::size_t kScratch = (1 + 2 * kDotRows) * kTile;
   /// For each of the `rows` points at x (row-major, `dim` per point): folds
   ///   LSE_j (h_j - C(x_i, y_j) * inv_eps)   over the `cols` points of a block
   /// into lse[i]. The block's points are transposed (yt[k * cols + j] is

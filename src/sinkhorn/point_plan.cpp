@@ -121,7 +121,7 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
   // 2. Round the ring.
   const point_kernels<T>& kernels = active_point_kernels<T>();
   const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(s.rows, 1)));
-  std::vector<T> scratch(static_cast<std::size_t>(nt) * 2 * point_kernels<T>::kTile);
+  std::vector<T> scratch(static_cast<std::size_t>(nt) * point_kernels<T>::kScratch);
   std::vector<double> acc(s.rows * (p.k + 1), 0.0);
   for (std::size_t i = 0; i < s.rows; ++i) acc[i * (p.k + 1)] = -std::numeric_limits<double>::infinity();
   const T inv_eps = static_cast<T>(1 / p.eps);
@@ -130,7 +130,7 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
     ring.in_slabs(s.rows, nt, [&](std::size_t r0, std::size_t r1, int tid) {
       kernels.apply_block(s.row_points + r0 * p.dim, r1 - r0, p.dim, block + count, count, block, inv_eps, o.metric,
                           block + count * (1 + p.dim), p.k, acc.data() + r0 * (p.k + 1),
-                          scratch.data() + static_cast<std::size_t>(tid) * 2 * point_kernels<T>::kTile);
+                          scratch.data() + static_cast<std::size_t>(tid) * point_kernels<T>::kScratch);
     });
   });
   // 3. The rows' own potentials.

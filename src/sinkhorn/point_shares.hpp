@@ -6,10 +6,13 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conveyor/contract.hpp"
@@ -39,6 +42,40 @@ inline std::size_t first_of(const std::vector<std::size_t>& counts, int rank) {
   std::size_t first = 0;
   for (int q = 0; q < rank; ++q) first += counts[static_cast<std::size_t>(q)];
   return first;
+}
+
+/// The common bounding box of both clouds over all ranks (collective): lo[k] and
+/// hi[k] per coordinate (-Inf / +Inf... reversed when no rank holds a point).
+struct box {
+  std::vector<double> lo, hi;
+  double diameter() const {
+    double sq = 0;
+    for (std::size_t k = 0; k < lo.size(); ++k) sq += hi[k] > lo[k] ? (hi[k] - lo[k]) * (hi[k] - lo[k]) : 0.0;
+    return std::sqrt(sq);
+  }
+};
+
+template <class T>
+box bounding_box(MPI_Comm comm, const T* X, std::size_t n, const T* Y, std::size_t m, std::size_t dim) {
+  // [max_k ..., -min_k ...] in one allreduce(max).
+  std::vector<double> local(2 * dim, -std::numeric_limits<double>::infinity()), global(2 * dim);
+  for (const auto& [points, count] : {std::pair{X, n}, std::pair{Y, m}}) {
+    for (std::size_t i = 0; i < count; ++i) {
+      for (std::size_t k = 0; k < dim; ++k) {
+        const double v = static_cast<double>(points[i * dim + k]);
+        local[k] = std::max(local[k], v);
+        local[dim + k] = std::max(local[dim + k], -v);
+      }
+    }
+  }
+  conveyor::detail::check_mpi(
+      MPI_Allreduce(local.data(), global.data(), static_cast<int>(2 * dim), MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce");
+  box b;
+  for (std::size_t k = 0; k < dim; ++k) {
+    b.hi.push_back(global[k]);
+    b.lo.push_back(-global[dim + k]);
+  }
+  return b;
 }
 
 /// Throws invalid_argument naming the first non-finite entry of a rank's rows

@@ -199,7 +199,8 @@ TEST(SinkhornPoints, SameIteratesAsTheDenseReference) {
   };
   const shape shapes[] = {{37, 23, 3, sk::metric::sqeuclidean, false}, {41, 300, 2, sk::metric::sqeuclidean, true},
                           {29, 31, 1, sk::metric::euclidean, true},    {300, 17, 9, sk::metric::sqeuclidean, false},
-                          {16, 16, 5, sk::metric::euclidean, false}};
+                          {16, 16, 5, sk::metric::euclidean, false},   {33, 41, 40, sk::metric::sqeuclidean, true},
+                          {21, 300, 64, sk::metric::euclidean, false}, {9, 7, 130, sk::metric::sqeuclidean, true}};
   const double eps = 0.05;
   for (const shape& s : shapes) {
     const clouds c = make_clouds(s.n, s.m, s.d, 7 + s.n, false);
@@ -216,6 +217,27 @@ TEST(SinkhornPoints, SameIteratesAsTheDenseReference) {
     EXPECT_LT(plan_difference(c, run, ref, eps, s.metric), 1e-10);
     EXPECT_NEAR(run.res.cost, ref.cost, 1e-10 * ref.cost);
     expect_same_everywhere(run.res);
+  }
+}
+
+// From dot_min_dim() on the costs are |x|^2 + |y|^2 - 2<x, y>: far from the
+// origin that cancels unless the points are centered first (the solver does).
+TEST(SinkhornPoints, FarFromTheOriginAtEveryDimensionAndTarget) {
+  for (const std::size_t d : {std::size_t(3), std::size_t(23), std::size_t(24), std::size_t(48)}) {
+    clouds c = make_clouds(29, 35, d, 53 + d, false);
+    for (auto& v : c.X) v += 1e4;
+    for (auto& v : c.Y) v += 1e4;
+    const double eps = 0.05 * double(d);
+    const reference ref = solve_dense(c, eps, 8, sk::metric::sqeuclidean);
+    const std::string before = simd_targets().active;
+    for (const auto& name : simd_targets().supported) {
+      set_simd_target(name);
+      SCOPED_TRACE(name + " d " + std::to_string(d));
+      const auto run = run_points<double>(c, eps, fixed_iterations(8), true);
+      EXPECT_LT(plan_difference(c, run, ref, eps, sk::metric::sqeuclidean), 1e-9);
+      EXPECT_NEAR(run.res.cost, ref.cost, 1e-9 * ref.cost);
+    }
+    set_simd_target(before);
   }
 }
 

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Where the point-cloud kernel's dot-product path overtakes the difference path:
+seconds per Sinkhorn iteration (both passes) at n = m points uniform in the unit
+cube, per dimension, with CONVEYOR_POINTS_DOT_MIN_DIM forcing one path (1: dot
+products for every d; a huge value: differences for every d), one thread, the
+two paths in alternating rounds (each round a fresh process per path, since the
+setting is read once per process); median of the rounds. Per iteration =
+(t(hi) - t(lo)) / (hi - lo), so the setup cancels.
+
+    PYTHONPATH=build/openmpi/python taskset -c 0 python3 bench/points_dot_crossover.py
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+CHILD = r"""
+import json, sys, time
+import numpy as np
+from mpi4py import MPI
+import conveyor
+n, dims, dtype, lo, hi = int(sys.argv[1]), [int(x) for x in sys.argv[2].split(",")], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+out = {}
+for d in dims:
+    rng = np.random.default_rng(d)
+    X, Y = rng.random((n, d)).astype(dtype), rng.random((n, d)).astype(dtype)
+    def run(iters):
+        t0 = time.perf_counter()
+        conveyor.sinkhorn_points(X, Y, 0.1 * d, comm=MPI.COMM_SELF, tol=0.0, max_iter=iters, threads=1)
+        return time.perf_counter() - t0
+    run(lo)
+    out[d] = (run(hi) - run(lo)) / (hi - lo)
+print(json.dumps(out))
+"""
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=4000)
+    p.add_argument("--dims", default="4,8,12,16,20,24,32,48,64,96")
+    p.add_argument("--dtypes", default="float64,float32")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--lo", type=int, default=1)
+    p.add_argument("--hi", type=int, default=4)
+    args = p.parse_args()
+    paths = {"differences": "1000000000", "dot products": "1"}
+    print(f"n = m = {args.n}, one thread; seconds per iteration (median of {args.rounds} rounds), "
+          "dots / differences < 1: the dot-product path is faster\n")
+    print("| dtype | d | differences (s) | dot products (s) | dots / differences |")
+    print("|---|---:|---:|---:|---:|")
+    for dtype in args.dtypes.split(","):
+        times = {name: {} for name in paths}
+        for r in range(args.rounds):
+            for name in (list(paths) if r % 2 == 0 else list(reversed(list(paths)))):
+                env = dict(os.environ, CONVEYOR_POINTS_DOT_MIN_DIM=paths[name], OMP_NUM_THREADS="1")
+                res = subprocess.run([sys.executable, "-c", CHILD, str(args.n), args.dims, dtype, str(args.lo),
+                                      str(args.hi)], env=env, check=True, capture_output=True, text=True)
+                for d, t in json.loads(res.stdout).items():
+                    times[name].setdefault(int(d), []).append(t)
+        for d in sorted(times["differences"]):
+            diff, dots = (statistics.median(times[name][d]) for name in paths)
+            print(f"| {dtype} | {d} | {diff:.4f} | {dots:.4f} | {dots / diff:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
