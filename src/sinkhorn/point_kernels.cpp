@@ -170,23 +170,33 @@ void TileValuesByDots(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RES
     xn[r] = sum;
     m[r] = -std::numeric_limits<T>::infinity();
   }
+  // (Four named accumulators, not an array: SVE's vectors cannot be array elements.)
+  static_assert(kRows == 1 || kRows == 4, "1 or 4 rows");
   const auto columns = [&](auto tag, std::size_t at) {
-    using V = decltype(hn::Zero(tag));
-    V dot[kRows];
-    for (std::size_t r = 0; r < kRows; ++r) dot[r] = hn::Zero(tag);
+    auto dot0 = hn::Zero(tag), dot1 = hn::Zero(tag), dot2 = hn::Zero(tag), dot3 = hn::Zero(tag);
     for (std::size_t k = 0; k < dim; ++k) {
       const auto y = hn::LoadU(tag, yt + k * stride + at);
-      for (std::size_t r = 0; r < kRows; ++r) dot[r] = hn::MulAdd(hn::Set(tag, x[r * dim + k]), y, dot[r]);
+      dot0 = hn::MulAdd(hn::Set(tag, x[k]), y, dot0);
+      if constexpr (kRows == 4) {
+        dot1 = hn::MulAdd(hn::Set(tag, x[dim + k]), y, dot1);
+        dot2 = hn::MulAdd(hn::Set(tag, x[2 * dim + k]), y, dot2);
+        dot3 = hn::MulAdd(hn::Set(tag, x[3 * dim + k]), y, dot3);
+      }
     }
     const auto y_norm = hn::LoadU(tag, yn + at), h_j = hn::LoadU(tag, h + at);
-    for (std::size_t r = 0; r < kRows; ++r) {
-      auto cost = hn::Max(hn::NegMulAdd(hn::Set(tag, T(2)), dot[r], hn::Add(hn::Set(tag, xn[r]), y_norm)),
-                          hn::Zero(tag));
+    const auto finish = [&](std::size_t r, decltype(dot0) dot) {
+      auto cost = hn::Max(hn::NegMulAdd(hn::Set(tag, T(2)), dot, hn::Add(hn::Set(tag, xn[r]), y_norm)), hn::Zero(tag));
       if constexpr (kEuclid) cost = hn::Sqrt(cost);
       if constexpr (kCost) hn::StoreU(cost, tag, c + r * kTile + at);
       const auto val = hn::NegMulAdd(cost, hn::Set(tag, inv_eps), h_j);
       hn::StoreU(val, tag, v + r * kTile + at);
       m[r] = std::max(m[r], hn::GetLane(hn::MaxOfLanes(tag, val)));
+    };
+    finish(0, dot0);
+    if constexpr (kRows == 4) {
+      finish(1, dot1);
+      finish(2, dot2);
+      finish(3, dot3);
     }
   };
   std::size_t j = 0;
