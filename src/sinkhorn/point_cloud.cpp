@@ -385,6 +385,7 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
     if (!p.Y && p.m > 0) throw error(errc::invalid_argument, "Y is null");
     check_options(o, p.n, p.m);
     check_unbalanced(o.reg_m_rows, o.reg_m_cols, o.reg_type, o.stop);
+    dot_min_dim();  // (reads CONVEYOR_POINTS_DOT_MIN_DIM: a bad value fails here, on every rank)
   });
   match_unbalanced(call, o.reg_m_rows, o.reg_m_cols, o.reg_type, o.stop);
   call.must_match("dims", static_cast<std::int64_t>(p.dim)).must_match("dtypes", dtype_of_v<T>);

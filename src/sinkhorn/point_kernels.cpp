@@ -342,14 +342,14 @@ namespace conveyor::sinkhorn::detail {
 constexpr std::size_t kDotMinDimDefault = 24;
 
 std::size_t dot_min_dim() {
+  // (A throw leaves the static unset: every later call throws again.)
   static const std::size_t value = [] {
     const auto v = conveyor::setting("CONVEYOR_POINTS_DOT_MIN_DIM");
     if (!v) return kDotMinDimDefault;
-    try {
-      return static_cast<std::size_t>(std::stoul(*v));
-    } catch (const std::exception&) {
-      return kDotMinDimDefault;
+    if (v->find_first_not_of("0123456789") != std::string::npos || v->size() > 9) {
+      throw error(errc::invalid_argument, "CONVEYOR_POINTS_DOT_MIN_DIM must be a whole number, got '" + *v + "'");
     }
+    return static_cast<std::size_t>(std::stoul(*v));
   }();
   return value;
 }
