@@ -16,7 +16,7 @@ def foreign_backend(*arrays):
     if not foreign:
         return None
     try:
-        from ot.backend import get_backend
+        from ot.backend import get_backend  # type: ignore[import]  # (POT ships no type information)
         return get_backend(*foreign)
     except (ImportError, ValueError):  # no POT, or a type none of its backends knows
         return None

@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 from mpi4py import MPI
 
-from . import _conveyor
+from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._backends import foreign_backend, is_foreign
 from ._mpi import agree, comm_address
 
@@ -343,7 +343,7 @@ def _lazy_plan(run, metric, reg, comm):
     if comm is not None and comm.Get_size() > 1:
         return None
     try:  # (POT >= 0.9.4; not exported by ot.bregman)
-        from ot.bregman._empirical import get_sinkhorn_lazytensor
+        from ot.bregman._empirical import get_sinkhorn_lazytensor  # type: ignore[import]
     except ImportError:
         return None
     return get_sinkhorn_lazytensor(run["X_s"], run["X_t"], run["log_u"], run["log_v"], metric, reg)

@@ -19,7 +19,7 @@ rank's rows, the costs the totals.
 import numpy as np
 from mpi4py import MPI
 
-from . import _conveyor
+from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._backends import foreign_backend, is_foreign
 from ._mpi import agree, comm_address
 
