@@ -47,7 +47,7 @@ constexpr std::array<entry, 15> kSettings = {{
     {"CONVEYOR_REDISTRIBUTE_TRANSPORT", "auto",
      "what `automatic` Redistribute plans run: datatype, packed, pipelined, one_sided, alltoallv",
      "first plan in the process"},
-    {"CONVEYOR_POINTS_DOT_MIN_DIM", "24",
+    {"CONVEYOR_POINTS_DOT_MIN_DIM", "8",
      "point-cloud Sinkhorn: from this dimension on, costs are computed as |x|^2 + |y|^2 - 2<x, y> (centered "
      "points, several rows per load) instead of from differences",
      "first point-cloud solve in the process"},

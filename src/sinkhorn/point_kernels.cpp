@@ -339,7 +339,7 @@ namespace conveyor::sinkhorn::detail {
 
 // The measured crossover (docs/algorithms.md, "Point clouds"): below it the
 // differences cost less than the dot products' norms and bookkeeping.
-constexpr std::size_t kDotMinDimDefault = 24;
+constexpr std::size_t kDotMinDimDefault = 8;
 
 std::size_t dot_min_dim() {
   // (A throw leaves the static unset: every later call throws again.)
