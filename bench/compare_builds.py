@@ -185,7 +185,7 @@ def summarize_reduce(per_case):
     by_size, rows = {}, {}
     for case, v in per_case.items():
         if case.startswith("reduce ") and not case.endswith("stock"):
-            by_size.setdefault(case.split(" ")[2], []).append((case, v))
+            by_size.setdefault(case.split(" ", 2)[2], []).append((case, v))  # ("reduce sum/int8 4 KiB")
     for size, items in by_size.items():
         rows[f"reduce {size} (geomean of {len(items)} op x dtype)"] = tuple(
             geomean([v[k] for _, v in items]) for k in range(3))

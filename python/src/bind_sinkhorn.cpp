@@ -133,32 +133,43 @@ nb::tuple run_transport(sinkhorn_args& s, MPI_Comm cm, T* plan) {
                         res.iterations, res.error, res.cost, s.plan, to_numpy(std::move(res.error_history)));
 }
 
-// The arguments of a point-cloud solve after conversion.
-struct points_args {
-  py_input X, Y, a, b;  // a, b: empty objects when None (uniform weights)
-  bool a_given = false, b_given = false;
+// Two point clouds after conversion: X (n x dim) and Y (m x dim), Y of X's dtype.
+struct clouds_args {
+  py_input X, Y;
   std::size_t n = 0, m = 0, dim = 0;
-  double eps = 0;
-  bool single = false;
-  sk::points_options o;
+  bool single = false;  // float32
 };
 
-void convert_points(points_args& s, nb::handle X, nb::handle Y, nb::handle a, nb::handle b, nb::handle eps,
-                    nb::handle options) {
-  option_reader opt(options);
+// Returns X's dtype (the other arrays' conversions follow it).
+nb::object convert_clouds(clouds_args& s, nb::handle X, nb::handle Y) {
   s.X = input(X, "X");
   if (s.X.a.ndim() != 2) fail(errc::invalid_argument, "X must be 2-D (points x dimensions)");
   if (s.X.type != conveyor::dtype::float32 && s.X.type != conveyor::dtype::float64) {
     fail(errc::invalid_type, "points dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.X.type)));
   }
   s.single = s.X.type == conveyor::dtype::float32;
-  const nb::object dtype = s.X.obj.attr("dtype");
+  nb::object dtype = s.X.obj.attr("dtype");
   s.Y = input(Y, "Y", dtype);
   if (s.Y.a.ndim() != 2) fail(errc::invalid_argument, "Y must be 2-D (points x dimensions)");
   s.n = s.X.a.shape(0);
   s.m = s.Y.a.shape(0);
   s.dim = s.X.a.shape(1);
   require_shape(s.Y.a, {s.m, s.dim}, "Y");
+  return dtype;
+}
+
+// The arguments of a point-cloud solve after conversion.
+struct points_args : clouds_args {
+  py_input a, b;  // empty objects when None (uniform weights)
+  bool a_given = false, b_given = false;
+  double eps = 0;
+  sk::points_options o;
+};
+
+void convert_points(points_args& s, nb::handle X, nb::handle Y, nb::handle a, nb::handle b, nb::handle eps,
+                    nb::handle options) {
+  option_reader opt(options);
+  const nb::object dtype = convert_clouds(s, X, Y);
   s.a_given = !a.is_none();
   s.b_given = !b.is_none();
   if (s.a_given) {
@@ -194,13 +205,12 @@ nb::tuple run_points(points_args& s, MPI_Comm cm) {
 }
 
 // The arguments of applying a point-cloud plan after conversion.
-struct apply_args {
-  py_input X, Y, log_u, log_v, V;
+struct apply_args : clouds_args {
+  py_input log_u, log_v, V;
   nb::object out;
   void* out_data = nullptr;
-  std::size_t n = 0, m = 0, dim = 0, k = 0;
+  std::size_t k = 0;
   double eps = 0;
-  bool single = false;
   sk::plan_apply_options o;
 };
 
@@ -211,19 +221,7 @@ void convert_apply(apply_args& s, nb::handle X, nb::handle Y, nb::handle log_u, 
   opt.read("transpose", s.o.transpose, "a bool");
   opt.read("threads", s.o.threads, "an int");
   opt.finish();
-  s.X = input(X, "X");
-  if (s.X.a.ndim() != 2) fail(errc::invalid_argument, "X must be 2-D (points x dimensions)");
-  if (s.X.type != conveyor::dtype::float32 && s.X.type != conveyor::dtype::float64) {
-    fail(errc::invalid_type, "points dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.X.type)));
-  }
-  s.single = s.X.type == conveyor::dtype::float32;
-  const nb::object dtype = s.X.obj.attr("dtype");
-  s.Y = input(Y, "Y", dtype);
-  s.n = s.X.a.shape(0);
-  s.dim = s.X.a.shape(1);
-  if (s.Y.a.ndim() != 2) fail(errc::invalid_argument, "Y must be 2-D (points x dimensions)");
-  s.m = s.Y.a.shape(0);
-  require_shape(s.Y.a, {s.m, s.dim}, "Y");
+  const nb::object dtype = convert_clouds(s, X, Y);
   s.log_u = input(log_u, "log_u", dtype);
   require_shape(s.log_u.a, {s.n}, "log_u");
   s.log_v = input(log_v, "log_v", dtype);

@@ -125,12 +125,7 @@ run_context start(collective_call& call, const call_shape& shape, dtype t, const
   call.must_match("columns_first flags", o.columns_first ? 1 : 0);
   match_unbalanced(call, o.reg_m_rows, o.reg_m_cols, o.reg_type, o.stop);
   if (eps > 0) call.must_match_real("eps values", eps);
-  call.agree();
-
-  run_context ctx;
-  ctx.comm = call.comm();
-  ctx.rank = call.rank();
-  ctx.size = call.size();
+  run_context ctx = agreed_context(call);
   auto rows = static_cast<std::uint64_t>(shape.rows), before = std::uint64_t{0}, total = std::uint64_t{0};
   conveyor::detail::check_mpi(MPI_Exscan(&rows, &before, 1, MPI_UINT64_T, MPI_SUM, ctx.comm), "MPI_Exscan");
   conveyor::detail::check_mpi(MPI_Allreduce(&rows, &total, 1, MPI_UINT64_T, MPI_SUM, ctx.comm), "MPI_Allreduce");

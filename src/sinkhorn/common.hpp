@@ -53,6 +53,17 @@ int threads_for(collective_call& call, int requested, std::size_t work_elements)
 /// then the row partition, on the private communicator.
 run_context start(collective_call& call, const call_shape& shape, dtype t, const options& o, double eps);
 
+/// Step 2 of the contract (call.agree()), then the context of the agreed call:
+/// its private communicator, rank and size (rows and threads left to the solver).
+inline run_context agreed_context(collective_call& call) {
+  call.agree();
+  run_context ctx;
+  ctx.comm = call.comm();
+  ctx.rank = call.rank();
+  ctx.size = call.size();
+  return ctx;
+}
+
 /// Phase two of a solver call, after the partition is known: checks of the data
 /// (values of marginals and matrices), agreed like the arguments.
 template <class F>

@@ -400,12 +400,7 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
   };
   call.may_match("a given flags", given(p.a, p.n)).may_match("b given flags", given(p.b, p.m));
   if (eps_valid) call.must_match_real("eps values", p.eps);
-  call.agree();
-
-  run_context ctx;
-  ctx.comm = call.comm();
-  ctx.rank = call.rank();
-  ctx.size = call.size();
+  run_context ctx = agreed_context(call);
   point_shares shares = gather_shares(ctx.comm, ctx.size, p.n, p.m);
   const std::size_t x_first = first_of(shares.n_of, ctx.rank), y_first = first_of(shares.m_of, ctx.rank);
   ctx.first_row = x_first;

@@ -88,12 +88,7 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
   call.must_match("dtypes", dtype_of_v<T>).must_match("metrics", o.metric, metric_name);
   call.must_match("transpose flags", o.transpose ? 1 : 0);
   if (eps_valid) call.must_match_real("eps values", p.eps);
-  call.agree();
-
-  run_context ctx;
-  ctx.comm = call.comm();
-  ctx.rank = call.rank();
-  ctx.size = call.size();
+  run_context ctx = agreed_context(call);
   const apply_sides<T> s = sides_of(p, gather_shares(ctx.comm, ctx.size, p.n, p.m), o.transpose);
   const std::size_t first_row = first_of(s.row_counts, ctx.rank), first_col = first_of(s.col_counts, ctx.rank);
   std::size_t total_cols = 0;
