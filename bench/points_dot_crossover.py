@@ -16,11 +16,14 @@ import statistics
 import subprocess
 import sys
 
+from point_bench_args import add_point_arguments  # (bench/, the script's directory)
+
 CHILD = r"""
 import json, sys, time
 import numpy as np
 from mpi4py import MPI
 import conveyor
+
 n, dims, dtype, lo, hi = int(sys.argv[1]), [int(x) for x in sys.argv[2].split(",")], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 out = {}
 for d in dims:
@@ -37,13 +40,8 @@ print(json.dumps(out))
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--n", type=int, default=4000)
-    p.add_argument("--dims", default="4,8,12,16,20,24,32,48,64,96")
-    p.add_argument("--dtypes", default="float64,float32")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--lo", type=int, default=1)
-    p.add_argument("--hi", type=int, default=4)
+    p = add_point_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]), n=4000,
+                            dims="4,8,12,16,20,24,32,48,64,96", hi=4)
     args = p.parse_args()
     paths = {"differences": "999999", "dot products": "1"}
     print(f"n = m = {args.n}, one thread; seconds per iteration (median of {args.rounds} rounds), "

@@ -21,17 +21,13 @@ from mpi4py import MPI
 
 import conveyor
 
+from point_bench_args import add_point_arguments  # (bench/, the script's directory)
+
 COMM = MPI.COMM_WORLD
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--n", type=int, default=100000)
-    p.add_argument("--dims", default="3")
-    p.add_argument("--dtypes", default="float64,float32")
-    p.add_argument("--lo", type=int, default=1)
-    p.add_argument("--hi", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=3)
+    p = add_point_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     p.add_argument("--one-run", action="store_true",
                    help="time one solve of --lo iterations instead (for sizes where a pass takes minutes): it runs "
                         "2 lo + 1 passes (the last measures the final iterate), so per iteration = 2 t / (2 lo + 1)")

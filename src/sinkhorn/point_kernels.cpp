@@ -315,17 +315,10 @@ void ApplyBlock(const T* x, std::size_t rows, std::size_t dim, const T* yt, std:
                                                                                   vt, k, acc, scratch);
 }
 
-template <class T>
-point_kernels<T> MakePointTable() {
-  point_kernels<T> t{};
-  t.merge_block = &MergeBlock<T>;
-  t.apply_block = &ApplyBlock<T>;
-  return t;
-}
-
 // Built on the first lookup of this target (after the CPU check), never at load.
 const point_kernel_tables* GetPointTables() {
-  static const point_kernel_tables tables{MakePointTable<float>(), MakePointTable<double>()};
+  static const point_kernel_tables tables{{&MergeBlock<float>, &ApplyBlock<float>},
+                                          {&MergeBlock<double>, &ApplyBlock<double>}};
   return &tables;
 }
 
