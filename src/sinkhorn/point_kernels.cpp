@@ -7,10 +7,11 @@
 //   pass 2: s = sum_j exp(v_j - max) (and w = sum_j exp(v_j - max) c_j) on the
 //           scratch, still in L1;
 // then (max, s, w) is folded into the row's running log-sum-exp in double.
-// Differences, not ||x||^2 + ||y||^2 - 2<x, y>: no cancellation for close points
-// at large norms; at small d the two cost the same (d subtractions vs. norms
-// and their loads). One exp per pair. The tile's points (d x kTile) stay in L1
-// for d up to 16 in double, 32 in float, while every row walks them.
+// Pass 1 has two forms: differences (exact for close points far from the origin)
+// below dot_min_dim(), and from it ||x||^2 + ||y||^2 - 2<x, y> with kDotRows rows
+// per load of the tile's coordinates (d FMAs per pair instead of d subtractions and
+// d FMAs; the callers center the points). One exp per pair. applying a plan
+// (apply_block) uses pass 1's difference form, then k dot products per tile.
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "sinkhorn/point_kernels.cpp"
