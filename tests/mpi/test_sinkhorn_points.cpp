@@ -501,6 +501,35 @@ TEST(SinkhornPointsPlan, BarycentricMapAndRowSums) {
   }
 }
 
+// On a subset of the ranks (even / odd halves, each its own problem): the solve and
+// the product equal the same calls in one process, twice on the same communicator.
+TEST(SinkhornPointsPlan, OnHalfTheRanksEqualsOneProcess) {
+  const int color = rank_of() % 2;
+  MPI_Comm half;
+  MPI_Comm_split(MPI_COMM_WORLD, color, rank_of(), &half);
+  const clouds c = make_clouds(23 + std::size_t(color), 19, 3, 59 + std::uint64_t(color), false);
+  const double eps = 0.05;
+  const auto o = fixed_iterations(10);
+  const sk::row_block bx = sk::balanced_rows(c.n, rank_of(half), size_of(half));
+  const sk::row_block by = sk::balanced_rows(c.m, rank_of(half), size_of(half));
+  const auto X = slice<double>(c.X, bx.first, bx.count, c.d), Y = slice<double>(c.Y, by.first, by.count, c.d);
+  const auto a = slice<double>(c.a, bx.first, bx.count), b = slice<double>(c.b, by.first, by.count);
+  const auto whole = sk::transport_points(c.X.data(), c.n, c.Y.data(), c.m, c.d, c.a.data(), c.b.data(), eps,
+                                          MPI_COMM_SELF, o);
+  std::vector<double> whole_out(c.n * c.d);
+  sk::apply_plan_points(c.X.data(), c.n, c.Y.data(), c.m, c.d, whole.log_u.data(), whole.log_v.data(), eps,
+                        c.Y.data(), c.d, whole_out.data(), MPI_COMM_SELF);
+  for (int repeat = 0; repeat < 2; ++repeat) {  // (the communicator's cached state reused)
+    const auto r = sk::transport_points(X.data(), bx.count, Y.data(), by.count, c.d, a.data(), b.data(), eps, half, o);
+    EXPECT_NEAR(r.cost, whole.cost, 1e-12 * whole.cost);
+    std::vector<double> out(bx.count * c.d);
+    sk::apply_plan_points(X.data(), bx.count, Y.data(), by.count, c.d, r.log_u.data(), r.log_v.data(), eps, Y.data(),
+                          c.d, out.data(), half);
+    for (std::size_t e = 0; e < out.size(); ++e) EXPECT_NEAR(out[e], whole_out[bx.first * c.d + e], 1e-12);
+  }
+  MPI_Comm_free(&half);
+}
+
 TEST(SinkhornPointsPlan, BadInputOnAnyOneRankFailsEveryRank) {
   const clouds c = make_clouds(12, 10, 3, 47, false);
   const sk::row_block bx = sk::balanced_rows(c.n, rank_of(), size_of()), by = sk::balanced_rows(c.m, rank_of(), size_of());
