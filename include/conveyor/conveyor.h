@@ -127,11 +127,11 @@ typedef struct conveyor_sinkhorn_options {
   double tol;             /* on the column-marginal error (in `norm`) */
   int max_iter;
   int threads;            /* OpenMP threads per rank; 0: automatic */
-  int log_domain;         /* OT only: iterate on potentials */
+  int log_domain;         /* OT only: iterate on the log scalings */
   int overlap;            /* in-place variants: scale columns as their sums arrive */
   size_t mc, nc, mr, nr;  /* blocking of the blocked variant */
-  const double* init_u;   /* warm start (this rank's rows) or NULL */
-  const double* init_v;   /* warm start (all columns) or NULL */
+  const double* init_u;   /* warm start (this rank's rows; log domain: log u) or NULL */
+  const double* init_v;   /* warm start (all columns; log domain: log v) or NULL */
   int allreduce_algorithm; /* CONVEYOR_ALLREDUCE_* for the column sums */
   int ranks_per_node;     /* of the column-sum allreduce; 0: real nodes */
   int norm;               /* CONVEYOR_SINKHORN_L1 (default) or _L2 (POT's) */
@@ -163,12 +163,13 @@ CONVEYOR_C_API int conveyor_sinkhorn_scale(conveyor_dtype t, void* A, size_t row
                                            const conveyor_sinkhorn_options* options, void* u, void* v,
                                            conveyor_sinkhorn_info* info);
 
-/* Entropic OT on this rank's rows of the cost matrix C. f (rows), g (cols) receive
- * the dual potentials and plan (rows x cols, stride plan_ld, 0: cols) the plan
- * rows; each may be NULL. */
+/* Entropic OT on this rank's rows of the cost matrix C. log_u (rows), log_v (cols)
+ * receive the log scalings (the dual potentials divided by eps, f / eps and g / eps,
+ * as conveyor_sinkhorn_points returns) and plan (rows x cols, stride plan_ld, 0:
+ * cols) the plan rows; each may be NULL. */
 CONVEYOR_C_API int conveyor_sinkhorn_transport(conveyor_dtype t, const void* C, size_t rows, size_t cols, size_t ld,
                                                const void* a, const void* b, double eps, MPI_Comm comm,
-                                               const conveyor_sinkhorn_options* options, void* f, void* g,
+                                               const conveyor_sinkhorn_options* options, void* log_u, void* log_v,
                                                void* plan, size_t plan_ld, conveyor_sinkhorn_info* info);
 
 /* ---- Sinkhorn between point clouds (conveyor/sinkhorn_points.hpp) ---- */

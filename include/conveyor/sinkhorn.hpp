@@ -10,9 +10,10 @@
 // sums c.
 //
 // Entropic OT: given costs C, regularization eps and histograms a, b, the plan
-// P = diag(u) exp(-C/eps) diag(v), its cost <P, C> and the dual potentials
-// f = eps log u, g = eps log v. The log-domain variant iterates on f, g directly
-// and stays finite where exp(-C/eps) underflows.
+// P = diag(u) exp(-C/eps) diag(v), its cost <P, C> and the log scalings log u,
+// log v (the dual potentials are f = eps log u, g = eps log v; the point-cloud
+// solver returns the same). The log-domain variant iterates on log u, log v
+// directly and stays finite where exp(-C/eps) underflows.
 //
 // Convergence: the error is the column-marginal error of the iterate right after
 // its row update (rows exact), sum_j |colsum_j - c_j| (or its L2 form, POT's),
@@ -72,8 +73,8 @@ struct options {
   /// Convergence is tested on iterations 1, 1 + check_every, 1 + 2 check_every, ...
   /// (POT tests every 10th); the error is recorded on every iteration either way.
   int check_every = 1;
-  /// Begin with a column update from init_u (ones when empty; log domain: the
-  /// potential f, zeros when empty) instead of a row update from init_v, which
+  /// Begin with a column update from init_u (ones when empty; log domain: log u,
+  /// zeros when empty) instead of a row update from init_v, which
   /// is then ignored: POT's order (v = b / K^T u, then u = a / K v). One more
   /// pass over the matrix, before the first iteration.
   bool columns_first = false;
@@ -89,8 +90,8 @@ struct options {
   /// (POT's reg_m) instead of constraints; infinity keeps a marginal a
   /// constraint. Either finite: the log-domain iteration runs (log_domain is
   /// implied), the masses of a and b may differ, and the updates become
-  /// f = eps (log a - fi LSE(...)) with fi = reg_m / (reg_m + eps) (reg_type kl;
-  /// entropy: eps fi (log a - LSE)). docs/algorithms.md, "Unbalanced".
+  /// log u = log a - fi LSE(...) with fi = reg_m / (reg_m + eps) (reg_type kl;
+  /// entropy: fi (log a - LSE)). docs/algorithms.md, "Unbalanced".
   double reg_m_rows = std::numeric_limits<double>::infinity();
   double reg_m_cols = std::numeric_limits<double>::infinity();
   sinkhorn::reg_type reg_type = sinkhorn::reg_type::kl;
@@ -103,7 +104,8 @@ struct options {
   bool overlap = true;
   blocking block;
   /// Warm start. Scaling vectors (u: this rank's rows, v: all columns), or for
-  /// log-domain OT the potentials f, g (f = eps log u). Empty: start from ones/zeros.
+  /// log-domain OT their logs (a transport_result's log_u, log_v). Empty: start
+  /// from ones / zeros.
   std::vector<double> init_u, init_v;
   /// Passed to the column-sum allreduce (algorithm, segment size, ranks per node).
   allreduce_options allreduce;
@@ -136,8 +138,8 @@ struct transport_result {
   double error = 0;
   std::vector<double> error_history;
   double cost = 0;                   // <P, C> summed over all ranks
-  std::vector<T> f;                  // dual potential, this rank's rows: eps * log u
-  std::vector<T> g;                  // dual potential, all columns: eps * log v
+  std::vector<T> log_u;              // this rank's rows: log u = f / eps (f the dual potential)
+  std::vector<T> log_v;              // all columns: log v = g / eps
   int threads = 0;                   // OpenMP threads this rank ran with (options.threads or automatic)
   timing time;
 };

@@ -237,7 +237,7 @@ def Allgather(sendbuf, recvbuf, comm=None):
 # Sinkhorn and entropic optimal transport (rows of the matrix spread over ranks)
 # ---------------------------------------------------------------------------
 ScalingResult = namedtuple("ScalingResult", "u v status iterations error")
-TransportResult = namedtuple("TransportResult", "f g status iterations error cost plan history")
+TransportResult = namedtuple("TransportResult", "log_u log_v status iterations error cost plan history")
 PointsResult = namedtuple("PointsResult", "log_u log_v status iterations error cost history annealing_steps")
 
 
@@ -272,7 +272,7 @@ _SOLVER_OPTIONS_DOC = """
     (never writes the matrix), "typical", "c2r", "blocked" (in place); overlap:
     scale columns as their sums arrive (in-place variants); mc, nc, mr, nr: the
     blocking of "blocked"; init_u, init_v: warm start (this rank's rows, all
-    columns; log_domain: the potentials); allreduce_algorithm, ranks_per_node:
+    columns; log_domain: their logs, a TransportResult's log_u, log_v); allreduce_algorithm, ranks_per_node:
     for the column-sum allreduce; norm: of the column-marginal error, "l1" or
     "l2" (POT's); check_every: test convergence on iterations 1, 1 + check_every,
     ... (POT: 10); columns_first: begin with a column update from init_u (POT's
@@ -348,14 +348,15 @@ def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_dom
     comm : mpi4py.MPI.Comm, optional
         Default MPI.COMM_WORLD. Collective.
     log_domain : bool
-        Iterate on the potentials (stable for any eps).
+        Iterate on the log scalings (stable for any eps).
     plan : bool
         Also return this rank's rows of P.
 
     Returns
     -------
     TransportResult
-        f (this rank's rows), g (the potentials, eps log u and eps log v), status,
+        log_u (this rank's rows), log_v (the log scalings; the dual potentials
+        are eps log_u and eps log_v, as sinkhorn_points returns), status,
         iterations, error, cost (<P, C> over all ranks), plan (or None), history
         (the error of every iteration).
 

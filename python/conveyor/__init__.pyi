@@ -56,8 +56,8 @@ class PointsResult(NamedTuple):
     annealing_steps: int
 
 class TransportResult(NamedTuple):
-    f: npt.NDArray[np.floating[Any]]
-    g: npt.NDArray[np.floating[Any]]
+    log_u: npt.NDArray[np.floating[Any]]
+    log_v: npt.NDArray[np.floating[Any]]
     status: str
     iterations: int
     error: float

@@ -203,22 +203,22 @@ def _run(a, b, M, reg, reg_m_rows, reg_m_cols, kind, c, warmstart, numItermax, s
     kl = reference == "kl"
     with np.errstate(divide="ignore"):
         log_a, log_b = np.log(a.astype(np.float64)), np.log(b.astype(np.float64))
-    # POT's scalings u, v (K holding a b^T for kl) as potentials of K = exp(-M / reg):
-    # f = reg (log u + log a) for kl, reg log u for entropy.
+    # POT's scalings u, v (K holding a b^T for kl) as the engine's, of K = exp(-M / reg):
+    # log u + log a for kl, log u for entropy.
     log_u0 = np.zeros(M.shape[0]) if warmstart is None else np.asarray(warmstart[0], dtype=np.float64)
     log_v0 = np.zeros(M.shape[1]) if warmstart is None else np.asarray(warmstart[1], dtype=np.float64)
-    f0 = reg * (log_u0 + (log_a if kl else 0.0))
-    g0 = reg * (log_v0 + (log_b if kl else 0.0))
-    f0[~np.isfinite(f0)] = 0.0  # empty rows and columns: left out by the engine
-    g0[~np.isfinite(g0)] = 0.0
+    engine_u0 = log_u0 + (log_a if kl else 0.0)
+    engine_v0 = log_v0 + (log_b if kl else 0.0)
+    engine_u0[~np.isfinite(engine_u0)] = 0.0  # empty rows and columns: left out by the engine
+    engine_v0[~np.isfinite(engine_v0)] = 0.0
     options = dict(tol=float(stopThr), max_iter=int(numItermax), log_domain=True, reg_m_rows=reg_m_rows,
-                   reg_m_cols=reg_m_cols, reg_type=reference, stop="change", init_u=f0, init_v=g0,
+                   reg_m_cols=reg_m_cols, reg_type=reference, stop="change", init_u=engine_u0, init_v=engine_v0,
                    **{k: kwargs[k] for k in ("threads",) if k in kwargs})
-    f, g, status, iterations, _, _, plan, history = _conveyor.sinkhorn_transport(
+    engine_u, engine_v, status, iterations, _, _, plan, history = _conveyor.sinkhorn_transport(
         cost_matrix, a, b, reg, comm_address(comm), True, options)
     with np.errstate(divide="ignore", invalid="ignore"):
-        logu = f.astype(np.float64) / reg - (log_a if kl else 0.0)
-        logv = g.astype(np.float64) / reg - (log_b if kl else 0.0)
+        logu = engine_u.astype(np.float64) - (log_a if kl else 0.0)
+        logv = engine_v.astype(np.float64) - (log_b if kl else 0.0)
     linear = float(np.sum(plan.astype(np.float64) * M))
     row_sums = plan.sum(axis=1)
     column_sums = plan.sum(axis=0)

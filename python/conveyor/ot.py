@@ -223,7 +223,7 @@ def _run(a, b, M, reg, method, numItermax, stopThr, warmstart, comm, engine, wan
     rows = M.shape[0]
     if warmstart is not None:
         start = np.asarray(warmstart[0], dtype=np.float64)
-        init_u = reg * start if log_domain else np.exp(start)
+        init_u = start if log_domain else np.exp(start)
     elif log_domain:
         init_u = None  # zeros
     else:  # POT starts from u = 1/dim_a (the scale of u and v, not the plan, depends on it)
@@ -231,12 +231,11 @@ def _run(a, b, M, reg, method, numItermax, stopThr, warmstart, comm, engine, wan
         init_u = np.full(rows, 1.0 / total_rows)
     options = dict(tol=float(stopThr), max_iter=int(numItermax), log_domain=log_domain, norm="l2",
                    check_every=_CHECK_EVERY, columns_first=True, init_u=init_u, **engine)
-    f, g, status, iterations, _, cost, plan, history = _conveyor.sinkhorn_transport(
+    log_u, log_v, status, iterations, _, cost, plan, history = _conveyor.sinkhorn_transport(
         M, a, b, reg, comm_address(comm), bool(want_plan), options)
     # POT's niter: the 0-based index of the last iteration run (the failing one
     # after a numerical failure, whose iterate is not kept).
     niter = iterations if status == "numerical_failure" else max(iterations - 1, 0)
-    log_u, log_v = f / reg, g / reg
     out = {"status": status, "niter": niter, "cost": cost, "plan": plan, "numItermax": numItermax,
            "stopThr": stopThr}
     log = {"err": [float(e) for e in history[:iterations:_CHECK_EVERY]], "niter": niter}

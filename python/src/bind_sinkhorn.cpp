@@ -129,7 +129,8 @@ nb::tuple run_transport(sinkhorn_args& s, MPI_Comm cm, T* plan) {
                         static_cast<const T*>(s.row.a.data()), static_cast<const T*>(s.col.a.data()), s.eps, cm, s.o,
                         plan, s.cols);
   }
-  return nb::make_tuple(to_numpy(std::move(res.f)), to_numpy(std::move(res.g)), std::string(sk::status_name(res.state)),
+  return nb::make_tuple(to_numpy(std::move(res.log_u)), to_numpy(std::move(res.log_v)),
+                        std::string(sk::status_name(res.state)),
                         res.iterations, res.error, res.cost, s.plan, to_numpy(std::move(res.error_history)));
 }
 

@@ -240,11 +240,11 @@ void scale_as(void* A, std::size_t rows, std::size_t cols, std::size_t ld, const
 
 template <class T>
 void transport_as(const void* C, std::size_t rows, std::size_t cols, std::size_t ld, const void* a, const void* b,
-                  double eps, MPI_Comm comm, const sk::options& opt, void* f, void* g, void* plan, std::size_t plan_ld,
-                  conveyor_sinkhorn_info* info) {
+                  double eps, MPI_Comm comm, const sk::options& opt, void* log_u, void* log_v, void* plan,
+                  std::size_t plan_ld, conveyor_sinkhorn_info* info) {
   const auto res = sk::transport(static_cast<const T*>(C), rows, cols, ld, static_cast<const T*>(a),
                                  static_cast<const T*>(b), eps, comm, opt, static_cast<T*>(plan), plan_ld);
-  deliver(res, res.f, res.g, f, g, res.cost, info);
+  deliver(res, res.log_u, res.log_v, log_u, log_v, res.cost, info);
 }
 
 }  // namespace
@@ -273,12 +273,15 @@ int conveyor_sinkhorn_scale(conveyor_dtype t, void* A, size_t rows, size_t cols,
 
 int conveyor_sinkhorn_transport(conveyor_dtype t, const void* C, size_t rows, size_t cols, size_t ld, const void* a,
                                 const void* b, double eps, MPI_Comm comm, const conveyor_sinkhorn_options* options,
-                                void* f, void* g, void* plan, size_t plan_ld, conveyor_sinkhorn_info* info) {
+                                void* log_u, void* log_v, void* plan, size_t plan_ld, conveyor_sinkhorn_info* info) {
   return guarded([&] {
     conveyor::collective_call call("sinkhorn::transport", comm);
     const sk::options opt = solver_front_end(call, t, [&] { return to_sinkhorn_options(options, rows, cols); });
-    if (t == CONVEYOR_FLOAT64) transport_as<double>(C, rows, cols, ld, a, b, eps, comm, opt, f, g, plan, plan_ld, info);
-    else transport_as<float>(C, rows, cols, ld, a, b, eps, comm, opt, f, g, plan, plan_ld, info);
+    if (t == CONVEYOR_FLOAT64) {
+      transport_as<double>(C, rows, cols, ld, a, b, eps, comm, opt, log_u, log_v, plan, plan_ld, info);
+    } else {
+      transport_as<float>(C, rows, cols, ld, a, b, eps, comm, opt, log_u, log_v, plan, plan_ld, info);
+    }
   });
 }
 

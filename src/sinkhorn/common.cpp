@@ -61,13 +61,13 @@ void check_call(const call_shape& c, const options& o) {
   if (!o.init_v.empty() && o.init_v.size() != c.cols) {
     bad("init_v has " + std::to_string(o.init_v.size()) + " entries for " + std::to_string(c.cols) + " columns");
   }
-  // Scaling factors must be positive; log-domain potentials may be any finite value.
-  const bool potentials = c.transport && o.log_domain;
+  // Scaling factors must be positive; log-domain log scalings may be any finite value.
+  const bool logs = c.transport && o.log_domain;
   for (const auto* init : {&o.init_u, &o.init_v}) {
     for (double x : *init) {
-      if (!std::isfinite(x) || (!potentials && x <= 0)) {
+      if (!std::isfinite(x) || (!logs && x <= 0)) {
         bad(std::string(init == &o.init_u ? "init_u" : "init_v") + " has " + std::to_string(x) +
-            (potentials ? " (potentials must be finite)" : " (scaling factors must be finite and > 0)"));
+            (logs ? " (log scalings must be finite)" : " (scaling factors must be finite and > 0)"));
       }
     }
   }
@@ -126,13 +126,17 @@ run_context start(collective_call& call, const call_shape& shape, dtype t, const
   match_unbalanced(call, o.reg_m_rows, o.reg_m_cols, o.reg_type, o.stop);
   if (eps > 0) call.must_match_real("eps values", eps);
   run_context ctx = agreed_context(call);
-  auto rows = static_cast<std::uint64_t>(shape.rows), before = std::uint64_t{0}, total = std::uint64_t{0};
+  place_rows(ctx, shape.rows);
+  ctx.threads = threads_for(call, o.threads, shape.rows * shape.cols);
+  return ctx;
+}
+
+void place_rows(run_context& ctx, std::size_t my_rows) {
+  auto rows = static_cast<std::uint64_t>(my_rows), before = std::uint64_t{0}, total = std::uint64_t{0};
   conveyor::detail::check_mpi(MPI_Exscan(&rows, &before, 1, MPI_UINT64_T, MPI_SUM, ctx.comm), "MPI_Exscan");
   conveyor::detail::check_mpi(MPI_Allreduce(&rows, &total, 1, MPI_UINT64_T, MPI_SUM, ctx.comm), "MPI_Allreduce");
   ctx.first_row = ctx.rank == 0 ? 0 : static_cast<std::size_t>(before);  // Exscan leaves rank 0 undefined
   ctx.total_rows = static_cast<std::size_t>(total);
-  ctx.threads = threads_for(call, o.threads, shape.rows * shape.cols);
-  return ctx;
 }
 
 void check_masses(const run_context& ctx, double local_row_mass, double column_mass, bool single_precision,

@@ -53,6 +53,10 @@ int threads_for(collective_call& call, int requested, std::size_t work_elements)
 /// then the row partition, on the private communicator.
 run_context start(collective_call& call, const call_shape& shape, dtype t, const options& o, double eps);
 
+/// The row partition of an agreed call: this rank's first global row (the rows
+/// of the ranks before it) and the total over all ranks (collective).
+void place_rows(run_context& ctx, std::size_t my_rows);
+
 /// Step 2 of the contract (call.agree()), then the context of the agreed call:
 /// its private communicator, rank and size (rows and threads left to the solver).
 inline run_context agreed_context(collective_call& call) {
@@ -247,7 +251,7 @@ struct change_terms {
   double relative() const { return diff / std::max({now, before, 1.0}); }
 };
 
-/// Moves the log's outcome into a scaling_result or transport_result./// Moves the log's outcome into a scaling_result or transport_result.
+/// Moves the log's outcome into a scaling_result or transport_result.
 template <class Result>
 void take_log(Result& res, iteration_log& log, const timing& t) {
   res.state = log.state;

@@ -1,12 +1,14 @@
 // Entropic optimal transport: the plain kernel (scaling of K = exp(-C/eps) by the
 // shared iteration in scaling.cpp) and the log-domain iteration on potentials.
 //
-// Log domain, per iteration, one read of C (rows block-partitioned):
-//   row i:  x_j = (g_j - C_ij)/eps, m_i = max_j x_j, e_j = exp(x_j - m_i) (a row
-//           buffer), f_i = eps (log a_i - m_i - log sum_j e_j); the plan row is then
+// Log domain, on the log scalings log_u = f / eps, log_v = g / eps (the point-cloud
+// solver's units: no eps multiplied in and divided out again), per iteration one
+// read of C (rows block-partitioned):
+//   row i:  x_j = log_v_j - C_ij / eps, m_i = max_j x_j, e_j = exp(x_j - m_i) (a row
+//           buffer), log_u_i = log a_i - m_i - log sum_j e_j; the plan row is then
 //           P_ij = a_i e_j / sum_j e_j, added into the local column sums.
 //   allreduce(column sums) [N elements]; error = sum_j |colsum_j - b_j|;
-//   g_j += eps (log b_j - log colsum_j).
+//   log_v_j += log b_j - log colsum_j.
 // One exp per element, and every term is <= a_i, so nothing overflows. When a
 // column sum underflows to 0 (tiny eps, early iterations) the iteration falls back
 // to an exact column log-sum-exp for that iteration: two more passes over C and an
@@ -61,24 +63,24 @@ class log_solver {
  public:
   log_solver(const run_context& ctx, const ot_problem<T>& p, const options& o)
       : ctx_(ctx), p_(p), o_(o), k_(active<T>()), inv_eps_(static_cast<T>(1 / p.eps)),
-        eps_(static_cast<T>(p.eps)), rows_(update_for(o.reg_m_rows, p.eps, o.reg_type)),
+        rows_(update_for(o.reg_m_rows, p.eps, o.reg_type)),
         cols_(update_for(o.reg_m_cols, p.eps, o.reg_type)) {}
 
   transport_result<T> run() {
     const std::size_t rows = p_.rows, cols = p_.cols;
-    f_ = initial<T>(o_.init_u, rows, T(0));
-    g_ = initial<T>(o_.init_v, cols, T(0));
+    log_u_ = initial<T>(o_.init_u, rows, T(0));
+    log_v_ = initial<T>(o_.init_v, cols, T(0));
     for (std::size_t j = 0; j < cols; ++j) {
-      if (p_.b[j] == 0) g_[j] = -std::numeric_limits<T>::infinity();  // an empty column stays empty
+      if (p_.b[j] == 0) log_v_[j] = -std::numeric_limits<T>::infinity();  // an empty column stays empty
     }
-    if (o_.columns_first) exact_column_update(g_);  // POT's order: g from f first
-    std::vector<T> s_local(cols), s(cols), g_new(cols);
+    if (o_.columns_first) exact_column_update(log_v_);  // POT's order: v from u first
+    std::vector<T> s_local(cols), s(cols), log_v_new(cols);
     std::vector<double> err_el(cols);
     iteration_log log;
     timing t;
-    std::vector<T> f_before;
-    run_iterations(o_, log, t, f_, [&](int) {
-      if (o_.stop == stop_rule::change) f_before = f_;
+    std::vector<T> log_u_before;
+    run_iterations(o_, log, t, log_u_, [&](int) {
+      if (o_.stop == stop_rule::change) log_u_before = log_u_;
       row_pass(s_local);
       const double rows_done = now();
       t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
@@ -93,26 +95,26 @@ class log_solver {
       }
       if (std::isfinite(err)) {
         if (underflow) {
-          exact_column_update(g_new);
+          exact_column_update(log_v_new);
         } else {
-          for (std::size_t j = 0; j < cols; ++j) g_new[j] = p_.b[j] == 0 ? g_[j] : column_from_sum(j, s[j]);
+          for (std::size_t j = 0; j < cols; ++j) log_v_new[j] = p_.b[j] == 0 ? log_v_[j] : column_from_sum(j, s[j]);
         }
-        if (o_.stop == stop_rule::change) err = relative_change(f_before, g_new);
+        if (o_.stop == stop_rule::change) err = relative_change(log_u_before, log_v_new);
       }
       bool finite = std::isfinite(err);
-      for (std::size_t j = 0; j < cols && finite; ++j) finite = p_.b[j] == 0 || std::isfinite(g_new[j]);
-      // stop_rule::change measures the whole iterate (f, g new): it is kept at once,
+      for (std::size_t j = 0; j < cols && finite; ++j) finite = p_.b[j] == 0 || std::isfinite(log_v_new[j]);
+      // stop_rule::change measures the whole iterate (u, v new): it is kept at once,
       // the last one included. (marginal: the column update waits for accept().)
-      if (measures_whole_iterate() && finite) g_.swap(g_new);
+      if (measures_whole_iterate() && finite) log_v_.swap(log_v_new);
       return iteration_step{rows_done, err, finite};
     }, [&] {
-      if (!measures_whole_iterate()) g_.swap(g_new);
+      if (!measures_whole_iterate()) log_v_.swap(log_v_new);
     });
     transport_result<T> res;
     take_log(res, log, t);
     res.cost = cost_and_plan();
-    res.f = std::move(f_);
-    res.g = std::move(g_);
+    res.log_u = std::move(log_u_);
+    res.log_v = std::move(log_v_);
     return res;
   }
 
@@ -120,7 +122,7 @@ class log_solver {
   int threads() const { return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx_.threads), std::max<std::size_t>(p_.rows, 1))); }
   const T* cost_row(std::size_t i) const { return p_.C + i * p_.ld; }
 
-  // f from g, and the column sums of the plan (f, g) into s_local. A row whose
+  // log_u from log_v, and the column sums of the plan (u, v) into s_local. A row whose
   // log-sum-exp is not finite poisons the sums with NaN so every rank sees it.
   void row_pass(std::vector<T>& s_local) {
     const std::size_t cols = p_.cols;
@@ -130,13 +132,13 @@ class log_solver {
       e.resize(cols);
       for (std::size_t i = lo; i < hi; ++i) {
         if (p_.a[i] == 0) {
-          f_[i] = -std::numeric_limits<T>::infinity();
+          log_u_[i] = -std::numeric_limits<T>::infinity();
           continue;
         }
         T m = 0;
-        const T rs = k_.exp_row(cost_row(i), g_.data(), inv_eps_, e.data(), cols, &m);
+        const T rs = k_.exp_row(cost_row(i), log_v_.data(), inv_eps_, e.data(), cols, &m);
         if (!(rs > 0) || !std::isfinite(m)) {
-          f_[i] = std::numeric_limits<T>::quiet_NaN();
+          log_u_[i] = std::numeric_limits<T>::quiet_NaN();
           if (cols) acc[0] = std::numeric_limits<T>::quiet_NaN();
           continue;
         }
@@ -145,8 +147,8 @@ class log_solver {
     });
   }
 
-  // g_new_j = eps (log b_j - LSE_i (f_i - C_ij)/eps), computed exactly.
-  void exact_column_update(std::vector<T>& g_new) {
+  // log_v_new_j = log b_j - LSE_i (log_u_i - C_ij / eps), computed exactly.
+  void exact_column_update(std::vector<T>& log_v_new) {
     const std::size_t cols = p_.cols;
     const T minus_inf = -std::numeric_limits<T>::infinity();
     std::vector<T> m_local(cols), m(cols), s_local(cols), s(cols);
@@ -157,61 +159,61 @@ class log_solver {
                            },
                            [&](std::size_t lo, std::size_t hi, T* acc) {
                              for (std::size_t i = lo; i < hi; ++i) {
-                               if (live(i)) k_.column_max(acc, cost_row(i), f_[i], inv_eps_, cols);
+                               if (live(i)) k_.column_max(acc, cost_row(i), log_u_[i], inv_eps_, cols);
                              }
                            });
     allreduce(m_local.data(), m.data(), cols, op::max, ctx_.comm, o_.allreduce);
     threaded_column_reduce(threads(), p_.rows, T(0), partial_, s_local, k_.add, [&](std::size_t lo, std::size_t hi, T* acc) {
       for (std::size_t i = lo; i < hi; ++i) {
-        if (live(i)) k_.column_expsum(acc, cost_row(i), f_[i], inv_eps_, m.data(), cols);
+        if (live(i)) k_.column_expsum(acc, cost_row(i), log_u_[i], inv_eps_, m.data(), cols);
       }
     });
     allreduce(s_local.data(), s.data(), cols, op::sum, ctx_.comm, o_.allreduce);
     for (std::size_t j = 0; j < cols; ++j) {
-      g_new[j] = p_.b[j] == 0 ? minus_inf : potential(cols_, p_.b[j], static_cast<double>(m[j]) + std::log(static_cast<double>(s[j])));
+      log_v_new[j] = p_.b[j] == 0 ? minus_inf : potential(cols_, p_.b[j], static_cast<double>(m[j]) + std::log(static_cast<double>(s[j])));
     }
   }
 
-  // eps (weight_power log w - lse_power lse): one side's new potential.
+  // weight_power log w - lse_power lse: one side's new log scaling.
   T potential(const side_update& u, T w, double lse) const {
-    if (u.constraint()) return eps_ * (std::log(w) - static_cast<T>(lse));
-    return static_cast<T>(p_.eps * (u.weight_power * std::log(static_cast<double>(w)) - u.lse_power * lse));
+    if (u.constraint()) return std::log(w) - static_cast<T>(lse);
+    return static_cast<T>(u.weight_power * std::log(static_cast<double>(w)) - u.lse_power * lse);
   }
 
-  // Row i's new f from the log-sum-exp m + log rs of its row pass, and the weight
-  // of the row's exp(x_j - m) in its plan row: exp(f_i / eps + m) (a_i / rs for
-  // a constraint, the same quantity without the exp and log).
+  // Row i's new log_u from the log-sum-exp m + log rs of its row pass, and the
+  // weight of the row's exp(x_j - m) in its plan row: exp(log_u_i + m) (a_i / rs
+  // for a constraint, the same quantity without the exp and log).
   T row_update(std::size_t i, T m, T rs) {
     if (rows_.constraint()) {
-      f_[i] = eps_ * (std::log(p_.a[i]) - m - std::log(rs));
+      log_u_[i] = std::log(p_.a[i]) - m - std::log(rs);
       return p_.a[i] / rs;
     }
     const double lse = static_cast<double>(m) + std::log(static_cast<double>(rs));
-    f_[i] = potential(rows_, p_.a[i], lse);
-    return static_cast<T>(std::exp(static_cast<double>(f_[i]) / p_.eps + static_cast<double>(m)));
+    log_u_[i] = potential(rows_, p_.a[i], lse);
+    return static_cast<T>(std::exp(static_cast<double>(log_u_[i]) + static_cast<double>(m)));
   }
 
-  // g_j's update from the column sum s_j of the plan (f new, g old): the column's
-  // log-sum-exp is log s_j - g_j / eps.
+  // log_v_j's update from the column sum s_j of the plan (u new, v old): the
+  // column's log-sum-exp is log s_j - log_v_j.
   T column_from_sum(std::size_t j, T s) const {
-    if (cols_.constraint()) return g_[j] + eps_ * (std::log(p_.b[j]) - std::log(s));
-    return potential(cols_, p_.b[j], std::log(static_cast<double>(s)) - static_cast<double>(g_[j]) / p_.eps);
+    if (cols_.constraint()) return log_v_[j] + (std::log(p_.b[j]) - std::log(s));
+    return potential(cols_, p_.b[j], std::log(static_cast<double>(s)) - static_cast<double>(log_v_[j]));
   }
 
   // stop_rule::change (POT's unbalanced test): the relative change of the
-  // scalings u = exp(f / eps) and v (divided by a and b for reg_type kl, as POT's
-  // kernel holds a b^T), u's maxima taken over the ranks.
-  double relative_change(const std::vector<T>& f_before, const std::vector<T>& g_new) const {
+  // scalings u and v (divided by a and b for reg_type kl, as POT's kernel holds
+  // a b^T), u's maxima taken over the ranks.
+  double relative_change(const std::vector<T>& log_u_before, const std::vector<T>& log_v_new) const {
     const bool kl = o_.reg_type == reg_type::kl;
-    const auto scaling = [&](T potential, T weight) {
-      return std::exp(static_cast<double>(potential) / p_.eps - (kl ? std::log(static_cast<double>(weight)) : 0.0));
+    const auto scaling = [&](T log_scaling, T weight) {
+      return std::exp(static_cast<double>(log_scaling) - (kl ? std::log(static_cast<double>(weight)) : 0.0));
     };
     change_terms u, v;
     for (std::size_t i = 0; i < p_.rows; ++i) {
-      if (p_.a[i] > 0) u.add(scaling(f_[i], p_.a[i]), scaling(f_before[i], p_.a[i]));
+      if (p_.a[i] > 0) u.add(scaling(log_u_[i], p_.a[i]), scaling(log_u_before[i], p_.a[i]));
     }
     for (std::size_t j = 0; j < p_.cols; ++j) {
-      if (p_.b[j] > 0) v.add(scaling(g_new[j], p_.b[j]), scaling(g_[j], p_.b[j]));
+      if (p_.b[j] > 0) v.add(scaling(log_v_new[j], p_.b[j]), scaling(log_v_[j], p_.b[j]));
     }
     double local[3] = {u.diff, u.now, u.before}, global[3];
     conveyor::detail::check_mpi(MPI_Allreduce(local, global, 3, MPI_DOUBLE, MPI_MAX, ctx_.comm), "MPI_Allreduce");
@@ -221,15 +223,15 @@ class log_solver {
 
   bool measures_whole_iterate() const { return o_.stop == stop_rule::change; }
 
-  // The weight of row i's exp(x_j - m) in its plan row, exp(f_i / eps + m): f the
-  // returned potential (for the marginal rule, a row update from g itself, which
+  // The weight of row i's exp(x_j - m) in its plan row, exp(log_u_i + m): log_u
+  // the returned one (for the marginal rule, a row update from log_v itself, which
   // for a constraint is a_i / rs).
   T plan_weight(std::size_t i, T m, T rs) const {
     if (rows_.constraint() && !measures_whole_iterate()) return p_.a[i] / rs;
-    return static_cast<T>(std::exp(static_cast<double>(f_[i]) / p_.eps + static_cast<double>(m)));
+    return static_cast<T>(std::exp(static_cast<double>(log_u_[i]) + static_cast<double>(m)));
   }
 
-  // <P, C> over all ranks for the final (f, g); writes the plan rows if asked.
+  // <P, C> over all ranks for the final (u, v); writes the plan rows if asked.
   double cost_and_plan() {
     const std::size_t cols = p_.cols;
     double local = 0;
@@ -242,7 +244,7 @@ class log_solver {
       e.resize(cols);
       T m = 0, w = 0;
       if (p_.a[i] > 0) {
-        const T rs = k_.exp_row(cost_row(i), g_.data(), inv_eps_, e.data(), cols, &m);
+        const T rs = k_.exp_row(cost_row(i), log_v_.data(), inv_eps_, e.data(), cols, &m);
         w = rs > 0 ? plan_weight(i, m, rs) : T(0);
       }
       if (w > 0) local += static_cast<double>(w) * static_cast<double>(k_.dot(e.data(), cost_row(i), cols));
@@ -263,9 +265,9 @@ class log_solver {
   const ot_problem<T>& p_;
   const options& o_;
   const kernels<T>& k_;
-  T inv_eps_, eps_;
+  T inv_eps_;
   side_update rows_, cols_;
-  std::vector<T> f_, g_;
+  std::vector<T> log_u_, log_v_;
   std::vector<std::vector<T>> partial_, buffers_;
 };
 
@@ -311,10 +313,10 @@ transport_result<T> solve_plain(const run_context& ctx, const ot_problem<T>& p, 
   res.error = s.error;
   res.error_history = std::move(s.error_history);
   res.cost = sum_over_ranks(ctx, local);
-  res.f.resize(rows);
-  res.g.resize(cols);
-  for (std::size_t i = 0; i < rows; ++i) res.f[i] = static_cast<T>(p.eps * std::log(static_cast<double>(s.u[i])));
-  for (std::size_t j = 0; j < cols; ++j) res.g[j] = static_cast<T>(p.eps * std::log(static_cast<double>(s.v[j])));
+  res.log_u.resize(rows);
+  res.log_v.resize(cols);
+  for (std::size_t i = 0; i < rows; ++i) res.log_u[i] = std::log(s.u[i]);
+  for (std::size_t j = 0; j < cols; ++j) res.log_v[j] = std::log(s.v[j]);
   res.time = s.time;
   return res;
 }
@@ -355,8 +357,8 @@ transport_result<T> transport_entry(const ot_problem<T>& p, MPI_Comm comm, const
   transport_result<T> res;
   if (ctx.total_rows == 0 || p.cols == 0) {
     res.state = status::converged;
-    res.f.assign(p.rows, T(0));
-    res.g.assign(p.cols, T(0));
+    res.log_u.assign(p.rows, T(0));
+    res.log_v.assign(p.cols, T(0));
     res.threads = ctx.threads;
     return res;
   }

@@ -210,12 +210,12 @@ void ScaleColumnsBlock(T* A, std::size_t ld, std::size_t rows, std::size_t cols,
 }
 
 template <class T>
-T ExpRow(const T* HWY_RESTRICT c, const T* HWY_RESTRICT g, T inv_eps, T* HWY_RESTRICT e, std::size_t n,
+T ExpRow(const T* HWY_RESTRICT c, const T* HWY_RESTRICT log_v, T inv_eps, T* HWY_RESTRICT e, std::size_t n,
          T* max_out) {
-  // Pass 1: x_j = (g_j - c_j) / eps into e, and its maximum.
+  // Pass 1: x_j = log_v_j - c_j / eps into e (one fused multiply-add), and its maximum.
   T m = -std::numeric_limits<T>::infinity();
   ForEachVector<T>(n, [&](auto d, std::size_t j) {
-    const auto x = hn::Mul(hn::Sub(hn::LoadU(d, g + j), hn::LoadU(d, c + j)), hn::Set(d, inv_eps));
+    const auto x = hn::NegMulAdd(hn::LoadU(d, c + j), hn::Set(d, inv_eps), hn::LoadU(d, log_v + j));
     hn::StoreU(x, d, e + j);
     m = std::max(m, hn::GetLane(hn::MaxOfLanes(d, x)));
   });
@@ -246,19 +246,19 @@ T ExpRow(const T* HWY_RESTRICT c, const T* HWY_RESTRICT g, T inv_eps, T* HWY_RES
 }
 
 template <class T>
-void ColumnMax(T* HWY_RESTRICT m, const T* HWY_RESTRICT c, T f, T inv_eps, std::size_t n) {
+void ColumnMax(T* HWY_RESTRICT m, const T* HWY_RESTRICT c, T log_u, T inv_eps, std::size_t n) {
   ForEachVector<T>(n, [&](auto d, std::size_t j) {
-    const auto x = hn::Mul(hn::Sub(hn::Set(d, f), hn::LoadU(d, c + j)), hn::Set(d, inv_eps));
+    const auto x = hn::NegMulAdd(hn::LoadU(d, c + j), hn::Set(d, inv_eps), hn::Set(d, log_u));
     hn::StoreU(hn::Max(hn::LoadU(d, m + j), x), d, m + j);
   });
 }
 
 template <class T>
-void ColumnExpSum(T* HWY_RESTRICT s, const T* HWY_RESTRICT c, T f, T inv_eps, const T* HWY_RESTRICT m,
+void ColumnExpSum(T* HWY_RESTRICT s, const T* HWY_RESTRICT c, T log_u, T inv_eps, const T* HWY_RESTRICT m,
                   std::size_t n) {
   ForEachVector<T>(n, [&](auto d, std::size_t j) {
     const auto mj = hn::LoadU(d, m + j);
-    const auto x = hn::Mul(hn::Sub(hn::Set(d, f), hn::LoadU(d, c + j)), hn::Set(d, inv_eps));
+    const auto x = hn::NegMulAdd(hn::LoadU(d, c + j), hn::Set(d, inv_eps), hn::Set(d, log_u));
     // exp(-Inf - (-Inf)) would be NaN: a column whose maximum is -Inf adds 0.
     const auto finite = hn::Gt(mj, hn::Set(d, -std::numeric_limits<T>::infinity()));
     const auto term = hn::IfThenElseZero(finite, hn::Exp(d, hn::Sub(x, mj)));

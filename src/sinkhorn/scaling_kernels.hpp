@@ -27,13 +27,13 @@ struct kernels {
   /// (stride ld) times w, walked in mr-row x nr-column micro-tiles.
   void (*scale_columns_block)(T* A, std::size_t ld, std::size_t rows, std::size_t cols, const T* w,
                               std::size_t mr, std::size_t nr);
-  /// Log domain, one row: x_j = (g_j - c_j) * inv_eps, m = max_j x_j (written to
+  /// Log domain, one row: x_j = log_v[j] - c_j * inv_eps, m = max_j x_j (written to
   /// *max_out), e_j = exp(x_j - m); returns sum_j e_j. m = -Inf if all x_j are -Inf.
-  T (*exp_row)(const T* c, const T* g, T inv_eps, T* e, std::size_t n, T* max_out);
-  /// Log domain, exact column log-sum-exp (fallback): m[j] = max(m[j], (f - c[j]) * inv_eps).
-  void (*column_max)(T* m, const T* c, T f, T inv_eps, std::size_t n);
-  /// s[j] += exp((f - c[j]) * inv_eps - m[j]) (terms with m[j] = -Inf add 0).
-  void (*column_expsum)(T* s, const T* c, T f, T inv_eps, const T* m, std::size_t n);
+  T (*exp_row)(const T* c, const T* log_v, T inv_eps, T* e, std::size_t n, T* max_out);
+  /// Log domain, exact column log-sum-exp (fallback): m[j] = max(m[j], log_u - c[j] * inv_eps).
+  void (*column_max)(T* m, const T* c, T log_u, T inv_eps, std::size_t n);
+  /// s[j] += exp(log_u - c[j] * inv_eps - m[j]) (terms with m[j] = -Inf add 0).
+  void (*column_expsum)(T* s, const T* c, T log_u, T inv_eps, const T* m, std::size_t n);
   /// out[j] = exp(c[j] * neg_inv_eps): the Gibbs kernel of one row.
   void (*gibbs_row)(T* out, const T* c, T neg_inv_eps, std::size_t n);
   /// sum_j a[j] * b[j]

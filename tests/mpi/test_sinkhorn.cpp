@@ -449,9 +449,9 @@ void check_transport(double eps, double offset, bool log_domain, sk::variant kin
     for (std::size_t j = 0; j < p.N; ++j) {
       const std::size_t gi = b.first + i;
       worst = std::max(worst, std::abs(double(plan[i * p.N + j]) - ref[gi * p.N + j]));
-      // The potentials reproduce the plan.
+      // The log scalings reproduce the plan.
       const double from_potentials =
-          std::exp((double(res.f[i]) + double(res.g[j]) - p.A[gi * p.N + j]) / eps);
+          std::exp(double(res.log_u[i]) + double(res.log_v[j]) - p.A[gi * p.N + j] / eps);
       ASSERT_NEAR(from_potentials, double(plan[i * p.N + j]), plan_tol) << label;
     }
   }
@@ -527,9 +527,9 @@ TEST(SinkhornTransport, WarmStartFromPotentialsOrScalings) {
     const auto cold = sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.05, MPI_COMM_WORLD, o);
     ASSERT_EQ(cold.state, sk::status::converged);
     ASSERT_GT(cold.iterations, 2);
-    // Log domain: potentials; plain kernel: scaling vectors u = exp(f/eps), v = exp(g/eps).
-    for (double f : cold.f) o.init_u.push_back(log_domain ? f : std::exp(f / 0.05));
-    for (double g : cold.g) o.init_v.push_back(log_domain ? g : std::exp(g / 0.05));
+    // Log domain: the log scalings; plain kernel: the scalings u = exp(log_u), v = exp(log_v).
+    for (double log_u : cold.log_u) o.init_u.push_back(log_domain ? log_u : std::exp(log_u));
+    for (double log_v : cold.log_v) o.init_v.push_back(log_domain ? log_v : std::exp(log_v));
     const auto warm = sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.05, MPI_COMM_WORLD, o);
     EXPECT_EQ(warm.state, sk::status::converged) << log_domain;
     EXPECT_EQ(warm.iterations, 1) << log_domain;

@@ -50,8 +50,8 @@ def test_sinkhorn_transport_plan_and_cost(log_domain):
     np.testing.assert_allclose(P.sum(axis=1), a, rtol=1e-8)
     np.testing.assert_allclose(P.sum(axis=0), b, rtol=1e-8)
     assert res.cost == pytest.approx(float((P * C).sum()), rel=1e-10)
-    f = np.concatenate(COMM.allgather(res.f))
-    np.testing.assert_allclose(P, np.exp((f[:, None] + res.g[None, :] - C) / 0.05), rtol=1e-6)
+    log_u = np.concatenate(COMM.allgather(res.log_u))
+    np.testing.assert_allclose(P, np.exp(log_u[:, None] + res.log_v[None, :] - C / 0.05), rtol=1e-6)
 
 
 def test_sinkhorn_errors():
