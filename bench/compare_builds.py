@@ -21,6 +21,9 @@ always runs first). --benchmarks picks from:
                `bench allreduce`);
   redistribute the tensor paper's 5-D case, every transport on 4 ranks, beside
                the memcpy bound of the same run;
+  ot_log       bench/ot_vs_pot.py --method sinkhorn_log, 2000 x 2000 float64 and
+               float32, one thread: conveyor.ot's log-domain iteration beside
+               POT's (the same script runs on both builds);
   python       bench/python_overhead.py on 2 ranks (8 B, 4 KiB, 64 KiB):
                conveyor.Allreduce and conveyor.allreduce(out=) from Python,
                beside mpi4py's Allreduce (the same script runs on both builds).
@@ -46,7 +49,7 @@ import tempfile
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_osc="sm,pt2pt",
            OMPI_MCA_btl="self,vader", OMPI_MCA_btl_vader_single_copy_mechanism="none", OMP_WAIT_POLICY="passive")
 HERE = pathlib.Path(__file__).resolve().parent
-BENCHMARKS = ("allreduce", "sinkhorn", "scalapack", "reduce", "dsop", "redistribute", "python")
+BENCHMARKS = ("allreduce", "sinkhorn", "scalapack", "reduce", "dsop", "redistribute", "ot_log", "python")
 
 
 def launch(ranks):
@@ -148,6 +151,23 @@ def measure_python(build, tmp):
                 out[stock] = (float(r["us"]) * 1e-6, None)
             elif r["impl"] in ("conveyor.Allreduce", "conveyor.allreduce"):
                 out[f"python {r['bytes']} B {r['impl']}"] = (float(r["us"]) * 1e-6, stock)
+    return out
+
+
+def measure_ot_log(build, tmp):
+    path = f"{tmp}/ot_log.csv"
+    subprocess.run([sys.executable, str(HERE / "ot_vs_pot.py"), "--method", "sinkhorn_log", "--sizes", "2000",
+                    "--lo", "4", "--hi", "16", "--reps", "3", "--csv", path],
+                   env=dict(ENV, PYTHONPATH=str(pathlib.Path(build) / "python"), OMP_NUM_THREADS="1",
+                            OPENBLAS_NUM_THREADS="1"),
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            pot = next(k for k in r if k.startswith("POT "))
+            stock = f"ot_log {r['n']}^2 {r['dtype']} {pot[:-3]} stock"
+            out[stock] = (float(r[pot]) * 1e-3, None)
+            out[f"ot_log {r['n']}^2 {r['dtype']} conveyor.ot"] = (float(r["conveyor.ot ms"]) * 1e-3, stock)
     return out
 
 

@@ -27,9 +27,9 @@ from sinkhorn_pot import problem, write_csv  # the same input as scripts/bench s
 
 
 
-def timed(fn, a, b, C, iters):
+def timed(fn, a, b, C, iters, method="sinkhorn"):
     t0 = time.perf_counter()
-    fn(a, b, C, 1.0, method="sinkhorn", numItermax=iters, stopThr=0)
+    fn(a, b, C, 1.0, method=method, numItermax=iters, stopThr=0)
     return time.perf_counter() - t0
 
 
@@ -44,6 +44,8 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--lo", type=int, default=10, help="iterations of the short run")
     p.add_argument("--hi", type=int, default=40, help="iterations of the long run (more: setup noise matters less)")
+    p.add_argument("--method", default="sinkhorn", choices=("sinkhorn", "sinkhorn_log"),
+                   help="POT's method for both libraries")
     p.add_argument("--csv", help="write the rows as CSV")
     args = p.parse_args()
     warnings.simplefilter("ignore")  # not converged: intended (stopThr=0)
@@ -54,13 +56,13 @@ def main():
             C, a, b = problem(n, dtype)
             runs = {name: {"lo": [], "hi": []} for name in impls}
             for fn in impls.values():
-                timed(fn, a, b, C, 1)  # warm-up
+                timed(fn, a, b, C, 1, args.method)  # warm-up
             bound = []
             for r in range(args.reps):
                 order = list(impls) if r % 2 == 0 else list(reversed(impls))
                 for name in order:
-                    runs[name]["lo"].append(timed(impls[name], a, b, C, args.lo))
-                    runs[name]["hi"].append(timed(impls[name], a, b, C, args.hi))
+                    runs[name]["lo"].append(timed(impls[name], a, b, C, args.lo, args.method))
+                    runs[name]["hi"].append(timed(impls[name], a, b, C, args.hi, args.method))
                 t0 = time.perf_counter()
                 C.sum()
                 bound.append(time.perf_counter() - t0)

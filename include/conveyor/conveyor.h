@@ -223,6 +223,31 @@ CONVEYOR_C_API int conveyor_apply_plan_points(conveyor_dtype t, const void* X, s
                                               const void* V, size_t k, void* out, MPI_Comm comm,
                                               const conveyor_plan_apply_options* options);
 
+/* ---- Fixed-support barycenter (conveyor/sinkhorn_barycenter.hpp) ---- */
+
+typedef struct conveyor_barycenter_options {
+  double tol;              /* on sum_j std_k of the plans' column sums */
+  int max_iter;
+  int check_every;         /* test convergence on iterations first_check, first_check + check_every, ... */
+  int first_check;
+  int log_domain;          /* iterate on log scalings */
+  int threads;             /* OpenMP threads per rank; 0: automatic */
+  int allreduce_algorithm; /* CONVEYOR_ALLREDUCE_* for the plans' column sums */
+  int ranks_per_node;      /* of that allreduce; 0: real nodes */
+} conveyor_barycenter_options;
+
+/* The defaults of conveyor::sinkhorn::barycenter_options. */
+CONVEYOR_C_API void conveyor_barycenter_options_init(conveyor_barycenter_options* options);
+
+/* The entropic barycenter of the hists columns of A (dim x hists, row-major, the
+ * same on every rank) with weights (hists values, NULL: uniform), under this
+ * rank's rows of the dim x dim cost C (row stride ld). barycenter (dim values,
+ * may be NULL) receives it on every rank; info->cost is 0. */
+CONVEYOR_C_API int conveyor_sinkhorn_barycenter(conveyor_dtype t, const void* C, size_t rows, size_t dim, size_t ld,
+                                                const void* A, size_t hists, const void* weights, double eps,
+                                                MPI_Comm comm, const conveyor_barycenter_options* options,
+                                                void* barycenter, conveyor_sinkhorn_info* info);
+
 /* ---- Distributed sum of outer products (conveyor/outer.hpp) ---- */
 
 #define CONVEYOR_C_OUTER_(suffix, cpp, name) CONVEYOR_OUTER_##suffix,

@@ -9,6 +9,7 @@
 #include "conveyor/reduce.hpp"
 #include "conveyor/settings.hpp"
 #include "conveyor/sinkhorn.hpp"
+#include "conveyor/sinkhorn_barycenter.hpp"
 #include "conveyor/sinkhorn_points.hpp"
 #include "conveyor/types.hpp"
 #include "conveyor/version.hpp"

@@ -32,7 +32,7 @@ from . import ot  # noqa: E402,F401  (conveyor.ot: POT's sinkhorn / sinkhorn2)
 
 __version__ = _conveyor.__version__
 __all__ = ["__version__", "ot", "Allreduce", "Reduce_scatter_block", "Allgather", "simd_target", "reduce_local", "allreduce", "sinkhorn_scale", "sinkhorn_transport",
-           "balanced_rows", "outer_sum", "outer_rows", "Layout", "Plan", "ScalingResult", "TransportResult",
+           "balanced_rows", "outer_sum", "outer_rows", "Layout", "Plan", "ScalingResult", "TransportResult", "BarycenterResult", "sinkhorn_barycenter",
            "sinkhorn_points", "PointsResult", "apply_plan_points"]
 
 
@@ -239,6 +239,7 @@ def Allgather(sendbuf, recvbuf, comm=None):
 ScalingResult = namedtuple("ScalingResult", "u v status iterations error")
 TransportResult = namedtuple("TransportResult", "log_u log_v status iterations error cost plan history")
 PointsResult = namedtuple("PointsResult", "log_u log_v status iterations error cost history annealing_steps")
+BarycenterResult = namedtuple("BarycenterResult", "barycenter status iterations error history")
 
 
 def _comm(comm):
@@ -436,6 +437,57 @@ def sinkhorn_points(X, Y, eps, a=None, b=None, comm=None, metric="sqeuclidean", 
                    init_log_u=init_log_u, init_log_v=init_log_v, reg_m_rows=reg_m_rows, reg_m_cols=reg_m_cols,
                    reg_type=reg_type, stop=stop, eps_scaling=eps_scaling)
     return PointsResult(*_conveyor.sinkhorn_points(X, Y, a, b, eps, comm_address(comm), options))
+
+
+def sinkhorn_barycenter(C, A, eps, weights=None, comm=None, tol=1e-4, max_iter=1000, check_every=1, first_check=1,
+                        log_domain=False, threads=0, allreduce_algorithm="auto", ranks_per_node=None):
+    """The entropic Wasserstein barycenter of histograms on a fixed support.
+
+    The histogram q minimizing sum_k w_k OT_eps(q, A[:, k]) under the cost C, by
+    iterative Bregman projections (for POT's interface, see conveyor.ot.barycenter).
+
+    Parameters
+    ----------
+    C : array_like, shape (rows, dim)
+        This rank's rows of the dim x dim cost (float32/float64; any split).
+    A : array_like, shape (dim, n_hists)
+        The histograms, one per column, each of the same mass (whole on every rank).
+    eps : float
+        The entropic regularization (> 0).
+    weights : array_like, shape (n_hists,), optional
+        The histograms' weights (default uniform).
+    comm : mpi4py.MPI.Comm, optional
+        Default MPI.COMM_WORLD. Collective.
+    tol, max_iter : float, int
+        Stop when sum_j std_k of the plans' column sums <= tol (tested on
+        iterations first_check, first_check + check_every, ...); iterations at most.
+    log_domain : bool
+        Iterate on log scalings (stable for any eps).
+    threads : int
+        OpenMP threads per rank (0: automatic).
+    allreduce_algorithm, ranks_per_node
+        For the allreduce of the plans' column sums.
+
+    Returns
+    -------
+    BarycenterResult
+        barycenter (the same on every rank), status, iterations, error, history
+        (the error of every iteration).
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor
+    >>> from mpi4py import MPI
+    >>> x = np.linspace(0, 1, 5); C = (x[:, None] - x[None, :]) ** 2
+    >>> A = np.array([[0.5, 0.0], [0.5, 0.0], [0.0, 0.0], [0.0, 0.5], [0.0, 0.5]])
+    >>> r = conveyor.sinkhorn_barycenter(C, A, 0.05, comm=MPI.COMM_SELF, tol=1e-9, max_iter=5000)
+    >>> r.status, int(np.argmax(r.barycenter))
+    ('converged', 2)
+    """
+    options = dict(tol=tol, max_iter=max_iter, check_every=check_every, first_check=first_check,
+                   log_domain=log_domain, threads=threads, allreduce_algorithm=allreduce_algorithm,
+                   ranks_per_node=ranks_per_node)
+    return BarycenterResult(*_conveyor.sinkhorn_barycenter(C, A, weights, eps, comm_address(comm), options))
 
 
 def apply_plan_points(X, Y, log_u, log_v, eps, V, comm=None, metric="sqeuclidean", transpose=False, threads=0):

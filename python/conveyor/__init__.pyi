@@ -139,6 +139,28 @@ def sinkhorn_points(
     stop: str = ...,
     eps_scaling: float = ...,
 ) -> PointsResult: ...
+class BarycenterResult(NamedTuple):
+    barycenter: npt.NDArray[np.floating[Any]]
+    status: str
+    iterations: int
+    error: float
+    history: npt.NDArray[np.float64]
+
+def sinkhorn_barycenter(
+    C: npt.ArrayLike,
+    A: npt.ArrayLike,
+    eps: float,
+    weights: Optional[npt.ArrayLike] = ...,
+    comm: Optional[MPI.Comm] = ...,
+    tol: float = ...,
+    max_iter: int = ...,
+    check_every: int = ...,
+    first_check: int = ...,
+    log_domain: bool = ...,
+    threads: int = ...,
+    allreduce_algorithm: str = ...,
+    ranks_per_node: Optional[int] = ...,
+) -> BarycenterResult: ...
 def apply_plan_points(
     X: npt.ArrayLike,
     Y: npt.ArrayLike,

@@ -27,7 +27,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
-from ._backends import foreign_backend, is_foreign
+from ._backends import foreign_backend, on_numpy
 from ._mpi import agree, comm_address
 
 __all__ = ["empirical_sinkhorn", "empirical_sinkhorn2", "empirical_sinkhorn_divergence", "empirical_plan_apply",
@@ -48,7 +48,7 @@ def _on_numpy_copies(function):
         nx = foreign_backend(X_s, X_t, a, b)
         if nx is None:
             return function(X_s, X_t, reg, a, b, *args, **kwargs)
-        return _on_numpy(nx, X_s, function, X_s, X_t, reg, a, b, *args, **kwargs)
+        return on_numpy(nx, X_s, function, X_s, X_t, reg, a, b, *args, **kwargs)
     return wrapper
 
 
@@ -251,24 +251,6 @@ def _apply(X_s, X_t, reg, f, g, V, metric, transpose, comm, kwargs):
                                        comm_address(MPI.COMM_SELF if comm is None else comm),
                                        dict(metric=str(metric).lower(), transpose=bool(transpose),
                                             **{k: kwargs[k] for k in ("threads",) if k in kwargs}))
-
-
-def _on_numpy(nx, like, function, *args, **kwargs):
-    """function on NumPy copies of another library's arrays; its arrays (alone,
-    in a tuple, in a log dict) handed back as that library's, like `like`."""
-    def to_numpy(x):
-        if isinstance(x, tuple):
-            return tuple(to_numpy(y) for y in x)
-        return nx.to_numpy(x) if is_foreign(x) else x
-
-    def back(x):
-        if isinstance(x, dict):
-            return {k: v if k == "lazy_plan" else back(v) for k, v in x.items()}  # (the plan: POT's, on NumPy)
-        if isinstance(x, tuple):
-            return tuple(back(y) for y in x)
-        return nx.from_numpy(np.asarray(x), type_as=like) if isinstance(x, (np.ndarray, np.generic)) else x
-
-    return back(function(*(to_numpy(x) for x in args), **{k: to_numpy(v) for k, v in kwargs.items()}))
 
 
 def _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs, caller):

@@ -7,7 +7,9 @@ and return what they return, computed by Conveyor's Sinkhorn engine;
 ``empirical_plan_apply``, ``empirical_barycentric_mapping`` and
 ``empirical_plan_rows`` for what users do with that plan (not in POT);
 ``sinkhorn_unbalanced`` and ``sinkhorn_unbalanced2`` those of
-``ot.unbalanced`` (``_ot_unbalanced.py``).
+``ot.unbalanced`` (``_ot_unbalanced.py``); ``barycenter`` and
+``free_support_sinkhorn_barycenter`` those of ``ot.bregman``'s barycenters
+(``_ot_barycenter.py``).
 
 The contract followed is POT's (0.9): the iteration starts with the column update
 (v = b / K^T u, then u = a / K v; for ``method="sinkhorn_log"`` the same on log
@@ -46,12 +48,13 @@ from ._backends import foreign_backend, is_foreign
 from ._mpi import agree, comm_address
 from ._ot_points import (METRICS, empirical_barycentric_mapping, empirical_plan_apply, empirical_plan_rows,
                          empirical_sinkhorn, empirical_sinkhorn2, empirical_sinkhorn_divergence)
+from ._ot_barycenter import BARYCENTER_METHODS, barycenter, free_support_sinkhorn_barycenter
 from ._ot_unbalanced import UNBALANCED_METHODS, sinkhorn_unbalanced, sinkhorn_unbalanced2
 
 __all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS", "empirical_sinkhorn", "empirical_sinkhorn2",
            "empirical_sinkhorn_divergence", "empirical_plan_apply", "empirical_barycentric_mapping",
            "empirical_plan_rows", "METRICS", "sinkhorn_unbalanced", "sinkhorn_unbalanced2",
-           "UNBALANCED_METHODS"]
+           "UNBALANCED_METHODS", "barycenter", "free_support_sinkhorn_barycenter", "BARYCENTER_METHODS"]
 
 #: The ``method`` values Conveyor runs (POT's names).
 IMPLEMENTED_METHODS = ("sinkhorn", "sinkhorn_log")

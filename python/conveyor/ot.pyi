@@ -7,6 +7,7 @@ from mpi4py import MPI
 IMPLEMENTED_METHODS: Tuple[str, ...]
 METRICS: Tuple[str, ...]
 UNBALANCED_METHODS: Tuple[str, ...]
+BARYCENTER_METHODS: Tuple[str, ...]
 
 def sinkhorn(
     a: npt.ArrayLike,
@@ -159,6 +160,35 @@ def sinkhorn_unbalanced2(
     stopThr: float = ...,
     verbose: bool = ...,
     log: bool = ...,
+    comm: Optional[MPI.Comm] = ...,
+    **kwargs: Any,
+) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...
+def barycenter(
+    A: npt.ArrayLike,
+    M: npt.ArrayLike,
+    reg: float,
+    weights: Optional[npt.ArrayLike] = ...,
+    method: str = ...,
+    numItermax: int = ...,
+    stopThr: float = ...,
+    verbose: bool = ...,
+    log: bool = ...,
+    warn: bool = ...,
+    comm: Optional[MPI.Comm] = ...,
+    **kwargs: Any,
+) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...
+def free_support_sinkhorn_barycenter(
+    measures_locations: Sequence[npt.ArrayLike],
+    measures_weights: Sequence[npt.ArrayLike],
+    X_init: npt.ArrayLike,
+    reg: float,
+    b: Optional[npt.ArrayLike] = ...,
+    weights: Optional[npt.ArrayLike] = ...,
+    numItermax: int = ...,
+    numInnerItermax: int = ...,
+    stopThr: float = ...,
+    verbose: bool = ...,
+    log: Optional[bool] = ...,
     comm: Optional[MPI.Comm] = ...,
     **kwargs: Any,
 ) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...

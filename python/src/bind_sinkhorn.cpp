@@ -9,6 +9,7 @@
 
 #include "bindings.hpp"
 #include "conveyor/sinkhorn.hpp"
+#include "conveyor/sinkhorn_barycenter.hpp"
 #include "conveyor/sinkhorn_points.hpp"
 #include "convert.hpp"
 
@@ -250,6 +251,61 @@ nb::object run_apply(apply_args& s, MPI_Comm cm) {
   return s.out;
 }
 
+// The arguments of a barycenter call after conversion: this rank's rows of C
+// (rows x dim), A (dim x hists, whole), the weights (None: uniform).
+struct barycenter_args {
+  py_input C, A, weights;
+  bool weights_given = false, single = false;
+  std::size_t rows = 0, dim = 0, hists = 0;
+  double eps = 0;
+  sk::barycenter_options o;
+};
+
+void convert_barycenter(barycenter_args& s, nb::handle C, nb::handle A, nb::handle weights, nb::handle eps,
+                        nb::handle options) {
+  option_reader opt(options);
+  s.C = input(C, "C");
+  if (s.C.a.ndim() != 2) fail(errc::invalid_argument, "C must be 2-D (this rank's rows x dim)");
+  if (s.C.type != conveyor::dtype::float32 && s.C.type != conveyor::dtype::float64) {
+    fail(errc::invalid_type, "C dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.C.type)));
+  }
+  s.single = s.C.type == conveyor::dtype::float32;
+  s.rows = s.C.a.shape(0);
+  s.dim = s.C.a.shape(1);
+  const nb::object dtype = s.C.obj.attr("dtype");
+  s.A = input(A, "A", dtype);
+  if (s.A.a.ndim() != 2 || s.A.a.shape(0) != s.dim) {
+    fail(errc::invalid_argument, "A must be 2-D with a row per point of the support (" + std::to_string(s.dim) + " rows)");
+  }
+  s.hists = s.A.a.shape(1);
+  s.weights_given = !weights.is_none();
+  if (s.weights_given) {
+    s.weights = input(weights, "weights", dtype);
+    require_shape(s.weights.a, {s.hists}, "weights");
+  }
+  s.eps = value<double>(eps, "eps", "a number");
+  opt.read("tol", s.o.tol, "a number");
+  opt.read("max_iter", s.o.max_iter, "an int");
+  opt.read("check_every", s.o.check_every, "an int");
+  opt.read("first_check", s.o.first_check, "an int");
+  opt.read("log_domain", s.o.log_domain, "a bool");
+  opt.read("threads", s.o.threads, "an int");
+  read_inner_allreduce(opt, s.o.allreduce);
+  opt.finish();
+}
+
+template <class T>
+nb::tuple run_barycenter(barycenter_args& s, MPI_Comm cm) {
+  sk::barycenter_result<T> res;
+  {
+    nb::gil_scoped_release unlocked;
+    res = sk::barycenter(static_cast<const T*>(s.C.a.data()), s.rows, s.dim, s.dim, static_cast<const T*>(s.A.a.data()),
+                         s.hists, s.weights_given ? static_cast<const T*>(s.weights.a.data()) : nullptr, s.eps, cm, s.o);
+  }
+  return nb::make_tuple(to_numpy(std::move(res.barycenter)), std::string(sk::status_name(res.state)), res.iterations,
+                        res.error, to_numpy(std::move(res.error_history)));
+}
+
 // One solver call from Python: the arguments converted inside the collective
 // contract (`to_args`) and agreed over the ranks, then `run` for their dtype.
 template <class Args, class ToArgs, class Run>
@@ -326,6 +382,18 @@ void bind_sinkhorn(nb::module_& m) {
       },
       nb::arg("X").none(), nb::arg("Y").none(), nb::arg("log_u").none(), nb::arg("log_v").none(),
       nb::arg("eps").none(), nb::arg("V").none(), nb::arg("comm").none(), nb::arg("options").none());
+
+  m.def(
+      "sinkhorn_barycenter",
+      [](nb::handle C, nb::handle A, nb::handle weights, nb::handle eps, nb::handle comm, nb::handle options) {
+        return solver_call<barycenter_args>(
+            "sinkhorn::barycenter", comm, [&](barycenter_args& s) { convert_barycenter(s, C, A, weights, eps, options); },
+            [](barycenter_args& s, MPI_Comm cm) {
+              return s.single ? run_barycenter<float>(s, cm) : run_barycenter<double>(s, cm);
+            });
+      },
+      nb::arg("C").none(), nb::arg("A").none(), nb::arg("weights").none(), nb::arg("eps").none(),
+      nb::arg("comm").none(), nb::arg("options").none());
 
   m.def("balanced_rows", [](std::size_t M, int rank, int size) {
     const sk::row_block b = sk::balanced_rows(M, rank, size);

@@ -16,6 +16,7 @@
 #include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/sinkhorn.hpp"
+#include "conveyor/sinkhorn_barycenter.hpp"
 #include "conveyor/sinkhorn_points.hpp"
 #include "conveyor/version.hpp"
 
@@ -203,13 +204,19 @@ void copy_out(const std::vector<T>& from, void* to) {
   if (to && !from.empty()) std::memcpy(to, from.data(), from.size() * sizeof(T));
 }
 
+// A solver's outcome to the caller's info (may be NULL).
+template <class R>
+void fill_info(const R& res, double cost, conveyor_sinkhorn_info* info) {
+  if (info) *info = {static_cast<int>(res.state), res.iterations, res.error, cost, res.time.total};
+}
+
 // A solver's two vectors to the caller's buffers (either may be NULL), and its info.
 template <class R, class V>
 void deliver(const R& res, const V& first, const V& second, void* to_first, void* to_second, double cost,
              conveyor_sinkhorn_info* info) {
   copy_out(first, to_first);
   copy_out(second, to_second);
-  if (info) *info = {static_cast<int>(res.state), res.iterations, res.error, cost, res.time.total};
+  fill_info(res, cost, info);
 }
 
 // The front end's part of a Sinkhorn call: the dtype chooses the C++ overload,
@@ -363,6 +370,53 @@ int conveyor_apply_plan_points(conveyor_dtype t, const void* X, size_t n, const 
     });
     if (t == CONVEYOR_FLOAT64) apply_as<double>(X, n, Y, m, dim, log_u, log_v, eps, V, k, out, comm, opt);
     else apply_as<float>(X, n, Y, m, dim, log_u, log_v, eps, V, k, out, comm, opt);
+  });
+}
+
+void conveyor_barycenter_options_init(conveyor_barycenter_options* options) {
+  if (!options) return;
+  const sk::barycenter_options d;
+  *options = conveyor_barycenter_options{d.tol, d.max_iter, d.check_every, d.first_check, d.log_domain ? 1 : 0,
+                                         d.threads, static_cast<int>(d.allreduce.algorithm), d.allreduce.ranks_per_node};
+}
+
+namespace {
+
+sk::barycenter_options to_barycenter_options(const conveyor_barycenter_options* o) {
+  sk::barycenter_options opt;
+  if (!o) return opt;
+  opt.tol = o->tol;
+  opt.max_iter = o->max_iter;
+  opt.check_every = o->check_every;
+  opt.first_check = o->first_check;
+  opt.log_domain = o->log_domain != 0;
+  opt.threads = o->threads;
+  opt.allreduce.algorithm = static_cast<conveyor::allreduce_algorithm>(o->allreduce_algorithm);
+  opt.allreduce.ranks_per_node = o->ranks_per_node;
+  return opt;
+}
+
+template <class T>
+void barycenter_as(const void* C, std::size_t rows, std::size_t dim, std::size_t ld, const void* A, std::size_t hists,
+                   const void* weights, double eps, MPI_Comm comm, const sk::barycenter_options& opt, void* barycenter,
+                   conveyor_sinkhorn_info* info) {
+  const auto res = sk::barycenter(static_cast<const T*>(C), rows, dim, ld, static_cast<const T*>(A), hists,
+                                  static_cast<const T*>(weights), eps, comm, opt);
+  copy_out(res.barycenter, barycenter);
+  fill_info(res, 0.0, info);
+}
+
+}  // namespace
+
+int conveyor_sinkhorn_barycenter(conveyor_dtype t, const void* C, size_t rows, size_t dim, size_t ld, const void* A,
+                                 size_t hists, const void* weights, double eps, MPI_Comm comm,
+                                 const conveyor_barycenter_options* options, void* barycenter,
+                                 conveyor_sinkhorn_info* info) {
+  return guarded([&] {
+    conveyor::collective_call call("sinkhorn::barycenter", comm);
+    const sk::barycenter_options opt = solver_front_end(call, t, [&] { return to_barycenter_options(options); });
+    if (t == CONVEYOR_FLOAT64) barycenter_as<double>(C, rows, dim, ld, A, hists, weights, eps, comm, opt, barycenter, info);
+    else barycenter_as<float>(C, rows, dim, ld, A, hists, weights, eps, comm, opt, barycenter, info);
   });
 }
 

@@ -210,6 +210,8 @@ ENGINES = {
     "points": ("sinkhorn_points.hpp", "points_options", {}, "conveyor_points_options", [conveyor.sinkhorn_points], {}),
     "plan_apply": ("sinkhorn_points.hpp", "plan_apply_options", {}, "conveyor_plan_apply_options",
                    [conveyor.apply_plan_points], {}),
+    "barycenter": ("sinkhorn_barycenter.hpp", "barycenter_options", {"allreduce": INNER_ALLREDUCE},
+                   "conveyor_barycenter_options", [conveyor.sinkhorn_barycenter], {}),
     "outer": ("outer.hpp", "outer_options", {"allreduce": INNER_ALLREDUCE}, "conveyor_outer_options",
               [conveyor.outer_sum], {"validate": "ignored: outer_sum always agrees (C keeps the field)"}),
     "redistribute": ("redistribute.hpp", "plan_options", {}, "conveyor_redistribute_options", [conveyor.Plan], {}),
