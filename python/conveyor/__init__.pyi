@@ -140,27 +140,16 @@ def sinkhorn_points(
     eps_scaling: float = ...,
 ) -> PointsResult: ...
 class BarycenterResult(NamedTuple):
-    barycenter: npt.NDArray[np.floating[Any]]
+    barycenter: npt.NDArray[np.floating[Any]]  # the same on every rank
     status: str
     iterations: int
     error: float
     history: npt.NDArray[np.float64]
 
-def sinkhorn_barycenter(
-    C: npt.ArrayLike,
-    A: npt.ArrayLike,
-    eps: float,
-    weights: Optional[npt.ArrayLike] = ...,
-    comm: Optional[MPI.Comm] = ...,
-    tol: float = ...,
-    max_iter: int = ...,
-    check_every: int = ...,
-    first_check: int = ...,
-    log_domain: bool = ...,
-    threads: int = ...,
-    allreduce_algorithm: str = ...,
-    ranks_per_node: Optional[int] = ...,
-) -> BarycenterResult: ...
+def sinkhorn_barycenter(C: npt.ArrayLike, A: npt.ArrayLike, eps: float, weights: Optional[npt.ArrayLike] = ...,
+                        comm: Optional[MPI.Comm] = ..., tol: float = ..., max_iter: int = ..., check_every: int = ...,
+                        first_check: int = ..., log_domain: bool = ..., threads: int = ...,
+                        allreduce_algorithm: str = ..., ranks_per_node: Optional[int] = ...) -> BarycenterResult: ...
 def apply_plan_points(
     X: npt.ArrayLike,
     Y: npt.ArrayLike,

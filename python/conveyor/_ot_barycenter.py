@@ -21,15 +21,13 @@
   for float32 points here), so the supports agree to the solvers' tolerance,
   not to rounding.
 """
-import warnings
-
 import numpy as np
 from mpi4py import MPI
 
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._backends import foreign_backend, on_numpy
 from ._mpi import agree, comm_address
-from ._ot_points import _apply, _solve_points
+from ._ot_points import _apply, _solve_points, warn_outcome
 
 __all__ = ["barycenter", "free_support_sinkhorn_barycenter", "BARYCENTER_METHODS"]
 
@@ -125,12 +123,7 @@ def _barycenter(A, M, reg, weights, method, numItermax, stopThr, verbose, log, w
             if k % 20 == 0:
                 print(f"{'It.':>5s}|{'Err':>12s}\n" + "-" * 19)
             print(f"{1 + k * _CHECK_EVERY:5d}|{e:12e}|")
-    if status == "numerical_failure":
-        warnings.warn(f"conveyor.ot.barycenter: numerical errors at iteration {iterations + 1} (a scaling became 0, "
-                      "Inf or NaN); the last finite barycenter is returned", UserWarning, stacklevel=3)
-    elif status == "max_iter" and warn:
-        warnings.warn("Sinkhorn did not converge. You might want to increase the number of iterations `numItermax` "
-                      "or the regularization parameter `reg`.", UserWarning, stacklevel=3)
+    warn_outcome("barycenter", status, iterations, warn, "barycenter")
     return (q, {"err": err, "niter": niter}) if log else q
 
 

@@ -285,13 +285,18 @@ def _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, war
         for k, e in enumerate(err):  # (POT prints every 100th iteration's)
             if (k + 1) * _CHECK_EVERY % 100 == 0:
                 print(f"Error in marginal at iteration {(k + 1) * _CHECK_EVERY} = {e}")
+    warn_outcome(caller, status, iterations, warn, "iterate")
+    return run
+
+
+def warn_outcome(caller, status, iterations, warn, what):
+    """POT's warnings: a numerical failure (always), no convergence (when warn)."""
     if status == "numerical_failure":
         warnings.warn(f"conveyor.ot.{caller}: numerical errors at iteration {iterations + 1}; the last finite "
-                      "iterate is returned", UserWarning, stacklevel=3)
+                      f"{what} is returned", UserWarning, stacklevel=4)
     elif status == "max_iter" and warn:
         warnings.warn("Sinkhorn did not converge. You might want to increase the number of iterations "
-                      "`numItermax` or the regularization parameter `reg`.", UserWarning, stacklevel=3)
-    return run
+                      "`numItermax` or the regularization parameter `reg`.", UserWarning, stacklevel=4)
 
 
 def _ground(X, Y, metric):

@@ -163,32 +163,12 @@ def sinkhorn_unbalanced2(
     comm: Optional[MPI.Comm] = ...,
     **kwargs: Any,
 ) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...
-def barycenter(
-    A: npt.ArrayLike,
-    M: npt.ArrayLike,
-    reg: float,
-    weights: Optional[npt.ArrayLike] = ...,
-    method: str = ...,
-    numItermax: int = ...,
-    stopThr: float = ...,
-    verbose: bool = ...,
-    log: bool = ...,
-    warn: bool = ...,
-    comm: Optional[MPI.Comm] = ...,
-    **kwargs: Any,
-) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...
-def free_support_sinkhorn_barycenter(
-    measures_locations: Sequence[npt.ArrayLike],
-    measures_weights: Sequence[npt.ArrayLike],
-    X_init: npt.ArrayLike,
-    reg: float,
-    b: Optional[npt.ArrayLike] = ...,
-    weights: Optional[npt.ArrayLike] = ...,
-    numItermax: int = ...,
-    numInnerItermax: int = ...,
-    stopThr: float = ...,
-    verbose: bool = ...,
-    log: Optional[bool] = ...,
-    comm: Optional[MPI.Comm] = ...,
-    **kwargs: Any,
-) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...
+def barycenter(A: npt.ArrayLike, M: npt.ArrayLike, reg: float, weights: Optional[npt.ArrayLike] = ..., method: str = ...,
+               numItermax: int = ..., stopThr: float = ..., verbose: bool = ..., log: bool = ..., warn: bool = ...,
+               comm: Optional[MPI.Comm] = ..., **kwargs: Any) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...
+def free_support_sinkhorn_barycenter(measures_locations: Sequence[npt.ArrayLike],
+                                     measures_weights: Sequence[npt.ArrayLike], X_init: npt.ArrayLike, reg: float,
+                                     b: Optional[npt.ArrayLike] = ..., weights: Optional[npt.ArrayLike] = ...,
+                                     numItermax: int = ..., numInnerItermax: int = ..., stopThr: float = ...,
+                                     verbose: bool = ..., log: Optional[bool] = ..., comm: Optional[MPI.Comm] = ...,
+                                     **kwargs: Any) -> Union[Any, Tuple[Any, Dict[str, Any]]]: ...

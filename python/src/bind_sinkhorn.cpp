@@ -318,9 +318,8 @@ nb::object solver_call(const char* what, nb::handle comm, ToArgs&& to_args, Run&
   return run(s, cm);
 }
 
-}  // namespace
-
-void bind_sinkhorn(nb::module_& m) {
+// The solvers on a dense matrix: scaling, OT, the fixed-support barycenter.
+void bind_dense_solvers(nb::module_& m) {
   m.def(
       "sinkhorn_scale",
       [](nb::handle A, nb::handle r, nb::handle c, nb::handle comm, nb::handle in_place, nb::handle options) {
@@ -362,6 +361,21 @@ void bind_sinkhorn(nb::module_& m) {
       nb::arg("plan").none(), nb::arg("options").none());
 
   m.def(
+      "sinkhorn_barycenter",
+      [](nb::handle C, nb::handle A, nb::handle weights, nb::handle eps, nb::handle comm, nb::handle options) {
+        return solver_call<barycenter_args>(
+            "sinkhorn::barycenter", comm, [&](barycenter_args& s) { convert_barycenter(s, C, A, weights, eps, options); },
+            [](barycenter_args& s, MPI_Comm cm) {
+              return s.single ? run_barycenter<float>(s, cm) : run_barycenter<double>(s, cm);
+            });
+      },
+      nb::arg("C").none(), nb::arg("A").none(), nb::arg("weights").none(), nb::arg("eps").none(),
+      nb::arg("comm").none(), nb::arg("options").none());
+}
+
+// The point-cloud solver and its plan's action.
+void bind_point_solvers(nb::module_& m) {
+  m.def(
       "sinkhorn_points",
       [](nb::handle X, nb::handle Y, nb::handle a, nb::handle b, nb::handle eps, nb::handle comm, nb::handle options) {
         return solver_call<points_args>(
@@ -382,19 +396,13 @@ void bind_sinkhorn(nb::module_& m) {
       },
       nb::arg("X").none(), nb::arg("Y").none(), nb::arg("log_u").none(), nb::arg("log_v").none(),
       nb::arg("eps").none(), nb::arg("V").none(), nb::arg("comm").none(), nb::arg("options").none());
+}
 
-  m.def(
-      "sinkhorn_barycenter",
-      [](nb::handle C, nb::handle A, nb::handle weights, nb::handle eps, nb::handle comm, nb::handle options) {
-        return solver_call<barycenter_args>(
-            "sinkhorn::barycenter", comm, [&](barycenter_args& s) { convert_barycenter(s, C, A, weights, eps, options); },
-            [](barycenter_args& s, MPI_Comm cm) {
-              return s.single ? run_barycenter<float>(s, cm) : run_barycenter<double>(s, cm);
-            });
-      },
-      nb::arg("C").none(), nb::arg("A").none(), nb::arg("weights").none(), nb::arg("eps").none(),
-      nb::arg("comm").none(), nb::arg("options").none());
+}  // namespace
 
+void bind_sinkhorn(nb::module_& m) {
+  bind_dense_solvers(m);
+  bind_point_solvers(m);
   m.def("balanced_rows", [](std::size_t M, int rank, int size) {
     const sk::row_block b = sk::balanced_rows(M, rank, size);
     return nb::make_tuple(b.first, b.count);

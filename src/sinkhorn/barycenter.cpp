@@ -38,12 +38,13 @@ namespace {
 
 constexpr const char* kWhat = "sinkhorn::barycenter";
 
+// The call's arguments: C by rows (this rank's), A and the weights whole.
 template <class T>
 struct barycenter_problem {
-  const T* C = nullptr;
-  std::size_t rows = 0, dim = 0, ld = 0;
   const T* A = nullptr;  // dim x hists, row-major
   std::size_t hists = 0;
+  const T* C = nullptr;
+  std::size_t rows = 0, dim = 0, ld = 0;
   std::vector<double> weights;
   double eps = 1;
 };
@@ -327,15 +328,10 @@ barycenter_result<T> barycenter_entry(barycenter_problem<T>& p, const T* weights
   if (weights) std::copy(weights, weights + p.hists, p.weights.begin());
   agree_on_data(ctx, kWhat, [&] { check_data(ctx, p); });
 
-  barycenter_result<T> res;
-  if (p.dim == 0) {
-    res.state = status::converged;
-  } else {
-    res = barycenter_solver<T>(ctx, p, o).run();
-  }
-  res.threads = ctx.threads;
-  res.time.total = now() - t0;
-  return res;
+  if (p.dim > 0) return finished(barycenter_solver<T>(ctx, p, o).run(), ctx, t0);
+  barycenter_result<T> empty;
+  empty.state = status::converged;
+  return finished(std::move(empty), ctx, t0);
 }
 
 }  // namespace
@@ -346,14 +342,14 @@ namespace conveyor::sinkhorn {
 barycenter_result<double> barycenter(const double* C, std::size_t rows, std::size_t dim, std::size_t ld,
                                      const double* A, std::size_t hists, const double* weights, double eps,
                                      MPI_Comm comm, const barycenter_options& opts) {
-  detail::barycenter_problem<double> p{C, rows, dim, ld, A, hists, {}, eps};
+  detail::barycenter_problem<double> p{A, hists, C, rows, dim, ld, {}, eps};
   return detail::barycenter_entry(p, weights, comm, opts);
 }
 
 barycenter_result<float> barycenter(const float* C, std::size_t rows, std::size_t dim, std::size_t ld, const float* A,
                                     std::size_t hists, const float* weights, double eps, MPI_Comm comm,
                                     const barycenter_options& opts) {
-  detail::barycenter_problem<float> p{C, rows, dim, ld, A, hists, {}, eps};
+  detail::barycenter_problem<float> p{A, hists, C, rows, dim, ld, {}, eps};
   return detail::barycenter_entry(p, weights, comm, opts);
 }
 

@@ -134,6 +134,15 @@ void threaded_column_reduce(int nt, std::size_t rows, T init, std::vector<std::v
 /// Seconds on a monotonic clock.
 double now();
 
+/// A solver's result as its entry returns it: the threads it ran with and the
+/// whole call's seconds (from t0).
+template <class Result>
+Result finished(Result res, const run_context& ctx, double t0) {
+  res.threads = ctx.threads;
+  res.time.total = now() - t0;
+  return res;
+}
+
 /// Sum of x in index order (identical on every rank for identical x).
 double ordered_sum(const std::vector<double>& x);
 

@@ -373,10 +373,7 @@ transport_result<T> transport_entry(const ot_problem<T>& p, MPI_Comm comm, const
                /*equal_masses=*/!unbalanced && o.stop == stop_rule::marginal);
 
   const bool log_domain = o.log_domain || unbalanced || o.stop == stop_rule::change;
-  res = log_domain ? log_solver<T>(ctx, p, o).run() : solve_plain(ctx, p, o);
-  res.threads = ctx.threads;
-  res.time.total = now() - t0;
-  return res;
+  return finished(log_domain ? log_solver<T>(ctx, p, o).run() : solve_plain(ctx, p, o), ctx, t0);
 }
 
 }  // namespace

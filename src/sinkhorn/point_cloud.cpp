@@ -444,10 +444,7 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
   for (std::size_t i = 0; i < x.count; ++i) {
     if (std::isinf(x.log_weight[i])) x.potential()[i] = -std::numeric_limits<T>::infinity();
   }
-  res = point_solver<T>(ctx, p, o, x, y).run();
-  res.threads = ctx.threads;
-  res.time.total = now() - t0;
-  return res;
+  return finished(point_solver<T>(ctx, p, o, x, y).run(), ctx, t0);
 }
 
 }  // namespace

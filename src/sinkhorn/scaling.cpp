@@ -286,10 +286,7 @@ scaling_result<T> scale_entry(const T* A, T* A_mut, std::size_t rows, std::size_
     return res;
   }
   validate_data(ctx, p, what);
-  scaling_result<T> res = solve_scaling(ctx, p, o);
-  res.threads = ctx.threads;
-  res.time.total = now() - t0;
-  return res;
+  return finished(solve_scaling(ctx, p, o), ctx, t0);
 }
 
 // options.columns_first (POT's order): v = c / (A^T u0) over all ranks, with u0 =

@@ -29,8 +29,6 @@ namespace sk = sinkhorn;
 using testing::rank_of;
 using testing::size_of;
 
-double uniform(testing::splitmix64& rng) { return double(rng() >> 11) / 9007199254740992.0; }
-
 // A dense problem, identical on every rank (same seed).
 struct dense_problem {
   std::size_t M = 0, N = 0;
@@ -44,11 +42,11 @@ dense_problem scaling_problem(std::size_t M, std::size_t N, std::uint64_t seed, 
   p.M = M;
   p.N = N;
   p.A.resize(M * N);
-  for (auto& x : p.A) x = 0.05 + uniform(rng);
+  for (auto& x : p.A) x = 0.05 + testing::uniform01(rng);
   p.r.resize(M);
   p.c.resize(N);
-  for (auto& x : p.r) x = doubly_stochastic ? 1.0 : 0.2 + uniform(rng);
-  for (auto& x : p.c) x = doubly_stochastic ? 1.0 : 0.2 + uniform(rng);
+  for (auto& x : p.r) x = doubly_stochastic ? 1.0 : 0.2 + testing::uniform01(rng);
+  for (auto& x : p.c) x = doubly_stochastic ? 1.0 : 0.2 + testing::uniform01(rng);
   // Equal masses: scale c to the mass of r (all ones stays all ones when M == N).
   double sr = 0, sc = 0;
   for (double x : p.r) sr += x;
@@ -64,8 +62,8 @@ dense_problem ot_problem(std::size_t M, std::size_t N, std::uint64_t seed, doubl
   p.M = M;
   p.N = N;
   std::vector<double> x(M), y(N);
-  for (auto& v : x) v = uniform(rng);
-  for (auto& v : y) v = uniform(rng);
+  for (auto& v : x) v = testing::uniform01(rng);
+  for (auto& v : y) v = testing::uniform01(rng);
   p.A.resize(M * N);
   for (std::size_t i = 0; i < M; ++i) {
     for (std::size_t j = 0; j < N; ++j) p.A[i * N + j] = offset + (x[i] - y[j]) * (x[i] - y[j]);

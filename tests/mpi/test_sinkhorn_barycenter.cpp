@@ -21,12 +21,10 @@
 namespace conveyor {
 namespace {
 
-namespace sk = sinkhorn;
 using testing::expect_error_everywhere;
 using testing::rank_of;
 using testing::size_of;
-
-double uniform(testing::splitmix64& rng) { return double(rng() >> 11) / 9007199254740992.0; }
+namespace sk = sinkhorn;
 
 struct problem {
   std::size_t dim = 0, hists = 0;
@@ -37,10 +35,7 @@ struct problem {
 // entries exactly 0), an asymmetric cost (C_ij = (x_i - x_j)^2 + 0.1 [i > j]).
 problem make_problem(std::size_t dim, std::size_t hists, std::uint64_t seed, bool zeros) {
   testing::splitmix64 rng(seed);
-  problem p;
-  p.dim = dim;
-  p.hists = hists;
-  p.C.resize(dim * dim);
+  problem p{dim, hists, std::vector<double>(dim * dim), {}, {}};
   const auto x = [&](std::size_t i) { return dim > 1 ? double(i) / double(dim - 1) : 0.0; };
   for (std::size_t i = 0; i < dim; ++i) {
     for (std::size_t j = 0; j < dim; ++j) p.C[i * dim + j] = (x(i) - x(j)) * (x(i) - x(j)) + (i > j ? 0.1 : 0.0);
@@ -50,7 +45,7 @@ problem make_problem(std::size_t dim, std::size_t hists, std::uint64_t seed, boo
     double mass = 0;
     const double centre = (double(k) + 0.5) / double(hists);
     for (std::size_t i = 0; i < dim; ++i) {
-      double v = std::exp(-20 * (x(i) - centre) * (x(i) - centre)) + 0.05 * uniform(rng);
+      double v = std::exp(-20 * (x(i) - centre) * (x(i) - centre)) + 0.05 * testing::uniform01(rng);
       if (zeros && dim > 2 && (i + k) % 5 == 0) v = 0;
       mass += (p.A[i * hists + k] = v);
     }
@@ -58,7 +53,7 @@ problem make_problem(std::size_t dim, std::size_t hists, std::uint64_t seed, boo
   }
   p.weights.resize(hists);
   double total = 0;
-  for (auto& w : p.weights) total += (w = 0.5 + uniform(rng));
+  for (auto& w : p.weights) total += (w = 0.5 + testing::uniform01(rng));
   for (auto& w : p.weights) w /= total;
   return p;
 }

@@ -29,8 +29,6 @@ using testing::expect_error_everywhere;
 using testing::rank_of;
 using testing::size_of;
 
-double uniform(testing::splitmix64& rng) { return double(rng() >> 11) / 9007199254740992.0; }
-
 // Two weighted point clouds, identical on every rank (same seed).
 struct clouds {
   std::size_t n = 0, m = 0, d = 0;
@@ -45,14 +43,14 @@ clouds make_clouds(std::size_t n, std::size_t m, std::size_t d, std::uint64_t se
   c.d = d;
   c.X.resize(n * d);
   c.Y.resize(m * d);
-  for (auto& v : c.X) v = uniform(rng);
-  for (auto& v : c.Y) v = 0.3 + uniform(rng);  // shifted: the plan is not the identity
+  for (auto& v : c.X) v = testing::uniform01(rng);
+  for (auto& v : c.Y) v = 0.3 + testing::uniform01(rng);  // shifted: the plan is not the identity
   c.a.assign(n, 1.0 / double(n));
   c.b.assign(m, 1.0 / double(m));
   if (!uniform_weights) {
     double sa = 0, sb = 0;
-    for (auto& v : c.a) sa += (v = 0.2 + uniform(rng));
-    for (auto& v : c.b) sb += (v = 0.2 + uniform(rng));
+    for (auto& v : c.a) sa += (v = 0.2 + testing::uniform01(rng));
+    for (auto& v : c.b) sb += (v = 0.2 + testing::uniform01(rng));
     for (auto& v : c.a) v /= sa;
     for (auto& v : c.b) v /= sb;
   }
@@ -435,7 +433,7 @@ void expect_apply_matches(const clouds& c, sk::metric metric, std::size_t k, boo
   const sk::row_block bx = share_of(c.n, true, 0), by = share_of(c.m, true, size_of() - 1);
   testing::splitmix64 rng(31 + k);
   std::vector<double> V((transpose ? c.n : c.m) * k);
-  for (auto& v : V) v = uniform(rng) - 0.25;
+  for (auto& v : V) v = testing::uniform01(rng) - 0.25;
   const sk::row_block own = transpose ? by : bx, other = transpose ? bx : by;
   const auto X = slice<T>(c.X, bx.first, bx.count, c.d), Y = slice<T>(c.Y, by.first, by.count, c.d);
   const auto log_u = slice<T>(run.log_u, bx.first, bx.count), log_v = slice<T>(run.log_v, by.first, by.count);

@@ -194,6 +194,9 @@ struct splitmix64 {
   }
 };
 
+/// A uniform double in [0, 1) from the generator's top 53 bits.
+inline double uniform01(splitmix64& rng) { return double(rng() >> 11) / 9007199254740992.0; }
+
 template <class T, class Rng>
 T random_value(Rng& rng) {
   std::uniform_int_distribution<int> pick(0, 99);
