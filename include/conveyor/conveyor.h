@@ -176,6 +176,8 @@ CONVEYOR_C_API int conveyor_sinkhorn_transport(conveyor_dtype t, const void* C, 
 
 #define CONVEYOR_C_POINTS_(suffix, cpp, name) CONVEYOR_POINTS_##suffix,
 enum { CONVEYOR_POINTS_METRIC_LIST(CONVEYOR_C_POINTS_) }; /* CONVEYOR_POINTS_SQEUCLIDEAN, _EUCLIDEAN */
+#define CONVEYOR_C_EXCHANGE_(suffix, cpp, name) CONVEYOR_EXCHANGE_##suffix,
+enum { CONVEYOR_POINTS_EXCHANGE_LIST(CONVEYOR_C_EXCHANGE_) }; /* CONVEYOR_EXCHANGE_AUTO, _RING, _GATHER */
 
 typedef struct conveyor_points_options {
   int metric;               /* CONVEYOR_POINTS_* */
@@ -191,6 +193,7 @@ typedef struct conveyor_points_options {
   int reg_type;
   int stop;
   double eps_scaling;       /* eps-scaling factor in (0, 1), 0: off (points_options::eps_scaling) */
+  int exchange;             /* CONVEYOR_EXCHANGE_AUTO (default), _RING or _GATHER */
 } conveyor_points_options;
 
 /* The defaults of conveyor::sinkhorn::points_options. */

@@ -80,6 +80,15 @@
  *   euclidean    ||x - y||   (POT's "euclidean", p = 1) */
 #define CONVEYOR_POINTS_METRIC_LIST(X) X(SQEUCLIDEAN, sqeuclidean, "sqeuclidean") X(EUCLIDEAN, euclidean, "euclidean")
 
+/* How one side of a point-cloud problem reaches every rank (C: CONVEYOR_EXCHANGE_AUTO, ...):
+ *   auto    the ring for each side's first pass, then the gather if the slowest
+ *           rank's measured pass is longer than its measured compute plus the
+ *           cost model's allgather of the side (and the side fits in 256 MiB)
+ *   ring    P steps, each block sent on while the previous one is worked on
+ *   gather  one allgather of the side per pass, then the same blocks in the same
+ *           order (the same bits as the ring) */
+#define CONVEYOR_POINTS_EXCHANGE_LIST(X) X(AUTO, automatic, "auto") X(RING, ring, "ring") X(GATHER, gather, "gather")
+
 /* DSOP algorithms (C: CONVEYOR_OUTER_AUTO, ...); docs/algorithms.md. */
 #define CONVEYOR_OUTER_ALGORITHM_LIST(X)                                              \
   X(AUTO, automatic, "auto") X(ALLGATHER, allgather, "allgather")                     \

@@ -34,6 +34,10 @@ namespace conveyor::sinkhorn {
 /// The ground cost: sqeuclidean (default), euclidean. Described in conveyor/enums.h.
 CONVEYOR_DECLARE_ENUM(metric, CONVEYOR_POINTS_METRIC_LIST, metric_name, parse_metric);
 
+/// How the other side's points reach every rank: automatic (default), ring,
+/// gather. Described in conveyor/enums.h; docs/algorithms.md, "Point clouds".
+CONVEYOR_DECLARE_ENUM(exchange, CONVEYOR_POINTS_EXCHANGE_LIST, exchange_name, parse_exchange);
+
 struct points_options {
   sinkhorn::metric metric = sinkhorn::metric::sqeuclidean;
   double tol = 1e-9;  // on the row-marginal error, in `norm`
@@ -60,6 +64,8 @@ struct points_options {
   /// Warm start: log_u of this rank's X points, log_v of its Y points (both or
   /// neither; empty: zeros).
   std::vector<double> init_log_u, init_log_v;
+  /// How each side travels to the other's ranks (the result's bits do not depend on it).
+  sinkhorn::exchange exchange = sinkhorn::exchange::automatic;
 };
 
 template <class T>

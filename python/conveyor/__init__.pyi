@@ -138,6 +138,7 @@ def sinkhorn_points(
     reg_type: str = ...,
     stop: str = ...,
     eps_scaling: float = ...,
+    exchange: str = ...,
 ) -> PointsResult: ...
 class BarycenterResult(NamedTuple):
     barycenter: npt.NDArray[np.floating[Any]]  # the same on every rank

@@ -35,7 +35,7 @@ __all__ = ["empirical_sinkhorn", "empirical_sinkhorn2", "empirical_sinkhorn_dive
 
 #: The ground costs the point-cloud solver computes (POT's names).
 METRICS = ("sqeuclidean", "euclidean")
-_ENGINE_KWARGS = ("threads", "eps_scaling")
+_ENGINE_KWARGS = ("threads", "eps_scaling", "exchange")
 _CHECK_EVERY = 10  # POT's lazy solver tests the error after every 10th iteration
 
 
@@ -89,8 +89,8 @@ def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numI
         Spread the problem over these ranks (collective).
     **kwargs
         ``threads``: OpenMP threads per rank; ``eps_scaling``: anneal reg from the
-        clouds' diameter (``conveyor.sinkhorn_points``); anything else is
-        ignored, as POT does.
+        clouds' diameter; ``exchange``: ring, gather or auto (both
+        ``conveyor.sinkhorn_points``'s); anything else is ignored, as POT does.
 
     Returns
     -------

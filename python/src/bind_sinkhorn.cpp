@@ -186,6 +186,7 @@ void convert_points(points_args& s, nb::handle X, nb::handle Y, nb::handle a, nb
   opt.read_with("metric", [&](nb::handle h) { s.o.metric = sk::parse_metric(value<std::string>(h, "metric", "a string")); });
   read_iteration(opt, s.o);
   opt.read("eps_scaling", s.o.eps_scaling, "a number");
+  opt.read_with("exchange", [&](nb::handle h) { s.o.exchange = sk::parse_exchange(value<std::string>(h, "exchange", "a string")); });
   read_warm_start(opt, "init_log_u", s.o.init_log_u);
   read_warm_start(opt, "init_log_v", s.o.init_log_v);
   read_unbalanced(opt, s.o);

@@ -302,6 +302,7 @@ sk::points_options to_points_options(const conveyor_points_options* o, std::size
   if (o->init_log_u) opt.init_log_u.assign(o->init_log_u, o->init_log_u + n);
   if (o->init_log_v) opt.init_log_v.assign(o->init_log_v, o->init_log_v + m);
   opt.eps_scaling = o->eps_scaling;
+  opt.exchange = static_cast<sk::exchange>(o->exchange);
   return opt;
 }
 
@@ -321,7 +322,8 @@ void conveyor_points_options_init(conveyor_points_options* options) {
   const sk::points_options d;
   *options = conveyor_points_options{static_cast<int>(d.metric), d.tol, d.max_iter, static_cast<int>(d.norm),
                                      d.check_every, d.threads, nullptr, nullptr, d.reg_m_rows, d.reg_m_cols,
-                                     static_cast<int>(d.reg_type), static_cast<int>(d.stop), d.eps_scaling};
+                                     static_cast<int>(d.reg_type), static_cast<int>(d.stop), d.eps_scaling,
+                                     static_cast<int>(d.exchange)};
 }
 
 int conveyor_sinkhorn_points(conveyor_dtype t, const void* X, size_t n, const void* Y, size_t m, size_t dim,

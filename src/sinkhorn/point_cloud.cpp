@@ -36,6 +36,7 @@
 namespace conveyor::sinkhorn {
 
 CONVEYOR_ENUM_NAMES(metric, CONVEYOR_POINTS_METRIC_LIST, "metric", kMetricNames, metric_name, parse_metric)
+CONVEYOR_ENUM_NAMES(exchange, CONVEYOR_POINTS_EXCHANGE_LIST, "exchange", kExchangeNames, exchange_name, parse_exchange)
 
 namespace detail {
 namespace {
@@ -66,6 +67,8 @@ struct side {
   std::vector<std::size_t> counts;  // every rank's count
   std::size_t first = 0;          // global index of this rank's first point
   std::size_t total = 0;
+  bool gathered = false;          // reaches the other ranks by allgather, not by ring
+  bool exchange_chosen = false;   // (automatic: after the side's first pass)
 
   T* potential() { return block.data(); }
   const T* potential() const { return block.data(); }
@@ -123,9 +126,14 @@ struct pass_result {
 template <class T>
 class point_solver {
  public:
-  point_solver(const run_context& ctx, const points_problem<T>& p, const points_options& o, side<T>& x, side<T>& y)
-      : ctx_(ctx), p_(p), o_(o), k_(active_point_kernels<T>()), x_(x), y_(y) {
+  point_solver(const run_context& ctx, const points_problem<T>& p, const points_options& o, side<T>& x, side<T>& y,
+               conveyor::detail::link_params link)
+      : ctx_(ctx), p_(p), o_(o), k_(active_point_kernels<T>()), x_(x), y_(y), link_(link) {
     set_eps(p.eps);
+    for (side<T>* s : {&x_, &y_}) {
+      s->gathered = o.exchange == exchange::gather;
+      s->exchange_chosen = o.exchange != exchange::automatic || ctx.size == 1;
+    }
   }
 
   points_result<T> run() {
@@ -243,7 +251,7 @@ class point_solver {
     lse_.assign(n, running_lse{-std::numeric_limits<double>::infinity(), 0.0, 0.0});
     const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx_.threads), std::max<std::size_t>(n, 1)));
     scratch_.resize(static_cast<std::size_t>(nt) * point_kernels<T>::kScratch);
-    block_ring<T> ring(ctx_.comm, ctx_.rank, cols.counts, p_.dim + 1);
+    block_ring<T> ring(ctx_.comm, ctx_.rank, cols.counts, p_.dim + 1, cols.gathered);
     ring.circulate(cols.block.data(), [&](const T* block, std::size_t count, int) {
       const T* h = block;
       const T* transposed = block + count;
@@ -253,6 +261,11 @@ class point_solver {
                        with_cost, lse_.data() + r0, scratch);
       });
     });
+    if (!cols.exchange_chosen) {  // automatic, after this side's first (ring) pass
+      const double side_bytes = static_cast<double>(cols.total) * static_cast<double>((p_.dim + 1) * sizeof(T));
+      cols.gathered = gather_pays(ctx_.comm, ctx_.size, ring.pass_seconds(), ring.work_seconds(), side_bytes, link_);
+      cols.exchange_chosen = true;
+    }
     pass_result r;
     T* potential = rows.potential();
     for (std::size_t i = 0; i < n; ++i) {
@@ -320,6 +333,7 @@ class point_solver {
   const point_kernels<T>& k_;
   side<T>& x_;
   side<T>& y_;
+  conveyor::detail::link_params link_;  // the cost model's link between the ranks (the gather's)
   double eps_ = 1;
   T inv_eps_ = 1;
   std::vector<running_lse> lse_;
@@ -335,6 +349,9 @@ void check_options(const points_options& o, std::size_t n, std::size_t m) {
   if (o.max_iter < 1) bad("max_iter must be >= 1");
   if (o.check_every < 1) bad("check_every must be >= 1");
   if (o.norm != error_norm::l1 && o.norm != error_norm::l2) bad("unknown norm " + std::to_string(static_cast<int>(o.norm)));
+  if (static_cast<int>(o.exchange) < 0 || static_cast<int>(o.exchange) >= exchange_count) {
+    bad("unknown exchange " + std::to_string(static_cast<int>(o.exchange)));
+  }
   if (o.threads < 0) bad("threads must be >= 0");
   if (!(o.eps_scaling >= 0 && o.eps_scaling < 1)) {
     bad("eps_scaling must be 0 (off) or in (0, 1), got " + std::to_string(o.eps_scaling));
@@ -391,7 +408,7 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
   call.must_match("dims", static_cast<std::int64_t>(p.dim)).must_match("dtypes", dtype_of_v<T>);
   call.must_match("metrics", o.metric, metric_name).must_match("max_iter values", o.max_iter);
   call.must_match_real("tolerances", o.tol).must_match("norms", o.norm, norm_name);
-  call.must_match_real("eps_scaling values", o.eps_scaling);
+  call.must_match_real("eps_scaling values", o.eps_scaling).must_match("exchanges", o.exchange, exchange_name);
   call.must_match("check_every values", o.check_every).must_match("warm start flags", o.init_log_u.empty() ? 0 : 1);
   // Weights given or uniform: the same choice on every rank that holds points (a
   // rank without points may pass null either way).
@@ -444,7 +461,8 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
   for (std::size_t i = 0; i < x.count; ++i) {
     if (std::isinf(x.log_weight[i])) x.potential()[i] = -std::numeric_limits<T>::infinity();
   }
-  return finished(point_solver<T>(ctx, p, o, x, y).run(), ctx, t0);
+  const auto link = conveyor::detail::flat_link(conveyor::detail::context_of(call).layout(0), current_cost_model());
+  return finished(point_solver<T>(ctx, p, o, x, y, link).run(), ctx, t0);
 }
 
 }  // namespace

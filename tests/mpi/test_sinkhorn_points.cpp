@@ -311,6 +311,36 @@ TEST(SinkhornPoints, EverySimdTargetAndThreadCountAgree) {
   set_simd_target(before);
 }
 
+// Ring, gather and the automatic choice send the same blocks and work on them in
+// the same order: the same bits, with uneven shares (ranks without points) and
+// the many passes of eps-scaling.
+TEST(SinkhornPoints, EveryExchangeGivesTheSameBits) {
+  const clouds c = make_clouds(37, 29, 3, 23, false);
+  for (bool skewed : {false, true}) {
+    for (bool single : {false, true}) {
+      sk::points_options o;
+      o.tol = 0;
+      o.max_iter = 12;
+      o.eps_scaling = 0.5;
+      o.threads = 1;
+      std::vector<distributed_run> runs;
+      for (sk::exchange e : {sk::exchange::ring, sk::exchange::gather, sk::exchange::automatic}) {
+        o.exchange = e;
+        runs.push_back(single ? run_points<float>(c, 0.05, o, skewed) : run_points<double>(c, 0.05, o, skewed));
+      }
+      for (std::size_t k = 1; k < runs.size(); ++k) {
+        SCOPED_TRACE(std::string(sk::exchange_name(k == 1 ? sk::exchange::gather : sk::exchange::automatic)) +
+                     (skewed ? " skewed" : "") + (single ? " float32" : ""));
+        EXPECT_EQ(runs[k].log_u, runs[0].log_u);
+        EXPECT_EQ(runs[k].log_v, runs[0].log_v);
+        EXPECT_EQ(runs[k].res.cost, runs[0].res.cost);
+        EXPECT_EQ(runs[k].res.error_history, runs[0].res.error_history);
+        EXPECT_EQ(runs[k].res.annealing_steps, runs[0].res.annealing_steps);
+      }
+    }
+  }
+}
+
 TEST(SinkhornPoints, ConvergenceIsTestedEveryCheckEvery) {
   const clouds c = make_clouds(30, 30, 2, 13, false);
   sk::points_options o;
@@ -713,6 +743,16 @@ TEST(SinkhornPointsErrors, BadInputOnAnyOneRankFailsEveryRank) {
       bad_points_case t;
       if (me) t.o.init_log_u.assign(t.bx.count, 0.0);  // init_log_v missing
       expect_error_everywhere([&] { t.run(); }, "give both or neither");
+    }
+    {
+      bad_points_case t;
+      if (me) t.o.exchange = static_cast<sk::exchange>(7);
+      expect_error_everywhere([&] { t.run(); }, "unknown exchange 7");
+    }
+    if (size_of() > 1) {
+      bad_points_case t;
+      if (me) t.o.exchange = sk::exchange::gather;  // valid, but on one rank only
+      expect_error_everywhere([&] { t.run(); }, "exchanges");
     }
   }
   {

@@ -112,6 +112,21 @@ def test_shares_over_ranks_give_the_single_process_potentials(dtype):
     np.testing.assert_allclose(fu, conveyor.ot.empirical_sinkhorn(X, Y, 0.05, isLazy=True, stopThr=stop)[0][sx], atol=tol)
 
 
+def test_every_exchange_gives_the_same_bits_over_ranks():
+    X, Y, a, b = clouds(47, 38, 3, seed=6)
+    sx, sy = uneven(47, 0), uneven(38, SIZE - 1)
+    runs = {e: conveyor.sinkhorn_points(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM, tol=0.0, max_iter=15,
+                                        exchange=e) for e in ("ring", "gather", "auto")}
+    for e in ("gather", "auto"):
+        assert np.array_equal(runs[e].log_u, runs["ring"].log_u) and np.array_equal(runs[e].log_v, runs["ring"].log_v)
+        assert runs[e].cost == runs["ring"].cost
+    f, _ = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], isLazy=True, comm=COMM, exchange="gather")
+    f_ring, _ = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], isLazy=True, comm=COMM, exchange="ring")
+    assert np.array_equal(f, f_ring)
+    with pytest.raises(ValueError, match="exchange"):
+        conveyor.sinkhorn_points(X[sx], Y[sy], 0.05, comm=COMM, exchange="broadcast")
+
+
 def test_eps_scaling_saves_iterations_and_reaches_the_same_plan_over_ranks():
     X, Y, a, b = clouds(50, 40, 2, seed=8)
     sx, sy = uneven(50, 0), uneven(40, SIZE - 1)
