@@ -101,21 +101,6 @@ void set_weights(side<T>& s, const T* w) {
   }
 }
 
-// Both clouds moved so that their common bounding box is centered at 0.
-template <class T>
-struct centered_points {
-  std::vector<T> X, Y;
-  centered_points() = default;
-  centered_points(MPI_Comm comm, const points_problem<T>& p) : X(p.X, p.X + p.n * p.dim), Y(p.Y, p.Y + p.m * p.dim) {
-    const box b = bounding_box(comm, p.X, p.n, p.Y, p.m, p.dim);
-    for (std::size_t k = 0; k < p.dim; ++k) {
-      const T center = b.hi[k] >= b.lo[k] ? static_cast<T>(0.5 * (b.lo[k] + b.hi[k])) : T(0);
-      for (std::size_t i = 0; i < p.n; ++i) X[i * p.dim + k] -= center;
-      for (std::size_t j = 0; j < p.m; ++j) Y[j * p.dim + k] -= center;
-    }
-  }
-};
-
 // What one pass over the other side reports.
 struct pass_result {
   double error_terms = 0;  // this rank's share of the previous iterate's marginal error (before the norm's root)
@@ -433,7 +418,7 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
   // The dot-product path computes |x|^2 + |y|^2 - 2<x, y>: centered points keep
   // its cancellation within the clouds' diameter (distances do not move).
   const bool centered = p.dim >= dot_min_dim();
-  const centered_points<T> cx = centered ? centered_points<T>(ctx.comm, p) : centered_points<T>{};
+  const centered_points<T> cx = centered ? centered_points<T>(ctx.comm, p.X, p.n, p.Y, p.m, p.dim) : centered_points<T>{};
   side<T> x = make_side(centered ? cx.X.data() : p.X, p.n, p.dim, std::move(shares.n_of), ctx.rank);
   side<T> y = make_side(centered ? cx.Y.data() : p.Y, p.m, p.dim, std::move(shares.m_of), ctx.rank);
   ctx.total_rows = x.total;

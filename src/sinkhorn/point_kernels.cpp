@@ -10,8 +10,8 @@
 // Pass 1 has two forms: differences (exact for close points far from the origin)
 // below dot_min_dim(), and from it ||x||^2 + ||y||^2 - 2<x, y> with kDotRows rows
 // per load of the tile's coordinates (d FMAs per pair instead of d subtractions and
-// d FMAs; the callers center the points). One exp per pair. applying a plan
-// (apply_block) uses pass 1's difference form, then k dot products per tile.
+// d FMAs; the callers center the points). One exp per pair. Applying a plan
+// (apply_block) runs the same pass 1 (either form), then k dot products per tile.
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "sinkhorn/point_kernels.cpp"
@@ -256,19 +256,17 @@ void MergeBlock(const T* x, std::size_t rows, std::size_t dim, const T* yt, std:
   }
 }
 
-// Applying a plan, one row and one tile: e_j = exp(v_j - max) (pass 2 on the
-// scratch), then for each of the k values sum_j e_j vt[c][j], folded into the
-// row's running (max, k sums) in double as Fold does.
-template <class T, bool kEuclid>
-void ApplyRowTile(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRICT yt, std::size_t stride,
-                  const T* HWY_RESTRICT h, std::size_t n, T inv_eps, const T* HWY_RESTRICT vt, std::size_t k,
-                  double* HWY_RESTRICT acc, T* HWY_RESTRICT scratch) {
+// Applying a plan, one row and one tile, after pass 1 (the values v_j and their
+// max m, by either form): e_j = exp(v_j - m) in place, then for each of the k
+// values sum_j e_j vt[c][j], folded into the row's running (max, k sums) in
+// double as Fold does.
+template <class T>
+void FoldValuesTile(T* HWY_RESTRICT e, std::size_t n, T m, const T* HWY_RESTRICT vt, std::size_t stride, std::size_t k,
+                    double* HWY_RESTRICT acc) {
+  if (!(m > -std::numeric_limits<T>::infinity())) return;
   const hn::ScalableTag<T> d;
   const hn::CappedTag<T, 1> d1;
   const std::size_t N = hn::Lanes(d);
-  T* HWY_RESTRICT e = scratch;
-  const T m = TileValuesAndMax<T, kEuclid, false>(x, dim, yt, stride, h, n, inv_eps, e, nullptr);
-  if (!(m > -std::numeric_limits<T>::infinity())) return;
   const auto vm = hn::Set(d, m);
   std::size_t j = 0;
   for (; j + N <= n; j += N) hn::StoreU(hn::Exp(d, hn::Sub(hn::LoadU(d, e + j), vm)), d, e + j);
@@ -296,15 +294,37 @@ void ApplyRowTile(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRIC
   }
 }
 
+// The rows against the block a tile at a time, pass 1 by differences or (from
+// dot_min_dim(), on centered points) by dot products kDotRows rows at a time.
 template <class T, bool kEuclid>
 void ApplyBlockFor(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h,
                    T inv_eps, const T* vt, std::size_t k, double* acc, T* scratch) {
-  constexpr std::size_t kTile = point_kernels<T>::kTile;
+  constexpr std::size_t kTile = point_kernels<T>::kTile, kRows = point_kernels<T>::kDotRows;
+  const bool by_dots = dim >= dot_min_dim();
   for (std::size_t j0 = 0; j0 < cols; j0 += kTile) {
     const std::size_t n = std::min(kTile, cols - j0);
-    for (std::size_t i = 0; i < rows; ++i) {
-      ApplyRowTile<T, kEuclid>(x + i * dim, dim, yt + j0, cols, h + j0, n, inv_eps, vt + j0, k, acc + i * (k + 1),
-                               scratch);
+    const T* tile_y = yt + j0;
+    const T* tile_h = h + j0;
+    const T* tile_v = vt + j0;
+    std::size_t i = 0;
+    if (by_dots) {
+      T* yn = scratch;
+      T* v = scratch + kTile;
+      T m[kRows];
+      TileNorms(tile_y, dim, cols, n, yn);
+      for (; i + kRows <= rows; i += kRows) {
+        TileValuesByDots<T, kEuclid, false, kRows>(x + i * dim, dim, tile_y, cols, tile_h, yn, n, inv_eps, v, nullptr, m);
+        for (std::size_t r = 0; r < kRows; ++r) FoldValuesTile(v + r * kTile, n, m[r], tile_v, cols, k, acc + (i + r) * (k + 1));
+      }
+      for (; i < rows; ++i) {
+        TileValuesByDots<T, kEuclid, false, 1>(x + i * dim, dim, tile_y, cols, tile_h, yn, n, inv_eps, v, nullptr, m);
+        FoldValuesTile(v, n, m[0], tile_v, cols, k, acc + i * (k + 1));
+      }
+      continue;
+    }
+    for (; i < rows; ++i) {
+      const T m = TileValuesAndMax<T, kEuclid, false>(x + i * dim, dim, tile_y, cols, tile_h, n, inv_eps, scratch, nullptr);
+      FoldValuesTile(scratch, n, m, tile_v, cols, k, acc + i * (k + 1));
     }
   }
 }

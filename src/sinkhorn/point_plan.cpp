@@ -7,7 +7,9 @@
 //      points transposed (dim x count), then V transposed (k x count);
 //   2. the blocks go round the ring (block_ring, the solver's); for each, every
 //      row folds sum_j exp(h_j - C_ij / eps) V_jc into a running
-//      (max, k sums) in double (point_kernels' apply_block);
+//      (max, k sums) in double (point_kernels' apply_block: the costs by
+//      differences, or from dot_min_dim() by dot products on points centered
+//      on their common bounding box, as the solver);
 //   3. out_ic = exp(row potential_i + max_i) sum_ic.
 // Work: one solver pass (n m pairs over the ranks) plus k FMAs per pair; bytes
 // per rank: (P - 1)/P of the other side's (1 + dim + k) N elements.
@@ -67,6 +69,9 @@ void check_potentials(const T* f, std::size_t count, const char* name, std::size
 }
 
 template <class T>
+void product(const run_context& ctx, const apply_problem<T>& p, const plan_apply_options& o, const apply_sides<T>& s);
+
+template <class T>
 void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_options& o) {
   collective_call call(kApply, comm);
   const bool eps_valid = std::isfinite(p.eps) && p.eps > 0;
@@ -105,6 +110,20 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
   });
   if (p.k == 0) return;  // (k is the same on every rank; a rank without rows still serves the ring)
 
+  // The dot-product path (as the solver's): on points centered on their common box.
+  if (p.dim >= dot_min_dim()) {
+    const centered_points<T> c(ctx.comm, s.row_points, s.rows, s.col_points, s.cols, p.dim);
+    apply_sides<T> moved = s;
+    moved.row_points = c.X.data();
+    moved.col_points = c.Y.data();
+    return product(ctx, p, o, moved);
+  }
+  product(ctx, p, o, s);
+}
+
+// Steps 1-3 on checked arguments.
+template <class T>
+void product(const run_context& ctx, const apply_problem<T>& p, const plan_apply_options& o, const apply_sides<T>& s) {
   // 1. The home block: potentials, points transposed, values transposed.
   const std::size_t per_point = 1 + p.dim + p.k;
   std::vector<T> home(per_point * s.cols);

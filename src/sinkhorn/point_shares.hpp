@@ -78,6 +78,24 @@ box bounding_box(MPI_Comm comm, const T* X, std::size_t n, const T* Y, std::size
   return b;
 }
 
+/// Both clouds moved so that their common bounding box is centered at 0
+/// (collective): what the dot-product path needs to keep its cancellation within
+/// the clouds' diameter (distances do not move). Empty unless `center`.
+template <class T>
+struct centered_points {
+  std::vector<T> X, Y;
+  centered_points() = default;
+  centered_points(MPI_Comm comm, const T* x, std::size_t n, const T* y, std::size_t m, std::size_t dim)
+      : X(x, x + n * dim), Y(y, y + m * dim) {
+    const box b = bounding_box(comm, x, n, y, m, dim);
+    for (std::size_t k = 0; k < dim; ++k) {
+      const T center = b.hi[k] >= b.lo[k] ? static_cast<T>(0.5 * (b.lo[k] + b.hi[k])) : T(0);
+      for (std::size_t i = 0; i < n; ++i) X[i * dim + k] -= center;
+      for (std::size_t j = 0; j < m; ++j) Y[j * dim + k] -= center;
+    }
+  }
+};
+
 /// Throws invalid_argument naming the first non-finite entry of a rank's rows
 /// (global row index): "X[i][k] = nan (points must be finite)" for what = "points".
 template <class T>

@@ -490,14 +490,23 @@ void expect_apply_matches(const clouds& c, sk::metric metric, std::size_t k, boo
 }
 
 TEST(SinkhornPointsPlan, ApplyingThePlanEqualsTheFormedPlanTimesValues) {
-  const clouds c = make_clouds(37, 300, 3, 41, false);  // 300: a full tile and a tail; uneven shares, empty ranks
-  for (const sk::metric metric : {sk::metric::sqeuclidean, sk::metric::euclidean}) {
-    for (const std::size_t k : {std::size_t(1), std::size_t(3)}) {
-      for (const bool transpose : {false, true}) {
-        SCOPED_TRACE(std::string(sk::metric_name(metric)) + " k " + std::to_string(k) +
-                     (transpose ? " transposed" : ""));
-        expect_apply_matches<double>(c, metric, k, transpose, 1e-12);
-        expect_apply_matches<float>(c, metric, k, transpose, 1e-4);
+  // 300: a full tile and a tail; uneven shares, empty ranks. d = 9: the
+  // dot-product path (from dot_min_dim() = 8), also 1e4 away from the origin
+  // (where it needs the centering on the common bounding box).
+  clouds far = make_clouds(37, 300, 9, 42, false);
+  for (auto* points : {&far.X, &far.Y}) {
+    for (double& x : *points) x += 1e4;
+  }
+  for (const clouds& c : {make_clouds(37, 300, 3, 41, false), make_clouds(37, 300, 9, 42, false), far}) {
+    const bool is_far = c.X[0] > 1e3;
+    for (const sk::metric metric : {sk::metric::sqeuclidean, sk::metric::euclidean}) {
+      for (const std::size_t k : {std::size_t(1), std::size_t(3)}) {
+        for (const bool transpose : {false, true}) {
+          SCOPED_TRACE(std::string(sk::metric_name(metric)) + " d " + std::to_string(c.d) + (is_far ? " far" : "") +
+                       " k " + std::to_string(k) + (transpose ? " transposed" : ""));
+          expect_apply_matches<double>(c, metric, k, transpose, is_far ? 1e-9 : 1e-12);
+          if (!is_far) expect_apply_matches<float>(c, metric, k, transpose, 1e-4);
+        }
       }
     }
   }
