@@ -43,7 +43,7 @@ def names(macro):
 
 
 def test_every_list_is_parsed():
-    assert len(LISTS) == 13, sorted(LISTS)
+    assert len(LISTS) == 14, sorted(LISTS)
     for macro, entries in LISTS.items():
         assert entries, macro
 
@@ -110,6 +110,9 @@ def test_point_cloud_metrics_reach_python():
     far = {name: conveyor.sinkhorn_points(X[:1], X[1:], 0.01, metric=name, comm=MPI.COMM_SELF).cost
            for name in names("CONVEYOR_POINTS_METRIC_LIST")}
     assert far == pytest.approx({"sqeuclidean": 25.0, "euclidean": 5.0})
+    exchanged = {name: conveyor.sinkhorn_points(X, X + 0.5, 0.1, exchange=name).cost
+                 for name in names("CONVEYOR_POINTS_EXCHANGE_LIST")}
+    assert len(set(exchanged.values())) == 1, exchanged  # the same bits every way
 
 
 def test_outer_algorithms_and_orders_reach_python():
