@@ -3,11 +3,11 @@
 point), beside one pass of the solver on the same clouds (what it should cost:
 the same n m pairs plus k FMAs each), one thread, in the same run.
 
-Per call: the median over --reps of apply_plan_points; per solver pass: (t(hi) -
+Per call: the median over --rounds of apply_plan_points; per solver pass: (t(hi) -
 t(lo)) / (2 (hi - lo)) from sinkhorn_points runs of lo and hi iterations (two
 passes each). Rounds alternate the two. Prints CSV rows and a Markdown table.
 
-    python3 bench/points_apply.py --n 4000 --dims 3,8,16,64 --k 3
+    python3 bench/points_apply.py --n 4000 --dims 3,8,16,64 --k 3 (--dtypes: the first is used)
 """
 import argparse
 import statistics
@@ -17,18 +17,15 @@ import numpy as np
 from mpi4py import MPI
 
 import conveyor
+from point_bench_args import add_point_arguments  # (bench/, the script's directory)
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--n", type=int, default=4000, help="points a side")
-    p.add_argument("--dims", default="3,8,16,64")
+    p = add_point_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]), n=4000, dims="3,8,16,64",
+                            dtypes="float64", rounds=5, lo=2, hi=6)
     p.add_argument("--k", type=int, default=3)
-    p.add_argument("--dtype", default="float64")
-    p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--lo", type=int, default=2)
-    p.add_argument("--hi", type=int, default=6)
     args = p.parse_args()
+    args.dtype, args.reps = args.dtypes.split(",")[0], args.rounds
     comm = MPI.COMM_SELF
     rows = []
     print(f"# CPU target {conveyor.simd_target()}; one thread; n = m = {args.n}; k = {args.k}; {args.dtype}")
