@@ -3,8 +3,9 @@
 // (barycenter_sinkhorn, _barycenter_sinkhorn_log) run in one process, with uneven
 // row splits (ranks holding no rows), asymmetric costs, zeros in the histograms,
 // 1-3 histograms, dim 1 to 23, float32 and float64, 1 and 2 threads; the same
-// bits on every rank; the log domain where the plain kernel underflows; and bad
-// input on one rank failing every rank alike.
+// bits on every rank; the log domain where the plain kernel underflows; bad input
+// on one rank failing every rank alike; half the ranks (a split communicator,
+// used twice) equal to one process.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -283,6 +284,30 @@ TEST(SinkhornBarycenter, LogDomainRunsWhereTheKernelUnderflows) {
     EXPECT_NEAR(mass, 1.0, 1e-3);
     expect_same_bits_everywhere(logd.barycenter);
   }
+}
+
+// On a subset of the ranks (even / odd halves, each its own problem), twice on the
+// same communicator: the same barycenter as one process.
+TEST(SinkhornBarycenter, OnHalfTheRanksEqualsOneProcess) {
+  const int color = rank_of() % 2;
+  MPI_Comm half;
+  MPI_Comm_split(MPI_COMM_WORLD, color, rank_of(), &half);
+  const problem p = make_problem(19, 2 + std::size_t(color), 61 + std::uint64_t(color), false);
+  sk::barycenter_options o;
+  o.tol = 1e-10;
+  o.max_iter = 5000;
+  o.log_domain = color == 1;
+  std::vector<double> A = p.A, w = p.weights;
+  const auto alone = sk::barycenter(p.C.data(), p.dim, p.dim, p.dim, A.data(), p.hists, w.data(), 0.05, MPI_COMM_SELF, o);
+  const sk::row_block b = sk::balanced_rows(p.dim, rank_of(half), size_of(half));
+  for (int call = 0; call < 2; ++call) {
+    const auto shared = sk::barycenter(p.C.data() + b.first * p.dim, b.count, p.dim, p.dim, A.data(), p.hists, w.data(),
+                                       0.05, half, o);
+    ASSERT_EQ(shared.state, sk::status::converged);
+    EXPECT_EQ(shared.iterations, alone.iterations);
+    for (std::size_t j = 0; j < p.dim; ++j) EXPECT_NEAR(shared.barycenter[j], alone.barycenter[j], 1e-12) << call;
+  }
+  MPI_Comm_free(&half);
 }
 
 TEST(SinkhornBarycenter, EmptySupportConverges) {
