@@ -34,7 +34,7 @@ typedef int conveyor_status;
 /* C constants from the lists of conveyor/enums.h: CONVEYOR_<SUFFIX>, numbered from 0. */
 #define CONVEYOR_C_PLAIN_(suffix, cpp, name) CONVEYOR_##suffix,
 enum { CONVEYOR_DTYPE_LIST(CONVEYOR_C_PLAIN_) };                /* CONVEYOR_INT8 ... CONVEYOR_COMPLEX128 */
-enum { CONVEYOR_OP_LIST(CONVEYOR_C_PLAIN_) };                   /* CONVEYOR_SUM ... CONVEYOR_LXOR */
+enum { CONVEYOR_OP_LIST(CONVEYOR_C_PLAIN_) };                   /* CONVEYOR_SUM ... CONVEYOR_LOGADDEXP */
 
 
 

@@ -16,11 +16,13 @@
   X(COMPLEX128, complex128, "complex128")
 
 /* Reduction operations, MPI semantics (C: CONVEYOR_SUM, ...). band/bor/bxor:
- * bitwise, land/lor/lxor: logical (result 0 or 1); both integer types only. */
+ * bitwise, land/lor/lxor: logical (result 0 or 1); both integer types only.
+ * logaddexp: log(exp(a) + exp(b)) on real floating types, the log-sum-exp of
+ * partial log-sum-exps (NumPy's np.logaddexp); no MPI equivalent. */
 #define CONVEYOR_OP_LIST(X)                                                                  \
   X(SUM, sum, "sum") X(PROD, prod, "prod") X(MIN, min, "min") X(MAX, max, "max")             \
   X(BAND, band, "band") X(BOR, bor, "bor") X(BXOR, bxor, "bxor") X(LAND, land, "land")       \
-  X(LOR, lor, "lor") X(LXOR, lxor, "lxor")
+  X(LOR, lor, "lor") X(LXOR, lxor, "lxor") X(LOGADDEXP, logaddexp, "logaddexp")
 
 /* Allreduce algorithms (C: CONVEYOR_ALLREDUCE_AUTO, ...):
  *   automatic           chosen by the cost model (docs/algorithms.md)

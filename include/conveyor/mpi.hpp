@@ -13,7 +13,9 @@ namespace conveyor {
 /// Requires MPI to be initialized (and not finalized) for the 16-bit float types.
 CONVEYOR_API MPI_Datatype mpi_datatype(dtype t);
 
-/// The predefined MPI op with the same meaning (MPI_SUM, MPI_BAND, ...).
+/// The predefined MPI op with the same meaning (MPI_SUM, MPI_BAND, ...). Throws
+/// conveyor::error (unsupported) for logaddexp, which MPI does not define: use
+/// mpi_op(op::logaddexp, t).
 CONVEYOR_API MPI_Op mpi_builtin_op(op o);
 
 /// A committed, commutative user-defined MPI_Op that reduces `t` elements with

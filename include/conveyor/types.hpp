@@ -36,9 +36,9 @@ enum class dtype : int { CONVEYOR_DTYPE_LIST(CONVEYOR_ENUMERATOR_) };
 inline constexpr int dtype_count = 0 CONVEYOR_DTYPE_LIST(CONVEYOR_COUNT_);
 
 /// Reduction operations, with MPI semantics. The numeric values are the C API's
-/// `conveyor_op_t` values.
 /// `conveyor_op_t` values: sum, prod, min, max; band, bor, bxor (bitwise) and land,
-/// lor, lxor (logical, result 0 or 1) on integer types only (conveyor/enums.h).
+/// lor, lxor (logical, result 0 or 1) on integer types only; logaddexp,
+/// log(exp(a) + exp(b)), on real floating types only (conveyor/enums.h).
 enum class op : int { CONVEYOR_OP_LIST(CONVEYOR_ENUMERATOR_) };
 inline constexpr int op_count = 0 CONVEYOR_OP_LIST(CONVEYOR_COUNT_);
 

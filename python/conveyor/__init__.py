@@ -4,7 +4,9 @@ The Python package: the Reduce engine's local reductions and allreduce, the
 distributed Sinkhorn / entropic-OT solver, the distributed sum of outer products,
 and the Redistribute engine for Cartesian and block-cyclic layouts. The reductions work on C-contiguous NumPy arrays of int8-64,
 uint8-64, float16/32/64 and complex64/128, with MPI's operations by name
-("sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor").
+("sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor") and
+"logaddexp" (log(exp(a) + exp(b)) on floats, NumPy's np.logaddexp: the
+log-sum-exp of partial log-sum-exps, one number per element on the wire).
 Errors from Conveyor arrive as ValueError (bad arguments), TypeError (an
 argument of the wrong kind or dtype), NotImplementedError (an operation that
 means nothing for the dtype, e.g. "band" on floats) or RuntimeError (MPI).
@@ -65,7 +67,8 @@ def reduce_local(inbuf, inoutbuf, op="sum"):
         Writable and C-contiguous (never copied); int8-64, uint8-64,
         float16/32/64, complex64/128.
     op : str
-        "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor".
+        "sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor",
+        "logaddexp" (floats).
 
     Returns
     -------

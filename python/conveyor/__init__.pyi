@@ -16,7 +16,7 @@ __version__: str
 # or MPI.IN_PLACE where a send buffer is expected.
 _Buffer = Any
 # An MPI.Op (predefined) or its name: "sum", "prod", "min", "max", "band",
-# "bor", "bxor", "land", "lor", "lxor".
+# "bor", "bxor", "land", "lor", "lxor", or "logaddexp" (no MPI.Op means it).
 _OpLike = Union[MPI.Op, str]
 
 def simd_target() -> str: ...

@@ -80,15 +80,15 @@ void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool d
 // it through), in pieces of at most INT_MAX elements (the reduction is element
 // by element, so pieces are independent). Predefined types and ops where MPI has
 // them and gets them right; Conveyor's kernel as an MPI_Op for the 16-bit floats
-// (no MPI type) and for 8- and 16-bit integers: Open MPI 4.1's op/avx component
+// (no MPI type), for 8- and 16-bit integers (Open MPI 4.1's op/avx component
 // saturates their sums instead of wrapping as MPI and C define (measured: ~half
-// of 2^31 int8 sums wrong, tests/mpi/test_large.cpp).
+// of 2^31 int8 sums wrong, tests/mpi/test_large.cpp) and for logaddexp (no MPI op).
 struct stock_call {
   MPI_Datatype type;
   MPI_Op mop;
 };
 stock_call stock_call_of(dtype t, op o) {
-  const bool native = dtype_size(t) > 2;  // the 8- and 16-bit types: Conveyor's kernel
+  const bool native = dtype_size(t) > 2 && o != op::logaddexp;  // else Conveyor's kernel
   return {mpi_datatype(t), native ? mpi_builtin_op(o) : mpi_op(o, t)};
 }
 

@@ -48,6 +48,8 @@ bool supports(op o, dtype t) noexcept {
     case op::min:
     case op::max:
       return !is_complex(t);
+    case op::logaddexp:
+      return !is_complex(t) && !is_integer(t);
     default:  // bitwise and logical
       return is_integer(t);
   }

@@ -200,6 +200,7 @@ std::optional<dtype> reduction_dtype(MPI_Datatype leaf, op o) {
     case op::band:
     case op::bor:
     case op::bxor: valid = integer || k == category::byte; break;
+    case op::logaddexp: break;  // no MPI op means it
   }
   if (!valid) return std::nullopt;
   const std::size_t bytes = n->leaf_size;

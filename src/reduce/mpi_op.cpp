@@ -149,8 +149,10 @@ MPI_Datatype mpi_datatype(dtype t) {
 
 MPI_Op mpi_builtin_op(op o) {
   detail::check_enum(o);
-  static const MPI_Op kBuiltin[op_count] = {MPI_SUM,  MPI_PROD, MPI_MIN,  MPI_MAX,  MPI_BAND,
-                                            MPI_BOR,  MPI_BXOR, MPI_LAND, MPI_LOR,  MPI_LXOR};
+  static_assert(static_cast<int>(op::logaddexp) == op_count - 1, "the MPI ops come first");
+  if (o == op::logaddexp) throw error(errc::unsupported, "mpi_builtin_op: MPI has no logaddexp; use mpi_op");
+  static const MPI_Op kBuiltin[op_count - 1] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX,  MPI_BAND,
+                                                MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR};
   return kBuiltin[static_cast<int>(o)];
 }
 

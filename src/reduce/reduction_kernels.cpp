@@ -19,12 +19,16 @@
 //   one + or * (Figueroa 1995): results are the correctly rounded half results;
 // - complex prod is (ar*br - ai*bi, ar*bi + ai*br), without FMA and without C99
 //   Annex G infinity recovery;
-// - logical ops return 0 or 1 in the input's integer type.
+// - logical ops return 0 or 1 in the input's integer type;
+// - logaddexp = max + log1p(exp(min - max)) with Highway's Exp (1 ulp) and Log1p
+//   (2 ulp): within a few ulp of log(e^a + e^b), commutative bit for bit, an
+//   infinite max is the result (so -inf, -inf gives -inf), NaN if either is NaN.
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "reduce/reduction_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
 
 #include <cstring>
 #include <mutex>
@@ -284,6 +288,21 @@ using OpLand = OpLogical<0>;
 using OpLor = OpLogical<1>;
 using OpLxor = OpLogical<2>;
 
+// log(e^a + e^b). Each input is a partial log-sum-exp: the (max m, scaled sum
+// s = sum exp(x - m)) pair of its part folded into one number, m + log s, so two
+// parts combine into one with one exp and one log1p, and a reduction over ranks
+// of log-sum-exps moves one number per element, not two. min and max are
+// MPI's (NaN wins, symmetric in a and b): the result is commutative bit for bit.
+struct OpLogAddExp {
+  template <class D, class V>
+  static HWY_INLINE V Apply(D d, V a, V b) {
+    const V hi = OpMax::Apply(d, a, b);
+    const V lo = OpMin::Apply(d, a, b);
+    const V r = hn::Add(hi, hn::Log1p(d, hn::Exp(d, hn::Sub(lo, hi))));
+    return hn::IfThenElse(hn::IsInf(hi), hi, r);  // inf - inf would be NaN
+  }
+};
+
 #if HWY_TARGET != HWY_SCALAR
 // Complex product on interleaved (re, im) lanes. Needs >= 2 lanes; the 1-lane
 // SCALAR target uses ComplexProdScalar below instead.
@@ -418,6 +437,7 @@ kernel_table MakeTable() {
   SetIntegers<OpLand>(t, op::land);
   SetIntegers<OpLor>(t, op::lor);
   SetIntegers<OpLxor>(t, op::lxor);
+  SetReals<OpLogAddExp>(t, op::logaddexp);
   return t;
 }
 

@@ -18,7 +18,8 @@
 //   allreduce(s) [H x dim];  log KU_kj = log s_kj - G_kj;
 //   log q = sum_k w_k log KU_k;  G_k = log q - log KU_k.   Error: sum_j std_k s_kj.
 // A column sum that underflows to 0 makes that iteration compute log KU exactly
-// (column max and scaled sum over the ranks, as the OT solver's fallback).
+// (each rank's column max and scaled sum, combined by one allreduce(logaddexp):
+// global_column_lse, as the OT solver's fallback).
 #include "conveyor/sinkhorn_barycenter.hpp"
 
 #include <omp.h>
@@ -205,36 +206,26 @@ class barycenter_solver {
     return spread_over_histograms(plan_columns, H_, dim_);
   }
 
-  // log KU_kj = LSE_i (f_ik - C_ij / eps) over every rank's rows: a column max,
-  // then the sums of exp(x - max), each combined with one allreduce of H x dim.
+  // log KU_kj = LSE_i (f_ik - C_ij / eps) over every rank's rows, H x dim columns.
   void exact_log_ku(std::vector<double>& log_ku) {
-    const T minus_inf = -std::numeric_limits<T>::infinity();
-    std::vector<T> m_local(H_ * dim_), m(H_ * dim_), s_local(H_ * dim_), s(H_ * dim_);
-    threaded_column_reduce(threads(), p_.rows, minus_inf, partial_, m_local,
-                           [&](T* dst, const T* src, std::size_t n) {
-                             for (std::size_t j = 0; j < n; ++j) dst[j] = std::max(dst[j], src[j]);
-                           },
-                           [&](std::size_t lo, std::size_t hi, T* acc) {
-                             for (std::size_t i = lo; i < hi; ++i) {
-                               for (std::size_t k = 0; k < H_; ++k) {
-                                 if (weight_of(i, k) > 0) k_.column_max(acc + k * dim_, cost_row(i), f_[i * H_ + k], inv_eps_, dim_);
-                               }
-                             }
-                           });
-    allreduce(m_local.data(), m.data(), m.size(), op::max, ctx_.comm, o_.allreduce);
-    threaded_column_reduce(threads(), p_.rows, T(0), partial_, s_local, k_.add, [&](std::size_t lo, std::size_t hi, T* acc) {
-      for (std::size_t i = lo; i < hi; ++i) {
-        for (std::size_t k = 0; k < H_; ++k) {
-          if (weight_of(i, k) > 0) {
-            k_.column_expsum(acc + k * dim_, cost_row(i), f_[i * H_ + k], inv_eps_, m.data() + k * dim_, dim_);
+    std::vector<T> lse(H_ * dim_);
+    global_column_lse(
+        threads(), p_.rows, partial_, lse, ctx_.comm, o_.allreduce,
+        [&](std::size_t lo, std::size_t hi, T* acc) {
+          for (std::size_t i = lo; i < hi; ++i) {
+            for (std::size_t k = 0; k < H_; ++k) {
+              if (weight_of(i, k) > 0) k_.column_max(acc + k * dim_, cost_row(i), f_[i * H_ + k], inv_eps_, dim_);
+            }
           }
-        }
-      }
-    });
-    allreduce(s_local.data(), s.data(), s.size(), op::sum, ctx_.comm, o_.allreduce);
-    for (std::size_t x = 0; x < log_ku.size(); ++x) {
-      log_ku[x] = static_cast<double>(m[x]) + std::log(static_cast<double>(s[x]));
-    }
+        },
+        [&](std::size_t lo, std::size_t hi, const T* m, T* acc) {
+          for (std::size_t i = lo; i < hi; ++i) {
+            for (std::size_t k = 0; k < H_; ++k) {
+              if (weight_of(i, k) > 0) k_.column_expsum(acc + k * dim_, cost_row(i), f_[i * H_ + k], inv_eps_, m + k * dim_, dim_);
+            }
+          }
+        });
+    for (std::size_t x = 0; x < log_ku.size(); ++x) log_ku[x] = static_cast<double>(lse[x]);
   }
 
   const run_context& ctx_;

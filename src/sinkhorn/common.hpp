@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,33 @@ void threaded_column_reduce(int nt, std::size_t rows, T init, std::vector<std::v
               out.begin() + static_cast<std::ptrdiff_t>(j0));
     for (int q = 1; q < nt; ++q) combine(out.data() + j0, partial[static_cast<std::size_t>(q)].data() + j0, j1 - j0);
   }
+}
+
+/// lse_j = LSE_i x_ij over every rank's rows i, for the columns j < lse.size():
+/// each rank's column maxima (max_rows(lo, hi, acc): acc_j = max(acc_j, x_ij)) and
+/// sums of exp(x_ij - max_j) (sum_rows(lo, hi, max, acc)) over its rows on `nt`
+/// threads, folded into one number per column, max + log(sum) (the (max, scaled
+/// sum) pair), and combined over the ranks by one allreduce with op::logaddexp:
+/// one number per column on the wire, the same bits on every rank. A column
+/// without live rows anywhere gives -inf.
+template <class T, class MaxRows, class SumRows>
+void global_column_lse(int nt, std::size_t rows, std::vector<std::vector<T>>& partial, std::vector<T>& lse,
+                       MPI_Comm comm, const allreduce_options& options, MaxRows&& max_rows, SumRows&& sum_rows) {
+  const std::size_t n = lse.size();
+  const T minus_inf = -std::numeric_limits<T>::infinity();
+  std::vector<T> m(n), s(n);
+  threaded_column_reduce(nt, rows, minus_inf, partial, m,
+                         [](T* dst, const T* src, std::size_t k) {
+                           for (std::size_t j = 0; j < k; ++j) dst[j] = std::max(dst[j], src[j]);
+                         },
+                         max_rows);
+  threaded_column_reduce(nt, rows, T(0), partial, s,
+                         [](T* dst, const T* src, std::size_t k) {
+                           for (std::size_t j = 0; j < k; ++j) dst[j] += src[j];
+                         },
+                         [&](std::size_t lo, std::size_t hi, T* acc) { sum_rows(lo, hi, m.data(), acc); });
+  for (std::size_t j = 0; j < n; ++j) m[j] = m[j] == minus_inf ? minus_inf : m[j] + std::log(s[j]);
+  allreduce(m.data(), lse.data(), n, op::logaddexp, comm, options);
 }
 
 /// Seconds on a monotonic clock.

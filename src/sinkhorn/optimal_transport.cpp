@@ -11,8 +11,9 @@
 //   log_v_j += log b_j - log colsum_j.
 // One exp per element, and every term is <= a_i, so nothing overflows. When a
 // column sum underflows to 0 (tiny eps, early iterations) the iteration falls back
-// to an exact column log-sum-exp for that iteration: two more passes over C and an
-// allreduce(max) + allreduce(sum) of N elements.
+// to an exact column log-sum-exp for that iteration: two more passes over C (each
+// rank's column max, then its sums of exp(x - max)) and one allreduce(logaddexp)
+// of N elements (global_column_lse).
 #include <omp.h>
 
 #include <algorithm>
@@ -150,27 +151,22 @@ class log_solver {
   // log_v_new_j = log b_j - LSE_i (log_u_i - C_ij / eps), computed exactly.
   void exact_column_update(std::vector<T>& log_v_new) {
     const std::size_t cols = p_.cols;
-    const T minus_inf = -std::numeric_limits<T>::infinity();
-    std::vector<T> m_local(cols), m(cols), s_local(cols), s(cols);
     const auto live = [&](std::size_t i) { return p_.a[i] > 0; };
-    threaded_column_reduce(threads(), p_.rows, minus_inf, partial_, m_local,
-                           [&](T* dst, const T* src, std::size_t n) {
-                             for (std::size_t j = 0; j < n; ++j) dst[j] = std::max(dst[j], src[j]);
-                           },
-                           [&](std::size_t lo, std::size_t hi, T* acc) {
-                             for (std::size_t i = lo; i < hi; ++i) {
-                               if (live(i)) k_.column_max(acc, cost_row(i), log_u_[i], inv_eps_, cols);
-                             }
-                           });
-    allreduce(m_local.data(), m.data(), cols, op::max, ctx_.comm, o_.allreduce);
-    threaded_column_reduce(threads(), p_.rows, T(0), partial_, s_local, k_.add, [&](std::size_t lo, std::size_t hi, T* acc) {
-      for (std::size_t i = lo; i < hi; ++i) {
-        if (live(i)) k_.column_expsum(acc, cost_row(i), log_u_[i], inv_eps_, m.data(), cols);
-      }
-    });
-    allreduce(s_local.data(), s.data(), cols, op::sum, ctx_.comm, o_.allreduce);
+    std::vector<T> lse(cols);
+    global_column_lse(
+        threads(), p_.rows, partial_, lse, ctx_.comm, o_.allreduce,
+        [&](std::size_t lo, std::size_t hi, T* acc) {
+          for (std::size_t i = lo; i < hi; ++i) {
+            if (live(i)) k_.column_max(acc, cost_row(i), log_u_[i], inv_eps_, cols);
+          }
+        },
+        [&](std::size_t lo, std::size_t hi, const T* m, T* acc) {
+          for (std::size_t i = lo; i < hi; ++i) {
+            if (live(i)) k_.column_expsum(acc, cost_row(i), log_u_[i], inv_eps_, m, cols);
+          }
+        });
     for (std::size_t j = 0; j < cols; ++j) {
-      log_v_new[j] = p_.b[j] == 0 ? minus_inf : potential(cols_, p_.b[j], static_cast<double>(m[j]) + std::log(static_cast<double>(s[j])));
+      log_v_new[j] = p_.b[j] == 0 ? -std::numeric_limits<T>::infinity() : potential(cols_, p_.b[j], static_cast<double>(lse[j]));
     }
   }
 

@@ -141,7 +141,11 @@ std::string check_one(const config& cfg, op o, std::size_t n, bool in_place, std
         expect[i] = q == 0 ? x[i] : testing::int_ref(o, expect[i], x[i]);
       } else {
         const double v = static_cast<double>(std::real(x[i]));
-        exact[i] = q == 0 ? v : (o == op::sum ? exact[i] + v : std::max(exact[i], v));
+        if (o == op::logaddexp) {
+          exact[i] = q == 0 ? v : testing::logaddexp_ref(exact[i], v);
+        } else {
+          exact[i] = q == 0 ? v : (o == op::sum ? exact[i] + v : std::max(exact[i], v));
+        }
         magnitude[i] += std::fabs(v);
       }
     }
@@ -153,6 +157,7 @@ std::string check_one(const config& cfg, op o, std::size_t n, bool in_place, std
       const double g = static_cast<double>(std::real(got));
       if (o == op::max) return g == exact[i];
       const double eps = std::numeric_limits<decltype(std::real(got))>::epsilon();
+      if (o == op::logaddexp) return std::fabs(g - exact[i]) <= (P + 1) * 8 * eps * std::max(std::fabs(exact[i]), 1.0);
       return std::fabs(g - exact[i]) <= (P + 1) * eps * magnitude[i] + 1e-300;
     }
   };
@@ -195,6 +200,8 @@ TEST(Allreduce, EveryAlgorithmCountTypeAndPlacement) {
         if (err.empty() && n <= 1009) err = check_one<std::uint8_t>(cfg, op::band, n, in_place, salt);
         if (err.empty() && n <= 1009) err = check_one<std::int64_t>(cfg, op::prod, n, in_place, salt);
         if (err.empty() && n <= 1009) err = check_one<std::complex<float>>(cfg, op::sum, n, in_place, salt);
+        if (err.empty() && n <= 1009) err = check_one<double>(cfg, op::logaddexp, n, in_place, salt);
+        if (err.empty() && n <= 1009) err = check_one<float>(cfg, op::logaddexp, n, in_place, salt);
         EXPECT_TRUE(all_ranks(err.empty())) << cfg.name() << " n=" << n << (in_place ? " in place" : "") << ": " << err;
       }
     }

@@ -29,13 +29,24 @@ NUMPY = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximu
 
 
 @pytest.mark.parametrize("dtype", INTS + FLOATS + COMPLEX)
-@pytest.mark.parametrize("op", ["sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor"])
+@pytest.mark.parametrize("op", ["sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor", "logaddexp"])
 def test_reduce_local_matches_numpy(dtype, op):
     a, b = values(dtype, 1001, 1), values(dtype, 1001, 2)
     integer = np.issubdtype(dtype, np.integer)
     if op in ("band", "bor", "bxor", "land", "lor", "lxor") and not integer:
         with pytest.raises(NotImplementedError):
             conveyor.reduce_local(a, b.copy(), op)
+        return
+    if op == "logaddexp":
+        if dtype not in FLOATS:
+            with pytest.raises(NotImplementedError):
+                conveyor.reduce_local(a, b.copy(), op)
+            return
+        a[:3], b[:3] = [-np.inf, np.inf, np.nan], [-np.inf, 1, 0]
+        out = conveyor.reduce_local(a, b.copy(), op)
+        eps = np.finfo(dtype).eps  # one ulp for float16, within 8 for the others (exp, log1p)
+        tol = eps if dtype == np.float16 else 8 * eps
+        np.testing.assert_allclose(out, np.logaddexp(a.astype(np.float64), b), rtol=tol, atol=tol)
         return
     if op in ("min", "max") and np.issubdtype(dtype, np.complexfloating):
         with pytest.raises(NotImplementedError):

@@ -71,6 +71,15 @@ F ieee_max(F a, F b) {
   return a > b ? a : b;
 }
 
+// log(e^a + e^b) in long double, rounded once to F.
+template <class F>
+F logaddexp_ref(F a, F b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<F>::quiet_NaN();
+  const long double hi = std::max<long double>(a, b), lo = std::min<long double>(a, b);
+  if (std::isinf(hi)) return static_cast<F>(hi);
+  return static_cast<F>(hi + std::log1p(std::exp(lo - hi)));
+}
+
 template <class F>
 F real_ref(op o, F a, F b) {
   switch (o) {
@@ -78,6 +87,7 @@ F real_ref(op o, F a, F b) {
     case op::prod: return a * b;
     case op::min: return ieee_min(a, b);
     case op::max: return ieee_max(a, b);
+    case op::logaddexp: return logaddexp_ref(a, b);
     default: throw std::logic_error("op not defined on reals");
   }
 }
@@ -98,6 +108,7 @@ T int_ref(op o, T a, T b) {
     case op::land: return static_cast<T>((a != 0) && (b != 0));
     case op::lor: return static_cast<T>((a != 0) || (b != 0));
     case op::lxor: return static_cast<T>((a != 0) != (b != 0));
+    case op::logaddexp: break;  // real types only
   }
   throw std::logic_error("bad op");
 }
@@ -138,6 +149,31 @@ bool same_value(T x, T y) {
     if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
     return std::memcmp(&x, &y, sizeof x) == 0;
   }
+}
+
+/// Whether `got` is op o's result `want`: bit-exact (any NaN matches any NaN) for
+/// every op but logaddexp, whose kernel uses approximations of exp and log1p:
+/// infinities and NaN exactly, finite values within `steps` x 8 ulp of
+/// max(|want|, 1) (one half-precision ulp per step for float16/bfloat16), where
+/// `steps` counts the combinations that led to `want`.
+template <class T>
+bool same_result(op o, T got, T want, int steps = 1) {
+  if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
+    if (o == op::logaddexp) {
+      const auto wide = [](T x) {
+        if constexpr (is_half_v<T>) return static_cast<double>(static_cast<float>(x));
+        else return static_cast<double>(x);
+      };
+      const double g = wide(got), w = wide(want);
+      if (!std::isfinite(w) || !std::isfinite(g)) return same_value(got, want);
+      double eps = 8 * static_cast<double>(std::numeric_limits<float>::epsilon());
+      if constexpr (std::is_same_v<T, double>) eps = 8 * std::numeric_limits<double>::epsilon();
+      if constexpr (std::is_same_v<T, float16>) eps = 1.0 / 1024;
+      if constexpr (std::is_same_v<T, bfloat16>) eps = 1.0 / 128;
+      return std::fabs(g - w) <= steps * eps * std::max(std::fabs(w), 1.0);
+    }
+  }
+  return same_value(got, want);
 }
 
 /// A value as text for failure messages (halves shown with their bit pattern).

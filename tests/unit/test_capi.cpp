@@ -41,6 +41,7 @@ TEST(CApi, ErrorsAreCodesWithMessages) {
 TEST(CApi, EnumsAndSizesMatchCxx) {
   EXPECT_EQ(static_cast<int>(conveyor::dtype::complex128), CONVEYOR_COMPLEX128);
   EXPECT_EQ(static_cast<int>(conveyor::op::lxor), CONVEYOR_LXOR);
+  EXPECT_EQ(static_cast<int>(conveyor::op::logaddexp), CONVEYOR_LOGADDEXP);
   EXPECT_EQ(static_cast<int>(conveyor::errc::mpi), CONVEYOR_ERR_MPI);
   EXPECT_EQ(conveyor_dtype_size(CONVEYOR_BFLOAT16), 2u);
   EXPECT_EQ(conveyor_dtype_size(static_cast<conveyor_dtype>(-3)), 0u);

@@ -61,10 +61,10 @@ std::vector<T> reference(op o, const std::vector<T>& a, const std::vector<T>& b)
 
 // Returns "" when out[0..n) matches ref, else a description of the first mismatch.
 template <class T>
-std::string first_mismatch(const guarded_buffer<T>& out, const std::vector<T>& a,
+std::string first_mismatch(op o, const guarded_buffer<T>& out, const std::vector<T>& a,
                            const std::vector<T>& b, const std::vector<T>& ref, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
-    if (!same_value(out.at(i), ref[i])) {
+    if (!testing::same_result(o, out.at(i), ref[i])) {
       return "element " + std::to_string(i) + " of " + std::to_string(n) + ": " +
              testing::show(a[i]) + " op " + testing::show(b[i]) + " gave " +
              testing::show(out.at(i)) + ", reference " + testing::show(ref[i]);
@@ -106,7 +106,7 @@ TEST_P(ReduceOnTarget, EveryPairEveryLengthUpTo1000) {
           in.set(a);
           out.set(b);
           reduce_local(in.data(), out.data(), n, t, o);  // out = a op b
-          const std::string err = first_mismatch(out, a, b, ref, n);
+          const std::string err = first_mismatch(o, out, a, b, ref, n);
           ASSERT_EQ(err, "") << describe<T>(o);
         }
       });
@@ -132,9 +132,9 @@ TEST_P(ReduceOnTarget, UnalignedAndInPlace) {
             ba.set(a);
             bb.set(b);
             reduce(ba.data(), bb.data(), bo.data(), n, t, o);
-            ASSERT_EQ(first_mismatch(bo, a, b, ref, n), "") << describe<T>(o) << " misalign " << mis;
+            ASSERT_EQ(first_mismatch(o, bo, a, b, ref, n), "") << describe<T>(o) << " misalign " << mis;
             reduce(ba.data(), bb.data(), ba.data(), n, t, o);  // out == a
-            ASSERT_EQ(first_mismatch(ba, a, b, ref, n), "") << describe<T>(o) << " out==a";
+            ASSERT_EQ(first_mismatch(o, ba, a, b, ref, n), "") << describe<T>(o) << " out==a";
           }
         }
       });
@@ -156,7 +156,7 @@ TEST_P(ReduceOnTarget, LargeBuffers) {
       in.set(a);
       out.set(b);
       reduce_local(in.data(), out.data(), kLarge, t, o);
-      ASSERT_EQ(first_mismatch(out, a, b, ref, kLarge), "") << describe<T>(o);
+      ASSERT_EQ(first_mismatch(o, out, a, b, ref, kLarge), "") << describe<T>(o);
     });
   }
 }
@@ -198,6 +198,47 @@ TEST_P(ReduceOnTarget, FloatMinMaxSpecialValues) {
   EXPECT_EQ(mn[4], -inf);
   EXPECT_EQ(mx[5], inf);
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(same_value(mn[i], mn2[i])) << i;
+}
+
+// logaddexp: the special values, commutative bit for bit, and an element's bits do
+// not depend on where the buffer starts or ends (the ring and the other
+// collectives split buffers anywhere; ranks must agree on every bit).
+template <class F>
+void check_logaddexp() {
+  const F inf = std::numeric_limits<F>::infinity(), nan = std::numeric_limits<F>::quiet_NaN();
+  const std::vector<F> a = {-inf, -inf, inf, inf, nan, 1, 0, -1000, 70, F(-0.0), 2};
+  const std::vector<F> b = {-inf, 3, -inf, inf, 1, nan, 0, 5, 70, 0, -inf};
+  std::vector<F> out(a.size());
+  reduce(a.data(), b.data(), out.data(), a.size(), op::logaddexp);
+  EXPECT_EQ(out[0], -inf);
+  EXPECT_EQ(out[1], 3);
+  EXPECT_EQ(out[2], inf);
+  EXPECT_EQ(out[3], inf);
+  EXPECT_TRUE(std::isnan(out[4]) && std::isnan(out[5]));
+  EXPECT_NEAR(out[6], std::log(F(2)), 4 * std::numeric_limits<F>::epsilon());
+  EXPECT_EQ(out[7], 5);  // exp(-1005) is 0 in both types
+  EXPECT_NEAR(out[8], 70 + std::log(F(2)), 70 * 4 * std::numeric_limits<F>::epsilon());
+  EXPECT_NEAR(out[9], std::log(F(2)), 4 * std::numeric_limits<F>::epsilon());
+  EXPECT_EQ(out[10], 2);
+
+  constexpr std::size_t n = 1000;
+  const auto x = random_vector<F>(n, 41), y = random_vector<F>(n, 42);
+  std::vector<F> xy(n), yx(n);
+  reduce(x.data(), y.data(), xy.data(), n, op::logaddexp);
+  reduce(y.data(), x.data(), yx.data(), n, op::logaddexp);
+  ASSERT_EQ(std::memcmp(xy.data(), yx.data(), n * sizeof(F)), 0) << "not commutative bit for bit";
+  for (std::size_t start : {0, 1, 3, 17}) {
+    for (std::size_t len : {1, 2, 5, 13, 31, 100}) {
+      std::vector<F> part(len);
+      reduce(x.data() + start, y.data() + start, part.data(), len, op::logaddexp);
+      ASSERT_EQ(std::memcmp(part.data(), xy.data() + start, len * sizeof(F)), 0) << start << "+" << len;
+    }
+  }
+}
+
+TEST_P(ReduceOnTarget, LogAddExp) {
+  check_logaddexp<double>();
+  check_logaddexp<float>();
 }
 
 // float16 / bfloat16 sum and prod are the correctly rounded results of the exact

@@ -46,11 +46,14 @@ TEST(Types, SupportMatrix) {
   EXPECT_FALSE(supports(op::band, dtype::float32));
   EXPECT_TRUE(supports(op::lxor, dtype::int64));
   EXPECT_FALSE(supports(op::land, dtype::float64));
+  EXPECT_TRUE(supports(op::logaddexp, dtype::bfloat16));
+  EXPECT_FALSE(supports(op::logaddexp, dtype::int32));
+  EXPECT_FALSE(supports(op::logaddexp, dtype::complex128));
   EXPECT_FALSE(supports(static_cast<op>(42), dtype::int8));
   int count = 0;
   for (dtype t : testing::all_dtypes())
     for (op o : testing::all_ops()) count += supports(o, t);
-  EXPECT_EQ(count, 14 * 2 + 12 * 2 + 8 * 6);
+  EXPECT_EQ(count, 14 * 2 + 12 * 2 + 8 * 6 + 4);  // + logaddexp on the 4 real types
 }
 
 // float -> float16 against the independent rounding reference, on special values,
