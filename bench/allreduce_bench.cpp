@@ -22,6 +22,8 @@
 
 #include "bench_util.hpp"
 #include "conveyor/collectives.hpp"
+#include "conveyor/mpi.hpp"
+#include "conveyor/simd.hpp"
 
 namespace conveyor::bench {
 namespace {
@@ -298,6 +300,66 @@ int run_overlap_bench(const allreduce_bench_options& opt) {
     if (!opt.json_path.empty()) rep.write_json(opt.json_path);
     if (!opt.csv_path.empty()) rep.write_csv(opt.csv_path);
   }
+  return 0;
+}
+
+// Combining column log-sum-exps over the ranks (what a distributed Sinkhorn solver
+// does when its rows are split): every rank has its columns' partial results, and
+// the rows time only the reductions, on the same float64 buffers:
+//   MPI max + sum        MPI_Allreduce(MPI_MAX), then MPI_Allreduce(MPI_SUM): the
+//                        typical way (the sums of exp(x - max) need the global max)
+//   conveyor max + sum   the same two calls through conveyor::allreduce
+//   conveyor logaddexp   one conveyor::allreduce(op::logaddexp) of each rank's
+//                        max + log(scaled sum): half the bytes, one call
+//   MPI logaddexp        one MPI_Allreduce with conveyor::mpi_op(logaddexp, float64)
+// The local work (one exp per element of the rank's rows) is the same either way
+// and not timed. Conveyor's calls settle (auto's measuring calls) before sampling;
+// samples alternate the rows in rounds; time = the slowest rank's.
+int run_lse_bench(const allreduce_bench_options& opt) {
+  const int P = world_size(), rank = world_rank();
+  report rep("conveyor bench lse: column log-sum-exp of float64 over " + std::to_string(P) + " ranks" +
+                 (opt.config.empty() ? "" : " (" + opt.config + ")") + ", median of " + std::to_string(opt.reps * 10) +
+                 " calls; Conveyor SIMD target " + simd_targets().active,
+             {"config", "size", "implementation", "median_us", "p10_us", "p90_us", "x_vs_MPI_max+sum", "bytes_reduced"});
+  rep.add_note("size = columns x 8 B; bytes_reduced = the bytes each rank puts into reductions per call (2 x size for "
+               "max + sum); x_vs_MPI_max+sum = that row's median / this median (same run)");
+  const MPI_Op lse_op = mpi_op(op::logaddexp, dtype::float64);
+  for (std::size_t bytes : sizes(opt)) {
+    const std::size_t n = std::max<std::size_t>(1, bytes / sizeof(double));
+    std::vector<double> mine(n), out1(n), out2(n);
+    for (std::size_t j = 0; j < n; ++j) mine[j] = -0.01 * static_cast<double>((j * 7 + static_cast<std::size_t>(rank) * 13) % 101);
+    const int count = static_cast<int>(n);
+    bool trial = false;
+    const std::vector<std::string> names = {"MPI max + sum", "conveyor max + sum", "conveyor logaddexp", "MPI logaddexp"};
+    const std::vector<std::function<void()>> fns = {
+        [&] {
+          MPI_Allreduce(mine.data(), out1.data(), count, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+          MPI_Allreduce(mine.data(), out2.data(), count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        },
+        [&] {
+          trial = allreduce(mine.data(), out1.data(), n, op::max, MPI_COMM_WORLD).trial;
+          trial = allreduce(mine.data(), out2.data(), n, op::sum, MPI_COMM_WORLD).trial || trial;
+        },
+        [&] { trial = allreduce(mine.data(), out1.data(), n, op::logaddexp, MPI_COMM_WORLD).trial; },
+        [&] { MPI_Allreduce(mine.data(), out1.data(), count, MPI_DOUBLE, lse_op, MPI_COMM_WORLD); },
+    };
+    for (const auto& f : fns) {  // settle: auto measures its candidates in its first calls
+      int calls = 0;
+      do {
+        trial = false;
+        f();
+      } while (trial && ++calls < kMaxSettleCalls);  // the same on every rank
+    }
+    const auto samples = interleaved_samples(fns, opt.reps * 10, opt.reps);
+    const double base = summarize(samples[0]).median;
+    for (std::size_t i = 0; i < fns.size(); ++i) {
+      const summary s = summarize(samples[i]);
+      rep.add_row({opt.config.empty() ? std::to_string(P) + " ranks" : opt.config, format_bytes(n * sizeof(double)), names[i],
+                   format_fixed(s.median * 1e6, 3), format_fixed(s.p10 * 1e6, 3), format_fixed(s.p90 * 1e6, 3),
+                   format_fixed(base / s.median, 2), std::to_string((names[i].find("+") != std::string::npos ? 2 : 1) * n * sizeof(double))});
+    }
+  }
+  rep.publish(opt.json_path, opt.csv_path);
   return 0;
 }
 

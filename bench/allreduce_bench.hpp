@@ -29,6 +29,10 @@ struct allreduce_bench_options {
 /// Collective over MPI_COMM_WORLD; rank 0 prints and writes the files.
 int run_allreduce_bench(const allreduce_bench_options& options);
 
+/// The column log-sum-exp over ranks: one allreduce with op::logaddexp against the
+/// typical two (max, then sum), float64, Conveyor's and the MPI library's.
+int run_lse_bench(const allreduce_bench_options& options);
+
 /// The overlap benchmark: allreduce + a per-chunk compute of comparable cost,
 /// overlapped through on_chunk vs run one after the other.
 int run_overlap_bench(const allreduce_bench_options& options);

@@ -7,6 +7,7 @@
 //   conveyor-bench reduce [options]      local reduction throughput (reduce_bench)
 //   conveyor-bench allreduce [options]   allreduce algorithms vs stock MPI_Allreduce
 //   conveyor-bench overlap [options]     allreduce + per-chunk compute, overlapped or not
+//   conveyor-bench lse [options]         column log-sum-exp over ranks: allreduce(logaddexp) vs max + sum
 //   conveyor-bench sinkhorn [options]    ms per Sinkhorn iteration per variant vs the one-read bound
 //   conveyor-bench dsop [options]        sum of outer products: every algorithm and auto
 //   conveyor-bench redistribute          tensor redistribution per transport; relabeling
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   add_size(bench_reduce, "--max-size", ro.max_bytes, "Largest buffer (e.g. 128MiB)");
   bench_reduce->add_option("--reps", ro.reps, "Samples per measurement")->capture_default_str()->check(CLI::Range(1, 1000));
   bench_reduce->add_flag("--all-targets", ro.all_targets, "Add a row per runnable SIMD target");
+  bench_reduce->add_option("--case", ro.only_case, "Only this case, e.g. logaddexp/float64 (default: every case)");
   bench_reduce->add_option("--json", ro.json_path, "Also write the rows as JSON")->group("Output");
   bench_reduce->add_option("--csv", ro.csv_path, "Also write the rows as CSV")->group("Output");
 
@@ -114,6 +116,8 @@ int main(int argc, char** argv) {
   bench_allreduce->add_option("--mpi-label", ao.mpi_label, "Label of the stock MPI_Allreduce row");
   auto* bench_overlap = app.add_subcommand("overlap", "Allreduce + per-chunk compute: overlapped through on_chunk vs sequential");
   add_collective_options(bench_overlap);
+  auto* bench_lse = app.add_subcommand("lse", "Column log-sum-exp over ranks: one allreduce(logaddexp) vs max then sum");
+  add_collective_options(bench_lse);
 
   cb::sinkhorn_bench_options so;
   auto* bench_sinkhorn = app.add_subcommand("sinkhorn", "ms per Sinkhorn iteration, every variant, vs the one-read-of-A bound");
@@ -187,9 +191,9 @@ int main(int argc, char** argv) {
       int rank = 0;
       MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       if (rank == 0) rc = cb::run_reduce_bench(ro);  // a single-process benchmark
-    } else if (*bench_allreduce || *bench_overlap) {
+    } else if (*bench_allreduce || *bench_overlap || *bench_lse) {
       need_range(ao.min_bytes, ao.max_bytes);
-      rc = *bench_allreduce ? cb::run_allreduce_bench(ao) : cb::run_overlap_bench(ao);
+      rc = *bench_allreduce ? cb::run_allreduce_bench(ao) : *bench_overlap ? cb::run_overlap_bench(ao) : cb::run_lse_bench(ao);
     } else if (*bench_sinkhorn) {
       rc = cb::run_sinkhorn_bench(so);
     } else if (*bench_dsop) {

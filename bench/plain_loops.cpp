@@ -10,6 +10,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -25,6 +27,8 @@ struct plain_loop_table {
   void (*band_u8)(const std::uint8_t*, std::uint8_t*, std::size_t);
   double (*row_sum_f64)(const double*, std::size_t);
   double (*row_sum_f32)(const float*, std::size_t);
+  void (*logaddexp_f32)(const float*, float*, std::size_t);
+  void (*logaddexp_f64)(const double*, double*, std::size_t);
 };
 }  // namespace conveyor::bench
 #endif
@@ -46,6 +50,16 @@ void SumI8(const std::int8_t* in, std::int8_t* inout, std::size_t n) {
 void BandU8(const std::uint8_t* in, std::uint8_t* inout, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) inout[i] &= in[i];
 }
+// np.logaddexp's loop: the larger plus log1p(exp(difference)), libm per element.
+template <class T>
+void LogAddExp(const T* in, T* inout, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const T hi = std::max(in[i], inout[i]), lo = std::min(in[i], inout[i]);
+    inout[i] = std::isinf(hi) ? hi : hi + std::log1p(std::exp(lo - hi));
+  }
+}
+void LogAddExpF32(const float* in, float* inout, std::size_t n) { LogAddExp(in, inout, n); }
+void LogAddExpF64(const double* in, double* inout, std::size_t n) { LogAddExp(in, inout, n); }
 template <class T>
 double RowSum(const T* row, std::size_t cols) {
   T s = 0;
@@ -57,7 +71,8 @@ double RowSumF64(const double* row, std::size_t cols) { return RowSum(row, cols)
 double RowSumF32(const float* row, std::size_t cols) { return RowSum(row, cols); }
 
 const plain_loop_table* GetPlainLoops() {
-  static constexpr plain_loop_table table{&SumF32, &SumF64, &SumI8, &BandU8, &RowSumF64, &RowSumF32};
+  static constexpr plain_loop_table table{&SumF32,    &SumF64,    &SumI8,        &BandU8,
+                                          &RowSumF64, &RowSumF32, &LogAddExpF32, &LogAddExpF64};
   return &table;
 }
 
@@ -110,6 +125,8 @@ void plain_sum_f32(const float* in, float* inout, std::size_t n) { active_loops(
 void plain_sum_f64(const double* in, double* inout, std::size_t n) { active_loops().sum_f64(in, inout, n); }
 void plain_sum_i8(const std::int8_t* in, std::int8_t* inout, std::size_t n) { active_loops().sum_i8(in, inout, n); }
 void plain_band_u8(const std::uint8_t* in, std::uint8_t* inout, std::size_t n) { active_loops().band_u8(in, inout, n); }
+void plain_logaddexp_f32(const float* in, float* inout, std::size_t n) { active_loops().logaddexp_f32(in, inout, n); }
+void plain_logaddexp_f64(const double* in, double* inout, std::size_t n) { active_loops().logaddexp_f64(in, inout, n); }
 
 double read_all(const double* a, std::size_t rows, std::size_t cols, std::size_t ld, int threads) {
   return read_all_impl(active_loops().row_sum_f64, a, rows, cols, ld, threads);

@@ -17,6 +17,9 @@ void plain_sum_f32(const float* in, float* inout, std::size_t n);
 void plain_sum_f64(const double* in, double* inout, std::size_t n);
 void plain_sum_i8(const std::int8_t* in, std::int8_t* inout, std::size_t n);
 void plain_band_u8(const std::uint8_t* in, std::uint8_t* inout, std::size_t n);
+/// inout = max + log1p(exp(min - max)) with libm per element (np.logaddexp's loop).
+void plain_logaddexp_f32(const float* in, float* inout, std::size_t n);
+void plain_logaddexp_f64(const double* in, double* inout, std::size_t n);
 
 }  // namespace conveyor::bench
 

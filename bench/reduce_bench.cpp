@@ -50,6 +50,15 @@ std::vector<bench_case> cases() {
        [](const void* in, void* io, std::size_t n) {
          plain_band_u8(static_cast<const std::uint8_t*>(in), static_cast<std::uint8_t*>(io), n);
        }},
+      // No MPI op means logaddexp: its rows have no MPI_Reduce_local baseline.
+      {op::logaddexp, dtype::float32,
+       [](const void* in, void* io, std::size_t n) {
+         plain_logaddexp_f32(static_cast<const float*>(in), static_cast<float*>(io), n);
+       }},
+      {op::logaddexp, dtype::float64,
+       [](const void* in, void* io, std::size_t n) {
+         plain_logaddexp_f64(static_cast<const double*>(in), static_cast<double*>(io), n);
+       }},
   };
 }
 
@@ -98,13 +107,14 @@ int run_reduce_bench(const reduce_bench_options& opt) {
               "x_vs_MPI", "x_vs_loop"});
   rep.add_note("GB/s counts 3x the buffer size for reductions (read in, read inout, write inout) "
                "and 2x for memcpy; x_vs_* = baseline median time / this median time");
-  rep.add_note("plain loop = `inout[i] += in[i]` (or &=) compiled -O3 for the active SIMD target (" + plain_loop_target() + ")");
+  rep.add_note("plain loop = `inout[i] += in[i]` (or &=, or max + log1p(exp(min - max)) with libm for logaddexp) compiled -O3 for the active SIMD target (" + plain_loop_target() + ")");
 
   for (const bench_case& c : cases()) {
     const std::string case_name = std::string(op_name(c.o)) + "/" + std::string(dtype_name(c.t));
     if (!opt.only_case.empty() && opt.only_case != case_name) continue;
     const MPI_Datatype mdt = mpi_datatype(c.t);
-    const MPI_Op mop = mpi_builtin_op(c.o);
+    const bool mpi_has_op = c.o != op::logaddexp;
+    const MPI_Op mop = mpi_has_op ? mpi_builtin_op(c.o) : MPI_OP_NULL;
     const std::size_t esize = dtype_size(c.t);
 
     for (std::size_t bytes = opt.min_bytes; bytes <= opt.max_bytes;) {
@@ -115,9 +125,11 @@ int run_reduce_bench(const reduce_bench_options& opt) {
 
       std::vector<impl> impls;
       impls.push_back({"conveyor", 3.0, [&] { reduce_local(in.data(), inout.data(), n, c.t, c.o); }, ""});
-      impls.push_back({mpi_name, 3.0, [&] {
-                         MPI_Reduce_local(in.data(), inout.data(), static_cast<int>(n), mdt, mop);
-                       }, ""});
+      if (mpi_has_op) {
+        impls.push_back({mpi_name, 3.0, [&] {
+                           MPI_Reduce_local(in.data(), inout.data(), static_cast<int>(n), mdt, mop);
+                         }, ""});
+      }
       impls.push_back({"plain loop -O3", 3.0,
                        [&] { c.plain(in.data(), inout.data(), n); }, ""});
       impls.push_back({"memcpy", 2.0, [&] { std::memcpy(copy_dst.data(), in.data(), bytes); }, ""});
@@ -152,12 +164,12 @@ int run_reduce_bench(const reduce_bench_options& opt) {
 
       std::vector<summary> sums;
       for (auto& s : samples) sums.push_back(summarize(s));
-      const double t_mpi = sums[1].median, t_loop = sums[2].median;
+      const double t_mpi = mpi_has_op ? sums[1].median : 0, t_loop = sums[mpi_has_op ? 2 : 1].median;
       const auto add = [&](const std::string& name, double factor, const summary& s) {
         rep.add_row({case_name, format_bytes(bytes), name, format_fixed(s.median * 1e6, 3),
                      format_fixed(s.p10 * 1e6, 3), format_fixed(s.p90 * 1e6, 3),
                      format_fixed(factor * static_cast<double>(bytes) / s.median / 1e9, 2),
-                     format_fixed(t_mpi / s.median, 2), format_fixed(t_loop / s.median, 2)});
+                     t_mpi > 0 ? format_fixed(t_mpi / s.median, 2) : "-", format_fixed(t_loop / s.median, 2)});
       };
       for (std::size_t k = 0; k < impls.size(); ++k) add(impls[k].name, impls[k].bytes_factor, sums[k]);
 
