@@ -146,3 +146,30 @@ def test_free_support_pots_own_case_and_float32():
     X64 = conveyor.ot.free_support_sinkhorn_barycenter(locations, weights_list, X0, 0.5, numItermax=3, stopThr=0.0)
     assert X32.dtype == np.float32
     np.testing.assert_allclose(X32, X64, atol=1e-4)
+
+
+@pytest.mark.parametrize("bad", ["nan in a cloud", "negative weight", "nan in X_init", "reg", "dimension"])
+def test_free_support_bad_input_on_one_rank_raises_everywhere(bad):
+    locations, weights_list, X0 = clouds(7)
+    for culprit in range(SIZE):
+        Ys = [share(Y, len(Y)).copy() for Y in locations]
+        ws = [share(a, len(a)).copy() for a in weights_list]
+        X, reg = share(X0, 11).copy(), 0.5
+        if RANK == culprit:
+            if bad == "nan in a cloud" and len(Ys[1]):
+                Ys[1][0, 1] = np.nan
+            elif bad == "negative weight" and len(ws[0]):
+                ws[0][0] = -ws[0][0]
+            elif bad == "nan in X_init" and len(X):
+                X[0, 0] = np.nan
+            elif bad == "reg":
+                reg = 0.0
+            elif bad == "dimension":
+                Ys[0] = np.zeros((len(Ys[0]), 3))
+        with pytest.raises(ValueError):
+            conveyor.ot.free_support_sinkhorn_barycenter(Ys, ws, X, reg, numItermax=2, stopThr=0.0, comm=COMM)
+    # The communicator is still usable: a good call after the bad ones.
+    X = conveyor.ot.free_support_sinkhorn_barycenter([share(Y, len(Y)) for Y in locations],
+                                                     [share(a, len(a)) for a in weights_list], share(X0, 11), 0.5,
+                                                     numItermax=2, stopThr=0.0, comm=COMM)
+    assert np.all(np.isfinite(X))
