@@ -239,11 +239,7 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
                  format_fixed(worst.first, 3) + "x at " + format_bytes(worst.second));
   }
   MPI_Comm_free(&dup_world);
-  if (rank == 0) {
-    rep.print();
-    if (!opt.json_path.empty()) rep.write_json(opt.json_path);
-    if (!opt.csv_path.empty()) rep.write_csv(opt.csv_path);
-  }
+  rep.publish(opt.json_path, opt.csv_path);
   return 0;
 }
 
@@ -295,11 +291,7 @@ int run_overlap_bench(const allreduce_bench_options& opt) {
                  format_fixed(t_ar * 1e3, 3), format_fixed(t_cp * 1e3, 3), format_fixed((t_ar + t_cp) * 1e3, 3),
                  format_fixed(t_seq * 1e3, 3), format_fixed(t_ov * 1e3, 3), format_fixed(t_ov / (t_ar + t_cp), 2)});
   }
-  if (rank == 0) {
-    rep.print();
-    if (!opt.json_path.empty()) rep.write_json(opt.json_path);
-    if (!opt.csv_path.empty()) rep.write_csv(opt.csv_path);
-  }
+  rep.publish(opt.json_path, opt.csv_path);
   return 0;
 }
 

@@ -32,33 +32,21 @@ struct bench_case {
   std::function<void(const void*, void*, std::size_t)> plain;  // count in elements
 };
 
+// A typed plain loop as the case's type-erased baseline.
+template <class T>
+std::function<void(const void*, void*, std::size_t)> typed(void (*loop)(const T*, T*, std::size_t)) {
+  return [loop](const void* in, void* io, std::size_t n) { loop(static_cast<const T*>(in), static_cast<T*>(io), n); };
+}
+
 std::vector<bench_case> cases() {
   return {
-      {op::sum, dtype::float32,
-       [](const void* in, void* io, std::size_t n) {
-         plain_sum_f32(static_cast<const float*>(in), static_cast<float*>(io), n);
-       }},
-      {op::sum, dtype::float64,
-       [](const void* in, void* io, std::size_t n) {
-         plain_sum_f64(static_cast<const double*>(in), static_cast<double*>(io), n);
-       }},
-      {op::sum, dtype::int8,
-       [](const void* in, void* io, std::size_t n) {
-         plain_sum_i8(static_cast<const std::int8_t*>(in), static_cast<std::int8_t*>(io), n);
-       }},
-      {op::band, dtype::uint8,
-       [](const void* in, void* io, std::size_t n) {
-         plain_band_u8(static_cast<const std::uint8_t*>(in), static_cast<std::uint8_t*>(io), n);
-       }},
+      {op::sum, dtype::float32, typed(&plain_sum_f32)},
+      {op::sum, dtype::float64, typed(&plain_sum_f64)},
+      {op::sum, dtype::int8, typed(&plain_sum_i8)},
+      {op::band, dtype::uint8, typed(&plain_band_u8)},
       // No MPI op means logaddexp: its rows have no MPI_Reduce_local baseline.
-      {op::logaddexp, dtype::float32,
-       [](const void* in, void* io, std::size_t n) {
-         plain_logaddexp_f32(static_cast<const float*>(in), static_cast<float*>(io), n);
-       }},
-      {op::logaddexp, dtype::float64,
-       [](const void* in, void* io, std::size_t n) {
-         plain_logaddexp_f64(static_cast<const double*>(in), static_cast<double*>(io), n);
-       }},
+      {op::logaddexp, dtype::float32, typed(&plain_logaddexp_f32)},
+      {op::logaddexp, dtype::float64, typed(&plain_logaddexp_f64)},
   };
 }
 
@@ -181,9 +169,7 @@ int run_reduce_bench(const reduce_bench_options& opt) {
       bytes = next > opt.max_bytes || next <= bytes ? opt.max_bytes : next;
     }
   }
-  rep.print();
-  if (!opt.json_path.empty()) rep.write_json(opt.json_path);
-  if (!opt.csv_path.empty()) rep.write_csv(opt.csv_path);
+  rep.publish(opt.json_path, opt.csv_path);  // (run on rank 0 only)
   return 0;
 }
 
