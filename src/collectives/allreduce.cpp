@@ -333,7 +333,8 @@ const detail::model_choice& model_choice_for(detail::collectives_state& state, a
 
   if (measure_candidate) {
     const int cls = detail::size_class(bytes);
-    detail::measured_class& m = state.measured_for({cls, &layout, report.segment_bytes});
+    const int kernel_class = o == op::logaddexp ? 1 : 0;  // compute-bound: its own decisions (state.hpp)
+    detail::measured_class& m = state.measured_for({cls, &layout, report.segment_bytes, kernel_class});
     if (m.decided == allreduce_algorithm::automatic) {
       if (m.count == 0) set_candidates(m, ctx, alg, layout);
       const allreduce_algorithm trial = detail::run_next_trial(

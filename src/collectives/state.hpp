@@ -59,12 +59,17 @@ struct collectives_state final : engine_state {
   // (null if the ranks span several nodes or mapping failed: recursive doubling).
   std::unique_ptr<shm_allreduce> shared_segment;
   bool shared_segment_tried = false;
-  // auto's measured choices: (size class, node layout, segment size) -> choice.
-  using measured_key = std::tuple<int, const node_layout*, std::size_t>;
+  // auto's measured choices: (size class, node layout, segment size, kernel
+  // class) -> choice. The kernel class separates the compute-bound logaddexp
+  // (an exp and a log1p per element, ~15x the time per byte of a sum) from the
+  // memory-bound ops, which share one decision: the best algorithm for a sum is
+  // not the best where the reduction's arithmetic dominates (measured: results.md,
+  // "The column log-sum-exp over ranks").
+  using measured_key = std::tuple<int, const node_layout*, std::size_t, int>;
   std::map<measured_key, measured_class> measured;
   // The last class used (map nodes do not move): repeated calls of one size skip
   // the map lookup on the hot path.
-  measured_key last_key{-1, nullptr, 0};
+  measured_key last_key{-1, nullptr, 0, 0};
   measured_class* last = nullptr;
 
   measured_class& measured_for(const measured_key& key) {
