@@ -25,13 +25,13 @@ def load(path):
 
 
 def mpi_impl(impls):
-    return next(i for i in impls if i.startswith("MPI_Reduce_local"))
+    """The MPI_Reduce_local row's name, or None for an op MPI lacks (logaddexp)."""
+    return next((i for i in impls if i.startswith("MPI_Reduce_local")), None)
 
 
 def markdown(path, table):
     name = os.path.basename(path)
-    first = next(iter(table.values()))
-    mpi = mpi_impl(first)
+    mpi = next(m for m in map(mpi_impl, table.values()) if m)
     library = mpi.replace("MPI_Reduce_local (", "").rstrip(")")
     out = [f"Source: `{name}` — {library} build; GB/s counts 3x the "
            "buffer (2x for memcpy); ratios are median time of the baseline / median time of "
@@ -42,10 +42,11 @@ def markdown(path, table):
     for (case, size), impls in table.items():
         c = impls["conveyor"]
         t = float(c["median_us"])
-        out.append("| {} | {} | {} | {} | {} | {} | {:.2f}x | {:.2f}x |".format(
-            case, size, c["GB/s"], impls[mpi]["GB/s"],
+        m = impls.get(mpi)  # none for logaddexp
+        out.append("| {} | {} | {} | {} | {} | {} | {} | {:.2f}x |".format(
+            case, size, c["GB/s"], m["GB/s"] if m else "—",
             impls[PLAIN]["GB/s"], impls["memcpy"]["GB/s"],
-            float(impls[mpi]["median_us"]) / t,
+            "{:.2f}x".format(float(m["median_us"]) / t) if m else "—",
             float(impls[PLAIN]["median_us"]) / t))
     return "\n".join(out)
 
@@ -63,8 +64,9 @@ def plot(paths_tables, target):
             keys = [k for k in table if k[0] == case]
             sizes = [k[1] for k in keys]
             mpi = mpi_impl(table[keys[0]])
-            label_mpi = mpi.replace("MPI_Reduce_local ", "").strip("()")
-            for impl, style in list(styles.items()) + [(mpi, "-s")]:
+            library = next(m for m in map(mpi_impl, table.values()) if m)
+            label_mpi = library.replace("MPI_Reduce_local ", "").strip("()")
+            for impl, style in list(styles.items()) + ([(mpi, "-s")] if mpi else []):
                 if pi > 0 and impl in (PLAIN, "memcpy"):
                     continue  # one copy of the references is enough
                 ys = [float(table[k][impl]["GB/s"]) for k in keys]
