@@ -1,6 +1,7 @@
 // Everything in Conveyor's C++ API.
 #pragma once
 
+#include "conveyor/alltoall.hpp"
 #include "conveyor/collectives.hpp"
 #include "conveyor/mpi.hpp"
 #include "conveyor/contract.hpp"

@@ -19,10 +19,11 @@ namespace conveyor::interpose {
 namespace {
 
 constexpr std::array<std::string_view, call_count> kCallNames = {
-    "allreduce", "reduce_scatter_block", "reduce_scatter", "allgather", "allgatherv", "reduce_local"};
+    "allreduce", "reduce_scatter_block", "reduce_scatter", "allgather", "allgatherv", "reduce_local",
+    "alltoall", "alltoallv", "alltoallw"};
 constexpr std::array<std::string_view, call_count> kMpiNames = {
     "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Reduce_scatter", "MPI_Allgather", "MPI_Allgatherv",
-    "MPI_Reduce_local"};
+    "MPI_Reduce_local", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw"};
 constexpr std::array<std::string_view, pass_reason_count> kReasonNames = {
     "off", "not selected", "below threshold", "empty", "op", "type", "intercomm", "arguments", "internal"};
 

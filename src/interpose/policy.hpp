@@ -10,8 +10,10 @@
 namespace conveyor::interpose {
 
 /// The calls libconveyor_mpi can serve (CONVEYOR_MPI_CALLS names them).
-enum class call : int { allreduce, reduce_scatter_block, reduce_scatter, allgather, allgatherv, reduce_local };
-inline constexpr int call_count = 6;
+enum class call : int {
+  allreduce, reduce_scatter_block, reduce_scatter, allgather, allgatherv, reduce_local, alltoall, alltoallv, alltoallw
+};
+inline constexpr int call_count = 9;
 
 /// Why a call went to the MPI library.
 enum class pass_reason : int {
@@ -29,7 +31,7 @@ inline constexpr int pass_reason_count = 9;
 
 struct policy {
   bool on = true;
-  bool serves[call_count] = {true, true, true, true, true, true};
+  bool serves[call_count] = {true, true, true, true, true, true, true, true, true};
   std::size_t min_bytes = 0;
   bool report = false;
 };

@@ -63,11 +63,12 @@ constexpr std::array<entry, 15> kSettings = {{
      "first intercepted MPI call"},
     {"CONVEYOR_MPI_CALLS", "all",
      "libconveyor_mpi: the calls Conveyor serves, a comma list of allreduce, reduce_scatter_block, "
-     "reduce_scatter, allgather, allgatherv, reduce_local (or all)",
+     "reduce_scatter, allgather, allgatherv, reduce_local, alltoall, alltoallv, alltoallw (or all)",
      "first intercepted MPI call"},
     {"CONVEYOR_MPI_MIN_BYTES", kMpiMinBytesDefault,
      "libconveyor_mpi: calls moving fewer bytes than this (the whole result: count x type size, "
-     "or the gathered total) go to the MPI library; same on every process",
+     "or the gathered total; per peer for alltoall; not applied to alltoallv / alltoallw, whose sizes "
+     "differ between ranks) go to the MPI library; same on every process",
      "first intercepted MPI call"},
     {"CONVEYOR_MPI_REPORT", "0",
      "libconveyor_mpi: 1 prints at MPI_Finalize (rank 0, summed over MPI_COMM_WORLD) what was served "

@@ -1,0 +1,76 @@
+// The all-to-all of the Redistribute engine: MPI_Alltoallw's movement, with each
+// peer's part of the send and receive buffers described as byte boxes (what an
+// MPI datatype's type map flattens to: runs of contiguous bytes repeated along
+// strided axes). libconveyor_mpi decodes the datatypes of MPI_Alltoall, Alltoallv
+// and Alltoallw into these maps (interpose/type_map.hpp); the plan API and C++
+// callers may build them directly.
+//
+// Steps (redistribute/alltoall.cpp): receive packages posted from the peers that
+// send this rank anything; each outgoing package packed (one copy of its boxes
+// into a contiguous buffer) and sent; this rank's own part copied directly from
+// its send boxes to its receive boxes (one copy, never through MPI); each package
+// unpacked into its receive boxes as it arrives. Peers with nothing to move in
+// either direction exchange no message at all (a sparse all-to-all costs only its
+// non-empty pairs).
+// Bytes on the wire: exactly the bytes of the non-empty off-diagonal pairs.
+// Memory traffic per remote byte: pack + MPI's own transfer + unpack.
+// Limits: every outgoing package is packed before any incoming one is unpacked,
+// so the receive boxes may overlap the send boxes (MPI_IN_PLACE); receive boxes
+// must not overlap each other (MPI makes that erroneous).
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "conveyor/export.hpp"
+#include "conveyor/types.hpp"
+
+namespace conveyor {
+
+/// Bytes laid out as `run` contiguous bytes repeated along up to 7 outer axes,
+/// outermost first: row (i_0, ..., i_{axes-1}) starts at
+/// offset + sum_k i_k * stride[k] bytes from the buffer address. Rows are taken in
+/// that (row-major) order; strides may be negative. Offsets are from the base
+/// pointer passed with the map, which may be null (offsets are then addresses, as
+/// with MPI_BOTTOM).
+struct byte_box {
+  static constexpr int max_axes = 7;
+  std::int64_t offset = 0;
+  std::int64_t run = 0;
+  int axes = 0;
+  std::array<std::int64_t, max_axes> count{}, stride{};
+  /// run times every count: the bytes the box holds.
+  std::int64_t bytes() const {
+    std::int64_t b = run;
+    for (int k = 0; k < axes; ++k) b *= count[static_cast<std::size_t>(k)];
+    return b;
+  }
+};
+
+/// A part of a buffer as the boxes its bytes are taken from, in order.
+using byte_map = std::vector<byte_box>;
+
+/// The bytes a map holds.
+CONVEYOR_API std::int64_t bytes_of(const byte_map& m);
+
+/// What alltoallw did on this rank.
+struct alltoallw_report {
+  int send_peers = 0, recv_peers = 0;  // other ranks this rank exchanged a message with
+  std::int64_t sent_bytes = 0, received_bytes = 0;  // to / from other ranks
+  std::int64_t self_bytes = 0;  // copied from this rank's send to its receive boxes
+};
+
+/// Collective over `comm` (an intra-communicator): rank r's send_maps[q] (boxes
+/// over `send`) arrive at rank q in recv_maps[r] (boxes over `recv`), byte for
+/// byte in map order. send_maps and recv_maps hold one map per rank. The byte
+/// counts of a pair must agree (MPI's matching type signatures): a package of
+/// another size throws errc::invalid_argument on the rank that receives it.
+/// `send` may equal `recv` (MPI_IN_PLACE: pass the receive maps as send maps).
+/// Throws conveyor::error on bad arguments or an MPI failure.
+CONVEYOR_API alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_maps, void* recv,
+                                        const std::vector<byte_map>& recv_maps, MPI_Comm comm);
+
+}  // namespace conveyor

@@ -1,0 +1,254 @@
+// libconveyor_mpi's all-to-all family: MPI_Alltoall, MPI_Alltoallv, MPI_Alltoallw
+// and (MPI-4 libraries) their MPI_Count forms, served by conveyor::alltoallw
+// (conveyor/alltoall.hpp). Each peer's part of either buffer is decoded from its
+// (count, displacement, datatype) into byte boxes (type_map.hpp); a type whose
+// layout is not read is staged through MPI_Pack / MPI_Unpack, so it is still
+// served and every rank decides alike.
+//
+// The decision reads only what every rank agrees on: the call, the communicator
+// (intra only), and for MPI_Alltoall the bytes per peer (count x type size, equal
+// on every rank by MPI's matching rule), which CONVEYOR_MPI_MIN_BYTES compares;
+// alltoallv / alltoallw have no size all ranks share, so they are served at every
+// size. A negative count or a null type with items goes to the MPI library, which
+// reports it. MPI_IN_PLACE: the receive side is also the send side.
+#include <mpi.h>
+
+#include <climits>
+#include <cstdint>
+#include <vector>
+
+#include "conveyor/alltoall.hpp"
+#include "interpose/entry.hpp"
+#include "interpose/type_map.hpp"
+
+namespace conveyor::interpose {
+namespace {
+
+// One peer's part of a buffer, as the call gives it.
+struct part {
+  std::int64_t count = 0;
+  std::int64_t displ = 0;  // bytes from the buffer
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+};
+
+// Items staged through MPI's own pack (a type whose layout is not read).
+struct staged_part {
+  const void* at = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  std::vector<char> bytes;
+};
+
+// One side of the call as byte maps over `base`, with what was staged.
+struct side {
+  std::vector<byte_map> maps;
+  std::vector<staged_part> staged;
+};
+
+std::int64_t address(const void* p) { return static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(p)); }
+
+// The layouts of the types seen in this call (one type is usually passed for
+// every peer; handles cannot be freed during the call, so within it they are keys).
+const type_layout& layout_in_call(MPI_Datatype t, std::vector<std::pair<MPI_Datatype, type_layout>>& seen) {
+  for (const auto& [h, l] : seen) {
+    if (h == t) return l;
+  }
+  seen.emplace_back(t, layout_of(t));
+  return seen.back().second;
+}
+
+// Builds one side; `outgoing`: the staged items are packed now. Returns an MPI code.
+int build_side(const void* buf, const void* base, const std::vector<part>& parts, bool outgoing, side& s,
+               std::vector<std::pair<MPI_Datatype, type_layout>>& seen) {
+  s.maps.assign(parts.size(), {});
+  for (std::size_t q = 0; q < parts.size(); ++q) {
+    const part& p = parts[q];
+    if (p.count == 0) continue;
+    const std::int64_t first = address(buf) + p.displ - address(base);
+    const type_layout& l = layout_in_call(p.type, seen);
+    if (l.readable && append_items(l, p.count, first, s.maps[q])) continue;
+    s.maps[q].clear();
+    if (p.count * l.size > INT_MAX) return MPI_ERR_COUNT;  // MPI_Pack counts in int
+    staged_part st;
+    st.at = reinterpret_cast<const void*>(static_cast<std::intptr_t>(address(buf) + p.displ));
+    st.count = static_cast<int>(p.count);
+    st.type = p.type;
+    st.bytes.resize(static_cast<std::size_t>(p.count * l.size));
+    if (outgoing) {
+      int position = 0;
+      const int rc = PMPI_Pack(st.at, st.count, st.type, st.bytes.data(), static_cast<int>(st.bytes.size()), &position,
+                               MPI_COMM_SELF);
+      if (rc != MPI_SUCCESS) return rc;
+      if (position != static_cast<int>(st.bytes.size())) return MPI_ERR_TYPE;  // not the raw bytes
+    }
+    s.maps[q].push_back(byte_box{address(st.bytes.data()) - address(base), static_cast<std::int64_t>(st.bytes.size()), 0, {}, {}});
+    s.staged.push_back(std::move(st));
+  }
+  return MPI_SUCCESS;
+}
+
+int unpack_staged(side& s) {
+  for (staged_part& st : s.staged) {
+    int position = 0;
+    const int rc = PMPI_Unpack(st.bytes.data(), static_cast<int>(st.bytes.size()), &position, const_cast<void*>(st.at),
+                               st.count, st.type, MPI_COMM_SELF);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+// Why the parts cannot be served (nullopt: they can).
+std::optional<pass_reason> screen_parts(const std::vector<part>& parts) {
+  for (const part& p : parts) {
+    if (p.count < 0 || (p.count > 0 && p.type == MPI_DATATYPE_NULL)) return pass_reason::arguments;
+  }
+  return std::nullopt;
+}
+
+// The served call: both sides decoded, conveyor::alltoallw, staged items unpacked.
+int serve_alltoall(thread_state& state, call which, const char* name, const void* send, const std::vector<part>& sp,
+                   void* recv, const std::vector<part>& rp, MPI_Comm comm) {
+  const bool in_place = send == MPI_IN_PLACE;
+  return serve(state, name, comm, [&] {
+    std::vector<std::pair<MPI_Datatype, type_layout>> seen;
+    side in, out;
+    const void* send_base = in_place ? recv : send;
+    int rc = build_side(send_base, send_base, in_place ? rp : sp, true, in, seen);
+    if (rc == MPI_SUCCESS) rc = build_side(recv, recv, rp, false, out, seen);
+    if (rc != MPI_SUCCESS) return rc;
+    const alltoallw_report rep = alltoallw(send_base, in.maps, recv, out.maps, comm);
+    rc = unpack_staged(out);
+    if (rc != MPI_SUCCESS) return rc;
+    count_served(which, static_cast<std::size_t>(rep.sent_bytes + rep.self_bytes), !in.staged.empty() || !out.staged.empty());
+    return MPI_SUCCESS;
+  });
+}
+
+// MPI_Alltoall: `count` items of the type for every peer, peer q's at q * count extents.
+template <class Count, class Pass>
+int alltoall_entry(const void* send, Count scount, MPI_Datatype stype, void* recv, Count rcount, MPI_Datatype rtype,
+                   MPI_Comm comm, Pass pass) {
+  thread_state& state = this_thread();
+  const bool in_place = send == MPI_IN_PLACE;
+  std::optional<pass_reason> why = screen(state, call::alltoall);
+  if (!why && (rcount < 0 || rtype == MPI_DATATYPE_NULL || (!in_place && (scount < 0 || stype == MPI_DATATYPE_NULL)))) {
+    why = pass_reason::arguments;
+  }
+  if (!why) why = screen_comm(comm);
+  int rsize = 0;
+  if (!why) PMPI_Type_size(rtype, &rsize);
+  if (!why) why = screen_bytes(state, static_cast<std::size_t>(rcount) * static_cast<std::size_t>(rsize));
+  if (why) {
+    count_passed(call::alltoall, *why);
+    return pass();
+  }
+  const int P = comm_size(comm);
+  auto parts = [P](Count n, MPI_Datatype t) {
+    MPI_Aint lb = 0, extent = 0;
+    PMPI_Type_get_extent(t, &lb, &extent);
+    std::vector<part> v(static_cast<std::size_t>(P));
+    for (int q = 0; q < P; ++q) v[static_cast<std::size_t>(q)] = {static_cast<std::int64_t>(n), q * static_cast<std::int64_t>(n) * extent, t};
+    return v;
+  };
+  const std::vector<part> rp = parts(rcount, rtype);
+  const std::vector<part> sp = in_place ? std::vector<part>{} : parts(scount, stype);
+  return serve_alltoall(state, call::alltoall, "MPI_Alltoall", send, sp, recv, rp, comm);
+}
+
+// MPI_Alltoallv (displacements in extents of the one type) and MPI_Alltoallw
+// (displacements in bytes, a type per peer): `types` null for the v form.
+template <class Count, class Displ, class Pass>
+int alltoallv_entry(call which, const char* name, const void* send, const Count* scounts, const Displ* sdispls,
+                    const MPI_Datatype* stypes, MPI_Datatype stype, void* recv, const Count* rcounts, const Displ* rdispls,
+                    const MPI_Datatype* rtypes, MPI_Datatype rtype, MPI_Comm comm, Pass pass) {
+  thread_state& state = this_thread();
+  const bool in_place = send == MPI_IN_PLACE;
+  const bool w = which == call::alltoallw;
+  std::optional<pass_reason> why = screen(state, which);
+  if (!why && (!rcounts || !rdispls || (w ? !rtypes : rtype == MPI_DATATYPE_NULL))) why = pass_reason::arguments;
+  if (!why && !in_place && (!scounts || !sdispls || (w ? !stypes : stype == MPI_DATATYPE_NULL))) {
+    why = pass_reason::arguments;
+  }
+  if (!why) why = screen_comm(comm);
+  std::vector<part> sp, rp;
+  if (!why) {
+    const int P = comm_size(comm);
+    auto parts = [P](const Count* counts, const Displ* displs, const MPI_Datatype* types, MPI_Datatype one) {
+      MPI_Aint lb = 0, extent = 1;
+      if (!types) PMPI_Type_get_extent(one, &lb, &extent);
+      std::vector<part> v(static_cast<std::size_t>(P));
+      for (int q = 0; q < P; ++q) {
+        const auto k = static_cast<std::size_t>(q);
+        v[k] = {static_cast<std::int64_t>(counts[q]), static_cast<std::int64_t>(displs[q]) * extent, types ? types[q] : one};
+      }
+      return v;
+    };
+    rp = parts(rcounts, rdispls, rtypes, rtype);
+    if (!in_place) sp = parts(scounts, sdispls, stypes, stype);
+    why = screen_parts(rp);
+    if (!why) why = screen_parts(sp);
+  }
+  if (why) {
+    count_passed(which, *why);
+    return pass();
+  }
+  return serve_alltoall(state, which, name, send, sp, recv, rp, comm);
+}
+
+}  // namespace
+}  // namespace conveyor::interpose
+
+using namespace conveyor::interpose;
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+int MPI_Alltoall(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
+                 MPI_Comm comm) {
+  return alltoall_entry(send, scount, stype, recv, rcount, rtype, comm,
+                        [&] { return PMPI_Alltoall(send, scount, stype, recv, rcount, rtype, comm); });
+}
+
+int MPI_Alltoallv(const void* send, const int scounts[], const int sdispls[], MPI_Datatype stype, void* recv,
+                  const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm) {
+  return alltoallv_entry(call::alltoallv, "MPI_Alltoallv", send, scounts, sdispls, nullptr, stype, recv, rcounts,
+                         rdispls, nullptr, rtype, comm, [&] {
+                           return PMPI_Alltoallv(send, scounts, sdispls, stype, recv, rcounts, rdispls, rtype, comm);
+                         });
+}
+
+int MPI_Alltoallw(const void* send, const int scounts[], const int sdispls[], const MPI_Datatype stypes[], void* recv,
+                  const int rcounts[], const int rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm) {
+  return alltoallv_entry(call::alltoallw, "MPI_Alltoallw", send, scounts, sdispls, stypes, MPI_DATATYPE_NULL, recv,
+                         rcounts, rdispls, rtypes, MPI_DATATYPE_NULL, comm, [&] {
+                           return PMPI_Alltoallw(send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm);
+                         });
+}
+
+#if MPI_VERSION >= 4
+int MPI_Alltoall_c(const void* send, MPI_Count scount, MPI_Datatype stype, void* recv, MPI_Count rcount,
+                   MPI_Datatype rtype, MPI_Comm comm) {
+  return alltoall_entry(send, scount, stype, recv, rcount, rtype, comm,
+                        [&] { return PMPI_Alltoall_c(send, scount, stype, recv, rcount, rtype, comm); });
+}
+
+int MPI_Alltoallv_c(const void* send, const MPI_Count scounts[], const MPI_Aint sdispls[], MPI_Datatype stype,
+                    void* recv, const MPI_Count rcounts[], const MPI_Aint rdispls[], MPI_Datatype rtype, MPI_Comm comm) {
+  return alltoallv_entry(call::alltoallv, "MPI_Alltoallv_c", send, scounts, sdispls, nullptr, stype, recv, rcounts,
+                         rdispls, nullptr, rtype, comm, [&] {
+                           return PMPI_Alltoallv_c(send, scounts, sdispls, stype, recv, rcounts, rdispls, rtype, comm);
+                         });
+}
+
+int MPI_Alltoallw_c(const void* send, const MPI_Count scounts[], const MPI_Aint sdispls[], const MPI_Datatype stypes[],
+                    void* recv, const MPI_Count rcounts[], const MPI_Aint rdispls[], const MPI_Datatype rtypes[],
+                    MPI_Comm comm) {
+  return alltoallv_entry(call::alltoallw, "MPI_Alltoallw_c", send, scounts, sdispls, stypes, MPI_DATATYPE_NULL, recv,
+                         rcounts, rdispls, rtypes, MPI_DATATYPE_NULL, comm, [&] {
+                           return PMPI_Alltoallw_c(send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm);
+                         });
+}
+#endif  // MPI_VERSION >= 4
+
+}  // extern "C"
+#pragma GCC visibility pop

@@ -1,0 +1,43 @@
+// An MPI datatype as the byte boxes its type map flattens to (conveyor/alltoall.hpp),
+// for the all-to-all calls of libconveyor_mpi: they move bytes, so any datatype
+// whose layout is read here is served, whatever its basic types.
+//
+// Read (MPI_Type_get_envelope / get_contents, recursively): named types whose
+// bytes are one run, dup, contiguous, vector, hvector, indexed, hindexed,
+// indexed_block, hindexed_block, struct, subarray (both orders), darray (block,
+// cyclic and none distributions, both orders) and resized. Strides and lower
+// bounds may be negative. Boxes of one child repeated along new axes stay one box
+// while they have axes to spare (a subarray of complex numbers: one box of rows);
+// a type that would take more than kMaxBoxes boxes is not read.
+// Not read (the caller stages those items through MPI_Pack / MPI_Unpack, so every
+// rank still serves the call): the F90 parameterized types, named pair types with
+// padding (MPI_SHORT_INT), and anything MPI may add.
+// Nothing is cached: MPI reuses the handle of a freed type for another type.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "conveyor/alltoall.hpp"
+
+namespace conveyor::interpose {
+
+/// The most boxes one decoded type (or count of it) may take.
+inline constexpr std::size_t kMaxBoxes = std::size_t{1} << 16;
+
+struct type_layout {
+  bool readable = false;
+  byte_map boxes;  // one item, offsets from the item's address
+  std::int64_t size = 0, extent = 0;  // MPI_Type_size, MPI_Type_get_extent's extent
+};
+
+/// The layout of `t` (MPI initialized; `t` a committed or predefined type).
+type_layout layout_of(MPI_Datatype t);
+
+/// Appends `count` items of `l`, the first at `offset` bytes, item i at
+/// offset + i * extent, to `out`; false (out unchanged in meaning: the caller
+/// discards it) when that would take more than kMaxBoxes boxes.
+bool append_items(const type_layout& l, std::int64_t count, std::int64_t offset, byte_map& out);
+
+}  // namespace conveyor::interpose

@@ -1,0 +1,368 @@
+// libconveyor_mpi's MPI_Alltoall, MPI_Alltoallv and MPI_Alltoallw, linked ahead of
+// the MPI library. The oracle is the MPI library's reading of the datatypes: every
+// case runs once through the interposed MPI_ entry point and once as MPI_Pack of
+// each part, an exchange of the packed bytes and MPI_Unpack (not PMPI_Alltoallw:
+// Open MPI 4.1.4's moves nothing on a one-process communicator), into receive
+// buffers filled with the same sentinel, and the bytes must be equal everywhere
+// (received data, and the gaps no type touches).
+// The report (tests/CMakeLists.txt) checks that the calls were served.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "mpi_test_util.hpp"
+
+namespace {
+
+using conveyor::testing::rank_of;
+using conveyor::testing::size_of;
+
+std::vector<unsigned char> pattern(std::size_t n, int salt) {
+  std::vector<unsigned char> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((salt * 131 + i * 7 + i / 251) & 0xff);
+  return v;
+}
+
+// One Alltoallw case: the arguments of this rank.
+struct case_w {
+  std::size_t send_bytes = 0, recv_bytes = 0;
+  std::vector<int> scounts, sdispls, rcounts, rdispls;
+  std::vector<MPI_Datatype> stypes, rtypes;
+};
+
+// What MPI_Alltoallw must do, by MPI's own pack and unpack of every part.
+void reference_alltoallw(const void* send, const int* sc, const int* sd, const MPI_Datatype* st, void* recv,
+                         const int* rc, const int* rd, const MPI_Datatype* rt, MPI_Comm comm) {
+  const int P = size_of(comm);
+  const bool in_place = send == MPI_IN_PLACE;
+  if (in_place) send = recv, sc = rc, sd = rd, st = rt;
+  std::vector<int> sbytes(P), rbytes(P), soff(P + 1, 0), roff(P + 1, 0);
+  for (int q = 0; q < P; ++q) {
+    int ss = 0, rs = 0;
+    if (sc[q]) MPI_Type_size(st[q], &ss);
+    if (rc[q]) MPI_Type_size(rt[q], &rs);
+    sbytes[q] = sc[q] * ss, rbytes[q] = rc[q] * rs;
+    soff[q + 1] = soff[q] + sbytes[q], roff[q + 1] = roff[q] + rbytes[q];
+  }
+  std::vector<char> packed(static_cast<std::size_t>(soff[P]) + 1), got(static_cast<std::size_t>(roff[P]) + 1);
+  for (int q = 0; q < P; ++q) {
+    int pos = 0;
+    if (sc[q]) {
+      MPI_Pack(static_cast<const char*>(send) + sd[q], sc[q], st[q], packed.data() + soff[q], sbytes[q], &pos, MPI_COMM_SELF);
+    }
+  }
+  PMPI_Alltoallv(packed.data(), sbytes.data(), soff.data(), MPI_BYTE, got.data(), rbytes.data(), roff.data(), MPI_BYTE, comm);
+  for (int q = 0; q < P; ++q) {
+    int pos = 0;
+    if (rc[q]) MPI_Unpack(got.data() + roff[q], rbytes[q], &pos, static_cast<char*>(recv) + rd[q], rc[q], rt[q], MPI_COMM_SELF);
+  }
+}
+
+// Runs `c` through MPI_Alltoallw and the reference (in place: the receive side
+// only) and expects the same bytes.
+void expect_as_mpi(const case_w& c, MPI_Comm comm, bool in_place = false) {
+  const int r = rank_of(comm);
+  const std::vector<unsigned char> send = pattern(c.send_bytes, r + 1);
+  std::vector<unsigned char> got = pattern(c.recv_bytes, 1000 + r), want = got;
+  if (in_place) {
+    got = want = pattern(c.recv_bytes, r + 7);
+    ASSERT_EQ(MPI_Alltoallw(MPI_IN_PLACE, nullptr, nullptr, nullptr, got.data(), c.rcounts.data(), c.rdispls.data(),
+                            c.rtypes.data(), comm), MPI_SUCCESS);
+    reference_alltoallw(MPI_IN_PLACE, nullptr, nullptr, nullptr, want.data(), c.rcounts.data(), c.rdispls.data(),
+                        c.rtypes.data(), comm);
+  } else {
+    ASSERT_EQ(MPI_Alltoallw(send.data(), c.scounts.data(), c.sdispls.data(), c.stypes.data(), got.data(),
+                            c.rcounts.data(), c.rdispls.data(), c.rtypes.data(), comm), MPI_SUCCESS);
+    reference_alltoallw(send.data(), c.scounts.data(), c.sdispls.data(), c.stypes.data(), want.data(),
+                        c.rcounts.data(), c.rdispls.data(), c.rtypes.data(), comm);
+  }
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "rank " << r << " byte " << i;
+}
+
+// Every peer gets `items` of `type` from consecutive places `stride` bytes apart,
+// on both sides.
+case_w uniform(MPI_Comm comm, MPI_Datatype type, int items, int stride, std::size_t span) {
+  const int P = size_of(comm);
+  case_w c;
+  c.send_bytes = c.recv_bytes = static_cast<std::size_t>(P) * static_cast<std::size_t>(stride) + span;
+  for (int q = 0; q < P; ++q) {
+    c.scounts.push_back(items), c.rcounts.push_back(items);
+    c.sdispls.push_back(q * stride), c.rdispls.push_back(q * stride);
+    c.stypes.push_back(type), c.rtypes.push_back(type);
+  }
+  return c;
+}
+
+MPI_Datatype committed(MPI_Datatype t) {
+  MPI_Type_commit(&t);
+  return t;
+}
+
+TEST(Alltoall, ContiguousEveryCountAndInPlace) {
+  const int P = size_of(), r = rank_of();
+  for (int n : {0, 1, 7, 1000, 40000}) {
+    std::vector<int> send(static_cast<std::size_t>(P * n)), got(send.size(), -1);
+    for (int q = 0; q < P; ++q) {
+      for (int i = 0; i < n; ++i) send[static_cast<std::size_t>(q * n + i)] = r * 1000003 + q * 1009 + i;
+    }
+    ASSERT_EQ(MPI_Alltoall(send.data(), n, MPI_INT, got.data(), n, MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
+    for (int q = 0; q < P; ++q) {
+      for (int i = 0; i < n; ++i) ASSERT_EQ(got[static_cast<std::size_t>(q * n + i)], q * 1000003 + r * 1009 + i);
+    }
+    ASSERT_EQ(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, send.data(), n, MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(send, got) << n;
+  }
+}
+
+TEST(Alltoall, DifferentTypesOnTheTwoSides) {
+  // Send: a vector of every other double; receive: contiguous doubles.
+  const int P = size_of(), n = 37;
+  MPI_Datatype every_other = committed([] {
+    MPI_Datatype t;
+    MPI_Type_vector(n, 1, 2, MPI_DOUBLE, &t);
+    return t;
+  }());
+  MPI_Datatype one;  // resized so that peers' parts sit n * 2 doubles apart
+  MPI_Type_create_resized(every_other, 0, static_cast<MPI_Aint>(2 * n * sizeof(double)), &one);
+  MPI_Type_commit(&one);
+  std::vector<double> send(static_cast<std::size_t>(2 * n * P));
+  std::iota(send.begin(), send.end(), 1000.0 * rank_of());
+  std::vector<double> got(static_cast<std::size_t>(n * P), -1), want(got);
+  ASSERT_EQ(MPI_Alltoall(send.data(), 1, one, got.data(), n, MPI_DOUBLE, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(PMPI_Alltoall(send.data(), 1, one, want.data(), n, MPI_DOUBLE, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(got, want);
+  MPI_Type_free(&one);
+  MPI_Type_free(&every_other);
+}
+
+TEST(Alltoall, VUnevenSparseAndInPlace) {
+  const int P = size_of(), r = rank_of();
+  // Rank r sends (r + q) % 3 * 5 ints to q (zero for some pairs: a sparse pattern),
+  // with gaps between the peers' parts.
+  std::vector<int> sc(P), sd(P), rc(P), rd(P);
+  int st = 0, rt = 0;
+  for (int q = 0; q < P; ++q) {
+    sc[q] = (r + q) % 3 * 5, sd[q] = st, st += sc[q] + 3;
+    rc[q] = (q + r) % 3 * 5, rd[q] = rt, rt += rc[q] + 2;
+  }
+  std::vector<long> send(static_cast<std::size_t>(st)), got(static_cast<std::size_t>(rt), -1), want(got);
+  std::iota(send.begin(), send.end(), 100000L * r);
+  ASSERT_EQ(MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_LONG, got.data(), rc.data(), rd.data(), MPI_LONG,
+                          MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(PMPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_LONG, want.data(), rc.data(), rd.data(), MPI_LONG,
+                           MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(got, want);
+  // In place: the receive side's counts both ways (symmetric here: (r+q)%3 both ways).
+  std::vector<long> a(static_cast<std::size_t>(rt)), b;
+  std::iota(a.begin(), a.end(), 7L * r);
+  b = a;
+  ASSERT_EQ(MPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, a.data(), rc.data(), rd.data(), MPI_LONG,
+                          MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(PMPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, b.data(), rc.data(), rd.data(), MPI_LONG,
+                           MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(a, b);
+}
+
+// mpi4py-fft's slab transpose: a local (n0/P, n1, n2) array sends its (n0/P, n1/P,
+// n2) column blocks, received as (n0/P) row blocks of a (n0, n1/P, n2) array, with
+// subarray types in both orders.
+TEST(Alltoall, WSubarraySlabTransposeBothOrders) {
+  const int P = size_of();
+  for (int order : {MPI_ORDER_C, MPI_ORDER_FORTRAN}) {
+    for (int n : {P * 3, P * 8 + 0}) {
+      const int m = n / P;  // local block
+      case_w c;
+      const int esize = 16;  // complex128
+      c.send_bytes = c.recv_bytes = static_cast<std::size_t>(m) * n * n * esize;
+      for (int q = 0; q < P; ++q) {
+        int size_a[3] = {m, n, n}, sub_a[3] = {m, m, n}, start_a[3] = {0, q * m, 0};
+        int size_b[3] = {n, m, n}, sub_b[3] = {m, m, n}, start_b[3] = {q * m, 0, 0};
+        MPI_Datatype a, b;
+        MPI_Type_create_subarray(3, size_a, sub_a, start_a, order, MPI_C_DOUBLE_COMPLEX, &a);
+        MPI_Type_create_subarray(3, size_b, sub_b, start_b, order, MPI_C_DOUBLE_COMPLEX, &b);
+        c.stypes.push_back(committed(a)), c.rtypes.push_back(committed(b));
+        c.scounts.push_back(1), c.rcounts.push_back(1), c.sdispls.push_back(0), c.rdispls.push_back(0);
+      }
+      expect_as_mpi(c, MPI_COMM_WORLD);
+      for (int q = 0; q < P; ++q) MPI_Type_free(&c.stypes[q]), MPI_Type_free(&c.rtypes[q]);
+    }
+  }
+}
+
+// Every constructor, each on both sides against plain bytes on the other.
+TEST(Alltoall, WEveryConstructorAsMpiReadsIt) {
+  const int P = size_of();
+  std::vector<MPI_Datatype> types;
+  MPI_Datatype t;
+  MPI_Type_contiguous(5, MPI_INT, &t), types.push_back(t);
+  MPI_Type_vector(3, 2, -4, MPI_FLOAT, &t), types.push_back(t);  // negative stride
+  MPI_Type_create_hvector(4, 3, 20, MPI_SHORT, &t), types.push_back(t);
+  int bl[3] = {2, 0, 3}, dp[3] = {5, 1, 0};
+  MPI_Type_indexed(3, bl, dp, MPI_DOUBLE, &t), types.push_back(t);
+  MPI_Aint hdp[3] = {40, 8, -16};
+  MPI_Type_create_hindexed(3, bl, hdp, MPI_INT, &t), types.push_back(t);
+  MPI_Type_create_indexed_block(3, 2, dp, MPI_LONG, &t), types.push_back(t);
+  MPI_Type_create_hindexed_block(3, 1, hdp, MPI_DOUBLE, &t), types.push_back(t);
+  {
+    int sbl[3] = {1, 2, 1};
+    MPI_Aint sdp[3] = {0, 8, 24};
+    MPI_Datatype st[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR};
+    MPI_Type_create_struct(3, sbl, sdp, st, &t), types.push_back(t);  // several basic types
+  }
+  {
+    MPI_Datatype inner;
+    MPI_Type_vector(2, 1, 3, MPI_INT, &inner);
+    MPI_Type_create_resized(inner, -8, 40, &t), types.push_back(t);  // negative lower bound
+    MPI_Type_free(&inner);
+  }
+  MPI_Type_dup(MPI_DOUBLE, &t), types.push_back(t);
+  {
+    int sizes[2] = {6, 5}, subs[2] = {2, 3}, starts[2] = {1, 2};
+    MPI_Datatype sub;
+    MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_FORTRAN, MPI_FLOAT, &sub);
+    MPI_Type_contiguous(2, sub, &t), types.push_back(t);  // a subarray repeated (extent of the array)
+    MPI_Type_free(&sub);
+  }
+  for (int distrib : {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC}) {
+    for (int order : {MPI_ORDER_C, MPI_ORDER_FORTRAN}) {
+      int gs[2] = {7, 9}, ds[2] = {distrib, MPI_DISTRIBUTE_NONE}, da[2] = {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG};
+      int ps[2] = {3, 1};
+      MPI_Type_create_darray(3, 1, 2, gs, ds, da, ps, order, MPI_INT, &t), types.push_back(t);
+      const int first = distrib == MPI_DISTRIBUTE_CYCLIC ? 2 : MPI_DISTRIBUTE_DFLT_DARG;
+      int ds2[2] = {distrib, distrib}, da2[2] = {first, MPI_DISTRIBUTE_DFLT_DARG}, ps2[2] = {2, 2};
+      MPI_Type_create_darray(4, 3, 2, gs, ds2, da2, ps2, order, MPI_SHORT, &t), types.push_back(t);
+    }
+  }
+  MPI_Type_create_f90_real(15, MPI_UNDEFINED, &t), types.push_back(t);  // not read: staged through MPI_Pack
+  types.push_back(MPI_SHORT_INT);  // a named pair with padding: staged
+  for (std::size_t k = 0; k < types.size(); ++k) {
+    MPI_Datatype type = types[k];
+    int ni, na, nd, combiner;
+    MPI_Type_get_envelope(type, &ni, &na, &nd, &combiner);
+    if (combiner != MPI_COMBINER_NAMED && combiner != MPI_COMBINER_F90_REAL) MPI_Type_commit(&types[k]);
+    type = types[k];
+    int size = 0;
+    MPI_Aint lb = 0, extent = 0;
+    MPI_Type_size(type, &size);
+    MPI_Type_get_extent(type, &lb, &extent);
+    const int items = 3;
+    const int span = static_cast<int>(extent) * items + 256;
+    for (int side = 0; side < 2; ++side) {
+      case_w c;
+      c.send_bytes = c.recv_bytes = static_cast<std::size_t>(P) * span + 128;
+      for (int q = 0; q < P; ++q) {
+        // The typed side starts 64 bytes in, so negative offsets stay inside.
+        const int typed_at = q * span + 64, plain_at = q * span;
+        (side ? c.scounts : c.rcounts).push_back(items);
+        (side ? c.sdispls : c.rdispls).push_back(typed_at);
+        (side ? c.stypes : c.rtypes).push_back(type);
+        (side ? c.rcounts : c.scounts).push_back(size * items);
+        (side ? c.rdispls : c.sdispls).push_back(plain_at);
+        (side ? c.rtypes : c.stypes).push_back(MPI_BYTE);
+      }
+      SCOPED_TRACE(testing::Message() << "type #" << k << " side " << side);
+      expect_as_mpi(c, MPI_COMM_WORLD);
+    }
+    // Typed on both sides, and in place.
+    case_w c = uniform(MPI_COMM_WORLD, type, items, span, 128);
+    for (int& d : c.sdispls) d += 64;
+    for (int& d : c.rdispls) d += 64;
+    expect_as_mpi(c, MPI_COMM_WORLD);
+    expect_as_mpi(c, MPI_COMM_WORLD, true);
+  }
+  for (MPI_Datatype& type : types) {
+    int ni, na, nd, combiner;
+    MPI_Type_get_envelope(type, &ni, &na, &nd, &combiner);
+    if (combiner != MPI_COMBINER_NAMED && combiner != MPI_COMBINER_F90_REAL) MPI_Type_free(&type);
+  }
+}
+
+// Types made and freed around every call (their handles reused by MPI), on a
+// communicator of half the ranks, many small distinct calls.
+TEST(Alltoall, WHandlesReusedOnASubcommunicator) {
+  MPI_Comm half;
+  MPI_Comm_split(MPI_COMM_WORLD, rank_of() % 2, rank_of(), &half);
+  for (int i = 0; i < 60; ++i) {
+    MPI_Datatype t;
+    if (i % 2) MPI_Type_vector(1 + i % 5, 1 + i % 3, 4, MPI_INT, &t);
+    else MPI_Type_contiguous(1 + i % 7, MPI_DOUBLE, &t);
+    MPI_Type_commit(&t);
+    MPI_Aint lb = 0, extent = 0;
+    MPI_Type_get_extent(t, &lb, &extent);
+    case_w c = uniform(half, t, 1 + i % 4, static_cast<int>(extent) * (1 + i % 4) + 8, 16);
+    expect_as_mpi(c, half);
+    MPI_Type_free(&t);
+  }
+  MPI_Comm_free(&half);
+}
+
+// Counts that do not match between ranks: the receiving rank gets an MPI error
+// (its communicator's handler), never wrong data or a hang.
+TEST(Alltoall, MismatchedCountsAnErrorNotWrongData) {
+  const int P = size_of(), r = rank_of();
+  if (P < 2) GTEST_SKIP() << "needs two ranks";
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  // Rank 1 expects 4 ints from rank 0, which sends 2 (and everyone else agrees).
+  std::vector<int> sc(P, 3), rc(P, 3), sd(P), rd(P);
+  for (int q = 0; q < P; ++q) sd[q] = rd[q] = 8 * q;
+  if (r == 0) sc[1] = 2;
+  if (r == 1) rc[0] = 4;
+  std::vector<int> send(8 * P, r), got(8 * P, -1);
+  const int rc_code = MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_INT, got.data(), rc.data(), rd.data(),
+                                    MPI_INT, comm);
+  if (r == 1) {
+    EXPECT_NE(rc_code, MPI_SUCCESS);
+  } else {
+    EXPECT_EQ(rc_code, MPI_SUCCESS);
+  }
+  // The communicator still works.
+  std::vector<int> ok_send(P, r), ok_got(P, -1);
+  ASSERT_EQ(MPI_Alltoall(ok_send.data(), 1, MPI_INT, ok_got.data(), 1, MPI_INT, comm), MPI_SUCCESS);
+  for (int q = 0; q < P; ++q) EXPECT_EQ(ok_got[q], q);
+  MPI_Comm_free(&comm);
+}
+
+TEST(Alltoall, IntercommunicatorsGoToMpi) {
+  const int P = size_of(), r = rank_of();
+  if (P < 2) GTEST_SKIP() << "needs two ranks";
+  MPI_Comm local, inter;
+  MPI_Comm_split(MPI_COMM_WORLD, r % 2, r, &local);
+  MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, r % 2 ? 0 : 1, 7, &inter);
+  int remote = 0;
+  MPI_Comm_remote_size(inter, &remote);
+  std::vector<int> send(remote, r), got(remote, -1);
+  ASSERT_EQ(MPI_Alltoall(send.data(), 1, MPI_INT, got.data(), 1, MPI_INT, inter), MPI_SUCCESS);
+  for (int i = 0; i < remote; ++i) EXPECT_EQ(got[i] % 2, (r + 1) % 2);
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&local);
+}
+
+#if MPI_VERSION >= 4
+TEST(Alltoall, CountForms) {
+  const int P = size_of(), r = rank_of();
+  std::vector<MPI_Count> c(P, 2);
+  std::vector<MPI_Aint> d(P);
+  for (int q = 0; q < P; ++q) d[q] = 2 * q;
+  std::vector<int> send(2 * P, r), got(2 * P, -1);
+  ASSERT_EQ(MPI_Alltoall_c(send.data(), 2, MPI_INT, got.data(), 2, MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
+  for (int q = 0; q < P; ++q) EXPECT_EQ(got[2 * q + 1], q);
+  std::fill(got.begin(), got.end(), -1);
+  ASSERT_EQ(MPI_Alltoallv_c(send.data(), c.data(), d.data(), MPI_INT, got.data(), c.data(), d.data(), MPI_INT,
+                            MPI_COMM_WORLD), MPI_SUCCESS);
+  for (int q = 0; q < P; ++q) EXPECT_EQ(got[2 * q], q);
+  std::vector<MPI_Datatype> ty(P, MPI_INT);
+  for (auto& x : d) x *= 4;
+  std::fill(got.begin(), got.end(), -1);
+  ASSERT_EQ(MPI_Alltoallw_c(send.data(), c.data(), d.data(), ty.data(), got.data(), c.data(), d.data(), ty.data(),
+                            MPI_COMM_WORLD), MPI_SUCCESS);
+  for (int q = 0; q < P; ++q) EXPECT_EQ(got[2 * q], q);
+}
+#endif
+
+}  // namespace
