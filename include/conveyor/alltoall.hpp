@@ -7,13 +7,17 @@
 //
 // Steps (redistribute/alltoall.cpp): receive packages posted from the peers that
 // send this rank anything; each outgoing package packed (one copy of its boxes
-// into a contiguous buffer) and sent; this rank's own part copied directly from
-// its send boxes to its receive boxes (one copy, never through MPI); each package
-// unpacked into its receive boxes as it arrives. Peers with nothing to move in
-// either direction exchange no message at all (a sparse all-to-all costs only its
-// non-empty pairs).
+// into a contiguous buffer; none when it is one run) and sent; this rank's own
+// part copied directly from its send boxes to its receive boxes (one copy, never
+// through MPI); each package unpacked into its receive boxes as it arrives.
+// Between ranks of one node, pairs of at least 32 KiB skip the packages: the
+// receiver reads the sender's rows into its own with cross-memory attach
+// (redistribute/alltoall_attach.hpp), where the kernel allows it on every rank.
+// Peers with nothing to move in either direction exchange no message at all (a
+// sparse all-to-all costs only its non-empty pairs).
 // Bytes on the wire: exactly the bytes of the non-empty off-diagonal pairs.
-// Memory traffic per remote byte: pack + MPI's own transfer + unpack.
+// Memory traffic per remote byte: pack + MPI's own transfer + unpack; one copy
+// (the receiver's read) for an attached pair.
 // Limits: every outgoing package is packed before any incoming one is unpacked,
 // so the receive boxes may overlap the send boxes (MPI_IN_PLACE); receive boxes
 // must not overlap each other (MPI makes that erroneous).
@@ -23,6 +27,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "conveyor/export.hpp"
@@ -61,7 +66,13 @@ struct alltoallw_report {
   int send_peers = 0, recv_peers = 0;  // other ranks this rank exchanged a message with
   std::int64_t sent_bytes = 0, received_bytes = 0;  // to / from other ranks
   std::int64_t self_bytes = 0;  // copied from this rank's send to its receive boxes
+  int attached_peers = 0;  // peers whose rows this rank read directly (cross-memory attach)
 };
+
+/// How alltoallw moves packages between ranks of one node on `comm`: "cross-memory
+/// attach", or "packed: " and why not (the setting, or which rank the kernel
+/// refused and its error). Collective on the first call for a communicator.
+CONVEYOR_API std::string alltoall_copy_path(MPI_Comm comm);
 
 /// Collective over `comm` (an intra-communicator): rank r's send_maps[q] (boxes
 /// over `send`) arrive at rank q in recv_maps[r] (boxes over `recv`), byte for

@@ -14,11 +14,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "conveyor/contract.hpp"
+#include "redistribute/alltoall_attach.hpp"
+#include "redistribute/byte_rows.hpp"
 #include "runtime/buffer_pool.hpp"
 #include "runtime/context.hpp"
 #include "runtime/message_pieces.hpp"
@@ -27,11 +30,14 @@ namespace conveyor {
 namespace {
 
 constexpr int kCallTags = 512;   // call numbers before a tag repeats
-constexpr int kPiecesPerPackage = 64;
+constexpr int kTagsPerCall = 64;  // pieces 0-61, then the attach descriptor and done
+constexpr int kPiecesPerPackage = kTagsPerCall - 2;
+constexpr int kDescriptorTag = kTagsPerCall - 2, kDoneTag = kTagsPerCall - 1;
 
 struct alltoall_state final : detail::engine_state {
   unsigned calls = 0;
   detail::byte_buffer send_packages, recv_packages;
+  redistribute::detail::attach_state attach;
 };
 
 const int kAlltoallSlot = detail::register_engine_state(
@@ -39,59 +45,8 @@ const int kAlltoallSlot = detail::register_engine_state(
       return std::make_unique<alltoall_state>();
     });
 
-char* at(const void* base, std::int64_t offset) {
-  return reinterpret_cast<char*>(reinterpret_cast<std::intptr_t>(base) + offset);
-}
-
-// The rows of a map in order: next() gives each row's address and length.
-class row_walk {
- public:
-  row_walk(const byte_map& m, const void* base) : m_(m), base_(base) {}
-
-  bool next(char*& row, std::int64_t& length) {
-    while (box_ < m_.size()) {
-      const byte_box& b = m_[box_];
-      if (!started_) {
-        started_ = true;
-        idx_.fill(0);
-        if (b.run <= 0 || b.bytes() <= 0) {
-          advance_box();
-          continue;
-        }
-      } else if (!step(b)) {
-        advance_box();
-        continue;
-      }
-      std::int64_t off = b.offset;
-      for (int k = 0; k < b.axes; ++k) off += idx_[static_cast<std::size_t>(k)] * b.stride[static_cast<std::size_t>(k)];
-      row = at(base_, off);
-      length = b.run;
-      return true;
-    }
-    return false;
-  }
-
- private:
-  // The next row of box b (odometer over its axes, innermost fastest); false at its end.
-  bool step(const byte_box& b) {
-    for (int k = b.axes - 1; k >= 0; --k) {
-      auto& i = idx_[static_cast<std::size_t>(k)];
-      if (++i < b.count[static_cast<std::size_t>(k)]) return true;
-      i = 0;
-    }
-    return false;
-  }
-  void advance_box() {
-    ++box_;
-    started_ = false;
-  }
-
-  const byte_map& m_;
-  const void* base_;
-  std::size_t box_ = 0;
-  bool started_ = false;
-  std::array<std::int64_t, byte_box::max_axes> idx_{};
-};
+using redistribute::detail::at;
+using redistribute::detail::row_walk;
 
 // The one row of a map that is a single contiguous run (null otherwise).
 char* single_run(const byte_map& m, const void* base) {
@@ -181,7 +136,7 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
       rbytes[k] = bytes_of(recv_maps[k]);
       const std::int64_t limit = static_cast<std::int64_t>(detail::kMaxMessageBytes) * kPiecesPerPackage;
       if (sbytes[k] > limit || rbytes[k] > limit) {
-        throw error(errc::unsupported, "alltoallw: over 64 GiB to or from one rank");
+        throw error(errc::unsupported, "alltoallw: over 62 GiB to or from one rank");
       }
     }
     const auto k = static_cast<std::size_t>(me);
@@ -193,10 +148,19 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   call.agree_if(false);
 
   auto& state = ctx.state<alltoall_state>(kAlltoallSlot);
-  const int tag0 = static_cast<int>(state.calls++ % kCallTags) * kPiecesPerPackage;
+  const int tag0 = static_cast<int>(state.calls++ % kCallTags) * kTagsPerCall;
   const bool in_place = send == recv;
   alltoallw_report rep;
   rep.self_bytes = sbytes[static_cast<std::size_t>(me)];
+  redistribute::detail::attach_state& attach = state.attach;
+  redistribute::detail::probe_attach(attach, ctx.comm, me, P, ctx.layout(ctx.env_ranks_per_node).node_of);
+  // Pairs of one node moved by cross-memory attach; both sides decide from the
+  // pair's byte count, which matching signatures make equal.
+  auto attached = [&](int q, std::int64_t bytes) {
+    return attach.usable && attach.node[static_cast<std::size_t>(q)] == attach.node[static_cast<std::size_t>(me)] &&
+           bytes >= redistribute::detail::kAttachMinBytes;
+  };
+  std::vector<char> sattach(uP, 0), rattach(uP, 0);
 
   // Where each package is: straight from / into the caller's buffer when its map
   // is one run (never for sends in place: receives may land there first), else
@@ -206,14 +170,18 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   std::int64_t stotal = 0, rtotal = 0;
   for (int i = 1; i < P; ++i) {
     const auto q = static_cast<std::size_t>((me + i) % P);
+    sattach[q] = attached(static_cast<int>(q), sbytes[q]);
+    rattach[q] = attached(static_cast<int>(q), rbytes[q]);
+    rep.attached_peers += rattach[q];
     if (sbytes[q]) {
-      if (!in_place) sdirect[q] = single_run(send_maps[q], send);
-      if (!sdirect[q]) soff[q] = stotal, stotal += sbytes[q];
+      const bool read_in_place = sattach[q] && !in_place;  // the peer reads the caller's rows
+      if (!in_place && !read_in_place) sdirect[q] = single_run(send_maps[q], send);
+      if (!sdirect[q] && !read_in_place) soff[q] = stotal, stotal += sbytes[q];
       ++rep.send_peers, rep.sent_bytes += sbytes[q];
     }
     if (rbytes[q]) {
       rdirect[q] = single_run(recv_maps[q], recv);
-      if (!rdirect[q]) roff[q] = rtotal, rtotal += rbytes[q];
+      if (!rdirect[q] && !rattach[q]) roff[q] = rtotal, rtotal += rbytes[q];
       ++rep.recv_peers, rep.received_bytes += rbytes[q];
     }
   }
@@ -228,7 +196,7 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
     for (int i = 1; i < P; ++i) {
       const int q = (me - i + P) % P;
       const auto k = static_cast<std::size_t>(q);
-      if (!rbytes[k]) continue;
+      if (!rbytes[k] || rattach[k]) continue;
       char* buf = rdirect[k] ? rdirect[k] : rbuf + roff[k];
       detail::for_each_piece(static_cast<std::size_t>(rbytes[k]), [&](std::size_t off, int n, int piece) {
         MPI_Request r;
@@ -239,14 +207,32 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   };
   auto pack_peer = [&](int q) {
     const auto k = static_cast<std::size_t>(q);
-    if (sbytes[k] && !sdirect[k]) pack(send_maps[k], send, sbuf + soff[k]);
+    if (sbytes[k] && !sdirect[k] && !(sattach[k] && !in_place)) pack(send_maps[k], send, sbuf + soff[k]);
   };
+  // An attached pair: the rows' absolute addresses (the packed copy's when in
+  // place: the receive buffer changes while the peer reads), and a done to wait for.
+  std::vector<byte_map> descriptors(uP);
   auto send_peer = [&](int q) {
     const auto k = static_cast<std::size_t>(q);
     if (!sbytes[k]) return;
+    MPI_Request r;
+    if (sattach[k]) {
+      byte_map& d = descriptors[k];
+      if (in_place) {
+        d.push_back(byte_box{reinterpret_cast<std::intptr_t>(sbuf + soff[k]), sbytes[k], 0, {}, {}});
+      } else {
+        d = send_maps[k];
+        for (byte_box& b : d) b.offset += reinterpret_cast<std::intptr_t>(send);
+      }
+      detail::check_mpi(MPI_Isend(d.data(), static_cast<int>(d.size() * sizeof(byte_box)), MPI_BYTE, q,
+                                  tag0 + kDescriptorTag, ctx.comm, &r), "MPI_Isend");
+      sreq.push_back(r);
+      detail::check_mpi(MPI_Irecv(nullptr, 0, MPI_BYTE, q, tag0 + kDoneTag, ctx.comm, &r), "MPI_Irecv");
+      sreq.push_back(r);
+      return;
+    }
     char* buf = sdirect[k] ? sdirect[k] : sbuf + soff[k];
     detail::for_each_piece(static_cast<std::size_t>(sbytes[k]), [&](std::size_t off, int n, int piece) {
-      MPI_Request r;
       detail::check_mpi(MPI_Isend(buf + off, n, MPI_BYTE, q, tag0 + piece, ctx.comm, &r), "MPI_Isend");
       sreq.push_back(r);
     });
@@ -267,6 +253,33 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   for (int q : rowner) ++pieces_left[static_cast<std::size_t>(q)];
   std::string problem;
   int mpi_error = MPI_SUCCESS;
+  // Attached pairs: the peer's descriptor (sent at the start of its call), one
+  // read, then done (also after a failure: the peer waits for it).
+  for (int i = 1; i < P; ++i) {
+    const int q = (me - i + P) % P;
+    const auto k = static_cast<std::size_t>(q);
+    if (!rbytes[k] || !rattach[k]) continue;
+    MPI_Message msg;
+    MPI_Status st;
+    detail::check_mpi(MPI_Mprobe(q, tag0 + kDescriptorTag, ctx.comm, &msg, &st), "MPI_Mprobe");
+    int n = 0;
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    byte_map remote(static_cast<std::size_t>(n) / sizeof(byte_box));
+    detail::check_mpi(MPI_Mrecv(remote.data(), n, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    const std::int64_t has = bytes_of(remote);
+    if (has != rbytes[k] && problem.empty()) {
+      problem = "alltoallw: rank " + std::to_string(q) + " sent " + std::to_string(has) + " bytes where this rank expects " +
+                std::to_string(rbytes[k]) + " (type signatures that do not match)";
+    } else if (has == rbytes[k]) {
+      const int err = redistribute::detail::read_rows(attach.pid[k], remote, recv_maps[k], recv, has);
+      if (err && problem.empty()) {
+        problem = "alltoallw: reading rank " + std::to_string(q) + "'s rows (process_vm_readv) failed: " + std::strerror(err);
+      }
+    }
+    MPI_Request r;
+    detail::check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, q, tag0 + kDoneTag, ctx.comm, &r), "MPI_Isend");
+    sreq.push_back(r);
+  }
   for (std::size_t done = 0; done < rreq.size(); ++done) {
     int idx = MPI_UNDEFINED;
     MPI_Status st;
@@ -295,6 +308,15 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   if (!problem.empty()) throw error(errc::invalid_argument, problem);
   detail::check_mpi(rc, "MPI_Waitall");
   return rep;
+}
+
+std::string alltoall_copy_path(MPI_Comm comm) {
+  collective_call call("alltoall_copy_path", comm);
+  detail::comm_context& ctx = detail::context_of(call);
+  call.agree_if(false);
+  auto& state = ctx.state<alltoall_state>(kAlltoallSlot);
+  redistribute::detail::probe_attach(state.attach, ctx.comm, ctx.rank, ctx.size, ctx.layout(ctx.env_ranks_per_node).node_of);
+  return state.attach.verdict;
 }
 
 }  // namespace conveyor

@@ -23,7 +23,7 @@ struct entry {
   std::string_view name, default_value, meaning, read_when;
 };
 
-constexpr std::array<entry, 15> kSettings = {{
+constexpr std::array<entry, 16> kSettings = {{
     {"CONVEYOR_SIMD_TARGET", "the best target this CPU runs",
      "SIMD target of every kernel (a Highway name: AVX3, AVX2, SSE4, EMU128, ...)", "first kernel call in the process"},
     {"CONVEYOR_TUNE_FILE", "built-in defaults",
@@ -32,6 +32,11 @@ constexpr std::array<entry, 15> kSettings = {{
     {"CONVEYOR_RANKS_PER_NODE", "0 (shared-memory domains)",
      "group consecutive ranks into emulated nodes of this many (node-aware algorithms, cost model)",
      "first use of a communicator"},
+    {"CONVEYOR_ALLTOALL_COPY", "auto",
+     "how alltoallw (and libconveyor_mpi's MPI_Alltoall*) moves packages between ranks of one node: auto "
+     "(cross-memory attach, the receiver reading the sender's rows directly, where every rank's probe of it "
+     "succeeds; else packed), packed (pack, MPI message, unpack)",
+     "first alltoallw on a communicator"},
     {"CONVEYOR_ALLREDUCE_ALGORITHM", "auto",
      "what `automatic` allreduce runs: auto, ring, recursive_doubling, rabenseifner, hierarchical, mpi",
      "first use of a communicator"},

@@ -7,7 +7,8 @@
 # line; nothing is installed or kept in the repository). The test suite is
 # configured for the MPI under test (MPICH or Open MPI: it is written against the
 # MPI standard), and the tests whose source calls an intercepted function
-# (MPI_Allreduce, MPI_Reduce_scatter(_block), MPI_Allgather(v), MPI_Reduce_local)
+# (MPI_Allreduce, MPI_Reduce_scatter(_block), MPI_Allgather(v), MPI_Reduce_local,
+# MPI_Alltoall(v|w))
 # are built and run. A test passes when it prints MTest's "No Errors" and exits 0.
 # A test that fails with the library is run again without it: it counts as a
 # failure only if it passes there (the rule: everything that passes
@@ -42,7 +43,7 @@ if [ -z "$src" ]; then
 fi
 
 # 2. Configure (the MPI's own compiler wrapper) and build the selected tests.
-tests=$(cd "$src/coll" && grep -lE "MPI_(Allreduce|Reduce_scatter|Reduce_scatter_block|Allgather|Allgatherv|Reduce_local)\b" ./*.c |
+tests=$(cd "$src/coll" && grep -lE "MPI_(Allreduce|Reduce_scatter|Reduce_scatter_block|Allgather|Allgatherv|Reduce_local|Alltoall|Alltoallv|Alltoallw)\b" ./*.c |
         sed -e 's|^\./||' -e 's/\.c$//' | sort)
 obj="$work/build-$mpi"
 if [ ! -f "$obj/coll/Makefile" ]; then

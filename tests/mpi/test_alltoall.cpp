@@ -9,11 +9,15 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdlib>
+#include <regex>
+#include <string>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <vector>
 
+#include "conveyor/alltoall.hpp"
 #include "mpi_test_util.hpp"
 
 namespace {
@@ -173,7 +177,7 @@ TEST(Alltoall, VUnevenSparseAndInPlace) {
 TEST(Alltoall, WSubarraySlabTransposeBothOrders) {
   const int P = size_of();
   for (int order : {MPI_ORDER_C, MPI_ORDER_FORTRAN}) {
-    for (int n : {P * 3, P * 8 + 0}) {
+    for (int n : {P * 3, P * 8, P * 16}) {  // the last: over 32 KiB a pair (cross-memory attach)
       const int m = n / P;  // local block
       case_w c;
       const int esize = 16;  // complex128
@@ -341,6 +345,18 @@ TEST(Alltoall, IntercommunicatorsGoToMpi) {
   for (int i = 0; i < remote; ++i) EXPECT_EQ(got[i] % 2, (r + 1) % 2);
   MPI_Comm_free(&inter);
   MPI_Comm_free(&local);
+}
+
+// The copy path between ranks of a node is what the run expects
+// (CONVEYOR_TEST_EXPECT_COPY, a regex; tests/CMakeLists.txt sets it per entry):
+// cross-memory attach by default, packed when the setting says so or when one
+// rank's kernel refuses it (tests/support/refuse_attach.c) -- on every rank alike.
+TEST(Alltoall, CopyPathAsExpected) {
+  const std::string path = conveyor::alltoall_copy_path(MPI_COMM_WORLD);
+  if (rank_of() == 0) std::printf("alltoall copy path: %s\n", path.c_str());
+  const char* want = std::getenv("CONVEYOR_TEST_EXPECT_COPY");
+  if (!want || !*want) return;
+  EXPECT_TRUE(std::regex_search(path, std::regex(want))) << path << " !~ " << want;
 }
 
 #if MPI_VERSION >= 4

@@ -1,0 +1,194 @@
+/* An unmodified MPI program: all-to-all loops in plain C and MPI, with no Conveyor
+ * calls and no Conveyor headers. bench/preload_compare.py runs it with and without
+ * libconveyor_mpi preloaded, alternating launches in rounds (bench/alltoall.sh).
+ *
+ *   --call alltoall | alltoallv   contiguous MPI_BYTE parts, per-peer sizes 2^k and
+ *                                 3*2^k from --min to --max bytes (alltoallv: the
+ *                                 same counts, given as vectors, as FFT codes do)
+ *   --call slab --n N --type c128|f64
+ *                                 mpi4py-fft's slab transfer: a local (N/P, N, N)
+ *                                 C-order array sent as P subarrays (N/P, N/P, N)
+ *                                 and received as (N/P) slabs of a (N, N/P, N)
+ *                                 array: one MPI_Alltoallw with subarray types
+ *                                 (the types made once, as mpi4py-fft does)
+ *
+ * A sample is a barrier and K back-to-back calls (K from rank 0, so a sample lasts
+ * ~2 ms or one call), timed as the slowest rank's. Every result is checked (each
+ * element names its sender and position), so a wrong answer cannot look fast.
+ * Rank 0 prints one line per sample: "bytes,microseconds_per_call,wrong", bytes
+ * being those each rank receives per call (per peer for alltoall / alltoallv); and
+ * for slab, lines "bound,<name>,<microseconds>" first: the same bytes copied by
+ * one memcpy on every rank at once (the one-copy bound), and that plus one more
+ * memcpy of the bytes that cross ranks (the bound of a path that copies those
+ * twice, as a shared-memory transfer does).
+ *
+ * usage: unmodified_alltoall --call C [--min B] [--max B] [--n N] [--type T] [--samples S]
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double slowest(double seconds, MPI_Comm comm) {
+  double max = 0;
+  MPI_Allreduce(&seconds, &max, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return max;
+}
+
+/* Calls per sample: enough for ~2 ms, decided by rank 0 from one timed call. */
+static int calls_per_sample(double one_call) {
+  int k = one_call > 0 ? (int)(2e-3 / one_call) : 1000;
+  if (k < 1) k = 1;
+  if (k > 10000) k = 10000;
+  MPI_Bcast(&k, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return k;
+}
+
+static int value(int from, int to, size_t i) { return (int)((from * 7919u + to * 104729u + (unsigned)i) & 0x7fffffff); }
+
+static void exchange(int v, unsigned char* send, unsigned char* recv, int n, const int* counts, const int* displs) {
+  if (v) MPI_Alltoallv(send, counts, displs, MPI_BYTE, recv, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+  else MPI_Alltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, MPI_COMM_WORLD);
+}
+
+static void contiguous(const char* call, size_t min_bytes, size_t max_bytes, int samples) {
+  int rank, P;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  unsigned char* send = malloc(max_bytes * (size_t)P + 1);
+  unsigned char* recv = malloc(max_bytes * (size_t)P + 1);
+  int *counts = malloc(sizeof(int) * (size_t)P), *displs = malloc(sizeof(int) * (size_t)P);
+  if (!send || !recv || !counts || !displs) MPI_Abort(MPI_COMM_WORLD, 1);
+  const int v = strcmp(call, "alltoallv") == 0;
+  for (size_t n = min_bytes; n <= max_bytes;) {
+    for (int q = 0; q < P; ++q) {
+      counts[q] = (int)n, displs[q] = (int)(n * (size_t)q);
+      for (size_t i = 0; i < n; ++i) send[(size_t)q * n + i] = (unsigned char)value(rank, q, i);
+    }
+    memset(recv, 0, n * (size_t)P);
+    double t0 = MPI_Wtime();
+    exchange(v, send, recv, (int)n, counts, displs);
+    const int k = calls_per_sample(slowest(MPI_Wtime() - t0, MPI_COMM_WORLD));
+    int wrong = 0;
+    for (int q = 0; q < P; ++q) {
+      for (size_t i = 0; i < n; ++i) wrong |= recv[(size_t)q * n + i] != (unsigned char)value(q, rank, i);
+    }
+    for (int w = 0; w < 3; ++w) exchange(v, send, recv, (int)n, counts, displs);
+    for (int s = 0; s < samples; ++s) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      t0 = MPI_Wtime();
+      for (int c = 0; c < k; ++c) exchange(v, send, recv, (int)n, counts, displs);
+      const double t = slowest(MPI_Wtime() - t0, MPI_COMM_WORLD);
+      int any = 0;
+      MPI_Reduce(&wrong, &any, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+      if (rank == 0) printf("%zu,%.3f,%d\n", n, t / k * 1e6, any);
+    }
+    fflush(stdout);
+    /* 2^k, 3*2^(k-1), 2^(k+1), ... */
+    n = (n & (n - 1)) == 0 && n >= 4 ? n / 2 * 3 : (n & (n - 1)) == 0 ? n * 2 : n / 3 * 4;
+  }
+  free(send), free(recv), free(counts), free(displs);
+}
+
+static double copy_seconds(void* dst, const void* src, size_t bytes, int reps) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    memcpy(dst, src, bytes);
+    const double t = slowest(MPI_Wtime() - t0, MPI_COMM_WORLD);
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+static void slab(int N, const char* type_name, int samples) {
+  int rank, P;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  const int c128 = strcmp(type_name, "c128") == 0;
+  const MPI_Datatype t = c128 ? MPI_C_DOUBLE_COMPLEX : MPI_DOUBLE;
+  const size_t esize = c128 ? 16 : 8;
+  if (N % P) {
+    if (rank == 0) fprintf(stderr, "slab: N must be a multiple of the rank count\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const int m = N / P;
+  const size_t elements = (size_t)m * N * N, bytes = elements * esize;
+  char* a = malloc(bytes + 1);
+  char* b = malloc(bytes + 1);
+  if (!a || !b) MPI_Abort(MPI_COMM_WORLD, 1);
+  MPI_Datatype* st = malloc(sizeof(MPI_Datatype) * (size_t)P);
+  MPI_Datatype* rt = malloc(sizeof(MPI_Datatype) * (size_t)P);
+  int *ones = malloc(sizeof(int) * (size_t)P), *zeros = malloc(sizeof(int) * (size_t)P);
+  for (int q = 0; q < P; ++q) {
+    int size_a[3] = {m, N, N}, sub[3] = {m, m, N}, start_a[3] = {0, q * m, 0};
+    int size_b[3] = {N, m, N}, start_b[3] = {q * m, 0, 0};
+    MPI_Type_create_subarray(3, size_a, sub, start_a, MPI_ORDER_C, t, &st[q]);
+    MPI_Type_create_subarray(3, size_b, sub, start_b, MPI_ORDER_C, t, &rt[q]);
+    MPI_Type_commit(&st[q]);
+    MPI_Type_commit(&rt[q]);
+    ones[q] = 1, zeros[q] = 0;
+  }
+  /* Element (i, j, k) of rank r's A, as 32-bit words: the global i, j, k. */
+  uint32_t* A = (uint32_t*)a;
+  const size_t words = esize / 4;
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < N; ++k) {
+        uint32_t* e = A + (((size_t)i * N + j) * N + k) * words;
+        for (size_t w = 0; w < words; ++w) e[w] = (uint32_t)((rank * m + i) * 1000003u + j * 1009u + k + w);
+      }
+  const double one = copy_seconds(b, a, bytes, 5);
+  const size_t crossing = bytes / (size_t)P * (size_t)(P - 1);
+  const double cross = copy_seconds(b, a, crossing, 5);
+  if (rank == 0) {
+    printf("bound,one memcpy of the received bytes,%.3f\n", one * 1e6);
+    printf("bound,+ one memcpy of the bytes crossing ranks,%.3f\n", (one + cross) * 1e6);
+  }
+  memset(b, 0, bytes);
+  double t0 = MPI_Wtime();
+  MPI_Alltoallw(a, ones, zeros, st, b, ones, zeros, rt, MPI_COMM_WORLD);
+  const int k = calls_per_sample(slowest(MPI_Wtime() - t0, MPI_COMM_WORLD));
+  /* B (i, j, k) = element (i, rank * m + j, k) of the global array. */
+  int wrong = 0;
+  const uint32_t* B = (const uint32_t*)b;
+  for (int i = 0; i < N && !wrong; ++i)
+    for (int j = 0; j < m; ++j)
+      for (int kk = 0; kk < N; ++kk) {
+        const uint32_t* e = B + (((size_t)i * m + j) * N + kk) * words;
+        for (size_t w = 0; w < words; ++w) wrong |= e[w] != (uint32_t)(i * 1000003u + (rank * m + j) * 1009u + kk + w);
+      }
+  for (int s = 0; s < samples; ++s) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    for (int c = 0; c < k; ++c) MPI_Alltoallw(a, ones, zeros, st, b, ones, zeros, rt, MPI_COMM_WORLD);
+    const double tt = slowest(MPI_Wtime() - t0, MPI_COMM_WORLD);
+    int any = 0;
+    MPI_Reduce(&wrong, &any, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("%zu,%.3f,%d\n", bytes, tt / k * 1e6, any);
+  }
+  for (int q = 0; q < P; ++q) MPI_Type_free(&st[q]), MPI_Type_free(&rt[q]);
+  free(st), free(rt), free(ones), free(zeros), free(a), free(b);
+}
+
+int main(int argc, char** argv) {
+  const char* call = "alltoall";
+  const char* type = "c128";
+  size_t min_bytes = 8, max_bytes = (size_t)16 << 20;
+  int samples = 7, n = 64;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--call") == 0) call = argv[i + 1];
+    else if (strcmp(argv[i], "--min") == 0) min_bytes = strtoull(argv[i + 1], NULL, 10);
+    else if (strcmp(argv[i], "--max") == 0) max_bytes = strtoull(argv[i + 1], NULL, 10);
+    else if (strcmp(argv[i], "--samples") == 0) samples = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--n") == 0) n = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--type") == 0) type = argv[i + 1];
+  }
+  MPI_Init(&argc, &argv);
+  if (strcmp(call, "slab") == 0) slab(n, type, samples);
+  else contiguous(call, min_bytes, max_bytes, samples);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,90 @@
+#include "redistribute/alltoall_attach.hpp"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "conveyor/settings.hpp"
+#include "redistribute/byte_rows.hpp"
+
+namespace conveyor::redistribute::detail {
+namespace {
+
+constexpr int kRowsPerRead = 1024;  // IOV_MAX on Linux
+
+// The word every rank reads from every other rank of its node when probing.
+volatile std::uint64_t g_probe_word = 0;
+
+}  // namespace
+
+void probe_attach(attach_state& s, MPI_Comm comm, int rank, int size, const std::vector<int>& node_of) {
+  if (s.probed) return;
+  s.probed = true;
+  const auto v = setting("CONVEYOR_ALLTOALL_COPY");
+  // 0: fine; else an errno, or kOff / kBadValue for the setting. Folded over the
+  // ranks as rank * 1000 + code: the lowest rank with a problem names it.
+  constexpr int kOff = 998, kBadValue = 997;
+  int code = 0;
+  if (v && *v == "packed") code = kOff;
+  else if (v && *v != "auto") code = kBadValue;
+  g_probe_word = 0x436f6e766579ull ^ static_cast<std::uint64_t>(getpid());
+  std::int64_t mine[3] = {static_cast<std::int64_t>(getpid()),
+                          static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(&g_probe_word)),
+                          static_cast<std::int64_t>(g_probe_word)};
+  std::vector<std::int64_t> all(static_cast<std::size_t>(3 * size));
+  MPI_Allgather(mine, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, comm);
+  s.pid.assign(static_cast<std::size_t>(size), 0);
+  s.node = node_of;
+  for (int q = 0; q < size; ++q) {
+    const auto k = static_cast<std::size_t>(q);
+    s.pid[k] = static_cast<long>(all[3 * k]);
+    if (code || q == rank || node_of[k] != node_of[static_cast<std::size_t>(rank)]) continue;
+    std::uint64_t got = 0;
+    iovec local{&got, sizeof got}, remote{reinterpret_cast<void*>(static_cast<std::intptr_t>(all[3 * k + 1])), sizeof got};
+    const ssize_t n = process_vm_readv(static_cast<pid_t>(s.pid[k]), &local, 1, &remote, 1, 0);
+    if (n != static_cast<ssize_t>(sizeof got)) code = n < 0 ? (errno ? errno : EIO) : EIO;
+    else if (got != static_cast<std::uint64_t>(all[3 * k + 2])) code = ESRCH;  // another process (PID namespaces)
+  }
+  int first = code ? rank * 1000 + (code < kBadValue ? code : code == kOff || code == kBadValue ? code : EIO) : INT_MAX;
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm);
+  s.usable = first == INT_MAX;
+  if (s.usable) {
+    s.verdict = "cross-memory attach";
+    return;
+  }
+  const int who = first / 1000, why = first % 1000;
+  if (why == kOff) s.verdict = "packed: CONVEYOR_ALLTOALL_COPY=packed";
+  else if (why == kBadValue) s.verdict = "packed: CONVEYOR_ALLTOALL_COPY is neither auto nor packed on rank " + std::to_string(who);
+  else s.verdict = "packed: rank " + std::to_string(who) + " cannot read its node's ranks (process_vm_readv: " + std::strerror(why) + ")";
+}
+
+int read_rows(long pid, const byte_map& remote, const byte_map& local, void* base, std::int64_t bytes) {
+  byte_stream from(remote, nullptr), to(local, base);
+  std::vector<iovec> liov(kRowsPerRead), riov(kRowsPerRead);
+  char* p = nullptr;
+  std::int64_t n = 0;
+  while (bytes > 0) {
+    // Up to kRowsPerRead remote pieces (looked ahead), then local pieces up to
+    // their bytes, then exactly that many remote bytes.
+    byte_stream ahead = from;
+    std::int64_t can = 0;
+    for (int i = 0; i < kRowsPerRead && can < SSIZE_MAX / 2 && ahead.take(bytes - can, p, n); ++i) can += n;
+    int lc = 0;
+    std::int64_t l = 0;
+    while (lc < kRowsPerRead && l < can && to.take(can - l, p, n)) liov[static_cast<std::size_t>(lc++)] = {p, static_cast<std::size_t>(n)}, l += n;
+    int rc = 0;
+    std::int64_t r = 0;
+    while (r < l && from.take(l - r, p, n)) riov[static_cast<std::size_t>(rc++)] = {p, static_cast<std::size_t>(n)}, r += n;
+    if (l == 0 || r != l) return EINVAL;  // the maps hold fewer bytes than promised
+    const ssize_t got = process_vm_readv(static_cast<pid_t>(pid), liov.data(), static_cast<unsigned long>(lc), riov.data(),
+                                         static_cast<unsigned long>(rc), 0);
+    if (got != static_cast<ssize_t>(l)) return got < 0 ? (errno ? errno : EIO) : EIO;
+    bytes -= l;
+  }
+  return 0;
+}
+
+}  // namespace conveyor::redistribute::detail

@@ -1,0 +1,50 @@
+// Internal: cross-memory attach for alltoallw (redistribute/alltoall.cpp) between
+// ranks of one node. The receiver reads the sender's rows straight into its own
+// (Linux process_vm_readv, up to 1024 rows per side and call): one copy of every
+// byte instead of pack + MPI's transfer + unpack, made by the receiver's core
+// alone while the sender's core does its own receives.
+//
+// Steps per pair and call: the sender sends its send map with absolute addresses
+// (a descriptor: the boxes, a few hundred bytes for a subarray); the receiver reads,
+// then sends an empty "done"; the sender's call returns only after every done
+// (its buffer must not change while it is read).
+//
+// Usable only where every rank's probe succeeds: on the first alltoallw of a
+// communicator each rank reads a word of every rank of its node and compares it
+// (collective; the same verdict on every rank). The kernel refuses in containers
+// whose seccomp profile blocks the call, across PID namespaces, under a ptrace
+// policy (Yama) or for processes of another user; then every rank moves packages
+// instead, and the verdict says why. CONVEYOR_ALLTOALL_COPY=packed turns it off.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "conveyor/alltoall.hpp"
+
+namespace conveyor::redistribute::detail {
+
+/// Pairs below this many bytes move as packages: a descriptor, a read call and a
+/// done message cost more than packing a small package (docs/results.md).
+inline constexpr std::int64_t kAttachMinBytes = std::int64_t{32} << 10;
+
+struct attach_state {
+  bool probed = false;
+  bool usable = false;
+  std::string verdict;          // "cross-memory attach", or "packed: <why>"
+  std::vector<long> pid;        // per rank of the communicator
+  std::vector<int> node;        // per rank: its node's number
+};
+
+/// Collective over `comm` (the first time; then free): fills `s`.
+void probe_attach(attach_state& s, MPI_Comm comm, int rank, int size, const std::vector<int>& node_of);
+
+/// Reads the rows of `remote` (absolute addresses in process `pid`) into the rows
+/// of `local` (offsets from `base`), in order; both hold `bytes` bytes. Returns 0,
+/// or the errno of a failed read.
+int read_rows(long pid, const byte_map& remote, const byte_map& local, void* base, std::int64_t bytes);
+
+}  // namespace conveyor::redistribute::detail
