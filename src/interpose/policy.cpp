@@ -59,9 +59,19 @@ std::size_t bytes_setting(const char* name) {
   refuse(name, *v, "a number of bytes (optionally with k, m or g)");
 }
 
+// "default": every call but MPI_Alltoall and MPI_Alltoallv. Their contiguous
+// form is what the MPI libraries' own shared-memory paths do best: served, an
+// unmodified 2-rank loop ran 0.1-0.6x the library below 64 KiB per peer and
+// 0.9-1.3x above (docs/results.md, "The all-to-all family"), so they are served
+// only when named (or with "all"). MPI_Alltoallw, whose derived datatypes the
+// libraries walk slowly, is served by default.
 void calls_setting(policy& p) {
   const auto v = setting("CONVEYOR_MPI_CALLS");
-  if (!v || *v == "all") return;
+  if (v && *v == "all") return;
+  if (!v || *v == "default") {
+    p.serves[static_cast<int>(call::alltoall)] = p.serves[static_cast<int>(call::alltoallv)] = false;
+    return;
+  }
   for (bool& s : p.serves) s = false;
   std::string_view rest = *v;
   while (!rest.empty()) {
@@ -72,7 +82,7 @@ void calls_setting(policy& p) {
       if (kCallNames[static_cast<std::size_t>(c)] == name) p.serves[c] = known = true;
     }
     if (!known) {
-      std::string valid = "all or a comma list of";
+      std::string valid = "all, default or a comma list of";
       for (std::string_view n : kCallNames) valid += " " + std::string(n);
       refuse("CONVEYOR_MPI_CALLS", *v, valid);
     }

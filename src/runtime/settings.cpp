@@ -66,9 +66,10 @@ constexpr std::array<entry, 16> kSettings = {{
     {"CONVEYOR_MPI", "1",
      "libconveyor_mpi (the MPI interposition library): 0 passes every call to the MPI library unchanged",
      "first intercepted MPI call"},
-    {"CONVEYOR_MPI_CALLS", "all",
+    {"CONVEYOR_MPI_CALLS", "default",
      "libconveyor_mpi: the calls Conveyor serves, a comma list of allreduce, reduce_scatter_block, "
-     "reduce_scatter, allgather, allgatherv, reduce_local, alltoall, alltoallv, alltoallw (or all)",
+     "reduce_scatter, allgather, allgatherv, reduce_local, alltoall, alltoallv, alltoallw; all; or default "
+     "(all but alltoall and alltoallv, where the MPI libraries' contiguous paths are as fast or faster)",
      "first intercepted MPI call"},
     {"CONVEYOR_MPI_MIN_BYTES", kMpiMinBytesDefault,
      "libconveyor_mpi: calls moving fewer bytes than this (the whole result: count x type size, "

@@ -46,12 +46,12 @@ case $mpi in
   openmpi)
     base=(mpiexec.openmpi --oversubscribe --bind-to none -x OMPI_MCA_btl=self,vader,tcp
           -x OMPI_MCA_btl_vader_single_copy_mechanism=none -x OMPI_MCA_mpi_yield_when_idle=1 -x OMP_WAIT_POLICY=passive)
-    with=("${base[@]}" -x LD_PRELOAD="$interposer" -x CONVEYOR_MPI_REPORT=1 -x CONVEYOR_MPI_MIN_BYTES=0)
+    with=("${base[@]}" -x LD_PRELOAD="$interposer" -x CONVEYOR_MPI_REPORT=1 -x CONVEYOR_MPI_MIN_BYTES=0 -x CONVEYOR_MPI_CALLS=all)
     without=("${base[@]}") ;;
   mpich)
     yield="$build/tests/libconveyor_mpich_yield.so"
     with=(mpiexec.mpich -genv PYTHONPATH "$pypath" -genv OMP_WAIT_POLICY passive -genv LD_PRELOAD "$yield:$interposer"
-          -genv CONVEYOR_MPI_REPORT 1 -genv CONVEYOR_MPI_MIN_BYTES 0)
+          -genv CONVEYOR_MPI_REPORT 1 -genv CONVEYOR_MPI_MIN_BYTES 0 -genv CONVEYOR_MPI_CALLS all)
     without=(mpiexec.mpich -genv PYTHONPATH "$pypath" -genv LD_PRELOAD "$yield") ;;
 esac
 suite=(/usr/bin/python3 "$src/test/runtests.py" --no-builddir -v -e test_spawn -e test_dynproc)
