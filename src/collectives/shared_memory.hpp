@@ -26,11 +26,7 @@
 // node's ranks share cores (more ranks than CPUs in the union of their affinity
 // masks: runtime/cpu_affinity.hpp) it yields at once.
 //
-// Why a segment of our own and not MPI_Win_allocate_shared: freeing a window
-// synchronizes every rank, but a context can die at different times on different
-// ranks (plans keep it alive); this segment has no name once every rank has
-// mapped it (an anonymous memfd, or a /dev/shm name unlinked then), so munmap
-// alone frees it, locally, and nothing is left behind if the job dies.
+// The segment: runtime/node_segment.hpp (why not MPI_Win_allocate_shared is there).
 #pragma once
 
 #include <mpi.h>
@@ -38,8 +34,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "conveyor/reduce.hpp"
+#include "runtime/node_segment.hpp"
 
 namespace conveyor::detail {
 
@@ -68,13 +66,12 @@ class shm_allreduce {
   bool spins_before_yield() const { return spins_ > 0; }
 
  private:
-  shm_allreduce(void* base, std::size_t bytes, int rank, int size, int spins)
-      : base_(base), bytes_(bytes), rank_(rank), size_(size), spins_(spins) {}
-  void* posted() const;  // P flags, one cache line each: the last chunk each rank posted
+  shm_allreduce(std::unique_ptr<node_segment> segment, int rank, int size, int spins)
+      : segment_(std::move(segment)), rank_(rank), size_(size), spins_(spins) {}
   char* slot(int buffer, int rank) const;
 
-  void* base_;
-  std::size_t bytes_;
+  // P flags first (one cache line each: the last chunk each rank posted), then the slots.
+  std::unique_ptr<node_segment> segment_;
   int rank_, size_;
   int spins_;                 // pause spins before a waiting rank yields (0: oversubscribed)
   std::uint64_t chunks_ = 0;  // chunks run so far: the same on every rank

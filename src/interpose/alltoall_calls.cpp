@@ -47,25 +47,46 @@ struct side {
 
 std::int64_t address(const void* p) { return static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(p)); }
 
-// The layouts of the types seen in this call (one type is usually passed for
-// every peer; handles cannot be freed during the call, so within it they are keys).
-const type_layout& layout_in_call(MPI_Datatype t, std::vector<std::pair<MPI_Datatype, type_layout>>& seen) {
-  for (const auto& [h, l] : seen) {
+using layouts = std::vector<std::pair<MPI_Datatype, type_layout>>;
+
+// What a call works in, per thread and kept for its capacity: a repeated call
+// (an FFT's every step) allocates nothing.
+struct call_scratch {
+  std::vector<part> sp, rp;
+  side in, out;
+  layouts seen;   // the types of this call (handles cannot be freed during it)
+  layouts named;  // predefined types, kept across calls (their handles are never freed)
+};
+thread_local call_scratch t_scratch;
+
+// The layout of `t`: one type is usually passed for every peer, and the
+// predefined ones are decoded once per thread. A derived type is decoded again in
+// every call: MPI reuses the handle of a freed type for another type.
+const type_layout& layout_in_call(MPI_Datatype t, call_scratch& c) {
+  for (const auto& [h, l] : c.seen) {
     if (h == t) return l;
   }
-  seen.emplace_back(t, layout_of(t));
-  return seen.back().second;
+  for (const auto& [h, l] : c.named) {
+    if (h == t) return l;
+  }
+  int ni = 0, na = 0, nd = 0, combiner = 0;
+  PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
+  layouts& into = combiner == MPI_COMBINER_NAMED ? c.named : c.seen;
+  into.emplace_back(t, layout_of(t));
+  return into.back().second;
 }
 
 // Builds one side; `outgoing`: the staged items are packed now. Returns an MPI code.
 int build_side(const void* buf, const void* base, const std::vector<part>& parts, bool outgoing, side& s,
-               std::vector<std::pair<MPI_Datatype, type_layout>>& seen) {
-  s.maps.assign(parts.size(), {});
+               call_scratch& c) {
+  s.maps.resize(parts.size());
+  for (byte_map& m : s.maps) m.clear();
+  s.staged.clear();
   for (std::size_t q = 0; q < parts.size(); ++q) {
     const part& p = parts[q];
     if (p.count == 0) continue;
     const std::int64_t first = address(buf) + p.displ - address(base);
-    const type_layout& l = layout_in_call(p.type, seen);
+    const type_layout& l = layout_in_call(p.type, c);
     if (l.readable && append_items(l, p.count, first, s.maps[q])) continue;
     s.maps[q].clear();
     if (p.count * l.size > INT_MAX) return MPI_ERR_COUNT;  // MPI_Pack counts in int
@@ -110,11 +131,13 @@ int serve_alltoall(thread_state& state, call which, const char* name, const void
                    void* recv, const std::vector<part>& rp, MPI_Comm comm) {
   const bool in_place = send == MPI_IN_PLACE;
   return serve(state, name, comm, [&] {
-    std::vector<std::pair<MPI_Datatype, type_layout>> seen;
-    side in, out;
+    call_scratch& c = t_scratch;
+    c.seen.clear();
+    side& in = c.in;
+    side& out = c.out;
     const void* send_base = in_place ? recv : send;
-    int rc = build_side(send_base, send_base, in_place ? rp : sp, true, in, seen);
-    if (rc == MPI_SUCCESS) rc = build_side(recv, recv, rp, false, out, seen);
+    int rc = build_side(send_base, send_base, in_place ? rp : sp, true, in, c);
+    if (rc == MPI_SUCCESS) rc = build_side(recv, recv, rp, false, out, c);
     if (rc != MPI_SUCCESS) return rc;
     const alltoallw_report rep = alltoallw(send_base, in.maps, recv, out.maps, comm);
     rc = unpack_staged(out);
@@ -143,16 +166,17 @@ int alltoall_entry(const void* send, Count scount, MPI_Datatype stype, void* rec
     return pass();
   }
   const int P = comm_size(comm);
-  auto parts = [P](Count n, MPI_Datatype t) {
+  auto parts = [P](Count n, MPI_Datatype t, std::vector<part>& v) {
     MPI_Aint lb = 0, extent = 0;
     PMPI_Type_get_extent(t, &lb, &extent);
-    std::vector<part> v(static_cast<std::size_t>(P));
+    v.resize(static_cast<std::size_t>(P));
     for (int q = 0; q < P; ++q) v[static_cast<std::size_t>(q)] = {static_cast<std::int64_t>(n), q * static_cast<std::int64_t>(n) * extent, t};
-    return v;
   };
-  const std::vector<part> rp = parts(rcount, rtype);
-  const std::vector<part> sp = in_place ? std::vector<part>{} : parts(scount, stype);
-  return serve_alltoall(state, call::alltoall, "MPI_Alltoall", send, sp, recv, rp, comm);
+  call_scratch& c = t_scratch;
+  parts(rcount, rtype, c.rp);
+  if (in_place) c.sp.clear();
+  else parts(scount, stype, c.sp);
+  return serve_alltoall(state, call::alltoall, "MPI_Alltoall", send, c.sp, recv, c.rp, comm);
 }
 
 // MPI_Alltoallv (displacements in extents of the one type) and MPI_Alltoallw
@@ -170,21 +194,24 @@ int alltoallv_entry(call which, const char* name, const void* send, const Count*
     why = pass_reason::arguments;
   }
   if (!why) why = screen_comm(comm);
-  std::vector<part> sp, rp;
+  call_scratch& c = t_scratch;
+  std::vector<part>& sp = c.sp;
+  std::vector<part>& rp = c.rp;
+  sp.clear(), rp.clear();
   if (!why) {
     const int P = comm_size(comm);
-    auto parts = [P](const Count* counts, const Displ* displs, const MPI_Datatype* types, MPI_Datatype one) {
+    auto parts = [P](const Count* counts, const Displ* displs, const MPI_Datatype* types, MPI_Datatype one,
+                     std::vector<part>& v) {
       MPI_Aint lb = 0, extent = 1;
       if (!types) PMPI_Type_get_extent(one, &lb, &extent);
-      std::vector<part> v(static_cast<std::size_t>(P));
+      v.resize(static_cast<std::size_t>(P));
       for (int q = 0; q < P; ++q) {
         const auto k = static_cast<std::size_t>(q);
         v[k] = {static_cast<std::int64_t>(counts[q]), static_cast<std::int64_t>(displs[q]) * extent, types ? types[q] : one};
       }
-      return v;
     };
-    rp = parts(rcounts, rdispls, rtypes, rtype);
-    if (!in_place) sp = parts(scounts, sdispls, stypes, stype);
+    parts(rcounts, rdispls, rtypes, rtype, rp);
+    if (!in_place) parts(scounts, sdispls, stypes, stype, sp);
     why = screen_parts(rp);
     if (!why) why = screen_parts(sp);
   }

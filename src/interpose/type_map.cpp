@@ -1,6 +1,8 @@
 #include "interpose/type_map.hpp"
 
 #include <algorithm>
+#include <array>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -10,6 +12,23 @@ namespace {
 // One outer axis: `count` copies `stride` bytes apart.
 struct axis {
   std::int64_t count = 1, stride = 0;
+};
+
+// A few axes, outermost first, on the stack (decoding runs on every call).
+struct axis_list {
+  static constexpr int capacity = byte_box::max_axes;
+  std::array<axis, capacity> a{};
+  int n = 0;
+  axis_list() = default;
+  axis_list(std::initializer_list<axis> l) {
+    for (const axis& x : l) a[static_cast<std::size_t>(n++)] = x;
+  }
+  const axis* begin() const { return a.data(); }
+  const axis* end() const { return a.data() + n; }
+  std::size_t size() const { return static_cast<std::size_t>(n); }
+  bool empty() const { return n == 0; }
+  const axis& operator[](std::size_t i) const { return a[i]; }
+  axis& operator[](std::size_t i) { return a[i]; }
 };
 
 // Drops axes of one copy and folds an innermost axis whose copies touch into the
@@ -56,7 +75,7 @@ void push(byte_map& out, byte_box b) {
 
 // Appends copies of `child` at offset + sum_k i_k * axes[k].stride (axes
 // outermost first, copies in row-major order); false past kMaxBoxes boxes.
-bool repeat(const byte_map& child, const std::vector<axis>& axes, std::int64_t offset, byte_map& out) {
+bool repeat(const byte_map& child, const axis_list& axes, std::int64_t offset, byte_map& out) {
   std::int64_t copies = 1;
   for (const axis& a : axes) {
     if (a.count <= 0) return true;
@@ -79,7 +98,7 @@ bool repeat(const byte_map& child, const std::vector<axis>& axes, std::int64_t o
     return out.size() <= kMaxBoxes;
   }
   // Otherwise the child's boxes once per copy (copy-major order), if they fit.
-  const std::vector<axis>& outer = axes;
+  const axis_list& outer = axes;
   if (static_cast<double>(copies) * static_cast<double>(child.size()) + static_cast<double>(out.size()) >
       static_cast<double>(kMaxBoxes)) {
     return false;
@@ -247,8 +266,9 @@ bool decode(MPI_Datatype t, byte_map& out) {
       const int* subsizes = sizes + n;
       const int* starts = subsizes + n;
       const int order = starts[n];
-      if (n <= 0) return false;
-      std::vector<axis> axes(static_cast<std::size_t>(n));
+      if (n <= 0 || n > axis_list::capacity) return false;
+      axis_list axes;
+      axes.n = n;
       std::int64_t s = e, at = 0;
       for (int k = n - 1; k >= 0; --k) {  // k: position slowest first
         const int d = order == MPI_ORDER_C ? k : n - 1 - k;

@@ -21,6 +21,7 @@
 
 #include "conveyor/contract.hpp"
 #include "redistribute/alltoall_attach.hpp"
+#include "redistribute/alltoall_shared.hpp"
 #include "redistribute/byte_rows.hpp"
 #include "runtime/buffer_pool.hpp"
 #include "runtime/context.hpp"
@@ -34,10 +35,33 @@ constexpr int kTagsPerCall = 64;  // pieces 0-61, then the attach descriptor and
 constexpr int kPiecesPerPackage = kTagsPerCall - 2;
 constexpr int kDescriptorTag = kTagsPerCall - 2, kDoneTag = kTagsPerCall - 1;
 
+using shared_exchange = redistribute::detail::shared_exchange;
+using way = shared_exchange::way;
+
+// One peer's part of a call.
+struct pair_plan {
+  std::int64_t sbytes = 0, rbytes = 0;
+  way send = way::message, recv = way::message;
+  char* sdirect = nullptr;  // a message straight from the caller's buffer (one run)
+  char* rdirect = nullptr;  // a message straight into it
+  std::int64_t soff = 0, roff = 0;  // else its place in the package buffers
+  int pieces_left = 0;
+  bool failed = false;  // the sender moved it otherwise than planned: never unpacked
+};
+
 struct alltoall_state final : detail::engine_state {
   unsigned calls = 0;
   detail::byte_buffer send_packages, recv_packages;
   redistribute::detail::attach_state attach;
+  bool shared_tried = false;
+  std::unique_ptr<shared_exchange> shared;  // every rank on one node, at most kMaxRanks
+  // Per call, kept for their capacity (a repeated call allocates nothing).
+  std::vector<std::int64_t> sbytes, rbytes;
+  std::vector<pair_plan> pairs;
+  std::vector<MPI_Request> rreq, sreq;
+  std::vector<int> rowner, rpiece;
+  std::vector<byte_map> descriptors;
+  byte_map remote;
 };
 
 const int kAlltoallSlot = detail::register_engine_state(
@@ -107,6 +131,18 @@ void check_map(const byte_map& m, const char* side, int peer) {
   }
 }
 
+// The communicator's first call (collective): the attach verdict, and the shared
+// slots where every rank is on one node.
+void prepare(alltoall_state& state, detail::comm_context& ctx) {
+  const detail::node_layout& node = ctx.layout(ctx.env_ranks_per_node);
+  redistribute::detail::probe_attach(state.attach, ctx.comm, ctx.rank, ctx.size, node.node_of);
+  if (state.shared_tried) return;
+  state.shared_tried = true;
+  if (node.nodes == 1 && ctx.size > 1 && ctx.size <= shared_exchange::kMaxRanks) {
+    state.shared = shared_exchange::create(ctx.comm, ctx.rank, ctx.size, node.node_cpus);
+  }
+}
+
 }  // namespace
 
 std::int64_t bytes_of(const byte_map& m) {
@@ -121,7 +157,10 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   detail::comm_context& ctx = detail::context_of(call);
   const int P = ctx.size, me = ctx.rank;
   const auto uP = static_cast<std::size_t>(P);
-  std::vector<std::int64_t> sbytes(uP), rbytes(uP);
+  auto& state = ctx.state<alltoall_state>(kAlltoallSlot);
+  std::vector<std::int64_t>& sbytes = state.sbytes;
+  std::vector<std::int64_t>& rbytes = state.rbytes;
+  sbytes.assign(uP, 0), rbytes.assign(uP, 0);
   call.check([&] {
     if (send_maps.size() != uP || recv_maps.size() != uP) {
       throw error(errc::invalid_argument, "alltoallw: send_maps and recv_maps need one map per rank (" +
@@ -147,42 +186,45 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   });
   call.agree_if(false);
 
-  auto& state = ctx.state<alltoall_state>(kAlltoallSlot);
+  prepare(state, ctx);
   const int tag0 = static_cast<int>(state.calls++ % kCallTags) * kTagsPerCall;
   const bool in_place = send == recv;
+  const redistribute::detail::attach_state& attach = state.attach;
+  shared_exchange* shared = attach.off ? nullptr : state.shared.get();
   alltoallw_report rep;
   rep.self_bytes = sbytes[static_cast<std::size_t>(me)];
-  redistribute::detail::attach_state& attach = state.attach;
-  redistribute::detail::probe_attach(attach, ctx.comm, me, P, ctx.layout(ctx.env_ranks_per_node).node_of);
-  // Pairs of one node moved by cross-memory attach; both sides decide from the
-  // pair's byte count, which matching signatures make equal.
-  auto attached = [&](int q, std::int64_t bytes) {
-    return attach.usable && attach.node[static_cast<std::size_t>(q)] == attach.node[static_cast<std::size_t>(me)] &&
-           bytes >= redistribute::detail::kAttachMinBytes;
-  };
-  std::vector<char> sattach(uP, 0), rattach(uP, 0);
 
-  // Where each package is: straight from / into the caller's buffer when its map
-  // is one run (never for sends in place: receives may land there first), else
-  // in the packages' buffers.
-  std::vector<char*> sdirect(uP, nullptr), rdirect(uP, nullptr);
-  std::vector<std::int64_t> soff(uP, 0), roff(uP, 0);
+  // How each pair moves, decided alike on both of its sides from the pair's byte
+  // count (equal on both by MPI's matching rule): under kSlotBytes through the
+  // shared slots (one node); from kAttachMinBytes on by cross-memory attach within
+  // a node; else as MPI messages, straight from / into the caller's buffer where a
+  // map is one run (never sends in place: receives may land there first).
+  auto how = [&](int q, std::int64_t bytes) {
+    const bool node_peer = attach.node[static_cast<std::size_t>(q)] == attach.node[static_cast<std::size_t>(me)];
+    if (shared && bytes < static_cast<std::int64_t>(shared_exchange::kSlotBytes)) return way::shared;
+    if (attach.usable && node_peer && bytes >= redistribute::detail::kAttachMinBytes) return way::attach;
+    return way::message;
+  };
+  std::vector<pair_plan>& pairs = state.pairs;
+  pairs.assign(uP, pair_plan{});
   std::int64_t stotal = 0, rtotal = 0;
   for (int i = 1; i < P; ++i) {
     const auto q = static_cast<std::size_t>((me + i) % P);
-    sattach[q] = attached(static_cast<int>(q), sbytes[q]);
-    rattach[q] = attached(static_cast<int>(q), rbytes[q]);
-    rep.attached_peers += rattach[q];
-    if (sbytes[q]) {
-      const bool read_in_place = sattach[q] && !in_place;  // the peer reads the caller's rows
-      if (!in_place && !read_in_place) sdirect[q] = single_run(send_maps[q], send);
-      if (!sdirect[q] && !read_in_place) soff[q] = stotal, stotal += sbytes[q];
-      ++rep.send_peers, rep.sent_bytes += sbytes[q];
+    pair_plan& pp = pairs[q];
+    pp.sbytes = sbytes[q], pp.rbytes = rbytes[q];
+    pp.send = how(static_cast<int>(q), pp.sbytes);
+    pp.recv = how(static_cast<int>(q), pp.rbytes);
+    if (pp.sbytes) ++rep.send_peers, rep.sent_bytes += pp.sbytes;
+    if (pp.rbytes) ++rep.recv_peers, rep.received_bytes += pp.rbytes;
+    rep.attached_peers += pp.recv == way::attach && pp.rbytes;
+    // Package space: messages not straight from the caller, and attached sends in place.
+    if (pp.sbytes && (pp.send == way::message || (pp.send == way::attach && in_place))) {
+      if (pp.send == way::message && !in_place) pp.sdirect = single_run(send_maps[q], send);
+      if (!pp.sdirect) pp.soff = stotal, stotal += pp.sbytes;
     }
-    if (rbytes[q]) {
-      rdirect[q] = single_run(recv_maps[q], recv);
-      if (!rdirect[q] && !rattach[q]) roff[q] = rtotal, rtotal += rbytes[q];
-      ++rep.recv_peers, rep.received_bytes += rbytes[q];
+    if (pp.rbytes && pp.recv == way::message) {
+      pp.rdirect = single_run(recv_maps[q], recv);
+      if (!pp.rdirect) pp.roff = rtotal, rtotal += pp.rbytes;
     }
   }
   state.send_packages.resize(static_cast<std::size_t>(stotal));
@@ -190,36 +232,44 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   char* sbuf = state.send_packages.data();
   char* rbuf = state.recv_packages.data();
 
-  std::vector<MPI_Request> rreq, sreq;
-  std::vector<int> rowner, rpiece;
+  auto& rreq = state.rreq;
+  auto& sreq = state.sreq;
+  auto& rowner = state.rowner;
+  auto& rpiece = state.rpiece;
+  rreq.clear(), sreq.clear(), rowner.clear(), rpiece.clear();
   auto post_receives = [&] {
     for (int i = 1; i < P; ++i) {
       const int q = (me - i + P) % P;
-      const auto k = static_cast<std::size_t>(q);
-      if (!rbytes[k] || rattach[k]) continue;
-      char* buf = rdirect[k] ? rdirect[k] : rbuf + roff[k];
-      detail::for_each_piece(static_cast<std::size_t>(rbytes[k]), [&](std::size_t off, int n, int piece) {
+      pair_plan& pp = pairs[static_cast<std::size_t>(q)];
+      if (!pp.rbytes || pp.recv != way::message) continue;
+      char* buf = pp.rdirect ? pp.rdirect : rbuf + pp.roff;
+      detail::for_each_piece(static_cast<std::size_t>(pp.rbytes), [&](std::size_t off, int n, int piece) {
         MPI_Request r;
         detail::check_mpi(MPI_Irecv(buf + off, n, MPI_BYTE, q, tag0 + piece, ctx.comm, &r), "MPI_Irecv");
         rreq.push_back(r), rowner.push_back(q), rpiece.push_back(n);
+        ++pp.pieces_left;
       });
     }
   };
   auto pack_peer = [&](int q) {
     const auto k = static_cast<std::size_t>(q);
-    if (sbytes[k] && !sdirect[k] && !(sattach[k] && !in_place)) pack(send_maps[k], send, sbuf + soff[k]);
+    const pair_plan& pp = pairs[k];
+    const bool packed = pp.send == way::message || (pp.send == way::attach && in_place);
+    if (pp.sbytes && packed && !pp.sdirect) pack(send_maps[k], send, sbuf + pp.soff);
   };
   // An attached pair: the rows' absolute addresses (the packed copy's when in
   // place: the receive buffer changes while the peer reads), and a done to wait for.
-  std::vector<byte_map> descriptors(uP);
+  auto& descriptors = state.descriptors;
+  descriptors.resize(uP);
   auto send_peer = [&](int q) {
     const auto k = static_cast<std::size_t>(q);
-    if (!sbytes[k]) return;
+    const pair_plan& pp = pairs[k];
+    if (!pp.sbytes || pp.send == way::shared) return;
     MPI_Request r;
-    if (sattach[k]) {
+    if (pp.send == way::attach) {
       byte_map& d = descriptors[k];
       if (in_place) {
-        d.push_back(byte_box{reinterpret_cast<std::intptr_t>(sbuf + soff[k]), sbytes[k], 0, {}, {}});
+        d.assign(1, byte_box{reinterpret_cast<std::intptr_t>(sbuf + pp.soff), pp.sbytes, 0, {}, {}});
       } else {
         d = send_maps[k];
         for (byte_box& b : d) b.offset += reinterpret_cast<std::intptr_t>(send);
@@ -231,77 +281,129 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
       sreq.push_back(r);
       return;
     }
-    char* buf = sdirect[k] ? sdirect[k] : sbuf + soff[k];
-    detail::for_each_piece(static_cast<std::size_t>(sbytes[k]), [&](std::size_t off, int n, int piece) {
+    char* buf = pp.sdirect ? pp.sdirect : sbuf + pp.soff;
+    detail::for_each_piece(static_cast<std::size_t>(pp.sbytes), [&](std::size_t off, int n, int piece) {
       detail::check_mpi(MPI_Isend(buf + off, n, MPI_BYTE, q, tag0 + piece, ctx.comm, &r), "MPI_Isend");
       sreq.push_back(r);
     });
   };
   if (in_place) {  // every package packed before anything can arrive
     for (int i = 1; i < P; ++i) pack_peer((me + i) % P);
-    post_receives();
-    for (int i = 1; i < P; ++i) send_peer((me + i) % P);
-  } else {  // each package leaves as soon as it is packed
-    post_receives();
-    for (int i = 1; i < P; ++i) pack_peer((me + i) % P), send_peer((me + i) % P);
   }
+  // The shared slots: every small package written (in place: read from the
+  // receive buffer before anything lands there), and a header for every peer.
+  if (shared) {
+    shared->begin();
+    for (int i = 1; i < P; ++i) {
+      const int q = (me + i) % P;
+      const pair_plan& pp = pairs[static_cast<std::size_t>(q)];
+      if (pp.send == way::shared && pp.sbytes) pack(send_maps[static_cast<std::size_t>(q)], send, shared->slot(me, q));
+      shared->post(q, pp.send, pp.sbytes);
+    }
+  }
+  post_receives();
+  for (int i = 1; i < P; ++i) {
+    if (!in_place) pack_peer((me + i) % P);  // each package leaves as soon as it is packed
+    send_peer((me + i) % P);
+  }
+  if (shared) shared->wait_all();
   copy_self(send_maps[static_cast<std::size_t>(me)], send, recv_maps[static_cast<std::size_t>(me)], recv);
 
   // Every request completes before this returns, even after an error: a receive
   // left posted could write into the caller's buffer after the call.
-  std::vector<int> pieces_left(uP, 0);
-  for (int q : rowner) ++pieces_left[static_cast<std::size_t>(q)];
   std::string problem;
-  int mpi_error = MPI_SUCCESS;
+  auto mismatch = [&](int q, std::int64_t sent, std::int64_t expected) {
+    if (!problem.empty()) return;
+    problem = "alltoallw: rank " + std::to_string(q) + " sent " + std::to_string(sent) + " bytes where this rank expects " +
+              std::to_string(expected) + " (type signatures that do not match)";
+  };
+  auto reply_done = [&](int q) {
+    MPI_Request r;
+    detail::check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, q, tag0 + kDoneTag, ctx.comm, &r), "MPI_Isend");
+    sreq.push_back(r);
+  };
+  // With shared slots every sender said how it moves each pair: unpack the small
+  // ones; where a sender differs from this rank's plan (counts that do not match),
+  // answer what it waits for instead (a done; draining its message) and skip it.
+  if (shared) {
+    for (int i = 1; i < P; ++i) {
+      const int q = (me - i + P) % P;
+      pair_plan& pp = pairs[static_cast<std::size_t>(q)];
+      const shared_exchange::header& h = shared->head(q, me);
+      if (h.how == pp.recv && h.bytes == pp.rbytes) {
+        if (h.how == way::shared && h.bytes) unpack(shared->slot(q, me), recv_maps[static_cast<std::size_t>(q)], recv);
+        continue;
+      }
+      mismatch(q, h.bytes, pp.rbytes);
+      pp.failed = true;
+      if (h.how == way::attach) reply_done(q);
+      if (h.how == way::message) {
+        detail::for_each_piece(static_cast<std::size_t>(h.bytes), [&](std::size_t, int, int piece) {
+          MPI_Message msg;
+          MPI_Status st;
+          int n = 0;
+          detail::check_mpi(MPI_Mprobe(q, tag0 + piece, ctx.comm, &msg, &st), "MPI_Mprobe");
+          MPI_Get_count(&st, MPI_BYTE, &n);
+          std::vector<char> sink(static_cast<std::size_t>(n));
+          detail::check_mpi(MPI_Mrecv(sink.data(), n, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
+        });
+      }
+      if (pp.recv == way::message) {  // this rank's own receives: cancel them
+        for (std::size_t j = 0; j < rreq.size(); ++j) {
+          if (rowner[j] == q && rreq[j] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&rreq[j]);
+            MPI_Wait(&rreq[j], MPI_STATUS_IGNORE);
+          }
+        }
+      }
+    }
+  }
   // Attached pairs: the peer's descriptor (sent at the start of its call), one
   // read, then done (also after a failure: the peer waits for it).
   for (int i = 1; i < P; ++i) {
     const int q = (me - i + P) % P;
     const auto k = static_cast<std::size_t>(q);
-    if (!rbytes[k] || !rattach[k]) continue;
+    const pair_plan& pp = pairs[k];
+    if (!pp.rbytes || pp.recv != way::attach || pp.failed) continue;
     MPI_Message msg;
     MPI_Status st;
     detail::check_mpi(MPI_Mprobe(q, tag0 + kDescriptorTag, ctx.comm, &msg, &st), "MPI_Mprobe");
     int n = 0;
     MPI_Get_count(&st, MPI_BYTE, &n);
-    byte_map remote(static_cast<std::size_t>(n) / sizeof(byte_box));
+    byte_map& remote = state.remote;
+    remote.resize(static_cast<std::size_t>(n) / sizeof(byte_box));
     detail::check_mpi(MPI_Mrecv(remote.data(), n, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
     const std::int64_t has = bytes_of(remote);
-    if (has != rbytes[k] && problem.empty()) {
-      problem = "alltoallw: rank " + std::to_string(q) + " sent " + std::to_string(has) + " bytes where this rank expects " +
-                std::to_string(rbytes[k]) + " (type signatures that do not match)";
-    } else if (has == rbytes[k]) {
-      const int err = redistribute::detail::read_rows(attach.pid[k], remote, recv_maps[k], recv, has);
-      if (err && problem.empty()) {
+    if (has != pp.rbytes) {
+      mismatch(q, has, pp.rbytes);
+    } else if (const int err = redistribute::detail::read_rows(attach.pid[k], remote, recv_maps[k], recv, has)) {
+      if (problem.empty()) {
         problem = "alltoallw: reading rank " + std::to_string(q) + "'s rows (process_vm_readv) failed: " + std::strerror(err);
       }
     }
-    MPI_Request r;
-    detail::check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, q, tag0 + kDoneTag, ctx.comm, &r), "MPI_Isend");
-    sreq.push_back(r);
+    reply_done(q);
   }
+  int mpi_error = MPI_SUCCESS;
   for (std::size_t done = 0; done < rreq.size(); ++done) {
     int idx = MPI_UNDEFINED;
     MPI_Status st;
     const int rc = MPI_Waitany(static_cast<int>(rreq.size()), rreq.data(), &idx, &st);
     if (idx == MPI_UNDEFINED) {
-      mpi_error = rc == MPI_SUCCESS ? MPI_ERR_INTERN : rc;
-      break;
+      if (rc != MPI_SUCCESS) mpi_error = rc;
+      break;  // every request is complete (cancelled ones included)
     }
     const auto i = static_cast<std::size_t>(idx);
     const int q = rowner[i];
-    const auto k = static_cast<std::size_t>(q);
+    pair_plan& pp = pairs[static_cast<std::size_t>(q)];
     int got = 0;
     if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_BYTE, &got);
     if (rc != MPI_SUCCESS || got != rpiece[i]) {
-      if (problem.empty()) {
-        problem = "alltoallw: rank " + std::to_string(q) + " sent " + (rc == MPI_SUCCESS ? std::to_string(got) : "more") +
-                  " bytes where this rank expects " + std::to_string(rpiece[i]) + " (type signatures that do not match)";
-      }
-      pieces_left[k] = -1;  // never unpacked
+      if (rc == MPI_SUCCESS) mismatch(q, got, rpiece[i]);
+      else if (problem.empty()) problem = "alltoallw: rank " + std::to_string(q) + " sent more bytes than this rank expects (type signatures that do not match)";
+      pp.failed = true;
       continue;
     }
-    if (--pieces_left[k] == 0 && !rdirect[k]) unpack(rbuf + roff[k], recv_maps[k], recv);
+    if (--pp.pieces_left == 0 && !pp.rdirect && !pp.failed) unpack(rbuf + pp.roff, recv_maps[static_cast<std::size_t>(q)], recv);
   }
   const int rc = MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE);
   if (mpi_error != MPI_SUCCESS) detail::check_mpi(mpi_error, "MPI_Waitany");
@@ -315,7 +417,7 @@ std::string alltoall_copy_path(MPI_Comm comm) {
   detail::comm_context& ctx = detail::context_of(call);
   call.agree_if(false);
   auto& state = ctx.state<alltoall_state>(kAlltoallSlot);
-  redistribute::detail::probe_attach(state.attach, ctx.comm, ctx.rank, ctx.size, ctx.layout(ctx.env_ranks_per_node).node_of);
+  prepare(state, ctx);
   return state.attach.verdict;
 }
 

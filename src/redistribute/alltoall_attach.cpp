@@ -56,6 +56,7 @@ void probe_attach(attach_state& s, MPI_Comm comm, int rank, int size, const std:
     return;
   }
   const int who = first / 1000, why = first % 1000;
+  s.off = why == kOff || why == kBadValue;
   if (why == kOff) s.verdict = "packed: CONVEYOR_ALLTOALL_COPY=packed";
   else if (why == kBadValue) s.verdict = "packed: CONVEYOR_ALLTOALL_COPY is neither auto nor packed on rank " + std::to_string(who);
   else s.verdict = "packed: rank " + std::to_string(who) + " cannot read its node's ranks (process_vm_readv: " + std::strerror(why) + ")";

@@ -34,6 +34,7 @@ inline constexpr std::int64_t kAttachMinBytes = std::int64_t{32} << 10;
 struct attach_state {
   bool probed = false;
   bool usable = false;
+  bool off = false;             // CONVEYOR_ALLTOALL_COPY=packed (or invalid) on some rank: messages only
   std::string verdict;          // "cross-memory attach", or "packed: <why>"
   std::vector<long> pid;        // per rank of the communicator
   std::vector<int> node;        // per rank: its node's number

@@ -1,0 +1,56 @@
+#include "redistribute/alltoall_shared.hpp"
+
+#include <utility>
+
+#include "runtime/cpu_affinity.hpp"
+
+namespace conveyor::redistribute::detail {
+namespace {
+
+using conveyor::detail::kLine;
+
+// A slot: its header, the bytes from the header's end (the first 40 share its
+// cache line), rounded up to whole lines.
+constexpr std::size_t kHeaderBytes = 24;
+constexpr std::size_t kSlotStride = (kHeaderBytes + shared_exchange::kSlotBytes + kLine - 1) / kLine * kLine;
+static_assert(sizeof(shared_exchange::header) == kHeaderBytes, "the header's size");
+
+}  // namespace
+
+std::unique_ptr<shared_exchange> shared_exchange::create(MPI_Comm comm, int rank, int size, int node_cpus) {
+  const auto P = static_cast<std::size_t>(size);
+  // No flags: every header starts at step 0 (the segment is zeroed), never a step.
+  auto seg = conveyor::detail::node_segment::create(comm, rank, 2 * P * P * kSlotStride, 0);
+  if (!seg) return nullptr;
+  const int spins = conveyor::detail::ranks_share_cores(size, node_cpus) ? 0 : kSpinsBeforeYield;
+  return std::unique_ptr<shared_exchange>(new shared_exchange(std::move(seg), rank, size, spins));
+}
+
+std::size_t shared_exchange::slot_index(int from, int to) const {
+  const auto P = static_cast<std::size_t>(size_);
+  return (static_cast<std::size_t>(step_ % 2) * P + static_cast<std::size_t>(from)) * P + static_cast<std::size_t>(to);
+}
+
+shared_exchange::header& shared_exchange::head(int from, int to) const {
+  return *reinterpret_cast<header*>(segment_->base() + slot_index(from, to) * kSlotStride);
+}
+
+char* shared_exchange::slot(int from, int to) const {
+  return segment_->base() + slot_index(from, to) * kSlotStride + kHeaderBytes;
+}
+
+void shared_exchange::post(int to, way how, std::int64_t bytes) {
+  header& h = head(rank_, to);
+  h.how = how;
+  h.bytes = bytes;
+  h.step.store(step_, std::memory_order_release);
+}
+
+void shared_exchange::wait_all() {
+  for (int i = 1; i < size_; ++i) {
+    const int from = (rank_ + size_ - i) % size_;
+    conveyor::detail::wait_at_least(head(from, rank_).step, step_, spins_);
+  }
+}
+
+}  // namespace conveyor::redistribute::detail
