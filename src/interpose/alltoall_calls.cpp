@@ -2,8 +2,8 @@
 // and (MPI-4 libraries) their MPI_Count forms, served by conveyor::alltoallw
 // (conveyor/alltoall.hpp). Each peer's part of either buffer is decoded from its
 // (count, displacement, datatype) into byte boxes (type_map.hpp); a type whose
-// layout is not read is staged through MPI_Pack / MPI_Unpack, so it is still
-// served and every rank decides alike.
+// layout is not read is staged through a send-receive to self as MPI_PACKED
+// (staging.hpp), so it is still served and every rank decides alike.
 //
 // The decision reads only what every rank agrees on: the call, the communicator
 // (intra only), and for MPI_Alltoall the bytes per peer (count x type size, equal
@@ -19,6 +19,7 @@
 
 #include "conveyor/alltoall.hpp"
 #include "interpose/entry.hpp"
+#include "interpose/staging.hpp"
 #include "interpose/type_map.hpp"
 
 namespace conveyor::interpose {
@@ -31,7 +32,7 @@ struct part {
   MPI_Datatype type = MPI_DATATYPE_NULL;
 };
 
-// Items staged through MPI's own pack (a type whose layout is not read).
+// Items staged through MPI's own packing (a type whose layout is not read).
 struct staged_part {
   const void* at = nullptr;
   int count = 0;
@@ -89,18 +90,15 @@ int build_side(const void* buf, const void* base, const std::vector<part>& parts
     const type_layout& l = layout_in_call(p.type, c);
     if (l.readable && append_items(l, p.count, first, s.maps[q])) continue;
     s.maps[q].clear();
-    if (p.count * l.size > INT_MAX) return MPI_ERR_COUNT;  // MPI_Pack counts in int
+    if (p.count * l.size > INT_MAX) return MPI_ERR_COUNT;  // MPI counts in int
     staged_part st;
     st.at = reinterpret_cast<const void*>(static_cast<std::intptr_t>(address(buf) + p.displ));
     st.count = static_cast<int>(p.count);
     st.type = p.type;
     st.bytes.resize(static_cast<std::size_t>(p.count * l.size));
     if (outgoing) {
-      int position = 0;
-      const int rc = PMPI_Pack(st.at, st.count, st.type, st.bytes.data(), static_cast<int>(st.bytes.size()), &position,
-                               MPI_COMM_SELF);
+      const int rc = stage_packed_in(st.at, st.count, st.type, st.bytes.data(), static_cast<int>(st.bytes.size()));
       if (rc != MPI_SUCCESS) return rc;
-      if (position != static_cast<int>(st.bytes.size())) return MPI_ERR_TYPE;  // not the raw bytes
     }
     s.maps[q].push_back(byte_box{address(st.bytes.data()) - address(base), static_cast<std::int64_t>(st.bytes.size()), 0, {}, {}});
     s.staged.push_back(std::move(st));
@@ -110,9 +108,8 @@ int build_side(const void* buf, const void* base, const std::vector<part>& parts
 
 int unpack_staged(side& s) {
   for (staged_part& st : s.staged) {
-    int position = 0;
-    const int rc = PMPI_Unpack(st.bytes.data(), static_cast<int>(st.bytes.size()), &position, const_cast<void*>(st.at),
-                               st.count, st.type, MPI_COMM_SELF);
+    const int rc = stage_packed_out(st.bytes.data(), static_cast<int>(st.bytes.size()), const_cast<void*>(st.at), st.count,
+                                    st.type);
     if (rc != MPI_SUCCESS) return rc;
   }
   return MPI_SUCCESS;

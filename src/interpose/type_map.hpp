@@ -9,7 +9,7 @@
 // bounds may be negative. Boxes of one child repeated along new axes stay one box
 // while they have axes to spare (a subarray of complex numbers: one box of rows);
 // a type that would take more than kMaxBoxes boxes is not read.
-// Not read (the caller stages those items through MPI_Pack / MPI_Unpack, so every
+// Not read (the caller stages those items through MPI's own packing, so every
 // rank still serves the call): the F90 parameterized types, named pair types with
 // padding (MPI_SHORT_INT), and anything MPI may add.
 // Nothing is cached: MPI reuses the handle of a freed type for another type.

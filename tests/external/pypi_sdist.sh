@@ -16,8 +16,10 @@ work=$(cd "$3" && pwd)
 name=$(echo "$project" | tr 'A-Z' 'a-z')
 tree="$work/$name-$version"
 [ -d "$tree" ] && [ -n "$(ls -A "$tree")" ] && exit 0
+# The file name spells the project with '-' or '_' (PEP 625's sdists: mpi4py_fft-2.0.6).
+file_name=$(echo "$name" | sed 's/[-_.]/[-_.]/g')
 link=$(curl -fsSL "https://pypi.org/simple/$name/" |
-  grep -oiE "href=\"[^\"]*/$name-$version\.tar\.gz#sha256=[0-9a-f]+\"" | head -n 1)
+  grep -oiE "href=\"[^\"]*/$file_name-$version\.tar\.gz#sha256=[0-9a-f]+\"" | head -n 1)
 [ -n "$link" ] || { echo "no sdist of $project $version on PyPI's simple index"; exit 1; }
 link=${link#href=\"}
 link=${link%\"}

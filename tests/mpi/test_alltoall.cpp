@@ -316,6 +316,54 @@ TEST(Alltoall, WEveryConstructorAsMpiReadsIt) {
   }
 }
 
+// mpi4py's testAlltoallwBottom: MPI_BOTTOM, each part a struct of one block at
+// an absolute address; of a type read directly (int), and of types staged
+// through MPI's packing (MPI_SHORT_INT has padding; long double's size may not
+// fill its extent). MPICH's MPI_Pack refuses MPI_BOTTOM: the staging must not use it.
+TEST(Alltoall, WBottomAbsoluteAddresses) {
+  const int P = size_of(), r = rank_of(), n = 3;
+  struct short_int {
+    short s;
+    int i;
+  };
+  std::vector<int> si(static_cast<std::size_t>(P * n)), ri(si.size(), -1);
+  std::vector<short_int> ss(si.size()), rs(si.size(), short_int{-1, -1});
+  std::vector<long double> sl(si.size()), rl(si.size(), -1);
+  for (int k = 0; k < P * n; ++k) {
+    const int v = r * 1000 + k;
+    si[k] = v, ss[k] = {static_cast<short>(v % 30000), v}, sl[k] = v + 0.5L;
+  }
+  auto run = [&](void* sbase, void* rbase, MPI_Datatype t, std::size_t esize) {
+    std::vector<MPI_Datatype> st(P), rt(P);
+    std::vector<int> ones(P, 1), zeros(P, 0);
+    for (int q = 0; q < P; ++q) {
+      MPI_Aint sa = 0, ra = 0;
+      MPI_Get_address(static_cast<char*>(sbase) + static_cast<std::size_t>(q * n) * esize, &sa);
+      MPI_Get_address(static_cast<char*>(rbase) + static_cast<std::size_t>(q * n) * esize, &ra);
+      int bl = n;
+      MPI_Type_create_struct(1, &bl, &sa, &t, &st[q]);
+      MPI_Type_create_struct(1, &bl, &ra, &t, &rt[q]);
+      MPI_Type_commit(&st[q]), MPI_Type_commit(&rt[q]);
+    }
+    ASSERT_EQ(MPI_Alltoallw(MPI_BOTTOM, ones.data(), zeros.data(), st.data(), MPI_BOTTOM, ones.data(), zeros.data(),
+                            rt.data(), MPI_COMM_WORLD), MPI_SUCCESS);
+    for (int q = 0; q < P; ++q) MPI_Type_free(&st[q]), MPI_Type_free(&rt[q]);
+  };
+  run(si.data(), ri.data(), MPI_INT, sizeof(int));
+  run(ss.data(), rs.data(), MPI_SHORT_INT, sizeof(short_int));
+  run(sl.data(), rl.data(), MPI_LONG_DOUBLE, sizeof(long double));
+  for (int q = 0; q < P; ++q) {
+    for (int i = 0; i < n; ++i) {
+      const int v = q * 1000 + r * n + i;
+      const auto k = static_cast<std::size_t>(q * n + i);
+      EXPECT_EQ(ri[k], v);
+      EXPECT_EQ(rs[k].i, v);
+      EXPECT_EQ(rs[k].s, v % 30000);
+      EXPECT_EQ(rl[k], v + 0.5L);
+    }
+  }
+}
+
 // Types made and freed around every call (their handles reused by MPI), on a
 // communicator of half the ranks, many small distinct calls.
 TEST(Alltoall, WHandlesReusedOnASubcommunicator) {
