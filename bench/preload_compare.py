@@ -92,13 +92,26 @@ def summarize(paths):
     return configs, table, wrong
 
 
+def geometric_mean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def publish(lines, markdown=None):
+    """Prints the report's lines, and writes them to `markdown` if given."""
+    text = "\n".join(lines)
+    print(text)
+    if markdown:
+        with open(markdown, "w") as f:
+            f.write(text + "\n")
+
+
 def report(args):
     configs, table, wrong = summarize(args.csv)
     lines = []
     for config in configs:
         rows = table[config]
         ratios = [r[3] for r in rows]
-        geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        geo = geometric_mean(ratios)
         low = min(rows, key=lambda r: r[3])
         launches = rows[0][5]
         lines.append(f"#### {config}: µs per call, fastest of {launches} launches each (median of a launch's "
@@ -117,11 +130,7 @@ def report(args):
                      f"{human(low[0])}; sizes under 0.97×: {sum(1 for r in ratios if r < 0.97)}; {control}; "
                      f"wrong elements: {wrong[config]}.")
         lines.append("")
-    text = "\n".join(lines)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text + "\n")
+    publish(lines, args.markdown)
     if args.plot:
         from ratio_plot import plot_ratios
         plot_ratios([(c, [r[0] for r in table[c]], [r[3] for r in table[c]]) for c in configs], args.plot,

@@ -14,7 +14,7 @@ import argparse
 import csv
 from collections import defaultdict
 
-from preload_compare import human, summarize
+from preload_compare import geometric_mean, human, publish, summarize
 
 
 def main():
@@ -52,19 +52,12 @@ def main():
                 line += f" {one:.1f} | {with_ / one:.2f} | {without / one:.2f} | {two:.1f} |"
             lines.append(line)
         ratios = [r[3] for r in rows]
-        geo = 1.0
-        for x in ratios:
-            geo *= x
-        geo **= 1 / len(ratios)
+        geo = geometric_mean(ratios)
         lines.append("")
         lines.append(f"Geometric mean {geo:.2f}×; lowest {min(ratios):.2f}×; sizes under 0.97×: "
                      f"{sum(1 for x in ratios if x < 0.97)} of {len(ratios)}; wrong elements: {wrong[config]}.")
         lines.append("")
-    text = "\n".join(lines)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text + "\n")
+    publish(lines, args.markdown)
 
 
 if __name__ == "__main__":

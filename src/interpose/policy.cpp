@@ -60,11 +60,11 @@ std::size_t bytes_setting(const char* name) {
 }
 
 // "default": every call but MPI_Alltoall and MPI_Alltoallv. Their contiguous
-// form is what the MPI libraries' own shared-memory paths do best: served, an
-// unmodified 2-rank loop ran 0.1-0.6x the library below 64 KiB per peer and
-// 0.9-1.3x above (docs/results.md, "The all-to-all family"), so they are served
-// only when named (or with "all"). MPI_Alltoallw, whose derived datatypes the
-// libraries walk slowly, is served by default.
+// form is what the MPI libraries' own shared-memory paths do well: served, an
+// unmodified loop still runs slower than the library at some sizes (docs/results.md,
+// "The all-to-all family"), and a program preloading Conveyor must not get slower.
+// They are served when named (or with "all"). MPI_Alltoallw, whose derived
+// datatypes the libraries walk slowly, is served by default.
 void calls_setting(policy& p) {
   const auto v = setting("CONVEYOR_MPI_CALLS");
   if (v && *v == "all") return;

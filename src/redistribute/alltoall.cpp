@@ -85,25 +85,19 @@ char* single_run(const byte_map& m, const void* base) {
   return n ? row : nullptr;
 }
 
-void pack(const byte_map& m, const void* base, char* out) {
+// Between a map's rows and a contiguous package: pack (into `flat`) or unpack.
+void move_rows(const byte_map& m, const void* base, char* flat, bool packing) {
   row_walk w(m, base);
   char* row = nullptr;
   std::int64_t n = 0;
   while (w.next(row, n)) {
-    std::memcpy(out, row, static_cast<std::size_t>(n));
-    out += n;
+    if (packing) std::memcpy(flat, row, static_cast<std::size_t>(n));
+    else std::memcpy(row, flat, static_cast<std::size_t>(n));
+    flat += n;
   }
 }
-
-void unpack(const char* in, const byte_map& m, void* base) {
-  row_walk w(m, base);
-  char* row = nullptr;
-  std::int64_t n = 0;
-  while (w.next(row, n)) {
-    std::memcpy(row, in, static_cast<std::size_t>(n));
-    in += n;
-  }
-}
+void pack(const byte_map& m, const void* base, char* out) { move_rows(m, base, out, true); }
+void unpack(const char* in, const byte_map& m, void* base) { move_rows(m, base, const_cast<char*>(in), false); }
 
 // This rank's own part: send rows to receive rows directly, cut where either ends.
 void copy_self(const byte_map& from, const void* send, const byte_map& to, void* recv) {
