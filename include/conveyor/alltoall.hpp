@@ -10,9 +10,12 @@
 // into a contiguous buffer; none when it is one run) and sent; this rank's own
 // part copied directly from its send boxes to its receive boxes (one copy, never
 // through MPI); each package unpacked into its receive boxes as it arrives.
-// Between ranks of one node, pairs of at least 32 KiB skip the packages: the
-// receiver reads the sender's rows into its own with cross-memory attach
-// (redistribute/alltoall_attach.hpp), where the kernel allows it on every rank.
+// When every rank is on one node, smaller pairs go through slots of a shared
+// segment instead of messages (redistribute/alltoall_shared.hpp: 512 KiB at 2
+// ranks down to 32 KiB at 16), and larger ones skip the packages: the receiver
+// reads the sender's rows into its own with cross-memory attach
+// (redistribute/alltoall_attach.hpp), where the kernel allows it on every rank
+// (from 32 KiB between ranks of one node when the ranks span several).
 // Peers with nothing to move in either direction exchange no message at all (a
 // sparse all-to-all costs only its non-empty pairs).
 // Bytes on the wire: exactly the bytes of the non-empty off-diagonal pairs.

@@ -189,13 +189,13 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   rep.self_bytes = sbytes[static_cast<std::size_t>(me)];
 
   // How each pair moves, decided alike on both of its sides from the pair's byte
-  // count (equal on both by MPI's matching rule): under kSlotBytes through the
+  // count (equal on both by MPI's matching rule): under the slot size through the
   // shared slots (one node); from kAttachMinBytes on by cross-memory attach within
   // a node; else as MPI messages, straight from / into the caller's buffer where a
   // map is one run (never sends in place: receives may land there first).
   auto how = [&](int q, std::int64_t bytes) {
     const bool node_peer = attach.node[static_cast<std::size_t>(q)] == attach.node[static_cast<std::size_t>(me)];
-    if (shared && bytes < static_cast<std::int64_t>(shared_exchange::kSlotBytes)) return way::shared;
+    if (shared && bytes < static_cast<std::int64_t>(shared->slot_bytes())) return way::shared;
     if (attach.usable && node_peer && bytes >= redistribute::detail::kAttachMinBytes) return way::attach;
     return way::message;
   };

@@ -1,5 +1,6 @@
 #include "redistribute/alltoall_shared.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "runtime/cpu_affinity.hpp"
@@ -9,18 +10,26 @@ namespace {
 
 using conveyor::detail::kLine;
 
-// A slot: its header, the bytes from the header's end (the first 40 share its
-// cache line), rounded up to whole lines.
 constexpr std::size_t kHeaderBytes = 24;
-constexpr std::size_t kSlotStride = (kHeaderBytes + shared_exchange::kSlotBytes + kLine - 1) / kLine * kLine;
 static_assert(sizeof(shared_exchange::header) == kHeaderBytes, "the header's size");
 
 }  // namespace
 
+std::size_t shared_exchange::slot_bytes_for(int size) {
+  const std::size_t P = static_cast<std::size_t>(size);
+  return std::clamp<std::size_t>((std::size_t{8} << 20) / (P * P), std::size_t{32} << 10, std::size_t{512} << 10);
+}
+
+// A slot: its header, the bytes from the header's end (the first 40 share its
+// cache line), rounded up to whole lines.
+std::size_t shared_exchange::stride_for(std::size_t slot_bytes) {
+  return (kHeaderBytes + slot_bytes + kLine - 1) / kLine * kLine;
+}
+
 std::unique_ptr<shared_exchange> shared_exchange::create(MPI_Comm comm, int rank, int size, int node_cpus) {
   const auto P = static_cast<std::size_t>(size);
   // No flags: every header starts at step 0 (the segment is zeroed), never a step.
-  auto seg = conveyor::detail::node_segment::create(comm, rank, 2 * P * P * kSlotStride, 0);
+  auto seg = conveyor::detail::node_segment::create(comm, rank, 2 * P * P * stride_for(slot_bytes_for(size)), 0);
   if (!seg) return nullptr;
   const int spins = conveyor::detail::ranks_share_cores(size, node_cpus) ? 0 : kSpinsBeforeYield;
   return std::unique_ptr<shared_exchange>(new shared_exchange(std::move(seg), rank, size, spins));
@@ -32,11 +41,11 @@ std::size_t shared_exchange::slot_index(int from, int to) const {
 }
 
 shared_exchange::header& shared_exchange::head(int from, int to) const {
-  return *reinterpret_cast<header*>(segment_->base() + slot_index(from, to) * kSlotStride);
+  return *reinterpret_cast<header*>(segment_->base() + slot_index(from, to) * stride_);
 }
 
 char* shared_exchange::slot(int from, int to) const {
-  return segment_->base() + slot_index(from, to) * kSlotStride + kHeaderBytes;
+  return segment_->base() + slot_index(from, to) * stride_ + kHeaderBytes;
 }
 
 void shared_exchange::post(int to, way how, std::int64_t bytes) {

@@ -5,10 +5,11 @@
 // Layout: two buffers of P x P slots; slot (b, r, q) carries rank r's package for
 // rank q in step parity b: a header (the step it was written in, how the pair
 // moves and its byte count) and, right after it on the same cache line, up to
-// kSlotBytes bytes.
+// slot_bytes() bytes: 8 MiB / P^2 between 32 and 512 KiB (the segment stays at
+// most 16 MiB; 2 ranks get 512 KiB slots, half of L2 on the CPUs measured).
 // Step s of rank r (every call of alltoallw on the communicator is one step, on
 // every rank alike): into buffer s % 2, write every package r sends that is under
-// kSlotBytes (packed straight from the send rows), and a header for every peer,
+// slot_bytes() (packed straight from the send rows), and a header for every peer,
 // its step stored last (release); wait until the header from every peer shows s
 // (acquire); unpack the packages addressed to r. Seeing every peer's header of
 // step s is seeing every rank post s: two buffers then make a "done reading" flag
@@ -35,7 +36,9 @@ namespace conveyor::redistribute::detail {
 
 class shared_exchange {
  public:
-  static constexpr std::size_t kSlotBytes = std::size_t{32} << 10;
+  /// Packages below this go through the slots (the same on every rank: P decides).
+  std::size_t slot_bytes() const { return slot_bytes_; }
+  static std::size_t slot_bytes_for(int size);
   static constexpr int kMaxRanks = 16;
   /// Pause spins before a waiting rank yields (none when the node's ranks share
   /// cores). Longer than the allreduce's 128: a rank here waits for the slowest
@@ -69,11 +72,14 @@ class shared_exchange {
 
  private:
   shared_exchange(std::unique_ptr<conveyor::detail::node_segment> s, int rank, int size, int spins)
-      : segment_(std::move(s)), rank_(rank), size_(size), spins_(spins) {}
+      : segment_(std::move(s)), rank_(rank), size_(size), spins_(spins), slot_bytes_(slot_bytes_for(size)),
+        stride_(stride_for(slot_bytes_)) {}
+  static std::size_t stride_for(std::size_t slot_bytes);
   std::size_t slot_index(int from, int to) const;
 
   std::unique_ptr<conveyor::detail::node_segment> segment_;
   int rank_, size_, spins_;
+  std::size_t slot_bytes_, stride_;
   std::uint64_t step_ = 0;  // steps so far: the same on every rank
 };
 

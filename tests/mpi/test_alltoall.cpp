@@ -139,7 +139,8 @@ MPI_Datatype committed(MPI_Datatype t) {
 
 TEST(Alltoall, ContiguousEveryCountAndInPlace) {
   const int P = size_of(), r = rank_of();
-  for (int n : {0, 1, 7, 1000, 40000}) {
+  // The sizes cross the shared slots' size (32-512 KiB by rank count) into cross-memory attach.
+  for (int n : {0, 1, 7, 1000, 40000, 150000}) {
     std::vector<int> send(static_cast<std::size_t>(P * n)), got(send.size(), -1);
     for (int q = 0; q < P; ++q) {
       for (int i = 0; i < n; ++i) send[static_cast<std::size_t>(q * n + i)] = r * 1000003 + q * 1009 + i;
@@ -208,7 +209,8 @@ TEST(Alltoall, VUnevenSparseAndInPlace) {
 TEST(Alltoall, WSubarraySlabTransposeBothOrders) {
   const int P = size_of();
   for (int order : {MPI_ORDER_C, MPI_ORDER_FORTRAN}) {
-    for (int n : {P * 3, P * 8, P * 16}) {  // the last: over 32 KiB a pair (cross-memory attach)
+    // The last: over 512 KiB a pair (cross-memory attach at every rank count).
+    for (int n : {P * 3, P * 8, P * (P < 3 ? 32 : 24)}) {
       const int m = n / P;  // local block
       case_w c;
       const int esize = 16;  // complex128
