@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "conveyor/alltoall.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/settings.hpp"
 #include "conveyor/version.hpp"
@@ -37,6 +38,8 @@ int run_info() {
   MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(&node_size, &min_ppn, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&node_size, &max_ppn, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  // Collective: the all-to-all's probe of cross-memory attach on this job's ranks.
+  const std::string copy_path = conveyor::alltoall_copy_path(MPI_COMM_WORLD);
   if (rank != 0) return 0;
 
   char lib[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -56,6 +59,7 @@ int run_info() {
   if (min_ppn == max_ppn) std::printf("  ranks per node     %d\n", min_ppn);
   else std::printf("  ranks per node     %d to %d\n", min_ppn, max_ppn);
   std::printf("  OpenMP threads     %d per rank\n", omp_get_max_threads());
+  std::printf("  all-to-all copy    %s (between ranks of a node)\n", copy_path.c_str());
   std::printf("settings (environment; conveyor/settings.hpp)\n");
   for (const conveyor::setting_info& s : conveyor::settings()) {
     std::printf("  %-32s %s%s\n      %s (default: %s; read at %s)\n", s.name.c_str(), s.value ? "= " : "unset",
