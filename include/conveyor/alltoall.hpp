@@ -83,8 +83,13 @@ CONVEYOR_API std::string alltoall_copy_path(MPI_Comm comm);
 /// counts of a pair must agree (MPI's matching type signatures): a package of
 /// another size throws errc::invalid_argument on the rank that receives it.
 /// `send` may equal `recv` (MPI_IN_PLACE: pass the receive maps as send maps).
-/// Throws conveyor::error on bad arguments or an MPI failure.
+/// Throws conveyor::error on bad arguments or an MPI failure. validate (the
+/// collective contract, conveyor/contract.hpp): a bad argument on any rank throws
+/// the same error on every rank before anything moves, and counts that disagree
+/// between a pair throw the receiver's error on every rank after the exchange (one
+/// agreement each); without it (MPI's semantics, what libconveyor_mpi uses) such
+/// errors are thrown where they are found.
 CONVEYOR_API alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_maps, void* recv,
-                                        const std::vector<byte_map>& recv_maps, MPI_Comm comm);
+                                        const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate = false);
 
 }  // namespace conveyor

@@ -146,7 +146,7 @@ std::int64_t bytes_of(const byte_map& m) {
 }
 
 alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_maps, void* recv,
-                           const std::vector<byte_map>& recv_maps, MPI_Comm comm) {
+                           const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate) {
   collective_call call("alltoallw", comm);
   detail::comm_context& ctx = detail::context_of(call);
   const int P = ctx.size, me = ctx.rank;
@@ -178,7 +178,7 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
                                               " bytes but receives " + std::to_string(rbytes[k]) + " from itself");
     }
   });
-  call.agree_if(false);
+  call.agree_if(validate);
 
   prepare(state, ctx);
   const int tag0 = static_cast<int>(state.calls++ % kCallTags) * kTagsPerCall;
@@ -400,9 +400,18 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
     if (--pp.pieces_left == 0 && !pp.rdirect && !pp.failed) unpack(rbuf + pp.roff, recv_maps[static_cast<std::size_t>(q)], recv);
   }
   const int rc = MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE);
-  if (mpi_error != MPI_SUCCESS) detail::check_mpi(mpi_error, "MPI_Waitany");
-  if (!problem.empty()) throw error(errc::invalid_argument, problem);
-  detail::check_mpi(rc, "MPI_Waitall");
+  auto outcome = [&] {
+    if (mpi_error != MPI_SUCCESS) detail::check_mpi(mpi_error, "MPI_Waitany");
+    if (!problem.empty()) throw error(errc::invalid_argument, problem);
+    detail::check_mpi(rc, "MPI_Waitall");
+  };
+  if (validate) {  // the lowest failing rank's error, on every rank
+    collective_call after("alltoallw", comm);
+    after.check(outcome);
+    after.agree();
+  } else {
+    outcome();
+  }
   return rep;
 }
 

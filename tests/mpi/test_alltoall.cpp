@@ -413,6 +413,47 @@ TEST(Alltoall, MismatchedCountsAnErrorNotWrongData) {
   MPI_Comm_free(&comm);
 }
 
+// conveyor::alltoallw with validate: a bad map list on one rank (each rank in
+// turn), and counts that disagree between one pair, throw the same error on every
+// rank; the communicator works after.
+TEST(Alltoall, ValidatedErrorsOnEveryRank) {
+  const int P = size_of(), r = rank_of();
+  std::vector<int> a(static_cast<std::size_t>(4 * P), r), b(a.size(), -1);
+  auto maps = [&](int ints_to_each) {
+    std::vector<conveyor::byte_map> m(static_cast<std::size_t>(P));
+    for (int q = 0; q < P; ++q) m[static_cast<std::size_t>(q)] = {conveyor::byte_box{q * 16, ints_to_each * 4, 0, {}, {}}};
+    return m;
+  };
+  for (int bad = 0; bad < P; ++bad) {
+    std::vector<conveyor::byte_map> send = maps(4), recv = maps(4);
+    if (r == bad) send.push_back({});  // one map too many
+    std::string what;
+    try {
+      conveyor::alltoallw(a.data(), send, b.data(), recv, MPI_COMM_WORLD, true);
+    } catch (const conveyor::error& e) {
+      what = e.what();
+    }
+    EXPECT_NE(what.find("rank " + std::to_string(bad)), std::string::npos) << what;
+    EXPECT_NE(what.find("one map per rank"), std::string::npos) << what;
+  }
+  if (P >= 2) {
+    // Rank 1 expects 4 ints from rank 0, which sends 2.
+    std::vector<conveyor::byte_map> send = maps(4), recv = maps(4);
+    if (r == 0) send[1][0].run = 8;
+    if (r == 1) recv[0][0].run = 16;
+    std::string what;
+    try {
+      conveyor::alltoallw(a.data(), send, b.data(), recv, MPI_COMM_WORLD, true);
+    } catch (const conveyor::error& e) {
+      what = e.what();
+    }
+    EXPECT_NE(what.find("rank 0 sent 8 bytes where this rank expects 16"), std::string::npos) << what;
+  }
+  const conveyor::alltoallw_report rep = conveyor::alltoallw(a.data(), maps(4), b.data(), maps(4), MPI_COMM_WORLD, true);
+  EXPECT_EQ(rep.self_bytes, 16);
+  for (int q = 0; q < P; ++q) EXPECT_EQ(b[static_cast<std::size_t>(4 * q)], q);
+}
+
 TEST(Alltoall, IntercommunicatorsGoToMpi) {
   const int P = size_of(), r = rank_of();
   if (P < 2) GTEST_SKIP() << "needs two ranks";
