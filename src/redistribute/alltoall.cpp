@@ -53,7 +53,7 @@ struct alltoall_state final : detail::engine_state {
   unsigned calls = 0;
   detail::byte_buffer send_packages, recv_packages;
   redistribute::detail::attach_state attach;
-  bool shared_tried = false;
+  bool prepared = false;  // the probe ran and the slots were mapped (or not) on this communicator
   std::unique_ptr<shared_exchange> shared;  // every rank on one node, at most kMaxRanks
   // Per call, kept for their capacity (a repeated call allocates nothing).
   std::vector<std::int64_t> sbytes, rbytes;
@@ -128,10 +128,10 @@ void check_map(const byte_map& m, const char* side, int peer) {
 // The communicator's first call (collective): the attach verdict, and the shared
 // slots where every rank is on one node.
 void prepare(alltoall_state& state, detail::comm_context& ctx) {
+  if (state.prepared) return;  // every later call: nothing to look up
   const detail::node_layout& node = ctx.layout(ctx.env_ranks_per_node);
   redistribute::detail::probe_attach(state.attach, ctx.comm, ctx.rank, ctx.size, node.node_of);
-  if (state.shared_tried) return;
-  state.shared_tried = true;
+  state.prepared = true;
   if (node.nodes == 1 && ctx.size > 1 && ctx.size <= shared_exchange::kMaxRanks) {
     state.shared = shared_exchange::create(ctx.comm, ctx.rank, ctx.size, node.node_cpus);
   }
