@@ -20,6 +20,7 @@
 #include "conveyor/alltoall.hpp"
 #include "interpose/entry.hpp"
 #include "interpose/staging.hpp"
+#include "interpose/type_cache.hpp"
 #include "interpose/type_map.hpp"
 
 namespace conveyor::interpose {
@@ -48,7 +49,7 @@ struct side {
 
 std::int64_t address(const void* p) { return static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(p)); }
 
-using layouts = std::vector<std::pair<MPI_Datatype, type_layout>>;
+using layouts = std::vector<std::pair<MPI_Datatype, const type_layout*>>;
 
 // What a call works in, per thread and kept for its capacity: a repeated call
 // (an FFT's every step) allocates nothing.
@@ -60,21 +61,21 @@ struct call_scratch {
 };
 thread_local call_scratch t_scratch;
 
-// The layout of `t`: one type is usually passed for every peer, and the
-// predefined ones are decoded once per thread. A derived type is decoded again in
-// every call: MPI reuses the handle of a freed type for another type.
+// The layout of `t`: one type is usually passed for every peer, so the call keeps
+// the ones it has looked up, and the thread keeps the predefined ones; the rest
+// come from type_cache (each type decoded once while it lives).
 const type_layout& layout_in_call(MPI_Datatype t, call_scratch& c) {
   for (const auto& [h, l] : c.seen) {
-    if (h == t) return l;
+    if (h == t) return *l;
   }
   for (const auto& [h, l] : c.named) {
-    if (h == t) return l;
+    if (h == t) return *l;
   }
+  const type_layout& l = cached_layout(t);
   int ni = 0, na = 0, nd = 0, combiner = 0;
   PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
-  layouts& into = combiner == MPI_COMBINER_NAMED ? c.named : c.seen;
-  into.emplace_back(t, layout_of(t));
-  return into.back().second;
+  (combiner == MPI_COMBINER_NAMED ? c.named : c.seen).emplace_back(t, &l);
+  return l;
 }
 
 // Builds one side; `outgoing`: the staged items are packed now. Returns an MPI code.

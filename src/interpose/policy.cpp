@@ -1,4 +1,5 @@
 #include "interpose/policy.hpp"
+#include "interpose/type_cache.hpp"
 
 #include <mpi.h>
 
@@ -155,6 +156,7 @@ std::vector<std::uint64_t> my_counts() {
     for (int r = 0; r < pass_reason_count; ++r) mine.push_back(g_counts.passed[c][r].load());
   }
   for (int a = 0; a < allreduce_algorithm_count; ++a) mine.push_back(g_counts.algorithms[a].load());
+  mine.push_back(derived_types_decoded());
   return mine;
 }
 
@@ -185,6 +187,7 @@ std::string format_report(const std::vector<std::uint64_t>& sum, const std::stri
     if (sum[k]) algs += " " + std::string(algorithm_name(static_cast<allreduce_algorithm>(a))) + " " + std::to_string(sum[k]);
   }
   if (!algs.empty()) out += "  allreduce algorithms:" + algs + "\n";
+  if (sum[k]) out += "  derived datatypes decoded " + std::to_string(sum[k]) + " (each once while it lives)\n";
   return out;
 }
 

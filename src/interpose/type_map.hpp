@@ -12,7 +12,7 @@
 // Not read (the caller stages those items through MPI's own packing, so every
 // rank still serves the call): the F90 parameterized types, named pair types with
 // padding (MPI_SHORT_INT), and anything MPI may add.
-// Nothing is cached: MPI reuses the handle of a freed type for another type.
+// Decoding caches nothing (type_cache.hpp keeps layouts across calls).
 #pragma once
 
 #include <mpi.h>

@@ -1,0 +1,30 @@
+// Decoded datatype layouts kept across calls, so that a repeated all-to-all (an
+// FFT's every step) decodes its types once.
+//
+// A derived type's layout is cached on the type itself, as an MPI attribute
+// (MPI_Type_set_attr with a keyval of our own): MPI deletes it when the program
+// frees the type, so a freed handle that MPI hands out again for another type
+// never finds the old layout (a cache keyed on handles would). MPI_Type_dup does
+// not copy it (MPI_TYPE_NULL_COPY_FN): the duplicate is decoded once for itself.
+// Predefined types are never freed: their layouts live in one table per process.
+// Thread-safe: lookups and insertions hold one mutex; a layout, once cached, is
+// never changed, and lives until its type is freed (using a type in a call while
+// another thread frees it is erroneous in MPI).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "interpose/type_map.hpp"
+
+namespace conveyor::interpose {
+
+/// The layout of `t` (MPI initialized; `t` committed or predefined), decoded at
+/// its first use and kept while `t` lives.
+const type_layout& cached_layout(MPI_Datatype t);
+
+/// Derived types decoded so far by this process (for CONVEYOR_MPI_REPORT).
+std::uint64_t derived_types_decoded();
+
+}  // namespace conveyor::interpose
