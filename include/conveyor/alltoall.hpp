@@ -70,6 +70,9 @@ struct alltoallw_report {
   std::int64_t sent_bytes = 0, received_bytes = 0;  // to / from other ranks
   std::int64_t self_bytes = 0;  // copied from this rank's send to its receive boxes
   int attached_peers = 0;  // peers whose rows this rank read directly (cross-memory attach)
+  // The datatype form only: derived types decoded by this call (0 once every type
+  // has been seen), and parts of types not read, packed by MPI.
+  int types_decoded = 0, staged_parts = 0;
 };
 
 /// How alltoallw moves packages between ranks of one node on `comm`: "cross-memory
@@ -91,5 +94,28 @@ CONVEYOR_API std::string alltoall_copy_path(MPI_Comm comm);
 /// errors are thrown where they are found.
 CONVEYOR_API alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_maps, void* recv,
                                         const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate = false);
+
+/// One peer's part of a buffer as MPI_Alltoallw gives it: `count` items of
+/// `type`, the first `displ` bytes past the buffer.
+struct datatype_part {
+  std::int64_t count = 0;
+  std::int64_t displ = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+};
+
+/// MPI_Alltoallw's movement on this engine (libconveyor_mpi's all-to-all calls and
+/// conveyor.Alltoallw use it): each part decoded into byte maps
+/// (redistribute/datatype_layout.hpp), every derived type once while it lives (its
+/// layout kept on the type as an MPI attribute, deleted when the program frees
+/// it); items of a type not read (F90 parameterized types, padded pairs such as
+/// MPI_SHORT_INT) are packed and unpacked by MPI itself. `send` may be
+/// MPI_IN_PLACE (send_parts unused: the receive parts are sent). send_size,
+/// recv_size >= 0: the buffers' sizes in bytes; a part reaching outside its buffer
+/// (by its type's true extent) is then invalid_argument. Errors and `validate` as
+/// the byte-map form.
+CONVEYOR_API alltoallw_report alltoallw(const void* send, const std::vector<datatype_part>& send_parts, void* recv,
+                                        const std::vector<datatype_part>& recv_parts, MPI_Comm comm,
+                                        bool validate = false, std::int64_t send_size = -1,
+                                        std::int64_t recv_size = -1);
 
 }  // namespace conveyor

@@ -1,9 +1,9 @@
 // libconveyor_mpi's all-to-all family: MPI_Alltoall, MPI_Alltoallv, MPI_Alltoallw
-// and (MPI-4 libraries) their MPI_Count forms, served by conveyor::alltoallw
-// (conveyor/alltoall.hpp). Each peer's part of either buffer is decoded from its
-// (count, displacement, datatype) into byte boxes (type_map.hpp); a type whose
-// layout is not read is staged through a send-receive to self as MPI_PACKED
-// (staging.hpp), so it is still served and every rank decides alike.
+// and (MPI-4 libraries) their MPI_Count forms, served by conveyor::alltoallw's
+// datatype form (conveyor/alltoall.hpp): each peer's part of either buffer as its
+// (count, displacement in bytes, datatype); the engine decodes each derived type
+// once while it lives and has MPI pack the items of types it does not read, so
+// every rank serves the call and decides alike.
 //
 // The decision reads only what every rank agrees on: the call, the communicator
 // (intra only), and for MPI_Alltoall the bytes per peer (count x type size, equal
@@ -13,108 +13,23 @@
 // reports it. MPI_IN_PLACE: the receive side is also the send side.
 #include <mpi.h>
 
-#include <climits>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "conveyor/alltoall.hpp"
 #include "interpose/entry.hpp"
-#include "interpose/staging.hpp"
-#include "interpose/type_cache.hpp"
-#include "interpose/type_map.hpp"
 
 namespace conveyor::interpose {
 namespace {
 
-// One peer's part of a buffer, as the call gives it.
-struct part {
-  std::int64_t count = 0;
-  std::int64_t displ = 0;  // bytes from the buffer
-  MPI_Datatype type = MPI_DATATYPE_NULL;
-};
+using part = datatype_part;
 
-// Items staged through MPI's own packing (a type whose layout is not read).
-struct staged_part {
-  const void* at = nullptr;
-  int count = 0;
-  MPI_Datatype type = MPI_DATATYPE_NULL;
-  std::vector<char> bytes;
-};
-
-// One side of the call as byte maps over `base`, with what was staged.
-struct side {
-  std::vector<byte_map> maps;
-  std::vector<staged_part> staged;
-};
-
-std::int64_t address(const void* p) { return static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(p)); }
-
-using layouts = std::vector<std::pair<MPI_Datatype, const type_layout*>>;
-
-// What a call works in, per thread and kept for its capacity: a repeated call
-// (an FFT's every step) allocates nothing.
-struct call_scratch {
+// The parts of a call, per thread and kept for their capacity.
+struct call_parts {
   std::vector<part> sp, rp;
-  side in, out;
-  layouts seen;   // the types of this call (handles cannot be freed during it)
-  layouts named;  // predefined types, kept across calls (their handles are never freed)
 };
-thread_local call_scratch t_scratch;
-
-// The layout of `t`: one type is usually passed for every peer, so the call keeps
-// the ones it has looked up, and the thread keeps the predefined ones; the rest
-// come from type_cache (each type decoded once while it lives).
-const type_layout& layout_in_call(MPI_Datatype t, call_scratch& c) {
-  for (const auto& [h, l] : c.seen) {
-    if (h == t) return *l;
-  }
-  for (const auto& [h, l] : c.named) {
-    if (h == t) return *l;
-  }
-  const type_layout& l = cached_layout(t);
-  int ni = 0, na = 0, nd = 0, combiner = 0;
-  PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
-  (combiner == MPI_COMBINER_NAMED ? c.named : c.seen).emplace_back(t, &l);
-  return l;
-}
-
-// Builds one side; `outgoing`: the staged items are packed now. Returns an MPI code.
-int build_side(const void* buf, const void* base, const std::vector<part>& parts, bool outgoing, side& s,
-               call_scratch& c) {
-  s.maps.resize(parts.size());
-  for (byte_map& m : s.maps) m.clear();
-  s.staged.clear();
-  for (std::size_t q = 0; q < parts.size(); ++q) {
-    const part& p = parts[q];
-    if (p.count == 0) continue;
-    const std::int64_t first = address(buf) + p.displ - address(base);
-    const type_layout& l = layout_in_call(p.type, c);
-    if (l.readable && append_items(l, p.count, first, s.maps[q])) continue;
-    s.maps[q].clear();
-    if (p.count * l.size > INT_MAX) return MPI_ERR_COUNT;  // MPI counts in int
-    staged_part st;
-    st.at = reinterpret_cast<const void*>(static_cast<std::intptr_t>(address(buf) + p.displ));
-    st.count = static_cast<int>(p.count);
-    st.type = p.type;
-    st.bytes.resize(static_cast<std::size_t>(p.count * l.size));
-    if (outgoing) {
-      const int rc = stage_packed_in(st.at, st.count, st.type, st.bytes.data(), static_cast<int>(st.bytes.size()));
-      if (rc != MPI_SUCCESS) return rc;
-    }
-    s.maps[q].push_back(byte_box{address(st.bytes.data()) - address(base), static_cast<std::int64_t>(st.bytes.size()), 0, {}, {}});
-    s.staged.push_back(std::move(st));
-  }
-  return MPI_SUCCESS;
-}
-
-int unpack_staged(side& s) {
-  for (staged_part& st : s.staged) {
-    const int rc = stage_packed_out(st.bytes.data(), static_cast<int>(st.bytes.size()), const_cast<void*>(st.at), st.count,
-                                    st.type);
-    if (rc != MPI_SUCCESS) return rc;
-  }
-  return MPI_SUCCESS;
-}
+thread_local call_parts t_parts;
 
 // Why the parts cannot be served (nullopt: they can).
 std::optional<pass_reason> screen_parts(const std::vector<part>& parts) {
@@ -124,23 +39,13 @@ std::optional<pass_reason> screen_parts(const std::vector<part>& parts) {
   return std::nullopt;
 }
 
-// The served call: both sides decoded, conveyor::alltoallw, staged items unpacked.
+// The served call: conveyor::alltoallw's datatype form.
 int serve_alltoall(thread_state& state, call which, const char* name, const void* send, const std::vector<part>& sp,
                    void* recv, const std::vector<part>& rp, MPI_Comm comm) {
-  const bool in_place = send == MPI_IN_PLACE;
   return serve(state, name, comm, [&] {
-    call_scratch& c = t_scratch;
-    c.seen.clear();
-    side& in = c.in;
-    side& out = c.out;
-    const void* send_base = in_place ? recv : send;
-    int rc = build_side(send_base, send_base, in_place ? rp : sp, true, in, c);
-    if (rc == MPI_SUCCESS) rc = build_side(recv, recv, rp, false, out, c);
-    if (rc != MPI_SUCCESS) return rc;
-    const alltoallw_report rep = alltoallw(send_base, in.maps, recv, out.maps, comm);
-    rc = unpack_staged(out);
-    if (rc != MPI_SUCCESS) return rc;
-    count_served(which, static_cast<std::size_t>(rep.sent_bytes + rep.self_bytes), !in.staged.empty() || !out.staged.empty());
+    const alltoallw_report rep = alltoallw(send, sp, recv, rp, comm);
+    count_served(which, static_cast<std::size_t>(rep.sent_bytes + rep.self_bytes), rep.staged_parts > 0);
+    count_decoded(rep.types_decoded);
     return MPI_SUCCESS;
   });
 }
@@ -170,7 +75,7 @@ int alltoall_entry(const void* send, Count scount, MPI_Datatype stype, void* rec
     v.resize(static_cast<std::size_t>(P));
     for (int q = 0; q < P; ++q) v[static_cast<std::size_t>(q)] = {static_cast<std::int64_t>(n), q * static_cast<std::int64_t>(n) * extent, t};
   };
-  call_scratch& c = t_scratch;
+  call_parts& c = t_parts;
   parts(rcount, rtype, c.rp);
   if (in_place) c.sp.clear();
   else parts(scount, stype, c.sp);
@@ -192,7 +97,7 @@ int alltoallv_entry(call which, const char* name, const void* send, const Count*
     why = pass_reason::arguments;
   }
   if (!why) why = screen_comm(comm);
-  call_scratch& c = t_scratch;
+  call_parts& c = t_parts;
   std::vector<part>& sp = c.sp;
   std::vector<part>& rp = c.rp;
   sp.clear(), rp.clear();

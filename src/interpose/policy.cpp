@@ -1,5 +1,4 @@
 #include "interpose/policy.hpp"
-#include "interpose/type_cache.hpp"
 
 #include <mpi.h>
 
@@ -97,6 +96,7 @@ struct counters {
   std::atomic<std::uint64_t> staged[call_count] = {};
   std::atomic<std::uint64_t> passed[call_count][pass_reason_count] = {};
   std::atomic<std::uint64_t> algorithms[allreduce_algorithm_count] = {};
+  std::atomic<std::uint64_t> decoded = {};
 };
 counters g_counts;
 
@@ -141,6 +141,10 @@ void count_algorithm(allreduce_algorithm a) {
   if (current_policy().report) add(g_counts.algorithms[static_cast<std::size_t>(a)], 1);
 }
 
+void count_decoded(int types) {
+  if (types && current_policy().report) add(g_counts.decoded, static_cast<std::uint64_t>(types));
+}
+
 void count_passed(call c, pass_reason why) {
   if (current_policy().report) add(g_counts.passed[static_cast<std::size_t>(c)][static_cast<std::size_t>(why)], 1);
 }
@@ -156,7 +160,7 @@ std::vector<std::uint64_t> my_counts() {
     for (int r = 0; r < pass_reason_count; ++r) mine.push_back(g_counts.passed[c][r].load());
   }
   for (int a = 0; a < allreduce_algorithm_count; ++a) mine.push_back(g_counts.algorithms[a].load());
-  mine.push_back(derived_types_decoded());
+  mine.push_back(g_counts.decoded.load());
   return mine;
 }
 

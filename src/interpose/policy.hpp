@@ -43,6 +43,8 @@ const policy& current_policy();
 void count_served(call c, std::size_t bytes, bool staged);
 void count_algorithm(allreduce_algorithm a);
 void count_passed(call c, pass_reason why);
+/// Derived datatypes decoded by the all-to-all calls.
+void count_decoded(int types);
 
 /// Rank 0 prints the counts summed over MPI_COMM_WORLD (collective on it; from the
 /// interposed MPI_Finalize).

@@ -58,22 +58,6 @@ int stage_out(const void* in, void* buf, std::size_t items, MPI_Datatype type, c
   return copy(buf, items, type, s, const_cast<void*>(in), false);
 }
 
-int stage_packed_in(const void* buf, int count, MPI_Datatype type, void* out, int bytes) {
-  std::lock_guard<std::mutex> hold(g_lock);
-  MPI_Comm self = MPI_COMM_NULL;
-  const int rc = self_comm(self);
-  if (rc != MPI_SUCCESS) return rc;
-  return PMPI_Sendrecv(buf, count, type, 0, 0, out, bytes, MPI_PACKED, 0, 0, self, MPI_STATUS_IGNORE);
-}
-
-int stage_packed_out(const void* in, int bytes, void* buf, int count, MPI_Datatype type) {
-  std::lock_guard<std::mutex> hold(g_lock);
-  MPI_Comm self = MPI_COMM_NULL;
-  const int rc = self_comm(self);
-  if (rc != MPI_SUCCESS) return rc;
-  return PMPI_Sendrecv(in, bytes, MPI_PACKED, 0, 0, buf, count, type, 0, 0, self, MPI_STATUS_IGNORE);
-}
-
 void release_staging() {
   std::lock_guard<std::mutex> hold(g_lock);
   if (g_self != MPI_COMM_NULL) PMPI_Comm_free(&g_self);

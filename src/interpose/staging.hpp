@@ -23,13 +23,6 @@ int stage_in(const void* buf, std::size_t items, MPI_Datatype type, const signat
 /// (buf, type). Returns an MPI error code.
 int stage_out(const void* in, void* buf, std::size_t items, MPI_Datatype type, const signature& s);
 
-/// `count` items of (buf, type), whatever its basic types, as `bytes` packed bytes
-/// (received as MPI_PACKED), and back. For the all-to-all's types whose layout is
-/// not read; unlike MPI_Pack, `buf` may be MPI_BOTTOM on every library (MPICH's
-/// MPI_Pack refuses a null buffer). Return an MPI error code.
-int stage_packed_in(const void* buf, int count, MPI_Datatype type, void* out, int bytes);
-int stage_packed_out(const void* in, int bytes, void* buf, int count, MPI_Datatype type);
-
 /// Frees the private communicator (before MPI_Finalize).
 void release_staging();
 

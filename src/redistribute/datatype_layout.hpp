@@ -1,6 +1,7 @@
 // An MPI datatype as the byte boxes its type map flattens to (conveyor/alltoall.hpp),
-// for the all-to-all calls of libconveyor_mpi: they move bytes, so any datatype
-// whose layout is read here is served, whatever its basic types.
+// for alltoallw's datatype form (alltoall_datatypes.cpp: libconveyor_mpi's
+// all-to-all calls and conveyor.Alltoallw): they move bytes, so any datatype
+// whose layout is read here is moved, whatever its basic types.
 //
 // Read (MPI_Type_get_envelope / get_contents, recursively): named types whose
 // bytes are one run, dup, contiguous, vector, hvector, indexed, hindexed,
@@ -9,10 +10,10 @@
 // bounds may be negative. Boxes of one child repeated along new axes stay one box
 // while they have axes to spare (a subarray of complex numbers: one box of rows);
 // a type that would take more than kMaxBoxes boxes is not read.
-// Not read (the caller stages those items through MPI's own packing, so every
-// rank still serves the call): the F90 parameterized types, named pair types with
+// Not read (the caller stages those items through MPI's own packing,
+// datatype_packing.hpp, so every rank still moves them): the F90 parameterized types, named pair types with
 // padding (MPI_SHORT_INT), and anything MPI may add.
-// Decoding caches nothing (type_cache.hpp keeps layouts across calls).
+// Decoding caches nothing (datatype_cache.hpp keeps layouts across calls).
 #pragma once
 
 #include <mpi.h>
@@ -21,7 +22,7 @@
 
 #include "conveyor/alltoall.hpp"
 
-namespace conveyor::interpose {
+namespace conveyor::redistribute::detail {
 
 /// The most boxes one decoded type (or count of it) may take.
 inline constexpr std::size_t kMaxBoxes = std::size_t{1} << 16;
@@ -40,4 +41,4 @@ type_layout layout_of(MPI_Datatype t);
 /// discards it) when that would take more than kMaxBoxes boxes.
 bool append_items(const type_layout& l, std::int64_t count, std::int64_t offset, byte_map& out);
 
-}  // namespace conveyor::interpose
+}  // namespace conveyor::redistribute::detail

@@ -16,15 +16,13 @@
 
 #include <cstdint>
 
-#include "interpose/type_map.hpp"
+#include "redistribute/datatype_layout.hpp"
 
-namespace conveyor::interpose {
+namespace conveyor::redistribute::detail {
 
 /// The layout of `t` (MPI initialized; `t` committed or predefined), decoded at
-/// its first use and kept while `t` lives.
-const type_layout& cached_layout(MPI_Datatype t);
+/// its first use and kept while `t` lives; adds 1 to `decoded` when a derived
+/// type was decoded now.
+const type_layout& cached_layout(MPI_Datatype t, int& decoded);
 
-/// Derived types decoded so far by this process (for CONVEYOR_MPI_REPORT).
-std::uint64_t derived_types_decoded();
-
-}  // namespace conveyor::interpose
+}  // namespace conveyor::redistribute::detail

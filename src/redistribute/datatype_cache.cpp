@@ -1,6 +1,5 @@
-#include "interpose/type_cache.hpp"
+#include "redistribute/datatype_cache.hpp"
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -8,13 +7,12 @@
 
 #include "conveyor/types.hpp"
 
-namespace conveyor::interpose {
+namespace conveyor::redistribute::detail {
 namespace {
 
 std::mutex g_lock;
 int g_keyval = MPI_KEYVAL_INVALID;  // created at the first derived type, under g_lock
 std::vector<std::pair<MPI_Datatype, std::unique_ptr<type_layout>>> g_named;
-std::atomic<std::uint64_t> g_decoded{0};
 
 // MPI calls this when the type is freed (or its attribute replaced).
 int delete_layout(MPI_Datatype, int, void* value, void*) {
@@ -30,7 +28,7 @@ bool is_named(MPI_Datatype t) {
 
 }  // namespace
 
-const type_layout& cached_layout(MPI_Datatype t) {
+const type_layout& cached_layout(MPI_Datatype t, int& decoded) {
   std::lock_guard<std::mutex> hold(g_lock);
   if (is_named(t)) {
     for (const auto& [h, l] : g_named) {
@@ -54,10 +52,8 @@ const type_layout& cached_layout(MPI_Datatype t) {
   if (PMPI_Type_set_attr(t, g_keyval, l.get()) != MPI_SUCCESS) {
     throw error(errc::mpi, "MPI_Type_set_attr failed");
   }
-  g_decoded.fetch_add(1, std::memory_order_relaxed);
+  ++decoded;
   return *l.release();
 }
 
-std::uint64_t derived_types_decoded() { return g_decoded.load(std::memory_order_relaxed); }
-
-}  // namespace conveyor::interpose
+}  // namespace conveyor::redistribute::detail

@@ -1,4 +1,4 @@
-#include "interpose/type_map.hpp"
+#include "redistribute/datatype_layout.hpp"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-namespace conveyor::interpose {
+namespace conveyor::redistribute::detail {
 namespace {
 
 // One outer axis: `count` copies `stride` bytes apart.
@@ -303,4 +303,4 @@ bool append_items(const type_layout& l, std::int64_t count, std::int64_t offset,
   return repeat(l.boxes, {{count, l.extent}}, offset, out);
 }
 
-}  // namespace conveyor::interpose
+}  // namespace conveyor::redistribute::detail
