@@ -31,9 +31,10 @@ from . import _conveyor  # noqa: E402
 
 register_mpi_style_objects(_conveyor)
 from . import ot  # noqa: E402,F401  (conveyor.ot: POT's sinkhorn / sinkhorn2)
+from ._alltoall import Alltoall, Alltoallv, Alltoallw  # noqa: E402
 
 __version__ = _conveyor.__version__
-__all__ = ["__version__", "ot", "Allreduce", "Reduce_scatter_block", "Allgather", "simd_target", "reduce_local", "allreduce", "sinkhorn_scale", "sinkhorn_transport",
+__all__ = ["__version__", "ot", "Allreduce", "Reduce_scatter_block", "Allgather", "Alltoall", "Alltoallv", "Alltoallw", "simd_target", "reduce_local", "allreduce", "sinkhorn_scale", "sinkhorn_transport",
            "balanced_rows", "outer_sum", "outer_rows", "Layout", "Plan", "ScalingResult", "TransportResult", "BarycenterResult", "sinkhorn_barycenter",
            "sinkhorn_points", "PointsResult", "apply_plan_points"]
 

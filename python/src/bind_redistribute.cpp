@@ -1,4 +1,5 @@
-// Python bindings of the Redistribute engine (conveyor.Layout, conveyor.Plan).
+// Python bindings of the Redistribute engine (conveyor.Layout, conveyor.Plan,
+// and the all-to-all under conveyor.Alltoall / Alltoallv / Alltoallw).
 #include <mpi.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -7,9 +8,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bindings.hpp"
+#include "conveyor/alltoall.hpp"
 #include "conveyor/contract.hpp"
 #include "conveyor/redistribute.hpp"
 #include "convert.hpp"
@@ -238,6 +241,19 @@ void make_plan(py_plan* self, nb::list srcs, nb::list dsts, nb::list transforms,
   self->p = std::make_unique<rd::plan>(batch, c, o);
 }
 
+// One side of an all-to-all from conveyor/_alltoall.py: per peer (count,
+// displacement in bytes, address of the MPI_Datatype handle in its mpi4py object).
+std::vector<datatype_part> parts_of(nb::handle list, const char* name) {
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::uintptr_t>> t;
+  if (!nb::try_cast(list, t)) fail(errc::invalid_type, std::string(name) + ": expected (count, displ, type) per rank");
+  std::vector<datatype_part> parts(t.size());
+  for (std::size_t q = 0; q < t.size(); ++q) {
+    const auto [count, displ, type] = t[q];
+    parts[q] = {count, displ, *reinterpret_cast<const MPI_Datatype*>(type)};
+  }
+  return parts;
+}
+
 }  // namespace
 
 void bind_redistribute(nb::module_& m) {
@@ -253,6 +269,20 @@ void bind_redistribute(nb::module_& m) {
     p.rsrc = rsrc, p.csrc = csrc, p.imb = imb, p.inb = inb;
     return rd::layout::block_cyclic(p).local_shape(rank);
   });
+  // MPI_Alltoallw on the engine: buffers as (address, size in bytes); send None:
+  // MPI_IN_PLACE. The Python side keeps the buffers alive and reads mpi4py's
+  // buffer specifications (conveyor/_alltoall.py).
+  m.def("alltoallw", [](std::optional<std::uintptr_t> send, std::int64_t send_size, nb::handle send_parts,
+                        std::uintptr_t recv, std::int64_t recv_size, nb::handle recv_parts, std::uintptr_t comm) {
+    const std::vector<datatype_part> sp = send ? parts_of(send_parts, "sendbuf") : std::vector<datatype_part>{};
+    const std::vector<datatype_part> rp = parts_of(recv_parts, "recvbuf");
+    const MPI_Comm c = comm_at(comm);
+    const void* s = send ? reinterpret_cast<const void*>(*send) : MPI_IN_PLACE;
+    nb::gil_scoped_release unlocked;
+    const alltoallw_report r = conveyor::alltoallw(s, sp, reinterpret_cast<void*>(recv), rp, c, false, send_size, recv_size);
+    return std::make_tuple(r.sent_bytes, r.received_bytes, r.self_bytes, r.attached_peers, r.types_decoded, r.staged_parts);
+  }, nb::arg("send").none(), nb::arg("send_size"), nb::arg("send_parts"), nb::arg("recv"), nb::arg("recv_size"),
+     nb::arg("recv_parts"), nb::arg("comm"));
   nb::class_<py_layout>(m, "_Layout")
       .def_static("cartesian", layout_cartesian, nb::arg("shape").none(), nb::arg("grid").none(), nb::arg("local").none(),
                   nb::arg("column_major_ranks").none(), nb::arg("comm").none())

@@ -1,0 +1,161 @@
+"""conveyor.Alltoall / Alltoallv / Alltoallw with mpi4py's argument conventions,
+against mpi4py's own calls with the same arguments (the MPI library's
+all-to-all): every buffer specification form, MPI.IN_PLACE, sparse and uneven
+counts, derived datatypes (mpi4py-fft's slab transfer), sub-communicators, and
+bad arguments raising instead of touching memory."""
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import conveyor
+
+COMM = MPI.COMM_WORLD
+RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+
+
+def data(n, dtype, salt=0):
+    x = (np.arange(n) * 7 + 1000 * (RANK + 1) + salt) % 251
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.float64, np.complex128])
+@pytest.mark.parametrize("per_rank", [0, 1, 7, 1000])
+def test_alltoall_every_form(dtype, per_rank):
+    send = data(per_rank * SIZE, dtype)
+    want = np.zeros_like(send)
+    COMM.Alltoall(send, want)
+    mpi_type = MPI._typedict[np.dtype(dtype).char]
+    for spec in (lambda b: b, lambda b: [b, mpi_type], lambda b: [b, per_rank, mpi_type]):
+        got = np.full_like(send, 3)
+        conveyor.Alltoall(spec(send), spec(got), COMM)
+        np.testing.assert_array_equal(got, want)
+    inplace = send.copy()
+    conveyor.Alltoall(MPI.IN_PLACE, inplace, COMM)
+    np.testing.assert_array_equal(inplace, want)
+
+
+def test_alltoall_other_buffers():
+    send = bytearray(data(5 * SIZE, np.uint8).tobytes())
+    got = bytearray(5 * SIZE)
+    want = bytearray(5 * SIZE)
+    COMM.Alltoall(send, want)
+    conveyor.Alltoall(memoryview(send), got, COMM)
+    assert got == want
+
+
+def uneven(rank_from, rank_to):
+    # Sparse: some pairs exchange nothing.
+    return 0 if (rank_from + 2 * rank_to) % 3 == 0 else 1 + (rank_from * 5 + rank_to * 3) % 17
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.float64])
+def test_alltoallv_sparse_uneven_every_form(dtype):
+    scounts = [uneven(RANK, q) for q in range(SIZE)]
+    rcounts = [uneven(q, RANK) for q in range(SIZE)]
+    sdispls = list(np.cumsum([0] + scounts[:-1]) + 3)  # gaps before each part
+    rdispls = [sum(rcounts) + sum(rcounts[:q]) for q in range(SIZE)]  # after a gap of sum(rcounts)
+    send = data(sum(scounts) + 3, dtype)
+    want = np.full(2 * sum(rcounts) + 1, -1, dtype=dtype)
+    COMM.Alltoallv([send, scounts, sdispls, MPI._typedict[np.dtype(dtype).char]], [want, rcounts, rdispls,
+                                                                                   MPI._typedict[np.dtype(dtype).char]])
+    mpi_type = MPI._typedict[np.dtype(dtype).char]
+    for s, r in (([send, scounts, sdispls], [None, rcounts, rdispls]),
+                 ([send, (scounts, sdispls)], [None, (rcounts, rdispls)]),
+                 ([send, scounts, sdispls, mpi_type], [None, rcounts, rdispls, mpi_type]),
+                 ([send, (scounts, sdispls), mpi_type], [None, (rcounts, rdispls), mpi_type])):
+        got = np.full_like(want, -1)
+        r[0] = got
+        conveyor.Alltoallv(s, r, COMM)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_alltoallv_equal_counts_and_in_place():
+    send = data(4 * SIZE, np.float32)
+    want = np.empty_like(send)
+    COMM.Alltoallv([send, None], [want, None])
+    got = np.empty_like(send)
+    conveyor.Alltoallv([send, None], [got, None], COMM)
+    np.testing.assert_array_equal(got, want)
+    counts = [4] * SIZE
+    displs = [4 * q for q in range(SIZE)]
+    inplace = send.copy()
+    conveyor.Alltoallv(MPI.IN_PLACE, [inplace, counts, displs], COMM)
+    np.testing.assert_array_equal(inplace, want)
+
+
+def slab_types(n, m, order, base=MPI.C_DOUBLE_COMPLEX):
+    """mpi4py-fft's slab transfer: (m, n, n) sends its (m, m, n) column blocks,
+    received as the (m) row blocks of (n, m, n)."""
+    send, recv = [], []
+    for q in range(SIZE):
+        a = base.Create_subarray([m, n, n], [m, m, n], [0, q * m, 0], order=order).Commit()
+        b = base.Create_subarray([n, m, n], [m, m, n], [q * m, 0, 0], order=order).Commit()
+        send.append(a), recv.append(b)
+    return send, recv
+
+
+@pytest.mark.parametrize("order", [MPI.ORDER_C, MPI.ORDER_FORTRAN])
+@pytest.mark.parametrize("m", [1, 3, 24])
+def test_alltoallw_slab_transfer_repeated(order, m):
+    n = m * SIZE
+    st, rt = slab_types(n, m, order)
+    ones, zeros = [1] * SIZE, [0] * SIZE
+    send = (data(m * n * n, np.float64) + 1j * data(m * n * n, np.float64, 5)).astype(np.complex128)
+    want = np.zeros(n * m * n, dtype=np.complex128)
+    COMM.Alltoallw([send, ones, zeros, st], [want, ones, zeros, rt])
+    for _ in range(3):  # an FFT's every step: the same types again
+        got = np.zeros_like(want)
+        conveyor.Alltoallw([send, ones, zeros, st], [got, (ones, zeros), rt], COMM)
+        np.testing.assert_array_equal(got, want)
+    for t in st + rt:
+        t.Free()
+
+
+def test_alltoallw_mixed_types_and_byte_displacements():
+    # Send: every other int32 of a row (a vector) per rank; receive: plain int32s
+    # at byte displacements with gaps.
+    k = 5
+    vec = MPI.INT32_T.Create_vector(k, 1, 2).Create_resized(0, 4).Commit()
+    send = data(2 * k + SIZE, np.int32)
+    sdispls = [4 * q for q in range(SIZE)]
+    rdispls = [4 * (k + 1) * q for q in range(SIZE)]
+    want = np.full((k + 1) * SIZE, -1, dtype=np.int32)
+    COMM.Alltoallw([send, [1] * SIZE, sdispls, [vec] * SIZE], [want, [k] * SIZE, rdispls, [MPI.INT32_T] * SIZE])
+    got = np.full_like(want, -1)
+    conveyor.Alltoallw([send, [1] * SIZE, sdispls, vec], [got, [k] * SIZE, rdispls, MPI.INT32_T], COMM)
+    np.testing.assert_array_equal(got, want)
+    vec.Free()
+
+
+def test_on_a_subcommunicator():
+    half = COMM.Split(RANK % 2, RANK)
+    P = half.Get_size()
+    send = data(3 * P, np.float64)
+    want = np.empty_like(send)
+    half.Alltoall(send, want)
+    got = np.empty_like(send)
+    conveyor.Alltoall(send, got, half)
+    np.testing.assert_array_equal(got, want)
+    half.Free()
+
+
+def test_bad_arguments_raise_on_every_rank_that_passes_them():
+    send = np.zeros(2 * SIZE)
+    with pytest.raises(ValueError, match="read-only"):
+        ro = np.zeros(2 * SIZE)
+        ro.flags.writeable = False
+        conveyor.Alltoall(send, ro, COMM)
+    if SIZE > 1:
+        with pytest.raises(ValueError, match="equally"):
+            conveyor.Alltoall(np.zeros(2 * SIZE + 1), np.zeros(2 * SIZE + 1), COMM)
+    with pytest.raises(ValueError, match="counts for"):
+        conveyor.Alltoallv([send, [1] * (SIZE + 1)], [send.copy(), [1] * SIZE], COMM)
+    # A part reaching past its buffer: an error, never a write outside it.
+    with pytest.raises(ValueError, match="covers bytes"):
+        conveyor.Alltoallw([send, [1] * SIZE, [0] * SIZE, MPI.DOUBLE],
+                           [np.zeros(SIZE), [1] * SIZE, [8 * SIZE] * SIZE, MPI.DOUBLE], COMM)
+    with pytest.raises(TypeError, match="Datatype"):
+        conveyor.Alltoallw([send, [1] * SIZE, [0] * SIZE, "double"], [send.copy(), [1] * SIZE, [0] * SIZE, MPI.DOUBLE],
+                           COMM)
+    with pytest.raises(TypeError, match="expected a buffer"):
+        conveyor.Alltoall([1.0, 2.0], np.zeros(SIZE), COMM)
