@@ -104,7 +104,7 @@ fi
 if [ "$mpi" = openmpi ]; then
   "$root/tests/external/pot_tests.sh" "$python" "$work/pot" || status=1
 fi
-for np in 1 2 3; do
+for np in 1 3; do
   out="$work/pytest-$mpi.np$np.log"
   (cd "$work" && timeout 600 "${launch[@]}" -n "$np" "$python" -m pytest -q -p no:cacheprovider --color=no "$root/tests/python") \
     >"$out" 2>&1
