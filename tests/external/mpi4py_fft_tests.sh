@@ -3,12 +3,10 @@
 # and slab transfers are one MPI_Alltoallw with subarray datatypes each, the case
 # the all-to-all family was built for.
 #
-# The package comes from its PyPI source distribution at test time
-# (tests/external/pypi_sdist.sh; 2.0.6: Debian's python3-mpi4py-fft 2.0.4 fails
-# 2.0.6's test_mpifft.py without Conveyor, and 2.0.4's source carries no tests),
-# built with `pip install --no-build-isolation` into a venv over Debian's NumPy,
-# Cython and FFTW (scripts/setup). Its FFTW extension does not link MPI, so one
-# build serves both MPIs: each run finds its MPI's mpi4py. test_pencil.py,
+# The package comes from its PyPI source distribution at test time, built into a
+# venv by tests/external/mpi4py_fft_venv.sh (2.0.6: Debian's python3-mpi4py-fft
+# 2.0.4 fails 2.0.6's test_mpifft.py without Conveyor, and 2.0.4's source carries
+# no tests). test_pencil.py,
 # test_darray.py at 1 and 2 ranks, test_mpifft.py at 2, each launched as users
 # launch (each MPI's defaults). A test that fails with the library is run again
 # without it and counts only if it passes there. The summed CONVEYOR_MPI_REPORT
@@ -28,17 +26,7 @@ fail() { echo "mpi4py-fft tests: $1"; echo "0 passed, 1 failed"; exit 1; }
 [ -f "$interposer" ] || fail "$interposer not built"
 
 src="$work/mpi4py-fft-$version"
-if [ ! -f "$src/tests/test_pencil.py" ]; then
-  why=$("$(dirname "$0")/pypi_sdist.sh" mpi4py-fft "$version" "$work") || fail "$why"
-fi
-venv="$work/venv"
-python="$venv/bin/python"
-if ! "$python" -c "import mpi4py_fft" 2>/dev/null; then
-  rm -rf "$venv"
-  /usr/bin/python3 -m venv --system-site-packages "$venv" || fail "python3 -m venv failed"
-  "$python" -m pip install --disable-pip-version-check --quiet --no-build-isolation --no-deps "$src" \
-    >"$work/pip.log" 2>&1 || { tail -n 20 "$work/pip.log"; fail "pip install mpi4py-fft $version failed"; }
-fi
+python=$("$(dirname "$0")/mpi4py_fft_venv.sh" "$work" "$version") || fail "$python"
 
 case $mpi in
   openmpi)
