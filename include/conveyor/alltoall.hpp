@@ -23,13 +23,15 @@
 // (the receiver's read) for an attached pair.
 // Limits: every outgoing package is packed before any incoming one is unpacked,
 // so the receive boxes may overlap the send boxes (MPI_IN_PLACE); receive boxes
-// must not overlap each other (MPI makes that erroneous).
+// must not overlap each other (MPI makes that erroneous; validate checks it, at
+// O(rows log rows), and throws; without it the bytes hold whichever part came last).
 #pragma once
 
 #include <mpi.h>
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,26 @@ struct alltoallw_report {
   // has been seen), and parts of types not read, packed by MPI.
   int types_decoded = 0, staged_parts = 0;
 };
+
+/// What alltoall_auto ran.
+struct alltoall_auto_report {
+  bool library = false;  // the MPI library's own call (`library`), not alltoallw
+  bool trial = false;    // a measuring call of its size class (the result is the same)
+  alltoallw_report exchange;  // alltoallw's report when it ran (last run of a trial)
+};
+
+/// MPI_Alltoall of contiguous parts, `bytes` per peer (part q of `send` at
+/// q * bytes, of `recv` likewise; send may be MPI_IN_PLACE), `auto`: per size
+/// class of `bytes` (two per octave) on `comm`, the first calls time alltoallw
+/// against `library(in, out)` (the MPI library's own MPI_Alltoall on the caller's
+/// arguments, from `in` to `out` laid out as send and recv; `in` may be
+/// MPI_IN_PLACE), then one MPI_Allreduce of the slowest rank's medians decides
+/// alike on every rank, and later calls of that class run the faster (the library
+/// unless alltoallw beats it by more than the trials' noise).
+/// CONVEYOR_ALLTOALL_MEASURE=0 always runs alltoallw; =trace prints each decision
+/// (rank 0). `bytes` must be equal on every rank (MPI_Alltoall's matching rule).
+CONVEYOR_API alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t bytes, MPI_Comm comm,
+                                                const std::function<void(const void* in, void* out)>& library);
 
 /// How alltoallw moves packages between ranks of one node on `comm`: "cross-memory
 /// attach", or "packed: " and why not (the setting, or which rank the kernel

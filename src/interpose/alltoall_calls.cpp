@@ -51,9 +51,21 @@ int serve_alltoall(thread_state& state, call which, const char* name, const void
 }
 
 // MPI_Alltoall: `count` items of the type for every peer, peer q's at q * count extents.
-template <class Count, class Pass>
+// Whether items of `t` are `size` contiguous bytes from the item's address.
+bool contiguous(MPI_Datatype t) {
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
+  PMPI_Type_size(t, &size);
+  PMPI_Type_get_extent(t, &lb, &extent);
+  PMPI_Type_get_true_extent(t, &tlb, &textent);
+  return lb == 0 && tlb == 0 && extent == size && textent == size;
+}
+
+// pass(): the library's call on the caller's arguments; pass_with(in, out): the
+// same from `in` to `out` (alltoall_auto's trials).
+template <class Count, class Pass, class PassWith>
 int alltoall_entry(const void* send, Count scount, MPI_Datatype stype, void* recv, Count rcount, MPI_Datatype rtype,
-                   MPI_Comm comm, Pass pass) {
+                   MPI_Comm comm, Pass pass, PassWith pass_with) {
   thread_state& state = this_thread();
   const bool in_place = send == MPI_IN_PLACE;
   std::optional<pass_reason> why = screen(state, call::alltoall);
@@ -67,6 +79,20 @@ int alltoall_entry(const void* send, Count scount, MPI_Datatype stype, void* rec
   if (why) {
     count_passed(call::alltoall, *why);
     return pass();
+  }
+  // Contiguous types on both sides (size = extent = true extent, lower bounds 0):
+  // alltoall_auto measures Conveyor's exchange against the library's own call.
+  if (contiguous(rtype) && (in_place || contiguous(stype))) {
+    const std::int64_t bytes = static_cast<std::int64_t>(rcount) * rsize;
+    return serve(state, "MPI_Alltoall", comm, [&] {
+      const alltoall_auto_report rep = alltoall_auto(send, recv, bytes, comm, [&](const void* in, void* out) {
+        const int rc = pass_with(in, out);
+        if (rc != MPI_SUCCESS) throw error(errc::mpi, "MPI_Alltoall failed");
+      });
+      if (rep.library && !rep.trial) count_passed(call::alltoall, pass_reason::measured);
+      else count_served(call::alltoall, static_cast<std::size_t>(bytes) * static_cast<std::size_t>(comm_size(comm)), false);
+      return MPI_SUCCESS;
+    });
   }
   const int P = comm_size(comm);
   auto parts = [P](Count n, MPI_Datatype t, std::vector<part>& v) {
@@ -135,8 +161,12 @@ extern "C" {
 
 int MPI_Alltoall(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
                  MPI_Comm comm) {
-  return alltoall_entry(send, scount, stype, recv, rcount, rtype, comm,
-                        [&] { return PMPI_Alltoall(send, scount, stype, recv, rcount, rtype, comm); });
+  return alltoall_entry(
+      send, scount, stype, recv, rcount, rtype, comm, [&] { return PMPI_Alltoall(send, scount, stype, recv, rcount, rtype, comm); },
+      [&](const void* in, void* out) {  // a call in place is timed from a copy: the receive side's type
+        const bool typed = send != MPI_IN_PLACE || in == MPI_IN_PLACE;
+        return PMPI_Alltoall(in, typed ? scount : rcount, typed ? stype : rtype, out, rcount, rtype, comm);
+      });
 }
 
 int MPI_Alltoallv(const void* send, const int scounts[], const int sdispls[], MPI_Datatype stype, void* recv,
@@ -158,8 +188,12 @@ int MPI_Alltoallw(const void* send, const int scounts[], const int sdispls[], co
 #if MPI_VERSION >= 4
 int MPI_Alltoall_c(const void* send, MPI_Count scount, MPI_Datatype stype, void* recv, MPI_Count rcount,
                    MPI_Datatype rtype, MPI_Comm comm) {
-  return alltoall_entry(send, scount, stype, recv, rcount, rtype, comm,
-                        [&] { return PMPI_Alltoall_c(send, scount, stype, recv, rcount, rtype, comm); });
+  return alltoall_entry(
+      send, scount, stype, recv, rcount, rtype, comm, [&] { return PMPI_Alltoall_c(send, scount, stype, recv, rcount, rtype, comm); },
+      [&](const void* in, void* out) {  // a call in place is timed from a copy: the receive side's type
+        const bool typed = send != MPI_IN_PLACE || in == MPI_IN_PLACE;
+        return PMPI_Alltoall_c(in, typed ? scount : rcount, typed ? stype : rtype, out, rcount, rtype, comm);
+      });
 }
 
 int MPI_Alltoallv_c(const void* send, const MPI_Count scounts[], const MPI_Aint sdispls[], MPI_Datatype stype,

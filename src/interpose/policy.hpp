@@ -26,8 +26,9 @@ enum class pass_reason : int {
   intercomm,        // an intercommunicator
   arguments,        // a null handle, a negative count, mismatched sizes: MPI reports it
   internal,         // Conveyor's own call (not the program's)
+  measured,         // MPI_Alltoall: the library's own, measured faster for the size (alltoall_auto)
 };
-inline constexpr int pass_reason_count = 9;
+inline constexpr int pass_reason_count = 10;
 
 struct policy {
   bool on = true;

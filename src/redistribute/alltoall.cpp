@@ -13,7 +13,9 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,6 +27,7 @@
 #include "redistribute/byte_rows.hpp"
 #include "runtime/buffer_pool.hpp"
 #include "runtime/context.hpp"
+#include "runtime/measured_choice.hpp"
 #include "runtime/message_pieces.hpp"
 
 namespace conveyor {
@@ -49,7 +52,15 @@ struct pair_plan {
   bool failed = false;  // the sender moved it otherwise than planned: never unpacked
 };
 
+// alltoall_auto's candidates (runtime/measured_choice.hpp).
+enum class alltoall_path { automatic, mpi, conveyor };
+
 struct alltoall_state final : detail::engine_state {
+  // alltoall_auto: per size class of the bytes per peer, what its trials decided.
+  std::vector<detail::measured_choice<alltoall_path>> measured;
+  std::vector<char> trial_out;
+  std::vector<byte_map> even_maps;  // the contiguous maps of alltoall_auto's last size
+  std::int64_t even_bytes = -1;
   unsigned calls = 0;
   detail::byte_buffer send_packages, recv_packages;
   redistribute::detail::attach_state attach;
@@ -125,6 +136,33 @@ void check_map(const byte_map& m, const char* side, int peer) {
   }
 }
 
+// With validate: no byte is written by two parts of the receive side (MPI makes
+// that erroneous; unchecked, the bytes would hold whichever part landed last).
+// Every receive row, sorted: O(rows log rows), so only under validate.
+void check_no_overlap(const std::vector<byte_map>& recv_maps) {
+  struct row {
+    std::int64_t lo, hi;
+    int peer;
+  };
+  std::vector<row> rows;
+  for (std::size_t q = 0; q < recv_maps.size(); ++q) {
+    row_walk w(recv_maps[q], nullptr);
+    char* at_row = nullptr;
+    std::int64_t n = 0;
+    while (w.next(at_row, n)) {
+      const auto lo = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(at_row));
+      rows.push_back({lo, lo + n, static_cast<int>(q)});
+    }
+  }
+  std::sort(rows.begin(), rows.end(), [](const row& a, const row& b) { return a.lo < b.lo; });
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i].lo >= rows[i - 1].hi) continue;
+    throw error(errc::invalid_argument, "alltoallw: the receive parts of ranks " + std::to_string(rows[i - 1].peer) +
+                                            " and " + std::to_string(rows[i].peer) + " overlap at byte " +
+                                            std::to_string(rows[i].lo) + " of the receive buffer");
+  }
+}
+
 // The communicator's first call (collective): the attach verdict, and the shared
 // slots where every rank is on one node.
 void prepare(alltoall_state& state, detail::comm_context& ctx) {
@@ -172,6 +210,7 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
         throw error(errc::unsupported, "alltoallw: over 62 GiB to or from one rank");
       }
     }
+    if (validate) check_no_overlap(recv_maps);
     const auto k = static_cast<std::size_t>(me);
     if (sbytes[k] != rbytes[k]) {
       throw error(errc::invalid_argument, "alltoallw: this rank sends itself " + std::to_string(sbytes[k]) +
@@ -412,6 +451,63 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   } else {
     outcome();
   }
+  return rep;
+}
+
+alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t bytes, MPI_Comm comm,
+                                   const std::function<void(const void* in, void* out)>& library) {
+  static const detail::measuring measuring = detail::measuring_setting("CONVEYOR_ALLTOALL_MEASURE");
+  alltoall_auto_report rep;
+  detail::comm_context* ctx = nullptr;
+  {
+    collective_call call("alltoall", comm);
+    ctx = &detail::context_of(call);
+    call.check([&] {
+      if (bytes < 0) throw error(errc::invalid_argument, "alltoall: negative bytes per peer");
+    });
+    call.agree_if(false);
+  }
+  auto& state = ctx->state<alltoall_state>(kAlltoallSlot);
+  const int P = ctx->size;
+  if (state.even_bytes != bytes || state.even_maps.size() != static_cast<std::size_t>(P)) {
+    state.even_maps.assign(static_cast<std::size_t>(P), {});
+    for (int q = 0; q < P; ++q) {
+      if (bytes) state.even_maps[static_cast<std::size_t>(q)] = {byte_box{q * bytes, bytes, 0, {}, {}}};
+    }
+    state.even_bytes = bytes;
+  }
+  const auto ours = [&](const void* in, void* out) {
+    rep.exchange = alltoallw(in == MPI_IN_PLACE ? out : in, state.even_maps, out, state.even_maps, comm);
+  };
+  if (measuring == detail::measuring::off || P == 1 || bytes == 0) {
+    ours(send, recv);
+    return rep;
+  }
+  const int cls = detail::size_class(static_cast<std::size_t>(bytes));
+  if (state.measured.size() <= static_cast<std::size_t>(cls)) state.measured.resize(static_cast<std::size_t>(cls) + 1);
+  auto& m = state.measured[static_cast<std::size_t>(cls)];
+  const auto run = [&](alltoall_path path, const void* in, void* out) {
+    if (path == alltoall_path::mpi) library(in, out);
+    else ours(in, out);
+  };
+  if (m.decided == alltoall_path::automatic) {
+    if (m.count == 0) m.candidates[0] = alltoall_path::conveyor, m.candidates[1] = alltoall_path::mpi, m.count = 2;
+    const alltoall_path trial = detail::run_next_trial(
+        m, cls, send, recv, static_cast<std::size_t>(bytes) * static_cast<std::size_t>(P), state.trial_out, run,
+        ctx->comm, [&](const double* agreed, int trials) {
+          if (measuring != detail::measuring::traced || ctx->rank != 0) return;
+          std::fprintf(stderr,
+                       "conveyor alltoall auto: %lld B per peer on %d ranks, %d trials each, median (spread) of the "
+                       "slowest rank: conveyor %.2f us (%.0f%%) mpi %.2f us (%.0f%%) -> %s\n",
+                       static_cast<long long>(bytes), P, trials, agreed[0] * 1e6, agreed[2] * 100, agreed[1] * 1e6,
+                       agreed[3] * 100, m.decided == alltoall_path::mpi ? "mpi" : "conveyor");
+        });
+    rep.trial = true;
+    rep.library = trial == alltoall_path::mpi;
+    return rep;
+  }
+  rep.library = m.decided == alltoall_path::mpi;
+  run(m.decided, send, recv);
   return rep;
 }
 

@@ -23,7 +23,7 @@ struct entry {
   std::string_view name, default_value, meaning, read_when;
 };
 
-constexpr std::array<entry, 16> kSettings = {{
+constexpr std::array<entry, 17> kSettings = {{
     {"CONVEYOR_SIMD_TARGET", "the best target this CPU runs",
      "SIMD target of every kernel (a Highway name: AVX3, AVX2, SSE4, EMU128, ...)", "first kernel call in the process"},
     {"CONVEYOR_TUNE_FILE", "built-in defaults",
@@ -37,6 +37,11 @@ constexpr std::array<entry, 16> kSettings = {{
      "(cross-memory attach, the receiver reading the sender's rows directly, where every rank's probe of it "
      "succeeds; else packed), packed (pack, MPI message, unpack)",
      "first alltoallw on a communicator"},
+    {"CONVEYOR_ALLTOALL_MEASURE", "1",
+     "0: libconveyor_mpi's MPI_Alltoall of contiguous types always runs Conveyor's exchange; 1: per size class "
+     "it times that against the MPI library's own MPI_Alltoall on its first calls and keeps the faster; trace: "
+     "as 1, and rank 0 prints each decision to stderr",
+     "first measured all-to-all in the process"},
     {"CONVEYOR_ALLREDUCE_ALGORITHM", "auto",
      "what `automatic` allreduce runs: auto, ring, recursive_doubling, rabenseifner, hierarchical, mpi",
      "first use of a communicator"},
