@@ -10,7 +10,9 @@
  *                                 C-order array sent as P subarrays (N/P, N/P, N)
  *                                 and received as (N/P) slabs of a (N, N/P, N)
  *                                 array: one MPI_Alltoallw with subarray types
- *                                 (the types made once, as mpi4py-fft does)
+ *                                 (the types made once, as mpi4py-fft does;
+ *                                 --cold 1: made, committed and freed around
+ *                                 every call, so every call decodes them anew)
  *
  * A sample is a barrier and K back-to-back calls (K from rank 0, so a sample lasts
  * ~2 ms or one call), timed as the slowest rank's. Every result is checked (each
@@ -22,7 +24,7 @@
  * memcpy of the bytes that cross ranks (the bound of a path that copies those
  * twice, as a shared-memory transfer does).
  *
- * usage: unmodified_alltoall --call C [--min B] [--max B] [--n N] [--type T] [--samples S]
+ * usage: unmodified_alltoall --call C [--min B] [--max B] [--n N] [--type T] [--cold 0|1] [--samples S]
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -103,7 +105,24 @@ static double copy_seconds(void* dst, const void* src, size_t bytes, int reps) {
   return best;
 }
 
-static void slab(int N, const char* type_name, int samples) {
+/* The slab transfer's types: rank q's column block of the local (m, N, N) array,
+ * and its row block of the received (N, m, N) one. */
+static void make_slab_types(int N, int m, int P, MPI_Datatype t, MPI_Datatype* st, MPI_Datatype* rt) {
+  for (int q = 0; q < P; ++q) {
+    int size_a[3] = {m, N, N}, sub[3] = {m, m, N}, start_a[3] = {0, q * m, 0};
+    int size_b[3] = {N, m, N}, start_b[3] = {q * m, 0, 0};
+    MPI_Type_create_subarray(3, size_a, sub, start_a, MPI_ORDER_C, t, &st[q]);
+    MPI_Type_create_subarray(3, size_b, sub, start_b, MPI_ORDER_C, t, &rt[q]);
+    MPI_Type_commit(&st[q]);
+    MPI_Type_commit(&rt[q]);
+  }
+}
+
+static void free_types(int P, MPI_Datatype* st, MPI_Datatype* rt) {
+  for (int q = 0; q < P; ++q) MPI_Type_free(&st[q]), MPI_Type_free(&rt[q]);
+}
+
+static void slab(int N, const char* type_name, int samples, int cold) {
   int rank, P;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
@@ -122,15 +141,8 @@ static void slab(int N, const char* type_name, int samples) {
   MPI_Datatype* st = malloc(sizeof(MPI_Datatype) * (size_t)P);
   MPI_Datatype* rt = malloc(sizeof(MPI_Datatype) * (size_t)P);
   int *ones = malloc(sizeof(int) * (size_t)P), *zeros = malloc(sizeof(int) * (size_t)P);
-  for (int q = 0; q < P; ++q) {
-    int size_a[3] = {m, N, N}, sub[3] = {m, m, N}, start_a[3] = {0, q * m, 0};
-    int size_b[3] = {N, m, N}, start_b[3] = {q * m, 0, 0};
-    MPI_Type_create_subarray(3, size_a, sub, start_a, MPI_ORDER_C, t, &st[q]);
-    MPI_Type_create_subarray(3, size_b, sub, start_b, MPI_ORDER_C, t, &rt[q]);
-    MPI_Type_commit(&st[q]);
-    MPI_Type_commit(&rt[q]);
-    ones[q] = 1, zeros[q] = 0;
-  }
+  for (int q = 0; q < P; ++q) ones[q] = 1, zeros[q] = 0;
+  make_slab_types(N, m, P, t, st, rt);
   /* Element (i, j, k) of rank r's A, as 32-bit words: the global i, j, k. */
   uint32_t* A = (uint32_t*)a;
   const size_t words = esize / 4;
@@ -163,13 +175,16 @@ static void slab(int N, const char* type_name, int samples) {
   for (int s = 0; s < samples; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
-    for (int c = 0; c < k; ++c) MPI_Alltoallw(a, ones, zeros, st, b, ones, zeros, rt, MPI_COMM_WORLD);
+    for (int c = 0; c < k; ++c) {
+      if (cold) free_types(P, st, rt), make_slab_types(N, m, P, t, st, rt);
+      MPI_Alltoallw(a, ones, zeros, st, b, ones, zeros, rt, MPI_COMM_WORLD);
+    }
     const double tt = slowest(MPI_Wtime() - t0, MPI_COMM_WORLD);
     int any = 0;
     MPI_Reduce(&wrong, &any, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) printf("%zu,%.3f,%d\n", bytes, tt / k * 1e6, any);
   }
-  for (int q = 0; q < P; ++q) MPI_Type_free(&st[q]), MPI_Type_free(&rt[q]);
+  free_types(P, st, rt);
   free(st), free(rt), free(ones), free(zeros), free(a), free(b);
 }
 
@@ -177,7 +192,7 @@ int main(int argc, char** argv) {
   const char* call = "alltoall";
   const char* type = "c128";
   size_t min_bytes = 8, max_bytes = (size_t)16 << 20;
-  int samples = 7, n = 64;
+  int samples = 7, n = 64, cold = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--call") == 0) call = argv[i + 1];
     else if (strcmp(argv[i], "--min") == 0) min_bytes = strtoull(argv[i + 1], NULL, 10);
@@ -185,9 +200,10 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--samples") == 0) samples = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--n") == 0) n = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--type") == 0) type = argv[i + 1];
+    else if (strcmp(argv[i], "--cold") == 0) cold = atoi(argv[i + 1]);
   }
   MPI_Init(&argc, &argv);
-  if (strcmp(call, "slab") == 0) slab(n, type, samples);
+  if (strcmp(call, "slab") == 0) slab(n, type, samples, cold);
   else contiguous(call, min_bytes, max_bytes, samples);
   MPI_Finalize();
   return 0;

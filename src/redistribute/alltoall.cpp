@@ -458,15 +458,8 @@ alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t by
                                    const std::function<void(const void* in, void* out)>& library) {
   static const detail::measuring measuring = detail::measuring_setting("CONVEYOR_ALLTOALL_MEASURE");
   alltoall_auto_report rep;
-  detail::comm_context* ctx = nullptr;
-  {
-    collective_call call("alltoall", comm);
-    ctx = &detail::context_of(call);
-    call.check([&] {
-      if (bytes < 0) throw error(errc::invalid_argument, "alltoall: negative bytes per peer");
-    });
-    call.agree_if(false);
-  }
+  if (bytes < 0) throw error(errc::invalid_argument, "alltoall: negative bytes per peer");
+  detail::comm_context* ctx = &detail::context_for(comm);  // alltoallw below makes the collective call
   auto& state = ctx->state<alltoall_state>(kAlltoallSlot);
   const int P = ctx->size;
   if (state.even_bytes != bytes || state.even_maps.size() != static_cast<std::size_t>(P)) {

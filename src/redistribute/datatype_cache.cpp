@@ -21,9 +21,7 @@ int delete_layout(MPI_Datatype, int, void* value, void*) {
 }
 
 bool is_named(MPI_Datatype t) {
-  int ni = 0, na = 0, nd = 0, combiner = 0;
-  PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
-  return combiner == MPI_COMBINER_NAMED;
+  return redistribute::detail::combiner_of(t) == MPI_COMBINER_NAMED;
 }
 
 }  // namespace

@@ -119,13 +119,102 @@ bool repeat(const byte_map& child, const axis_list& axes, std::int64_t offset, b
   return true;
 }
 
+// The arguments of the constructor that made t, laid out as the int-count
+// constructors' (MPI_Type_get_contents): ints, then addresses. MPI-4 libraries
+// also have large-count constructors (MPI_Type_vector_c, ...; mpi4py 4 calls
+// them), whose counts, strides and displacements MPI_Type_get_contents_c returns
+// in one array of MPI_Count, in the order of the int-count form's integers then
+// addresses (MPICH stores them so): they are split back here, and the subarray's
+// and darray's ints (ndims, order; size, rank, ndims, distributions, order) put
+// around them.
+bool read_contents(MPI_Datatype t, int combiner, std::vector<std::int64_t>& ints, std::vector<std::int64_t>& aints,
+                   std::vector<MPI_Datatype>& types) {
+#if MPI_VERSION >= 4
+  MPI_Count ni = 0, na = 0, nc = 0, nd = 0;
+  int comb = 0;
+  if (PMPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &comb) != MPI_SUCCESS) return false;
+  std::vector<int> i(static_cast<std::size_t>(ni));
+  std::vector<MPI_Aint> a(static_cast<std::size_t>(na));
+  std::vector<MPI_Count> c(static_cast<std::size_t>(nc));
+  types.resize(static_cast<std::size_t>(nd));
+  if (PMPI_Type_get_contents_c(t, ni, na, nc, nd, i.data(), a.data(), c.data(), types.data()) != MPI_SUCCESS) {
+    types.clear();
+    return false;
+  }
+  ints.assign(i.begin(), i.end());
+  aints.assign(a.begin(), a.end());
+  if (nc == 0) return true;
+  // Large counts: [0, split) are the int-count form's integers, the rest its addresses.
+  std::size_t split = c.size();
+  switch (combiner) {
+    case MPI_COMBINER_HVECTOR: case MPI_COMBINER_HINDEXED_BLOCK: split = 2; break;
+    case MPI_COMBINER_HINDEXED: case MPI_COMBINER_STRUCT:
+      split = c.empty() ? 0 : static_cast<std::size_t>(c[0]) + 1;
+      break;
+    case MPI_COMBINER_RESIZED: split = 0; break;
+    case MPI_COMBINER_SUBARRAY:  // ints {ndims, order}, counts {sizes, subsizes, starts}
+      if (i.size() != 2) return false;
+      ints.assign(1, i[0]);
+      ints.insert(ints.end(), c.begin(), c.end());
+      ints.push_back(i[1]);
+      return true;
+    case MPI_COMBINER_DARRAY:  // ints {size, rank, ndims, distributions..., order}, counts {gsizes}
+      if (i.size() < 3) return false;
+      ints.assign(i.begin(), i.begin() + 3);
+      ints.insert(ints.end(), c.begin(), c.end());
+      ints.insert(ints.end(), i.begin() + 3, i.end());
+      return true;
+    default: break;
+  }
+  if (split > c.size()) return false;
+  ints.assign(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(split));
+  aints.assign(c.begin() + static_cast<std::ptrdiff_t>(split), c.end());
+  return true;
+#else
+  int ni = 0, na = 0, nd = 0, comb = 0;
+  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS) return false;
+  std::vector<int> i(static_cast<std::size_t>(ni));
+  std::vector<MPI_Aint> a(static_cast<std::size_t>(na));
+  types.resize(static_cast<std::size_t>(nd));
+  if (PMPI_Type_get_contents(t, ni, na, nd, i.data(), a.data(), types.data()) != MPI_SUCCESS) {
+    types.clear();
+    return false;
+  }
+  (void)combiner;
+  ints.assign(i.begin(), i.end());
+  aints.assign(a.begin(), a.end());
+  return true;
+#endif
+}
+
+// Whether the arrays have the lengths `combiner` needs (decode indexes them).
+bool sizes_match(int combiner, const std::vector<std::int64_t>& ints, const std::vector<std::int64_t>& aints,
+                 const std::vector<MPI_Datatype>& types) {
+  const std::size_t ni = ints.size(), na = aints.size();
+  const std::int64_t n = ni ? ints[0] : -1;
+  if (types.empty() || n < 0 || n > std::int64_t{1} << 30) return combiner == MPI_COMBINER_DUP || combiner == MPI_COMBINER_RESIZED ? !types.empty() : false;
+  const auto u = static_cast<std::size_t>(n);
+  switch (combiner) {
+    case MPI_COMBINER_CONTIGUOUS: return ni >= 1;
+    case MPI_COMBINER_VECTOR: return ni >= 3;
+    case MPI_COMBINER_HVECTOR: return ni >= 2 && na >= 1;
+    case MPI_COMBINER_INDEXED: return ni >= 2 * u + 1;
+    case MPI_COMBINER_HINDEXED: return ni >= u + 1 && na >= u;
+    case MPI_COMBINER_INDEXED_BLOCK: return ni >= u + 2;
+    case MPI_COMBINER_HINDEXED_BLOCK: return ni >= 2 && na >= u;
+    case MPI_COMBINER_STRUCT: return ni >= u + 1 && na >= u && types.size() >= u;
+    case MPI_COMBINER_SUBARRAY: return ni == 3 * u + 2;
+    case MPI_COMBINER_DARRAY: return true;  // decode_darray checks
+    default: return true;
+  }
+}
+
 // The boxes of one item of t, offsets from its address; false when not read.
 bool decode(MPI_Datatype t, byte_map& out);
 
 // The child type's boxes and extent (and frees the handle get_contents made).
 bool decode_child(MPI_Datatype child, byte_map& boxes, std::int64_t& extent) {
-  int ni = 0, na = 0, nd = 0, combiner = 0;
-  PMPI_Type_get_envelope(child, &ni, &na, &nd, &combiner);
+  const int combiner = combiner_of(child);
   MPI_Aint lb = 0, ext = 0;
   const bool ok = PMPI_Type_get_extent(child, &lb, &ext) == MPI_SUCCESS && decode(child, boxes);
   extent = ext;
@@ -135,13 +224,14 @@ bool decode_child(MPI_Datatype child, byte_map& boxes, std::int64_t& extent) {
 
 // The intervals of indices [0, gsize) that process `coord` of `psize` holds
 // along one dimension of a darray.
-bool darray_intervals(int gsize, int distrib, int darg, int psize, int coord, std::vector<std::pair<std::int64_t, std::int64_t>>& out) {
+bool darray_intervals(std::int64_t gsize, std::int64_t distrib, std::int64_t darg, std::int64_t psize, std::int64_t coord,
+                      std::vector<std::pair<std::int64_t, std::int64_t>>& out) {
   if (distrib == MPI_DISTRIBUTE_NONE) {
     out.push_back({0, gsize});
     return true;
   }
   if (distrib == MPI_DISTRIBUTE_BLOCK) {
-    const std::int64_t b = darg == MPI_DISTRIBUTE_DFLT_DARG ? (static_cast<std::int64_t>(gsize) + psize - 1) / psize : darg;
+    const std::int64_t b = darg == MPI_DISTRIBUTE_DFLT_DARG ? (gsize + psize - 1) / psize : darg;
     const std::int64_t lo = coord * b, hi = std::min<std::int64_t>(lo + b, gsize);
     if (hi > lo) out.push_back({lo, hi - lo});
     return true;
@@ -159,18 +249,19 @@ bool darray_intervals(int gsize, int distrib, int darg, int psize, int coord, st
 }
 
 // darray: the product of each dimension's intervals, dimensions in memory order.
-bool decode_darray(const std::vector<int>& ints, const byte_map& child, std::int64_t child_extent, byte_map& out) {
-  const int size = ints[0], rank = ints[1], ndims = ints[2];
-  const int* gsizes = &ints[3];
-  const int* distribs = gsizes + ndims;
-  const int* dargs = distribs + ndims;
-  const int* psizes = dargs + ndims;
-  const int order = psizes[ndims];
-  if (ndims <= 0 || ndims > byte_box::max_axes) return false;
-  (void)size;
+bool decode_darray(const std::vector<std::int64_t>& ints, const byte_map& child, std::int64_t child_extent, byte_map& out) {
+  if (ints.size() < 3) return false;
+  const std::int64_t rank = ints[1];
+  const int ndims = static_cast<int>(ints[2]);
+  if (ndims <= 0 || ndims > byte_box::max_axes || ints.size() != 4 * static_cast<std::size_t>(ndims) + 4) return false;
+  const std::int64_t* gsizes = &ints[3];
+  const std::int64_t* distribs = gsizes + ndims;
+  const std::int64_t* dargs = distribs + ndims;
+  const std::int64_t* psizes = dargs + ndims;
+  const std::int64_t order = psizes[ndims];
   // Process coordinates: row-major over psizes, whatever the array order.
-  std::vector<int> coord(static_cast<std::size_t>(ndims));
-  for (int d = ndims - 1, r = rank; d >= 0; --d) {
+  std::vector<std::int64_t> coord(static_cast<std::size_t>(ndims));
+  for (std::int64_t d = ndims - 1, r = rank; d >= 0; --d) {
     coord[static_cast<std::size_t>(d)] = r % psizes[d];
     r /= psizes[d];
   }
@@ -204,8 +295,8 @@ bool decode_darray(const std::vector<int>& ints, const byte_map& child, std::int
 }
 
 bool decode(MPI_Datatype t, byte_map& out) {
-  int ni = 0, na = 0, nd = 0, combiner = 0;
-  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
+  const int combiner = combiner_of(t);
+  if (combiner < 0) return false;
   if (combiner == MPI_COMBINER_NAMED) {
     int size = 0;
     MPI_Aint lb = 0, extent = 0;
@@ -216,9 +307,6 @@ bool decode(MPI_Datatype t, byte_map& out) {
     push(out, byte_box{0, size, 0, {}, {}});
     return true;
   }
-  std::vector<int> ints(static_cast<std::size_t>(ni));
-  std::vector<MPI_Aint> aints(static_cast<std::size_t>(na));
-  std::vector<MPI_Datatype> types(static_cast<std::size_t>(nd));
   switch (combiner) {
     case MPI_COMBINER_DUP: case MPI_COMBINER_CONTIGUOUS: case MPI_COMBINER_VECTOR: case MPI_COMBINER_HVECTOR:
     case MPI_COMBINER_INDEXED: case MPI_COMBINER_HINDEXED: case MPI_COMBINER_INDEXED_BLOCK:
@@ -226,7 +314,14 @@ bool decode(MPI_Datatype t, byte_map& out) {
     case MPI_COMBINER_DARRAY: case MPI_COMBINER_RESIZED: break;
     default: return false;  // F90 parameterized types, and anything newer
   }
-  if (PMPI_Type_get_contents(t, ni, na, nd, ints.data(), aints.data(), types.data()) != MPI_SUCCESS) return false;
+  std::vector<std::int64_t> ints, aints;
+  std::vector<MPI_Datatype> types;
+  if (!read_contents(t, combiner, ints, aints, types) || !sizes_match(combiner, ints, aints, types)) {
+    for (MPI_Datatype& x : types) {
+      if (combiner_of(x) != MPI_COMBINER_NAMED) PMPI_Type_free(&x);
+    }
+    return false;
+  }
   // Every child decoded (and its handle freed) first.
   std::vector<byte_map> child(types.size());
   std::vector<std::int64_t> cext(types.size());
@@ -243,29 +338,29 @@ bool decode(MPI_Datatype t, byte_map& out) {
     case MPI_COMBINER_VECTOR: return repeat(c, {{ints[0], ints[2] * e}, {ints[1], e}}, 0, out);
     case MPI_COMBINER_HVECTOR: return repeat(c, {{ints[0], aints[0]}, {ints[1], e}}, 0, out);
     case MPI_COMBINER_INDEXED:
-      for (int i = 0; i < ints[0] && ok; ++i) ok = repeat(c, {{ints[1 + i], e}}, ints[1 + ints[0] + i] * e, out);
+      for (std::int64_t i = 0; i < ints[0] && ok; ++i) ok = repeat(c, {{ints[1 + i], e}}, ints[1 + ints[0] + i] * e, out);
       return ok;
     case MPI_COMBINER_HINDEXED:
-      for (int i = 0; i < ints[0] && ok; ++i) ok = repeat(c, {{ints[1 + i], e}}, aints[static_cast<std::size_t>(i)], out);
+      for (std::int64_t i = 0; i < ints[0] && ok; ++i) ok = repeat(c, {{ints[1 + i], e}}, aints[static_cast<std::size_t>(i)], out);
       return ok;
     case MPI_COMBINER_INDEXED_BLOCK:
-      for (int i = 0; i < ints[0] && ok; ++i) ok = repeat(c, {{ints[1], e}}, ints[2 + i] * e, out);
+      for (std::int64_t i = 0; i < ints[0] && ok; ++i) ok = repeat(c, {{ints[1], e}}, ints[2 + i] * e, out);
       return ok;
     case MPI_COMBINER_HINDEXED_BLOCK:
-      for (int i = 0; i < ints[0] && ok; ++i) ok = repeat(c, {{ints[1], e}}, aints[static_cast<std::size_t>(i)], out);
+      for (std::int64_t i = 0; i < ints[0] && ok; ++i) ok = repeat(c, {{ints[1], e}}, aints[static_cast<std::size_t>(i)], out);
       return ok;
     case MPI_COMBINER_STRUCT:
-      for (int i = 0; i < ints[0] && ok; ++i) {
+      for (std::int64_t i = 0; i < ints[0] && ok; ++i) {
         const auto k = static_cast<std::size_t>(i);
         ok = repeat(child[k], {{ints[1 + i], cext[k]}}, aints[k], out);
       }
       return ok;
     case MPI_COMBINER_SUBARRAY: {
-      const int n = ints[0];
-      const int* sizes = &ints[1];
-      const int* subsizes = sizes + n;
-      const int* starts = subsizes + n;
-      const int order = starts[n];
+      const int n = static_cast<int>(ints[0]);
+      const std::int64_t* sizes = &ints[1];
+      const std::int64_t* subsizes = sizes + n;
+      const std::int64_t* starts = subsizes + n;
+      const std::int64_t order = starts[n];
       if (n <= 0 || n > axis_list::capacity) return false;
       axis_list axes;
       axes.n = n;
@@ -284,6 +379,18 @@ bool decode(MPI_Datatype t, byte_map& out) {
 }
 
 }  // namespace
+
+int combiner_of(MPI_Datatype t) {
+  int combiner = -1;
+#if MPI_VERSION >= 4
+  MPI_Count ni = 0, na = 0, nc = 0, nd = 0;
+  if (PMPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &combiner) != MPI_SUCCESS) return -1;
+#else
+  int ni = 0, na = 0, nd = 0;
+  if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return -1;
+#endif
+  return combiner;
+}
 
 type_layout layout_of(MPI_Datatype t) {
   type_layout l;

@@ -33,6 +33,11 @@ struct type_layout {
   std::int64_t size = 0, extent = 0;  // MPI_Type_size, MPI_Type_get_extent's extent
 };
 
+/// The combiner of `t` (MPI_COMBINER_NAMED for a predefined type; -1 when MPI
+/// refuses), from MPI_Type_get_envelope_c where the library has it (MPI 4: a type
+/// made by a large-count constructor needs it).
+int combiner_of(MPI_Datatype t);
+
 /// The layout of `t` (MPI initialized; `t` a committed or predefined type).
 type_layout layout_of(MPI_Datatype t);
 
