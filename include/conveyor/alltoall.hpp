@@ -97,6 +97,13 @@ struct alltoall_auto_report {
 CONVEYOR_API alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t bytes, MPI_Comm comm,
                                                 const std::function<void(const void* in, void* out)>& library);
 
+/// How many nodes the ranks of `comm` span (the runtime's node layout: the
+/// shared-memory domains MPI reports, or CONVEYOR_RANKS_PER_NODE). Collective on
+/// a communicator's first use; a lookup after. libconveyor_mpi serves
+/// MPI_Alltoallv / MPI_Alltoallw only within one node: across nodes Conveyor's
+/// exchange was measured slower than the libraries' (docs/results.md).
+CONVEYOR_API int alltoall_nodes(MPI_Comm comm);
+
 /// How alltoallw moves packages between ranks of one node on `comm`: "cross-memory
 /// attach", or "packed: " and why not (the setting, or which rank the kernel
 /// refused and its error). Collective on the first call for a communicator.

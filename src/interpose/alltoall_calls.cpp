@@ -6,7 +6,8 @@
 // every rank serves the call and decides alike.
 //
 // The decision reads only what every rank agrees on: the call, the communicator
-// (intra only), and for MPI_Alltoall the bytes per peer (count x type size, equal
+// (intra only; MPI_Alltoallv/w and non-contiguous MPI_Alltoall within one node,
+// conveyor::alltoall_nodes), and for MPI_Alltoall the bytes per peer (count x type size, equal
 // on every rank by MPI's matching rule), which CONVEYOR_MPI_MIN_BYTES compares;
 // alltoallv / alltoallw have no size all ranks share, so they are served at every
 // size. A negative count or a null type with items goes to the MPI library, which
@@ -14,6 +15,8 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <optional>
 #include <vector>
 
@@ -30,6 +33,18 @@ struct call_parts {
   std::vector<part> sp, rp;
 };
 thread_local call_parts t_parts;
+
+// The nodes `comm` spans (alltoall_nodes: collective on a communicator's first
+// use, whose MPI calls must pass through); 0 if Conveyor failed to find out.
+int nodes_of(thread_state& state, MPI_Comm comm) {
+  try {
+    inside_conveyor guard(state);
+    return alltoall_nodes(comm);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "conveyor_mpi: all-to-all: %s\n", e.what());
+    return 0;
+  }
+}
 
 // Why the parts cannot be served (nullopt: they can).
 std::optional<pass_reason> screen_parts(const std::vector<part>& parts) {
@@ -82,7 +97,12 @@ int alltoall_entry(const void* send, Count scount, MPI_Datatype stype, void* rec
   }
   // Contiguous types on both sides (size = extent = true extent, lower bounds 0):
   // alltoall_auto measures Conveyor's exchange against the library's own call.
-  if (contiguous(rtype) && (in_place || contiguous(stype))) {
+  const bool measured = contiguous(rtype) && (in_place || contiguous(stype));
+  if (!measured && nodes_of(state, comm) != 1) {
+    count_passed(call::alltoall, pass_reason::nodes);
+    return pass();
+  }
+  if (measured) {
     const std::int64_t bytes = static_cast<std::int64_t>(rcount) * rsize;
     return serve(state, "MPI_Alltoall", comm, [&] {
       const alltoall_auto_report rep = alltoall_auto(send, recv, bytes, comm, [&](const void* in, void* out) {
@@ -123,6 +143,7 @@ int alltoallv_entry(call which, const char* name, const void* send, const Count*
     why = pass_reason::arguments;
   }
   if (!why) why = screen_comm(comm);
+  if (!why && nodes_of(state, comm) != 1) why = pass_reason::nodes;
   call_parts& c = t_parts;
   std::vector<part>& sp = c.sp;
   std::vector<part>& rp = c.rp;

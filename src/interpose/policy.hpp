@@ -27,8 +27,9 @@ enum class pass_reason : int {
   arguments,        // a null handle, a negative count, mismatched sizes: MPI reports it
   internal,         // Conveyor's own call (not the program's)
   measured,         // MPI_Alltoall: the library's own, measured faster for the size (alltoall_auto)
+  nodes,            // MPI_Alltoallv/w across nodes: Conveyor's exchange measured slower there
 };
-inline constexpr int pass_reason_count = 10;
+inline constexpr int pass_reason_count = 11;
 
 struct policy {
   bool on = true;

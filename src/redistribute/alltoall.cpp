@@ -61,6 +61,7 @@ struct alltoall_state final : detail::engine_state {
   std::vector<char> trial_out;
   std::vector<byte_map> even_maps;  // the contiguous maps of alltoall_auto's last size
   std::int64_t even_bytes = -1;
+  int nodes = 0;  // alltoall_nodes, once known
   unsigned calls = 0;
   detail::byte_buffer send_packages, recv_packages;
   redistribute::detail::attach_state attach;
@@ -502,6 +503,13 @@ alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t by
   rep.library = m.decided == alltoall_path::mpi;
   run(m.decided, send, recv);
   return rep;
+}
+
+int alltoall_nodes(MPI_Comm comm) {
+  detail::comm_context& ctx = detail::context_for(comm);
+  auto& state = ctx.state<alltoall_state>(kAlltoallSlot);
+  if (state.nodes == 0) state.nodes = ctx.layout(ctx.env_ranks_per_node).nodes;
+  return state.nodes;
 }
 
 std::string alltoall_copy_path(MPI_Comm comm) {
