@@ -10,7 +10,7 @@ committed) is used as MPI would, each derived type decoded once while it lives.
 import numpy as np
 from mpi4py import MPI
 
-from . import _conveyor
+from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._mpi import comm_address
 
 _IN_PLACE = MPI.IN_PLACE
