@@ -137,6 +137,29 @@ MPI_Datatype committed(MPI_Datatype t) {
   return t;
 }
 
+// mpi4py-fft's slab transpose of an n^3 array of `base` (esize bytes): a local
+// (n/P, n, n) array sends its (n/P, n/P, n) column blocks, received as the n/P-row
+// blocks of a (n, n/P, n) array; subarray types in `order`, committed.
+case_w slab_case(int n, int order, MPI_Datatype base, std::size_t esize) {
+  const int P = size_of(), m = n / P;
+  case_w c;
+  c.send_bytes = c.recv_bytes = static_cast<std::size_t>(m) * n * n * esize;
+  for (int q = 0; q < P; ++q) {
+    int size_a[3] = {m, n, n}, sub[3] = {m, m, n}, start_a[3] = {0, q * m, 0};
+    int size_b[3] = {n, m, n}, start_b[3] = {q * m, 0, 0};
+    MPI_Datatype a, b;
+    MPI_Type_create_subarray(3, size_a, sub, start_a, order, base, &a);
+    MPI_Type_create_subarray(3, size_b, sub, start_b, order, base, &b);
+    c.stypes.push_back(committed(a)), c.rtypes.push_back(committed(b));
+    c.scounts.push_back(1), c.rcounts.push_back(1), c.sdispls.push_back(0), c.rdispls.push_back(0);
+  }
+  return c;
+}
+
+void free_types(case_w& c) {
+  for (std::size_t q = 0; q < c.stypes.size(); ++q) MPI_Type_free(&c.stypes[q]), MPI_Type_free(&c.rtypes[q]);
+}
+
 TEST(Alltoall, ContiguousEveryCountAndInPlace) {
   const int P = size_of(), r = rank_of();
   // The sizes cross the shared slots' size (32-512 KiB by rank count) into cross-memory attach.
@@ -221,21 +244,9 @@ TEST(Alltoall, WSubarraySlabTransposeBothOrders) {
     // smaller blocks from 9 ranks (above the slots' 32-128 KiB there, and 32 ranks
     // stay within memory).
     for (int n : {P * 3, P * 8, P * (P < 3 ? 32 : P <= 8 ? 24 : 12)}) {
-      const int m = n / P;  // local block
-      case_w c;
-      const int esize = 16;  // complex128
-      c.send_bytes = c.recv_bytes = static_cast<std::size_t>(m) * n * n * esize;
-      for (int q = 0; q < P; ++q) {
-        int size_a[3] = {m, n, n}, sub_a[3] = {m, m, n}, start_a[3] = {0, q * m, 0};
-        int size_b[3] = {n, m, n}, sub_b[3] = {m, m, n}, start_b[3] = {q * m, 0, 0};
-        MPI_Datatype a, b;
-        MPI_Type_create_subarray(3, size_a, sub_a, start_a, order, MPI_C_DOUBLE_COMPLEX, &a);
-        MPI_Type_create_subarray(3, size_b, sub_b, start_b, order, MPI_C_DOUBLE_COMPLEX, &b);
-        c.stypes.push_back(committed(a)), c.rtypes.push_back(committed(b));
-        c.scounts.push_back(1), c.rcounts.push_back(1), c.sdispls.push_back(0), c.rdispls.push_back(0);
-      }
+      case_w c = slab_case(n, order, MPI_C_DOUBLE_COMPLEX, 16);
       expect_as_mpi(c, MPI_COMM_WORLD);
-      for (int q = 0; q < P; ++q) MPI_Type_free(&c.stypes[q]), MPI_Type_free(&c.rtypes[q]);
+      free_types(c);
     }
   }
 }
@@ -244,20 +255,9 @@ TEST(Alltoall, WSubarraySlabTransposeBothOrders) {
 // (conveyor_interpose_report.alltoall_decoded counts 2P per rank), and every call
 // still moves the right bytes.
 TEST(Alltoall, WRepeatedTypesDecodedOnce) {
-  const int P = size_of(), n = 4 * P, m = 4;
-  case_w c;
-  c.send_bytes = c.recv_bytes = static_cast<std::size_t>(m) * n * n * 8;
-  for (int q = 0; q < P; ++q) {
-    int size_a[3] = {m, n, n}, sub_a[3] = {m, m, n}, start_a[3] = {0, q * m, 0};
-    int size_b[3] = {n, m, n}, sub_b[3] = {m, m, n}, start_b[3] = {q * m, 0, 0};
-    MPI_Datatype a, b;
-    MPI_Type_create_subarray(3, size_a, sub_a, start_a, MPI_ORDER_C, MPI_DOUBLE, &a);
-    MPI_Type_create_subarray(3, size_b, sub_b, start_b, MPI_ORDER_C, MPI_DOUBLE, &b);
-    c.stypes.push_back(committed(a)), c.rtypes.push_back(committed(b));
-    c.scounts.push_back(1), c.rcounts.push_back(1), c.sdispls.push_back(0), c.rdispls.push_back(0);
-  }
+  case_w c = slab_case(4 * size_of(), MPI_ORDER_C, MPI_DOUBLE, 8);
   for (int i = 0; i < 40; ++i) expect_as_mpi(c, MPI_COMM_WORLD);
-  for (int q = 0; q < P; ++q) MPI_Type_free(&c.stypes[q]), MPI_Type_free(&c.rtypes[q]);
+  free_types(c);
 }
 
 #if MPI_VERSION >= 4
