@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "conveyor/node_memory.hpp"
 #include "conveyor/redistribute.hpp"
 
 namespace conveyor::bench {
@@ -32,14 +33,33 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
   t.src = &a;
   t.dst = &b;
   t.type = dtype::int32;
+  // The same arrays in node memory, for one_copy: the destination (senders push
+  // into it), or only the source (receivers pull from it).
+  auto* node_src = static_cast<std::int32_t*>(node_alloc(local * sizeof(std::int32_t)));
+  auto* node_dst = static_cast<std::int32_t*>(node_alloc(local * sizeof(std::int32_t)));
+  std::memcpy(node_src, src.data(), local * sizeof(std::int32_t));
+  const rd::layout a_node = rd::layout::cartesian(shape, from, node_src);
+  const rd::layout b_node = rd::layout::cartesian(shape, to, node_dst);
+  rd::transform t_pull = t, t_push = t;
+  t_pull.src = &a_node;
+  t_push.dst = &b_node;
   const std::string config = opt.config.empty() ? std::to_string(world_size()) + " ranks" : opt.config;
-  std::vector<rd::transport> methods;
-  for (rd::transport m : {rd::transport::datatype, rd::transport::packed, rd::transport::pipelined, rd::transport::one_sided,
-                          rd::transport::alltoallv, rd::transport::automatic}) {
-    const std::string name(rd::transport_name(m));
-    if (m == rd::transport::datatype || opt.transports.empty() ||
+  struct variant {
+    rd::transport method;
+    const rd::transform* what;
+    const char* memory;  // where the arrays are, if not on the heap
+  };
+  std::vector<variant> methods;
+  for (const variant& v : {variant{rd::transport::datatype, &t, ""}, variant{rd::transport::packed, &t, ""},
+                           variant{rd::transport::pipelined, &t, ""}, variant{rd::transport::one_sided, &t, ""},
+                           variant{rd::transport::alltoallv, &t, ""}, variant{rd::transport::automatic, &t, ""},
+                           variant{rd::transport::automatic, &t_push, " (destination in node memory)"},
+                           variant{rd::transport::one_copy, &t_push, " push (destination in node memory)"},
+                           variant{rd::transport::one_copy, &t_pull, " pull (source in node memory)"}}) {
+    const std::string name(rd::transport_name(v.method));
+    if (v.method == rd::transport::datatype || opt.transports.empty() ||
         std::find(opt.transports.begin(), opt.transports.end(), name) != opt.transports.end()) {
-      methods.push_back(m);
+      methods.push_back(v);
     }
   }
   // This machine drifts between states for seconds at a time (the datatype baseline
@@ -49,22 +69,30 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
   // first call (warm-up); a plan's buffers live only during its turn.
   const int rounds = std::max(1, std::min(opt.rounds, opt.iterations - 1));
   const int per_round = (opt.iterations - 1 + rounds - 1) / rounds + 1;  // >= iterations - 1 samples in all
-  std::vector<std::vector<double>> samples(methods.size() + 1);
+  std::vector<std::vector<double>> samples(methods.size() + 2);
   std::vector<std::string> names(methods.size());
   std::vector<double> remote(methods.size(), 0);
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t i = 0; i < methods.size(); ++i) {
       rd::plan_options o;
-      o.transport = methods[i];
-      rd::plan p(t, MPI_COMM_WORLD, o);
-      names[i] = std::string(rd::transport_name(methods[i])) +
-                 (methods[i] == rd::transport::automatic ? " (" + std::string(rd::transport_name(p.transport())) + ")" : "");
+      o.transport = methods[i].method;
+      rd::plan p(*methods[i].what, MPI_COMM_WORLD, o);
+      names[i] = std::string(rd::transport_name(o.transport)) + methods[i].memory +
+                 (o.transport == rd::transport::automatic ? " (ran " + std::string(rd::transport_name(p.transport())) + ")" : "");
       remote[i] = static_cast<double>(p.remote_bytes());
       collective_samples(samples[i], per_round, [&] { p.execute(); });
     }
     // The physical limit: every element must be read once and written once, so no
     // redistribution beats every rank copying its whole share at once.
-    collective_samples(samples.back(), per_round, [&] { std::memcpy(dst.data(), src.data(), local * sizeof(std::int32_t)); });
+    const std::size_t bytes = local * sizeof(std::int32_t);
+    collective_samples(samples[methods.size()], per_round, [&] { std::memcpy(dst.data(), src.data(), bytes); });
+    // Two copies of the bytes that cross ranks (pack, unpack: one_sided's least),
+    // one of the rest.
+    const auto crossing = static_cast<std::size_t>(remote[0] / world_size());
+    collective_samples(samples[methods.size() + 1], per_round, [&] {
+      std::memcpy(dst.data(), src.data(), bytes);
+      std::memcpy(dst.data(), src.data(), std::min(crossing, bytes));
+    });
   }
   const double datatype_ms = summarize(samples[0]).median * 1e3;
   const auto add = [&](const std::string& name, const summary& s, double bytes) {
@@ -73,7 +101,10 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
                  format_fixed(bytes / s.median / 1e9, 2)});
   };
   for (std::size_t i = 0; i < methods.size(); ++i) add(names[i], summarize(samples[i]), remote[i]);
-  add("memcpy bound (one copy of every byte)", summarize(samples.back()), 0);
+  add("memcpy bound (one copy of every byte)", summarize(samples[methods.size()]), 0);
+  add("two-copy bound (remote bytes copied twice)", summarize(samples[methods.size() + 1]), 0);
+  node_free(node_src);
+  node_free(node_dst);
 }
 
 // Relabeling: bytes between ranks with none / greedy / optimal, and the brute-force optimum.

@@ -56,6 +56,13 @@ CONVEYOR_C_API const char* conveyor_last_error(void);
 /* Bytes per element, or 0 for an unknown dtype. */
 CONVEYOR_C_API size_t conveyor_dtype_size(conveyor_dtype t);
 
+/* Node memory (conveyor/node_memory.hpp): `bytes` bytes the node's other ranks
+ * can map, zeroed, in *result; a Redistribute plan whose destinations (or
+ * sources) lie in it copies each byte once (the one_copy transport). Not
+ * collective. Free with conveyor_node_free (null: nothing). */
+CONVEYOR_C_API int conveyor_node_alloc(size_t bytes, void** result);
+CONVEYOR_C_API void conveyor_node_free(void* p);
+
 /* inout[i] = in[i] op inout[i] for i < count (see conveyor/reduce.hpp). */
 CONVEYOR_C_API int conveyor_reduce_local(const void* in, void* inout, size_t count,
                                          conveyor_dtype t, conveyor_op op);

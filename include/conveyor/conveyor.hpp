@@ -4,6 +4,7 @@
 #include "conveyor/alltoall.hpp"
 #include "conveyor/collectives.hpp"
 #include "conveyor/mpi.hpp"
+#include "conveyor/node_memory.hpp"
 #include "conveyor/contract.hpp"
 #include "conveyor/outer.hpp"
 #include "conveyor/redistribute.hpp"

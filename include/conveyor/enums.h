@@ -107,11 +107,13 @@
  *   pipelined  packages in chunks so packing overlaps sending
  *   one_sided  peers sharing my memory get their package packed straight into
  *              their segment of a shared window; others by MPI_Put
- *   alltoallv  packing + one MPI_Alltoallv */
+ *   alltoallv  packing + one MPI_Alltoallv
+ *   one_copy   every rank on one node, sources in node memory (conveyor/node_memory.hpp):
+ *              each receiver copies its pieces straight from the senders' sources */
 #define CONVEYOR_TRANSPORT_LIST(X)                                                            \
   X(AUTO, automatic, "auto") X(DATATYPE, datatype, "datatype") X(PACKED, packed, "packed")    \
   X(PIPELINED, pipelined, "pipelined") X(ONE_SIDED, one_sided, "one_sided")                   \
-  X(ALLTOALLV, alltoallv, "alltoallv")
+  X(ALLTOALLV, alltoallv, "alltoallv") X(ONE_COPY, one_copy, "one_copy")
 
 /* Process relabeling of a Redistribute destination (C: CONVEYOR_RELABEL_NONE, ...). */
 #define CONVEYOR_RELABELING_LIST(X) X(NONE, none, "none") X(GREEDY, greedy, "greedy") X(OPTIMAL, optimal, "optimal")

@@ -35,7 +35,7 @@ from ._alltoall import Alltoall, Alltoallv, Alltoallw  # noqa: E402
 
 __version__ = _conveyor.__version__
 __all__ = ["__version__", "ot", "Allreduce", "Reduce_scatter_block", "Allgather", "Alltoall", "Alltoallv", "Alltoallw", "simd_target", "reduce_local", "allreduce", "sinkhorn_scale", "sinkhorn_transport",
-           "balanced_rows", "outer_sum", "outer_rows", "Layout", "Plan", "ScalingResult", "TransportResult", "BarycenterResult", "sinkhorn_barycenter",
+           "balanced_rows", "outer_sum", "outer_rows", "empty", "Layout", "Plan", "ScalingResult", "TransportResult", "BarycenterResult", "sinkhorn_barycenter",
            "sinkhorn_points", "PointsResult", "apply_plan_points"]
 
 
@@ -55,6 +55,36 @@ def simd_target():
     True
     """
     return _conveyor.simd_target()
+
+
+def empty(shape, dtype=np.float64):
+    """A NumPy array in node memory: memory the other ranks of this node can map.
+
+    A ``Plan`` whose destination arrays lie in node memory on every rank copies each
+    byte once (transport "one_copy", chosen by "auto" on one node): the senders
+    write straight into the receivers' arrays. Not collective; freed with the
+    array's last view. The contents are zero. C++ ``conveyor::node_alloc``.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+    dtype : NumPy dtype
+
+    Examples
+    --------
+    >>> import conveyor
+    >>> a = conveyor.empty((2, 3), dtype="float32")
+    >>> a.shape, a.dtype.name, float(a.sum())
+    ((2, 3), 'float32', 0.0)
+    """
+    dt = np.dtype(dtype)
+    shape = tuple(int(n) for n in shape) if np.iterable(shape) else (int(shape),)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"conveyor.empty: negative dimension in {shape}")
+    count = 1
+    for n in shape:
+        count *= n
+    return _conveyor.node_bytes(count * dt.itemsize).view(dt).reshape(shape)
 
 
 def reduce_local(inbuf, inoutbuf, op="sum"):
@@ -764,7 +794,8 @@ class Plan:
     identity), with complex conjugation if asked. Built once (collective), then
     execute() as often as the local arrays change. alpha, beta: real or complex
     (complex dtypes). transport: "auto" (cost model), "datatype", "packed",
-    "pipelined", "one_sided", "alltoallv"; relabel: "none", "greedy", "optimal"
+    "pipelined", "one_sided", "alltoallv", "one_copy" (destinations, or sources, made
+    by ``conveyor.empty``); relabel: "none", "greedy", "optimal"
     (see .sigma), weighing bytes within a node by intra_node_cost; ranks_per_node:
     emulate nodes (None: the real ones); chunk_bytes: the pipelined transport's
     chunk (None: 8 MiB). Plan.batch: several transforms in one plan.

@@ -12,11 +12,13 @@
 // checks (which run before any code of ours) could not. Only the communicator
 // itself is converted before the call: without one there is nothing to agree on.
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
 #include <exception>
 
 #include "bindings.hpp"
+#include "conveyor/node_memory.hpp"
 #include "conveyor/simd.hpp"
 #include "conveyor/types.hpp"
 #include "conveyor/version.hpp"
@@ -43,6 +45,13 @@ NB_MODULE(_conveyor, m) {
 
   m.attr("__version__") = CONVEYOR_VERSION_STRING;
   m.def("simd_target", [] { return conveyor::simd_targets().active; });
+  // Node memory as a uint8 array that frees it with its last view (conveyor.empty
+  // gives it a dtype and shape).
+  m.def("node_bytes", [](std::size_t n) {
+    void* p = conveyor::node_alloc(n);
+    nb::capsule owner(p, [](void* q) noexcept { conveyor::node_free(q); });
+    return nb::ndarray<nb::numpy, std::uint8_t>(p, {n}, owner);
+  });
   conveyor::python::bind_collectives(m);
   conveyor::python::bind_sinkhorn(m);
   conveyor::python::bind_dsop(m);

@@ -12,6 +12,7 @@
 #include "conveyor/contract.hpp"
 #include "conveyor/conveyor.h"
 #include "conveyor/mpi.hpp"
+#include "conveyor/node_memory.hpp"
 #include "conveyor/outer.hpp"
 #include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
@@ -67,6 +68,13 @@ size_t conveyor_dtype_size(conveyor_dtype t) {
   guarded([&] { size = conveyor::dtype_size(to_dtype(t)); });
   return size;
 }
+
+int conveyor_node_alloc(size_t bytes, void** result) {
+  if (!result) return null_result("conveyor_node_alloc");
+  return guarded([&] { *result = conveyor::node_alloc(bytes); });
+}
+
+void conveyor_node_free(void* p) { conveyor::node_free(p); }
 
 int conveyor_reduce_local(const void* in, void* inout, size_t count, conveyor_dtype t,
                           conveyor_op o) {

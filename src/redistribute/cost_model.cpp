@@ -26,6 +26,8 @@ transport_seconds predict_transports(const traffic& t, const cost_model& p) {
   out[static_cast<int>(transport::alltoallv)] = (t.ranks - 1) * alpha_any + copy + wire_intra + wire_inter;
   const double sync = t.peers_intra * p.intra_alpha + (t.peers_inter > 0 ? 2 * log2_of(t.ranks) * p.inter_alpha : 0);
   out[static_cast<int>(transport::one_sided)] = sync + copy + wire_inter + t.peers_inter * p.inter_alpha;
+  // Only ever run on one node: the receiver's copy is the only one.
+  out[static_cast<int>(transport::one_copy)] = t.peers_intra * p.intra_alpha + d(t.received + t.local) * p.copy_beta;
   return out;
 }
 

@@ -12,6 +12,9 @@
 //              (log2 P) if any peer is off-node, + (S + R + L) c + only the
 //              off-node wire (on a node the package is packed into the
 //              receiver's shared segment).
+//   one_copy:  a counter handshake per node peer + (R + L) c: the receiver copies
+//              from the sender's source (every rank on one node, sources in node
+//              memory; plan.cpp builds it where it can run and predicts less).
 //   datatype:  as packed (MPI packs and unpacks); reported, never chosen.
 #pragma once
 

@@ -77,6 +77,7 @@ std::unique_ptr<detail::transport_base> build_transport(transport& t, detail::ex
     case transport::pipelined: return detail::make_pipelined_transport(g, o.chunk_bytes);
     case transport::datatype: return detail::make_datatype_transport(g);
     case transport::alltoallv: return detail::make_alltoallv_transport(g);
+    case transport::one_copy: break;  // built by the constructor, or not at all
     case transport::one_sided:
       if (auto one_sided = detail::make_one_sided_transport(g, node_color, automatic)) return one_sided;
       t = transport::packed;
@@ -281,11 +282,31 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   conveyor::detail::comm_context& ctx = conveyor::detail::context_of(call);
   const int ppn = options.ranks_per_node > 0 ? options.ranks_per_node : ctx.env_ranks_per_node;
   im.chosen = options.transport == transport::automatic ? env_transport() : options.transport;
-  if (im.chosen == transport::automatic) im.chosen = choose_transport(g, ctx.layout(ppn), options.chunk_bytes, im.predicted);
-  // Only the packed transport packs interval products; the others walk pieces.
-  if (im.chosen != transport::packed) g.materialize_pieces();
-  const int node_color = ppn > 0 ? ctx.layout(ppn).node_of[static_cast<std::size_t>(g.rank)] : -1;
-  im.mover = build_transport(im.chosen, g, options, node_color, options.transport == transport::automatic);
+  const bool asked = options.transport != transport::automatic;
+  const bool by_model = im.chosen == transport::automatic;
+  if (by_model) im.chosen = choose_transport(g, ctx.layout(ppn), options.chunk_bytes, im.predicted);
+  // one_copy wherever it can run (the model's choices copy each remote byte twice),
+  // tried collectively: the same verdict on every rank.
+  const bool one_node = ctx.layout(0).nodes == 1 && ppn == 0;
+  if (im.chosen == transport::one_copy || (by_model && one_node)) {
+    // auto only pushes: pulling read the tensor case slower than one_sided (docs/results.md).
+    im.mover = detail::make_one_copy_transport(g, one_node, im.chosen == transport::one_copy, ctx.layout(0).node_cpus);
+    if (im.mover) im.chosen = transport::one_copy;
+    else if (im.chosen == transport::one_copy && asked) {
+      throw error(errc::invalid_argument,
+                  "redistribute: the one_copy transport needs every rank on one node, the destinations (or the sources) that "
+                  "exchange with other ranks in node memory (conveyor::node_alloc), and sources disjoint from destinations, on "
+                  "every rank");
+    } else if (im.chosen == transport::one_copy) {
+      im.chosen = choose_transport(g, ctx.layout(ppn), options.chunk_bytes, im.predicted);  // CONVEYOR_REDISTRIBUTE_TRANSPORT
+    }
+  }
+  if (!im.mover) {
+    // Only the packed transport packs interval products; the others walk pieces.
+    if (im.chosen != transport::packed) g.materialize_pieces();
+    const int node_color = ppn > 0 ? ctx.layout(ppn).node_of[static_cast<std::size_t>(g.rank)] : -1;
+    im.mover = build_transport(im.chosen, g, options, node_color, !asked);
+  }
 
   // Relabeling of the destination (COSTA): gains from the volume matrix.
   const conveyor::detail::node_layout* nodes = nullptr;

@@ -127,28 +127,69 @@ void for_each_slab(const transform_plan& t, const piece& p, Fn&& fn) {
   }
 }
 
-// A piece this rank copies out of its source blocks: locally (out = null) or
-// into a package at `out`.
+// A piece this rank copies out of its source blocks: into a package at `out`, or
+// (out = null) straight into a destination block at `dst` with its strides (per
+// destination axis), transformed: mine (local), or a peer's mapped here (pushed).
 struct copy_job {
   const transform_plan* t;
   const piece* p;
   char* out;
+  char* dst;
+  coords dst_strides;
+  bool pushed;
 };
 
-// Every piece this rank copies: the local ones, then each peer's package in order.
-std::vector<copy_job> copy_jobs(const exchange_map& g, const std::vector<char*>& package_of_peer) {
+// Every piece this rank copies: the local ones, then each peer's, in package order.
+std::vector<copy_job> copy_jobs(const exchange_map& g, const std::vector<char*>& package_of_peer,
+                                const std::vector<std::vector<mapped_destination>>* pushed) {
   std::vector<copy_job> jobs;
   for (const auto& t : g.transforms) {
-    for (const piece& p : t.self) jobs.push_back({&t, &p, nullptr});
+    for (const piece& p : t.self) {
+      const block_storage ds = t.dst->storage(p.dst_block);
+      coords st{};
+      for (int k = 0; k < t.ndim; ++k) st[static_cast<std::size_t>(k)] = ds.strides[static_cast<std::size_t>(k)];
+      jobs.push_back({&t, &p, nullptr, exchange_map::dst_corner(t, p), st, false});
+    }
   }
   for (int peer : g.send_peers) {
-    char* out = package_of_peer[static_cast<std::size_t>(peer)];
-    g.for_pieces(&transform_plan::send, peer, [&](const transform_plan& t, const piece& p, std::size_t) {
-      jobs.push_back({&t, &p, out});
-      out += exchange_map::piece_bytes(t, p);
+    const auto k = static_cast<std::size_t>(peer);
+    char* out = package_of_peer.empty() ? nullptr : package_of_peer[k];
+    const mapped_destination* to = pushed && !(*pushed)[k].empty() ? (*pushed)[k].data() : nullptr;
+    g.for_pieces(&transform_plan::send, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
+      if (to) {
+        jobs.push_back({&t, &p, nullptr, to[i].corner, to[i].strides, true});
+      } else {
+        jobs.push_back({&t, &p, out, nullptr, {}, false});
+        out += exchange_map::piece_bytes(t, p);
+      }
     });
   }
   return jobs;
+}
+
+// A direct copy (out = null) of the part `sl` of job j's piece: source block ->
+// destination block, transformed.
+box_copy direct_copy(const copy_job& j, const piece& sl) {
+  const transform_plan& t = *j.t;
+  box_copy c;
+  c.ndim = t.ndim;
+  const block_storage ss = t.src->storage(sl.src_block);
+  for (int k = 0; k < t.ndim; ++k) {
+    const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
+    c.extent[kk] = sl.ext[d];
+    c.src_stride[kk] = ss.strides[d];
+    c.dst_stride[kk] = j.dst_strides[kk];
+  }
+  return c;
+}
+
+char* direct_corner(const copy_job& j, const piece& sl) {
+  std::int64_t off = 0;
+  for (int k = 0; k < j.t->ndim; ++k) {
+    const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(j.t->perm[kk]);
+    off += (sl.lo[d] - j.p->lo[d]) * j.dst_strides[kk];
+  }
+  return j.dst + off * static_cast<std::int64_t>(j.t->esize);
 }
 
 // Job i as a member of a row group on the source side, if it can be one: pieces
@@ -170,9 +211,8 @@ bool row_candidate_of(const copy_job& j, std::size_t i, row_candidate& c) {
     dst_stride = exchange_map::packed_strides(*j.p, t.order, n);
     c.m.dst = j.out;
   } else {
-    const block_storage ds = t.dst->storage(j.p->dst_block);
-    for (int k = 0; k < n; ++k) dst_stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = ds.strides[static_cast<std::size_t>(k)];
-    c.m.dst = exchange_map::dst_corner(t, *j.p);
+    for (int k = 0; k < n; ++k) dst_stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = j.dst_strides[static_cast<std::size_t>(k)];
+    c.m.dst = j.dst;
     c.m.scale = t.scale;
   }
   c.m.length = j.p->ext[last];
@@ -189,7 +229,7 @@ bool row_candidate_of(const copy_job& j, std::size_t i, row_candidate& c) {
   }
   c.type = t.type;
   c.job = i;
-  c.local = j.out == nullptr;
+  c.local = j.out == nullptr && !j.pushed;
   return true;
 }
 
@@ -202,8 +242,9 @@ bool row_candidate_of(const copy_job& j, std::size_t i, row_candidate& c) {
 // other piece (packed or copied locally) is cut into slabs of at most kSlabBytes
 // along its leading source dimensions, the slabs run in order of source address,
 // so the pieces cut from one source region are all served while it is in cache.
-source_order_copies::source_order_copies(const exchange_map& g, const std::vector<char*>& package_of_peer, bool local_last) {
-  const std::vector<copy_job> jobs = copy_jobs(g, package_of_peer);
+source_order_copies::source_order_copies(const exchange_map& g, const std::vector<char*>& package_of_peer, bool local_last,
+                                         const std::vector<std::vector<mapped_destination>>* pushed) {
+  const std::vector<copy_job> jobs = copy_jobs(g, package_of_peer, pushed);
   std::vector<row_candidate> cands;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     row_candidate c;
@@ -216,16 +257,16 @@ source_order_copies::source_order_copies(const exchange_map& g, const std::vecto
     if (grouped[i]) continue;
     const transform_plan& t = *jobs[i].t;
     const copy_job j = jobs[i];
-    if (!j.out && transposes(exchange_map::local_copy(t, *j.p))) {
-      // A local transpose stays whole: the kernel's tiles need both axes (a slab
-      // of whole source rows would scatter every element of a row to another
+    if (!j.out && transposes(direct_copy(j, *j.p))) {
+      // A transpose stays whole: the kernel's tiles need both axes (a slab of
+      // whole source rows would scatter every element of a row to another
       // destination line).
-      ops_.push_back({exchange_map::src_corner(t, *j.p), exchange_map::dst_corner(t, *j.p), exchange_map::local_copy(t, *j.p), &t, true});
+      ops_.push_back({exchange_map::src_corner(t, *j.p), j.dst, direct_copy(j, *j.p), &t, !j.pushed, true});
       continue;
     }
     for_each_slab(t, *j.p, [&](const piece& sl, std::int64_t at) {
-      if (j.out) ops_.push_back({exchange_map::src_corner(t, sl), j.out + at * static_cast<std::int64_t>(t.esize), exchange_map::pack_copy(t, sl), &t, false});
-      else ops_.push_back({exchange_map::src_corner(t, sl), exchange_map::dst_corner(t, sl), exchange_map::local_copy(t, sl), &t, true});
+      if (j.out) ops_.push_back({exchange_map::src_corner(t, sl), j.out + at * static_cast<std::int64_t>(t.esize), exchange_map::pack_copy(t, sl), &t, false, false});
+      else ops_.push_back({exchange_map::src_corner(t, sl), direct_corner(j, sl), direct_copy(j, sl), &t, !j.pushed, true});
     });
   }
   std::stable_sort(ops_.begin(), ops_.end(),
@@ -258,7 +299,7 @@ void source_order_copies::run(copies which) const {
   for (std::size_t i = g0; i < g1; ++i) apply(row_groups_[i]);
   for (std::size_t i = o0; i < o1; ++i) {
     const copy_op& op = ops_[i];
-    apply(op.t->type, op.copy, op.src, op.dst, op.local ? op.t->scale : scaling{});
+    apply(op.t->type, op.copy, op.src, op.dst, op.transformed ? op.t->scale : scaling{});
   }
 }
 

@@ -15,13 +15,23 @@
 
 namespace conveyor::redistribute::detail {
 
+/// Where a piece lands in a peer's destination block mapped into this process
+/// (one_copy's push): its corner and the block's strides per destination axis.
+struct mapped_destination {
+  char* corner = nullptr;
+  coords strides{};
+};
+
 class source_order_copies {
  public:
   enum class copies { all, packing, local };
   source_order_copies() = default;
   /// package_of_peer[p]: where peer p's package is packed (null: p gets nothing).
   /// local_last: the purely local copies after all packing (run's parts).
-  source_order_copies(const exchange_map& g, const std::vector<char*>& package_of_peer, bool local_last = false);
+  /// pushed (optional): per peer, its pieces' destinations in package order, which
+  /// are then copied to straight, transformed, instead of packed (empty: packed).
+  source_order_copies(const exchange_map& g, const std::vector<char*>& package_of_peer, bool local_last = false,
+                      const std::vector<std::vector<mapped_destination>>* pushed = nullptr);
   void run(copies which = copies::all) const;
 
  private:
@@ -32,7 +42,8 @@ class source_order_copies {
     char* dst;
     box_copy copy;
     const transform_plan* t;
-    bool local;  // a local copy (transformed), else packing (plain)
+    bool local;        // a copy into my own destination (run after packing with local_last)
+    bool transformed;  // into a destination block (alpha, beta, conjugation), else a package (plain)
   };
   std::vector<row_group> row_groups_;  // run before ops_
   std::vector<copy_op> ops_;

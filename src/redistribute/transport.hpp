@@ -14,6 +14,9 @@
 //                                       of a shared window, synchronized by counters
 //                                       (no fences); others: MPI_Put between fences.
 //   transport_alltoallv.cpp  alltoallv  all packages in one buffer, one MPI_Alltoallv.
+//   transport_one_copy.cpp   one_copy   sources in node memory: each receiver copies
+//                                       its pieces from the senders' sources (no
+//                                       package, no MPI call when it runs).
 // Bytes on the wire: exactly the off-diagonal of the volume matrix; local pieces
 // never touch MPI. docs/algorithms.md ("Redistribute") has the details.
 #pragma once
@@ -47,5 +50,12 @@ std::unique_ptr<transport_base> make_datatype_transport(const exchange_map& g);
 /// else; without it, such packages go by MPI_Put.
 std::unique_ptr<transport_base> make_one_sided_transport(const exchange_map& g, int node_color, bool require_shared_memory);
 std::unique_ptr<transport_base> make_alltoallv_transport(const exchange_map& g);
+/// Null on every rank unless every rank is on one node (one_node: the real nodes,
+/// agreed), the destinations that receive from other ranks lie in node memory
+/// (push) or, with may_pull, the sources that go to other ranks do (pull), and
+/// sources and destinations are disjoint; node_cpus as in node_layout (waiting
+/// ranks yield). Lists the pieces only once every rank's first block is in node
+/// memory (ScaLAPACK's arrays never are: their interval products stay).
+std::unique_ptr<transport_base> make_one_copy_transport(exchange_map& g, bool one_node, bool may_pull, int node_cpus);
 
 }  // namespace conveyor::redistribute::detail

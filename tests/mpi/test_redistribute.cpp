@@ -22,6 +22,7 @@
 #include "c_api_util.hpp"
 #include "mpi_test_util.hpp"
 #include "conveyor/conveyor.h"
+#include "conveyor/node_memory.hpp"
 #include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
 
@@ -83,9 +84,28 @@ using testing::size_of;
 using index_t = std::vector<std::int64_t>;
 
 // A layout plus the memory this rank allocated for its blocks.
+// Block buffers from the heap, or from node memory (the one_copy transport's sources).
+template <class T>
+struct block_allocator {
+  using value_type = T;
+  bool node = false;
+  block_allocator() = default;
+  explicit block_allocator(bool in_node_memory) : node(in_node_memory) {}
+  template <class U>
+  block_allocator(const block_allocator<U>& o) : node(o.node) {}
+  T* allocate(std::size_t n) { return static_cast<T*>(node ? conveyor::node_alloc(n * sizeof(T)) : ::operator new(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t) {
+    if (node) conveyor::node_free(p);
+    else ::operator delete(p);
+  }
+  bool operator==(const block_allocator& o) const { return node == o.node; }
+  bool operator!=(const block_allocator& o) const { return node != o.node; }
+};
+using block_buffer = std::vector<double, block_allocator<double>>;
+
 struct owned_layout {
   rd::layout l;
-  std::vector<std::vector<double>> storage;  // one buffer per local block (double-sized slots)
+  std::vector<block_buffer> storage;  // one buffer per local block (double-sized slots)
   std::vector<rd::block_index> blocks;
   std::vector<std::vector<std::int64_t>> strides;
 };
@@ -106,7 +126,7 @@ std::int64_t block_extent(const rd::layout& l, const rd::block_index& b, int d) 
 
 // Custom layout of `shape` with random splits/owners; storage per block in random
 // order (row- or column-major) with random padding, in units of `slot` doubles per element.
-owned_layout random_layout(const index_t& shape, std::uint64_t seed, int slots) {
+owned_layout random_layout(const index_t& shape, std::uint64_t seed, int slots, bool node_memory = false) {
   testing::splitmix64 rng(seed);
   std::vector<rd::axis_splits> splits;
   for (auto e : shape) splits.push_back(random_splits(e, rng));
@@ -127,7 +147,7 @@ owned_layout random_layout(const index_t& shape, std::uint64_t seed, int slots) 
       strides[static_cast<std::size_t>(d)] = s;
       s *= block_extent(out.l, b, d) + static_cast<std::int64_t>(local() % 3);
     }
-    out.storage.emplace_back(static_cast<std::size_t>(s * slots), std::nan(""));
+    out.storage.emplace_back(static_cast<std::size_t>(s * slots), std::nan(""), block_allocator<double>(node_memory));
     out.blocks.push_back(b);
     out.strides.push_back(strides);
   }
@@ -190,16 +210,19 @@ struct case_params {
   double alpha = 1, beta = 0;
   bool conjugate = false;
   int ranks_per_node = 0;  // emulated nodes (one_sided: shared memory within, MPI_Put across)
+  bool node_sources = false;       // source blocks in node memory (one_copy pulls)
+  bool node_destinations = false;  // destination blocks in node memory (one_copy pushes)
 };
 
+// Returns the transport the plan ran.
 template <class T>
-void run_case(const case_params& c, rd::transport method, std::uint64_t seed, const std::string& label, int executions = 1) {
+rd::transport run_case(const case_params& c, rd::transport method, std::uint64_t seed, const std::string& label, int executions = 1) {
   const int n = static_cast<int>(c.shape.size());
   index_t dshape(static_cast<std::size_t>(n));
   for (int k = 0; k < n; ++k) dshape[static_cast<std::size_t>(k)] = c.shape[static_cast<std::size_t>(c.perm[static_cast<std::size_t>(k)])];
   const int slots = static_cast<int>((sizeof(T) + sizeof(double) - 1) / sizeof(double));
-  owned_layout src = random_layout(c.shape, seed, slots);
-  owned_layout dst = random_layout(dshape, seed + 977, slots);
+  owned_layout src = random_layout(c.shape, seed, slots, c.node_sources);
+  owned_layout dst = random_layout(dshape, seed + 977, slots, c.node_destinations);
   rd::transform t;
   t.src = &src.l;
   t.dst = &dst.l;
@@ -251,6 +274,7 @@ void run_case(const case_params& c, rd::transport method, std::uint64_t seed, co
     });
     EXPECT_EQ(wrong, 0) << label << " execution " << gen;
   }
+  return p.transport();
 }
 
 std::vector<int> random_perm(int n, testing::splitmix64& rng) {
@@ -310,6 +334,107 @@ TEST(Redistribute, OneSidedBackToBackExecutions) {
     c.ranks_per_node = ppn;
     run_case<double>(c, rd::transport::one_sided, 555 + static_cast<std::uint64_t>(ppn), "ranks per node " + std::to_string(ppn), 40);
   }
+}
+
+// one_copy: destinations in node memory (each sender pushes into its receivers'
+// arrays, auto's choice on one node) or only sources (each receiver pulls, when
+// asked). Every shape, permutation, alpha/beta and conjugation of the random
+// cases, three executions each on new data.
+TEST(Redistribute, OneCopyThroughNodeMemory) {
+  testing::splitmix64 rng(4711);
+  for (int trial = 0; trial < 10; ++trial) {
+    const int n = 1 + trial % 5;
+    case_params c;
+    for (int d = 0; d < n; ++d) c.shape.push_back(1 + static_cast<std::int64_t>(rng() % (n <= 2 ? 13 : 5)));
+    c.perm = random_perm(n, rng);
+    c.alpha = trial % 3 == 0 ? 1.0 : 2.0;
+    c.beta = trial % 2 == 0 ? 0.0 : 0.5;
+    const auto seed = 700 + static_cast<std::uint64_t>(trial);
+    const std::string label = "trial " + std::to_string(trial) + " ndim " + std::to_string(n);
+    c.node_destinations = true;
+    EXPECT_EQ(run_case<double>(c, rd::transport::automatic, seed, label + " push, auto"), rd::transport::one_copy);
+    run_case<double>(c, rd::transport::one_copy, seed, label + " push", 3);
+    c.node_destinations = false;
+    c.node_sources = true;
+    run_case<double>(c, rd::transport::one_copy, seed, label + " pull", 3);
+    EXPECT_NE(run_case<double>(c, rd::transport::automatic, seed, label + " sources only, auto"), rd::transport::one_copy);
+    c.conjugate = true;
+    run_case<std::complex<float>>(c, rd::transport::one_copy, seed + 20, label + " pull complex64");
+    c.node_destinations = true;
+    run_case<std::complex<float>>(c, rd::transport::one_copy, seed + 20, label + " push complex64");
+  }
+  // Back to back without a barrier: a sender returning before its readers are done
+  // (pull), or a receiver before its writers are (push), would see data of the
+  // wrong execution.
+  case_params c;
+  c.shape = {64, 48};
+  c.perm = {1, 0};
+  c.node_sources = true;
+  run_case<double>(c, rd::transport::one_copy, 733, "pull back to back", 40);
+  c.node_sources = false;
+  c.node_destinations = true;
+  run_case<double>(c, rd::transport::one_copy, 733, "push back to back", 40);
+}
+
+// Which transport a plan of `t` runs (auto unless asked), or the error's code.
+std::string transport_or_error(const rd::transform& t, rd::transport asked, int ranks_per_node = 0) {
+  rd::plan_options o;
+  o.transport = asked;
+  o.ranks_per_node = ranks_per_node;
+  try {
+    return std::string(rd::transport_name(rd::plan(t, MPI_COMM_WORLD, o).transport()));
+  } catch (const conveyor::error& e) {
+    return "error " + std::to_string(static_cast<int>(e.code()));
+  }
+}
+
+// Where one_copy cannot run, asking for it is the same error on every rank and
+// auto runs another transport: heap buffers on one rank (each rank in turn),
+// emulated nodes, sources that are also the destination.
+TEST(Redistribute, OneCopyRefusedOnEveryRankWhereItCannotRun) {
+  const int rank = rank_of(MPI_COMM_WORLD), size = size_of(MPI_COMM_WORLD);
+  const std::int64_t n = 1000;  // per rank
+  const auto splits = rd::axis_splits::regular(n * size, n);
+  std::vector<int> owners(static_cast<std::size_t>(size)), rotated(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) owners[static_cast<std::size_t>(r)] = r, rotated[static_cast<std::size_t>(r)] = (r + 1) % size;
+  auto* node = static_cast<double*>(conveyor::node_alloc(2 * n * sizeof(double)));
+  std::vector<double> heap(static_cast<std::size_t>(2 * n));
+  const std::string invalid = "error " + std::to_string(static_cast<int>(conveyor::errc::invalid_argument));
+  for (int heap_rank = -1; heap_rank < size; ++heap_rank) {
+    double* a = rank == heap_rank ? heap.data() : node;
+    rd::layout src = rd::layout::custom({splits}, owners), dst = rd::layout::custom({splits}, rotated);
+    src.set_storage({rank}, a, {1});
+    dst.set_storage({(rank + size - 1) % size}, a + n, {1});
+    rd::transform t;
+    t.src = &src;
+    t.dst = &dst;
+    const std::string label = "heap buffers on rank " + std::to_string(heap_rank);
+    if (heap_rank < 0) {
+      EXPECT_EQ(transport_or_error(t, rd::transport::one_copy), "one_copy") << label;
+      EXPECT_EQ(transport_or_error(t, rd::transport::automatic), "one_copy") << label;
+      EXPECT_EQ(transport_or_error(t, rd::transport::one_copy, 1), invalid) << "emulated nodes";
+      EXPECT_NE(transport_or_error(t, rd::transport::automatic, 1), "one_copy") << "emulated nodes";
+    } else {
+      EXPECT_EQ(transport_or_error(t, rd::transport::one_copy), invalid) << label;
+      EXPECT_NE(transport_or_error(t, rd::transport::automatic), "one_copy") << label;
+    }
+  }
+  // The destination is the source (a rotation in place): readers would see bytes
+  // their owner is rewriting.
+  rd::layout src = rd::layout::custom({splits}, owners), dst = rd::layout::custom({splits}, rotated);
+  src.set_storage({rank}, node, {1});
+  dst.set_storage({(rank + size - 1) % size}, node, {1});
+  rd::transform t;
+  t.src = &src;
+  t.dst = &dst;
+  EXPECT_EQ(transport_or_error(t, rd::transport::one_copy), invalid);
+  rd::plan p(t, MPI_COMM_WORLD);
+  EXPECT_NE(p.transport(), rd::transport::one_copy);
+  std::fill(node, node + n, static_cast<double>(rank));
+  p.execute();
+  EXPECT_EQ(node[0], (rank + size - 1) % size);
+  EXPECT_EQ(node[n - 1], (rank + size - 1) % size);
+  conveyor::node_free(node);
 }
 
 // The volume matrix a plan claims is what it sends: per peer, over MPI, per call

@@ -128,11 +128,12 @@ def test_outer_algorithms_and_orders_reach_python():
     np.testing.assert_allclose(G, SIZE * np.outer(a, b)[first:first + rows])
 
 
-def plan_between_layouts(**options):
+def plan_between_layouts(node_memory=False, **options):
     n, m = 4 * SIZE, 2 * SIZE  # rows to columns: 4 rows, then 2 columns per rank
     whole = np.arange(n * m, dtype=np.float64).reshape(n, m)
     src = conveyor.Layout.cartesian((n, m), (SIZE, 1), whole[RANK * 4:(RANK + 1) * 4].copy(), COMM)
-    dst = conveyor.Layout.cartesian((n, m), (1, SIZE), np.zeros((n, 2)), COMM)
+    out = conveyor.empty((n, 2)) if node_memory else np.zeros((n, 2))
+    dst = conveyor.Layout.cartesian((n, m), (1, SIZE), out, COMM)
     plan = conveyor.Plan(src, dst, **options)
     plan.execute()
     np.testing.assert_array_equal(dst.local, whole[:, RANK * 2:(RANK + 1) * 2])
@@ -141,7 +142,8 @@ def plan_between_layouts(**options):
 
 def test_transports_and_relabelings_reach_python():
     for name in names("CONVEYOR_TRANSPORT_LIST"):
-        plan, _ = plan_between_layouts(transport=name)
+        # one_copy needs node memory (conveyor.empty) on one node
+        plan, _ = plan_between_layouts(transport=name, node_memory=name == "one_copy")
         assert plan.transport == name or name == "auto", name
     for name in names("CONVEYOR_RELABELING_LIST"):
         plan, _ = plan_between_layouts(relabel=name, intra_node_cost=0.5, ranks_per_node=1, chunk_bytes=64)

@@ -1,0 +1,38 @@
+// Node memory: memory the other ranks of this node can read directly. A buffer
+// allocated here lets the engines move it with one copy (the receiver reads the
+// owner's bytes straight into its own) instead of two (pack into a shared
+// segment, unpack), and without cross-memory attach's system calls: the
+// Redistribute plan's one_copy transport reads every source from node memory,
+// and the all-to-all reads send rows that lie in it.
+//
+// Each allocation is an anonymous shared-memory file (memfd) of its own, mapped
+// by the owner; a peer maps it through /proc/<owner>/fd/<fd> the
+// first time it needs it, for as long as a plan or call uses it. Nothing has a
+// name, so nothing is left behind if a job dies. Where memfd is missing the
+// memory is private (the engines then use their other paths); where a peer cannot
+// open another process's /proc entry (other PID namespaces, another user), the
+// plan or call agrees on its other paths on every rank.
+//
+// Not collective: any rank allocates and frees on its own, any number of times.
+#pragma once
+
+#include <cstddef>
+
+#include "conveyor/export.hpp"
+
+namespace conveyor {
+
+/// `bytes` of node memory (page-aligned, contents zero; 0 gives a valid
+/// pointer to no bytes). Every page is reserved now: a full memory limit is an
+/// error here (errc::invalid_argument with the reason), never a SIGBUS later.
+/// C: conveyor_node_alloc; Python: conveyor.empty.
+CONVEYOR_API void* node_alloc(std::size_t bytes);
+
+/// Frees what node_alloc returned (null: nothing). A peer that still has it
+/// mapped keeps reading the freed bytes, never another allocation's.
+CONVEYOR_API void node_free(void* p) noexcept;
+
+/// True if [p, p + bytes) lies in one allocation of node_alloc that peers can map.
+CONVEYOR_API bool is_node_memory(const void* p, std::size_t bytes);
+
+}  // namespace conveyor
