@@ -20,7 +20,10 @@
 // sparse all-to-all costs only its non-empty pairs).
 // Bytes on the wire: exactly the bytes of the non-empty off-diagonal pairs.
 // Memory traffic per remote byte: pack + MPI's own transfer + unpack; one copy
-// (the receiver's read) for an attached pair.
+// (the receiver's read) for an attached pair: a memcpy from the sender's buffer
+// mapped here where it lies in node memory (conveyor/node_memory.hpp:
+// conveyor::node_alloc, conveyor.empty, MPI_Alloc_mem under libconveyor_mpi),
+// else process_vm_readv.
 // Limits: every outgoing package is packed before any incoming one is unpacked,
 // so the receive boxes may overlap the send boxes (MPI_IN_PLACE); receive boxes
 // must not overlap each other (MPI makes that erroneous; validate checks it, at
@@ -72,6 +75,7 @@ struct alltoallw_report {
   std::int64_t sent_bytes = 0, received_bytes = 0;  // to / from other ranks
   std::int64_t self_bytes = 0;  // copied from this rank's send to its receive boxes
   int attached_peers = 0;  // peers whose rows this rank read directly (cross-memory attach)
+  int node_memory_peers = 0;  // of those, read from node memory mapped here (memcpy, no system call)
   // The datatype form only: derived types decoded by this call (0 once every type
   // has been seen), and parts of types not read, packed by MPI.
   int types_decoded = 0, staged_parts = 0;

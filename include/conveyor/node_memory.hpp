@@ -28,9 +28,10 @@ namespace conveyor {
 /// C: conveyor_node_alloc; Python: conveyor.empty.
 CONVEYOR_API void* node_alloc(std::size_t bytes);
 
-/// Frees what node_alloc returned (null: nothing). A peer that still has it
-/// mapped keeps reading the freed bytes, never another allocation's.
-CONVEYOR_API void node_free(void* p) noexcept;
+/// Frees what node_alloc returned; false (and nothing done) for any other
+/// pointer, null included. A peer that still has it mapped keeps reading the
+/// freed bytes, never another allocation's.
+CONVEYOR_API bool node_free(void* p) noexcept;
 
 /// True if [p, p + bytes) lies in one allocation of node_alloc that peers can map.
 CONVEYOR_API bool is_node_memory(const void* p, std::size_t bytes);

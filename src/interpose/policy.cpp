@@ -98,6 +98,7 @@ struct counters {
   std::atomic<std::uint64_t> passed[call_count][pass_reason_count] = {};
   std::atomic<std::uint64_t> algorithms[allreduce_algorithm_count] = {};
   std::atomic<std::uint64_t> decoded = {};
+  std::atomic<std::uint64_t> node_memory = {};
 };
 counters g_counts;
 
@@ -146,6 +147,10 @@ void count_decoded(int types) {
   if (types && current_policy().report) add(g_counts.decoded, static_cast<std::uint64_t>(types));
 }
 
+void count_node_memory() {
+  if (current_policy().report) add(g_counts.node_memory, 1);
+}
+
 void count_passed(call c, pass_reason why) {
   if (current_policy().report) add(g_counts.passed[static_cast<std::size_t>(c)][static_cast<std::size_t>(why)], 1);
 }
@@ -162,6 +167,7 @@ std::vector<std::uint64_t> my_counts() {
   }
   for (int a = 0; a < allreduce_algorithm_count; ++a) mine.push_back(g_counts.algorithms[a].load());
   mine.push_back(g_counts.decoded.load());
+  mine.push_back(g_counts.node_memory.load());
   return mine;
 }
 
@@ -193,6 +199,7 @@ std::string format_report(const std::vector<std::uint64_t>& sum, const std::stri
   }
   if (!algs.empty()) out += "  allreduce algorithms:" + algs + "\n";
   if (sum[k]) out += "  derived datatypes decoded " + std::to_string(sum[k]) + " (each once while it lives)\n";
+  if (sum[k + 1]) out += "  MPI_Alloc_mem in node memory " + std::to_string(sum[k + 1]) + "\n";
   return out;
 }
 

@@ -47,6 +47,8 @@ void count_algorithm(allreduce_algorithm a);
 void count_passed(call c, pass_reason why);
 /// Derived datatypes decoded by the all-to-all calls.
 void count_decoded(int types);
+/// An MPI_Alloc_mem served from node memory.
+void count_node_memory();
 
 /// Rank 0 prints the counts summed over MPI_COMM_WORLD (collective on it; from the
 /// interposed MPI_Finalize).

@@ -302,12 +302,8 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
     MPI_Request r;
     if (pp.send == way::attach) {
       byte_map& d = descriptors[k];
-      if (in_place) {
-        d.assign(1, byte_box{reinterpret_cast<std::intptr_t>(sbuf + pp.soff), pp.sbytes, 0, {}, {}});
-      } else {
-        d = send_maps[k];
-        for (byte_box& b : d) b.offset += reinterpret_cast<std::intptr_t>(send);
-      }
+      if (in_place) d.assign(1, byte_box{reinterpret_cast<std::intptr_t>(sbuf + pp.soff), pp.sbytes, 0, {}, {}});
+      else d = redistribute::detail::attach_descriptor(send_maps[k], send);
       detail::check_mpi(MPI_Isend(d.data(), static_cast<int>(d.size() * sizeof(byte_box)), MPI_BYTE, q,
                                   tag0 + kDescriptorTag, ctx.comm, &r), "MPI_Isend");
       sreq.push_back(r);
@@ -410,10 +406,14 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
     const std::int64_t has = bytes_of(remote);
     if (has != pp.rbytes) {
       mismatch(q, has, pp.rbytes);
-    } else if (const int err = redistribute::detail::read_rows(attach.pid[k], remote, recv_maps[k], recv, has)) {
-      if (problem.empty()) {
-        problem = "alltoallw: reading rank " + std::to_string(q) + "'s rows (process_vm_readv) failed: " + std::strerror(err);
+    } else {
+      bool node_memory = false;
+      if (const int err = redistribute::detail::read_attached(attach.pid[k], remote, recv_maps[k], recv, has, node_memory)) {
+        if (problem.empty()) {
+          problem = "alltoallw: reading rank " + std::to_string(q) + "'s rows (process_vm_readv) failed: " + std::strerror(err);
+        }
       }
+      rep.node_memory_peers += node_memory;
     }
     reply_done(q);
   }

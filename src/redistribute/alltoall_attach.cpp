@@ -9,6 +9,7 @@
 
 #include "conveyor/settings.hpp"
 #include "redistribute/byte_rows.hpp"
+#include "runtime/node_memory.hpp"
 
 namespace conveyor::redistribute::detail {
 namespace {
@@ -17,6 +18,26 @@ constexpr int kRowsPerRead = 1024;  // IOV_MAX on Linux
 
 // The word every rank reads from every other rank of its node when probing.
 volatile std::uint64_t g_probe_word = 0;
+
+// The first box of a node-memory descriptor (no row is ever like it): the
+// allocation's reference in count[0..4], the mapping's absolute address in the
+// sender in count[5] (read_rows' fallback).
+constexpr int kNodeMemoryMark = -1;
+
+// The bytes a map's rows span from base: [lo, hi).
+std::pair<std::int64_t, std::int64_t> rows_span(const byte_map& m) {
+  std::int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const byte_box& b : m) {
+    if (b.bytes() == 0) continue;
+    std::int64_t first = b.offset, last = b.offset + b.run;
+    for (int k = 0; k < b.axes; ++k) {
+      const std::int64_t reach = (b.count[static_cast<std::size_t>(k)] - 1) * b.stride[static_cast<std::size_t>(k)];
+      (reach < 0 ? first : last) += reach;
+    }
+    lo = std::min(lo, first), hi = std::max(hi, last);
+  }
+  return {lo, hi};
+}
 
 }  // namespace
 
@@ -86,6 +107,48 @@ int read_rows(long pid, const byte_map& remote, const byte_map& local, void* bas
     bytes -= l;
   }
   return 0;
+}
+
+byte_map attach_descriptor(const byte_map& rows, const void* base) {
+  byte_map d = rows;
+  const auto [lo, hi] = rows_span(rows);
+  conveyor::detail::node_memory_ref ref;
+  const char* b = static_cast<const char*>(base);
+  if (lo < hi && conveyor::detail::find_node_memory(b + lo, static_cast<std::size_t>(hi - lo), ref)) {
+    const std::int64_t mapping = reinterpret_cast<std::intptr_t>(b + lo) - ref.offset;  // the allocation's start here
+    for (byte_box& box : d) box.offset += reinterpret_cast<std::intptr_t>(b) - mapping;
+    byte_box mark;
+    mark.axes = kNodeMemoryMark;
+    mark.count = {ref.pid, ref.fd, ref.serial, ref.token, ref.bytes, mapping, 0};
+    d.insert(d.begin(), mark);
+    return d;
+  }
+  for (byte_box& box : d) box.offset += reinterpret_cast<std::intptr_t>(b);
+  return d;
+}
+
+int read_attached(long pid, byte_map& descriptor, const byte_map& local, void* base, std::int64_t bytes, bool& from_node_memory) {
+  from_node_memory = false;
+  if (descriptor.empty() || descriptor.front().axes != kNodeMemoryMark) return read_rows(pid, descriptor, local, base, bytes);
+  const auto c = descriptor.front().count;  // a copy: the box goes next
+  const std::int64_t mapping = c[5];
+  descriptor.erase(descriptor.begin());
+  if (const auto m = conveyor::detail::map_node_memory({c[0], c[1], c[2], c[3], c[4], 0})) {
+    byte_stream from(descriptor, m->at(0)), to(local, base);
+    char *s = nullptr, *d = nullptr;
+    std::int64_t sn = 0, dn = 0;
+    while (bytes > 0) {
+      if (sn == 0 && !from.take(bytes, s, sn)) return EINVAL;
+      if (dn == 0 && !to.take(bytes, d, dn)) return EINVAL;
+      const std::int64_t n = std::min(sn, dn);
+      std::memcpy(d, s, static_cast<std::size_t>(n));
+      s += n, d += n, sn -= n, dn -= n, bytes -= n;
+    }
+    from_node_memory = true;
+    return 0;
+  }
+  for (byte_box& box : descriptor) box.offset += mapping;  // back to absolute addresses
+  return read_rows(pid, descriptor, local, base, bytes);
 }
 
 }  // namespace conveyor::redistribute::detail

@@ -48,4 +48,16 @@ void probe_attach(attach_state& s, MPI_Comm comm, int rank, int size, const std:
 /// or the errno of a failed read.
 int read_rows(long pid, const byte_map& remote, const byte_map& local, void* base, std::int64_t bytes);
 
+/// The descriptor of a pair's send rows (`rows`, offsets from `base`): where they
+/// lie in node memory (conveyor/node_memory.hpp), a first box naming the
+/// allocation, then the rows as offsets in it, which the receiver copies with
+/// memcpy from its own mapping (no system call, no page pinning); else their
+/// absolute addresses, for read_rows.
+byte_map attach_descriptor(const byte_map& rows, const void* base);
+
+/// Reads what `descriptor` (from rank `pid`) names into `local`: node memory
+/// mapped here when it names some and the mapping works (then from_node_memory),
+/// else read_rows. 0, or the errno of a failed read.
+int read_attached(long pid, byte_map& descriptor, const byte_map& local, void* base, std::int64_t bytes, bool& from_node_memory);
+
 }  // namespace conveyor::redistribute::detail

@@ -145,15 +145,16 @@ void* node_alloc(std::size_t bytes) {
   return data;
 }
 
-void node_free(void* p) noexcept {
-  if (!p) return;
+bool node_free(void* p) noexcept {
+  if (!p) return false;
   detail::registry& r = detail::the_registry();
   std::lock_guard<std::mutex> hold(r.lock);
   auto it = r.by_data.find(reinterpret_cast<std::uintptr_t>(p));
-  if (it == r.by_data.end()) return;
+  if (it == r.by_data.end()) return false;
   munmap(it->second.base, it->second.total);
   if (it->second.fd >= 0) close(it->second.fd);
   r.by_data.erase(it);
+  return true;
 }
 
 bool is_node_memory(const void* p, std::size_t bytes) {

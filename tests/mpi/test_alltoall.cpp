@@ -26,6 +26,7 @@
 #include <cstddef>
 
 #include "conveyor/alltoall.hpp"
+#include "conveyor/node_memory.hpp"
 #include "mpi_test_util.hpp"
 
 namespace {
@@ -611,6 +612,43 @@ TEST(Alltoall, CopyPathAsExpected) {
   const char* want = std::getenv("CONVEYOR_TEST_EXPECT_COPY");
   if (!want || !*want) return;
   EXPECT_TRUE(std::regex_search(path, std::regex(want))) << path << " !~ " << want;
+}
+
+// A send buffer from MPI_Alloc_mem (node memory under libconveyor_mpi from 64
+// KiB) is read by each attached receiver with one memcpy from its own mapping of
+// it, not process_vm_readv; a heap buffer is not; the bytes are the same.
+TEST(Alltoall, NodeMemorySendRowsReadByMemcpy) {
+  const int P = size_of(), r = rank_of();
+  const std::int64_t n = std::int64_t{1} << 20;  // per peer: above the shared slots at every rank count
+  void* small = nullptr;
+  ASSERT_EQ(MPI_Alloc_mem(100, MPI_INFO_NULL, &small), MPI_SUCCESS);
+  EXPECT_FALSE(conveyor::is_node_memory(small, 100));  // below 64 KiB: the MPI library's
+  EXPECT_EQ(MPI_Free_mem(small), MPI_SUCCESS);
+  void* node = nullptr;
+  ASSERT_EQ(MPI_Alloc_mem(static_cast<MPI_Aint>(n * P), MPI_INFO_NULL, &node), MPI_SUCCESS);
+  EXPECT_TRUE(conveyor::is_node_memory(node, static_cast<std::size_t>(n * P)));
+  std::vector<unsigned char> heap(static_cast<std::size_t>(n * P)), recv(static_cast<std::size_t>(n * P));
+  std::vector<conveyor::byte_map> maps(static_cast<std::size_t>(P));
+  for (int q = 0; q < P; ++q) maps[static_cast<std::size_t>(q)] = {conveyor::byte_box{q * n, n, 0, {}, {}}};
+  const bool attach = conveyor::alltoall_copy_path(MPI_COMM_WORLD) == "cross-memory attach";
+  const bool one_node = conveyor::alltoall_nodes(MPI_COMM_WORLD) == 1;
+  for (unsigned char* send : {static_cast<unsigned char*>(node), heap.data()}) {
+    for (std::int64_t i = 0; i < n * P; ++i) send[i] = static_cast<unsigned char>(i / n * 31 + r * 7 + i % 251);
+    std::fill(recv.begin(), recv.end(), 0);
+    const conveyor::alltoallw_report rep = conveyor::alltoallw(send, maps, recv.data(), maps, MPI_COMM_WORLD);
+    const bool in_node = send != heap.data();
+    EXPECT_EQ(rep.node_memory_peers, in_node ? rep.attached_peers : 0) << (in_node ? "node memory" : "heap");
+    if (attach && one_node) {
+      EXPECT_EQ(rep.attached_peers, P - 1);
+    }
+    std::int64_t wrong = 0;
+    for (std::int64_t i = 0; i < n * P; ++i) {
+      const std::int64_t q = i / n;  // what rank q sent me: its part r
+      wrong += recv[static_cast<std::size_t>(i)] != static_cast<unsigned char>(r * 31 + q * 7 + (r * n + i % n) % 251);
+    }
+    EXPECT_EQ(wrong, 0) << (in_node ? "node memory" : "heap");
+  }
+  EXPECT_EQ(MPI_Free_mem(node), MPI_SUCCESS);
 }
 
 #if MPI_VERSION >= 4
