@@ -12,7 +12,9 @@
  *                                 array: one MPI_Alltoallw with subarray types
  *                                 (the types made once, as mpi4py-fft does;
  *                                 --cold 1: made, committed and freed around
- *                                 every call, so every call decodes them anew)
+ *                                 every call, so every call decodes them anew;
+ *                                 --alloc-mem 1: both arrays from MPI_Alloc_mem, as
+ *                                 programs that want the library's memory do)
  *
  * A sample is a barrier and K back-to-back calls (K from rank 0, so a sample lasts
  * ~2 ms or one call), timed as the slowest rank's. Every result is checked (each
@@ -24,7 +26,7 @@
  * memcpy of the bytes that cross ranks (the bound of a path that copies those
  * twice, as a shared-memory transfer does).
  *
- * usage: unmodified_alltoall --call C [--min B] [--max B] [--n N] [--type T] [--cold 0|1] [--samples S]
+ * usage: unmodified_alltoall --call C [--min B] [--max B] [--n N] [--type T] [--cold 0|1] [--alloc-mem 0|1] [--samples S]
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -128,7 +130,13 @@ static void free_types(int P, MPI_Datatype* st, MPI_Datatype* rt) {
   for (int q = 0; q < P; ++q) MPI_Type_free(&st[q]), MPI_Type_free(&rt[q]);
 }
 
-static void slab(int N, const char* type_name, int samples, int cold) {
+static void* slab_array(size_t bytes, int alloc_mem) {
+  void* p = NULL;
+  if (!alloc_mem) return malloc(bytes);
+  return MPI_Alloc_mem((MPI_Aint)bytes, MPI_INFO_NULL, &p) == MPI_SUCCESS ? p : NULL;
+}
+
+static void slab(int N, const char* type_name, int samples, int cold, int alloc_mem) {
   int rank, P;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
@@ -141,8 +149,8 @@ static void slab(int N, const char* type_name, int samples, int cold) {
   }
   const int m = N / P;
   const size_t elements = (size_t)m * N * N, bytes = elements * esize;
-  char* a = malloc(bytes + 1);
-  char* b = malloc(bytes + 1);
+  char* a = slab_array(bytes + 1, alloc_mem);
+  char* b = slab_array(bytes + 1, alloc_mem);
   if (!a || !b) MPI_Abort(MPI_COMM_WORLD, 1);
   MPI_Datatype* st = malloc(sizeof(MPI_Datatype) * (size_t)P);
   MPI_Datatype* rt = malloc(sizeof(MPI_Datatype) * (size_t)P);
@@ -201,14 +209,16 @@ static void slab(int N, const char* type_name, int samples, int cold) {
     if (rank == 0) printf("%zu,%.3f,%d\n", bytes, tt / k * 1e6, any);
   }
   free_types(P, st, rt);
-  free(st), free(rt), free(ones), free(zeros), free(a), free(b);
+  free(st), free(rt), free(ones), free(zeros);
+  if (alloc_mem) MPI_Free_mem(a), MPI_Free_mem(b);
+  else free(a), free(b);
 }
 
 int main(int argc, char** argv) {
   const char* call = "alltoall";
   const char* type = "c128";
   size_t min_bytes = 8, max_bytes = (size_t)16 << 20;
-  int samples = 7, n = 64, cold = 0;
+  int samples = 7, n = 64, cold = 0, alloc_mem = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--call") == 0) call = argv[i + 1];
     else if (strcmp(argv[i], "--min") == 0) min_bytes = strtoull(argv[i + 1], NULL, 10);
@@ -217,9 +227,10 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--n") == 0) n = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--type") == 0) type = argv[i + 1];
     else if (strcmp(argv[i], "--cold") == 0) cold = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--alloc-mem") == 0) alloc_mem = atoi(argv[i + 1]);
   }
   MPI_Init(&argc, &argv);
-  if (strcmp(call, "slab") == 0) slab(n, type, samples, cold);
+  if (strcmp(call, "slab") == 0) slab(n, type, samples, cold, alloc_mem);
   else contiguous(call, min_bytes, max_bytes, samples);
   MPI_Finalize();
   return 0;

@@ -74,6 +74,7 @@ struct alltoall_state final : detail::engine_state {
   std::vector<int> rowner, rpiece;
   std::vector<byte_map> descriptors;
   byte_map remote;
+  redistribute::detail::node_mappings mapped;
 };
 
 const int kAlltoallSlot = detail::register_engine_state(
@@ -408,7 +409,7 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
       mismatch(q, has, pp.rbytes);
     } else {
       bool node_memory = false;
-      if (const int err = redistribute::detail::read_attached(attach.pid[k], remote, recv_maps[k], recv, has, node_memory)) {
+      if (const int err = redistribute::detail::read_attached(attach.pid[k], remote, recv_maps[k], recv, has, state.mapped, node_memory)) {
         if (problem.empty()) {
           problem = "alltoallw: reading rank " + std::to_string(q) + "'s rows (process_vm_readv) failed: " + std::strerror(err);
         }
@@ -417,6 +418,7 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
     }
     reply_done(q);
   }
+  state.mapped.call_done();
   int mpi_error = MPI_SUCCESS;
   for (std::size_t done = 0; done < rreq.size(); ++done) {
     int idx = MPI_UNDEFINED;

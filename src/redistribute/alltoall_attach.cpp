@@ -127,13 +127,15 @@ byte_map attach_descriptor(const byte_map& rows, const void* base) {
   return d;
 }
 
-int read_attached(long pid, byte_map& descriptor, const byte_map& local, void* base, std::int64_t bytes, bool& from_node_memory) {
+int read_attached(long pid, byte_map& descriptor, const byte_map& local, void* base, std::int64_t bytes, node_mappings& maps,
+                  bool& from_node_memory) {
   from_node_memory = false;
   if (descriptor.empty() || descriptor.front().axes != kNodeMemoryMark) return read_rows(pid, descriptor, local, base, bytes);
   const auto c = descriptor.front().count;  // a copy: the box goes next
   const std::int64_t mapping = c[5];
   descriptor.erase(descriptor.begin());
-  if (const auto m = conveyor::detail::map_node_memory({c[0], c[1], c[2], c[3], c[4], 0})) {
+  if (auto m = conveyor::detail::map_node_memory({c[0], c[1], c[2], c[3], c[4], 0})) {
+    maps.used.push_back(m);
     byte_stream from(descriptor, m->at(0)), to(local, base);
     char *s = nullptr, *d = nullptr;
     std::int64_t sn = 0, dn = 0;

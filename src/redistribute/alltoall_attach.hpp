@@ -20,10 +20,12 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "conveyor/alltoall.hpp"
+#include "runtime/node_memory.hpp"
 
 namespace conveyor::redistribute::detail {
 
@@ -55,9 +57,18 @@ int read_rows(long pid, const byte_map& remote, const byte_map& local, void* bas
 /// absolute addresses, for read_rows.
 byte_map attach_descriptor(const byte_map& rows, const void* base);
 
+/// The peers' node memory mapped here by a call, held until the next call is
+/// done (a repeated call finds its mappings, and their page tables, in place;
+/// one no call uses any more is unmapped after the next).
+struct node_mappings {
+  std::vector<std::shared_ptr<const conveyor::detail::peer_memory>> held, used;
+  void call_done() { held.swap(used), used.clear(); }
+};
+
 /// Reads what `descriptor` (from rank `pid`) names into `local`: node memory
-/// mapped here when it names some and the mapping works (then from_node_memory),
-/// else read_rows. 0, or the errno of a failed read.
-int read_attached(long pid, byte_map& descriptor, const byte_map& local, void* base, std::int64_t bytes, bool& from_node_memory);
+/// mapped here when it names some and the mapping works (then from_node_memory;
+/// the mapping joins `maps.used`), else read_rows. 0, or the errno of a failed read.
+int read_attached(long pid, byte_map& descriptor, const byte_map& local, void* base, std::int64_t bytes, node_mappings& maps,
+                  bool& from_node_memory);
 
 }  // namespace conveyor::redistribute::detail

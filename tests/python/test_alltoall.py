@@ -159,3 +159,15 @@ def test_bad_arguments_raise_on_every_rank_that_passes_them():
                            COMM)
     with pytest.raises(TypeError, match="expected a buffer"):
         conveyor.Alltoall([1.0, 2.0], np.zeros(SIZE), COMM)
+
+
+def test_alltoall_from_node_memory():
+    """Send arrays from conveyor.empty (each receiver copies the large pairs from
+    its own mapping of the sender's array): the same bytes as mpi4py moves."""
+    per_rank = (1 << 20) // 8  # 1 MiB per peer: above the shared slots at every rank count
+    send = conveyor.empty(per_rank * SIZE)
+    send[...] = data(per_rank * SIZE, np.float64)
+    got, want = np.zeros(per_rank * SIZE), np.zeros(per_rank * SIZE)
+    COMM.Alltoall(send, want)
+    conveyor.Alltoall(send, got, COMM)
+    np.testing.assert_array_equal(got, want)

@@ -217,3 +217,39 @@ def test_a_bad_descriptor_on_one_rank_raises_on_every_rank(bad_rank):
     local = np.zeros((4, 4), order="F") if RANK == 0 else None
     with pytest.raises(ValueError, match=f"rank {bad_rank}: expected a ScaLAPACK descriptor"):
         conveyor.Layout.from_descriptor(desc, local, 1, 1, COMM)
+
+
+def test_empty_is_node_memory_of_any_shape():
+    a = conveyor.empty((3, 4), dtype=np.float32)
+    assert a.shape == (3, 4) and a.dtype == np.float32 and a.flags.c_contiguous
+    assert not a.any()  # fresh memory is zero
+    assert conveyor.empty(5).shape == (5,) and conveyor.empty(5).dtype == np.float64
+    assert conveyor.empty((0, 7)).size == 0
+    with pytest.raises(ValueError, match="negative"):
+        conveyor.empty((2, -1))
+    view = conveyor.empty((4, 4))[1:3]  # a view keeps the allocation alive
+    view[...] = 1.0
+    assert view.sum() == 8.0
+
+
+@pytest.mark.parametrize("in_node_memory", ["destination", "source"])
+def test_one_copy_through_node_memory(in_node_memory):
+    """Destinations from conveyor.empty: auto pushes each piece once into them;
+    sources only: one_copy when asked (each receiver reads the senders' arrays)."""
+    n, m = 6 * SIZE + 1, 5
+    r0, count = conveyor.balanced_rows(n, COMM)
+    c0, ccount = conveyor.balanced_rows(m * SIZE, COMM)
+    whole = np.arange(n * m * SIZE, dtype=np.float64).reshape(n, m * SIZE)
+    src_arr = conveyor.empty((count, m * SIZE)) if in_node_memory == "source" else np.empty((count, m * SIZE))
+    dst_arr = conveyor.empty((n, ccount)) if in_node_memory == "destination" else np.empty((n, ccount))
+    src = conveyor.Layout.cartesian((n, m * SIZE), (SIZE, 1), src_arr, COMM)
+    dst = conveyor.Layout.cartesian((n, m * SIZE), (1, SIZE), dst_arr, COMM)
+    asked = "auto" if in_node_memory == "destination" else "one_copy"
+    plan = conveyor.Plan(src, dst, alpha=2.0, transport=asked)
+    assert plan.transport == "one_copy"
+    for step in range(3):
+        src.local[...] = whole[r0:r0 + count] + step
+        plan.execute()
+        np.testing.assert_array_equal(dst.local, 2 * (whole[:, c0:c0 + ccount] + step))
+    if in_node_memory == "source":
+        assert conveyor.Plan(src, dst).transport != "one_copy"  # auto never pulls

@@ -1,11 +1,14 @@
 // The C API from C++: status codes, messages, and agreement with the C++ API.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "conveyor/conveyor.h"
+#include "conveyor/node_memory.hpp"
 #include "conveyor/reduce.hpp"
 
 namespace {
@@ -36,6 +39,33 @@ TEST(CApi, ErrorsAreCodesWithMessages) {
   EXPECT_EQ(conveyor_mpi_op(CONVEYOR_SUM, CONVEYOR_FLOAT32, &o), CONVEYOR_ERR_MPI);
   EXPECT_NE(std::string(conveyor_last_error()).find("not initialized"), std::string::npos);
   EXPECT_EQ(conveyor_set_simd_target("bogus"), CONVEYOR_ERR_INVALID_ARGUMENT);
+}
+
+// Node memory through C and C++: zeroed, page-aligned, found by is_node_memory
+// exactly over its bytes, freed once; other pointers are not node memory and
+// node_free leaves them alone.
+TEST(CApi, NodeMemory) {
+  void* p = nullptr;
+  ASSERT_EQ(conveyor_node_alloc(10000, &p), CONVEYOR_SUCCESS);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 4096, 0u);
+  const auto* bytes = static_cast<const unsigned char*>(p);
+  EXPECT_EQ(std::count(bytes, bytes + 10000, 0), 10000);
+  EXPECT_TRUE(conveyor::is_node_memory(p, 10000));
+  EXPECT_TRUE(conveyor::is_node_memory(bytes + 9999, 1));
+  EXPECT_FALSE(conveyor::is_node_memory(bytes + 9999, 4096 * 2));  // runs past the allocation
+  int on_stack = 0;
+  EXPECT_FALSE(conveyor::is_node_memory(&on_stack, sizeof on_stack));
+  EXPECT_FALSE(conveyor::node_free(&on_stack));
+  EXPECT_FALSE(conveyor::node_free(nullptr));
+  conveyor_node_free(p);
+  EXPECT_FALSE(conveyor::is_node_memory(p, 1));
+  void* empty = conveyor::node_alloc(0);  // a valid pointer to no bytes
+  EXPECT_NE(empty, nullptr);
+  EXPECT_TRUE(conveyor::node_free(empty));
+  EXPECT_EQ(conveyor_node_alloc(1, nullptr), CONVEYOR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(conveyor_node_alloc(SIZE_MAX / 2, &p), CONVEYOR_ERR_INVALID_ARGUMENT);  // more than any machine has
+  EXPECT_NE(std::string(conveyor_last_error()).find("node_alloc"), std::string::npos);
 }
 
 TEST(CApi, EnumsAndSizesMatchCxx) {
