@@ -11,7 +11,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
-from ._mpi import comm_address
+from ._mpi import agree, comm_address
 
 _IN_PLACE = MPI.IN_PLACE
 _addressof = MPI._addressof
@@ -154,19 +154,25 @@ def _alltoallw_side(spec, P, name, writable):
     return a, [(c, d, _addressof(t)) for c, d, t in zip(counts, displs, datatypes)]
 
 
-def _run(side, sendbuf, recvbuf, comm):
+def _run(side, sendbuf, recvbuf, comm, validate):
     comm = MPI.COMM_WORLD if comm is None else comm
     address = comm_address(comm)
     P = comm.Get_size()
-    r, rparts = side(recvbuf, P, "recvbuf", True)
-    if sendbuf is None or sendbuf is _IN_PLACE:
-        _conveyor.alltoallw(None, 0, [], r.ctypes.data, r.nbytes, rparts, address)
-        return
-    s, sparts = side(sendbuf, P, "sendbuf", False)
-    _conveyor.alltoallw(s.ctypes.data, s.nbytes, sparts, r.ctypes.data, r.nbytes, rparts, address)
+    in_place = sendbuf is None or sendbuf is _IN_PLACE
+
+    def parse():
+        r, rparts = side(recvbuf, P, "recvbuf", True)
+        s, sparts = (None, []) if in_place else side(sendbuf, P, "sendbuf", False)
+        return r, rparts, s, sparts
+
+    # validate: a bad specification on one rank is the same error on every rank
+    # (one allgather), and the engine checks the parts against each other.
+    r, rparts, s, sparts = agree(comm, parse) if validate else parse()
+    _conveyor.alltoallw(None if in_place else s.ctypes.data, 0 if in_place else s.nbytes, sparts,
+                        r.ctypes.data, r.nbytes, rparts, address, validate)
 
 
-def Alltoall(sendbuf, recvbuf, comm=None):
+def Alltoall(sendbuf, recvbuf, comm=None, validate=False):
     """Part q of every rank's sendbuf arrives, in rank order, in recvbuf of rank q,
     as mpi4py's ``comm.Alltoall``.
 
@@ -181,13 +187,18 @@ def Alltoall(sendbuf, recvbuf, comm=None):
         Written in place, never copied.
     comm : mpi4py.MPI.Comm, optional
         Default MPI.COMM_WORLD. Collective over it (an intra-communicator).
+    validate : bool, optional
+        Also in Alltoallv and Alltoallw. False (default): MPI's checks — a bad
+        argument raises on its own rank (ValueError, TypeError), as with mpi4py,
+        while the others wait in the call; byte counts that disagree between two
+        ranks raise on the receiving rank. True: any of these, and receive parts
+        that overlap, raise the same error on every rank (``"rank r: ..."``), for
+        one allgather and one agreement more per call.
 
     Notes
     -----
-    Checks are MPI's: a bad argument raises on its own rank (ValueError,
-    TypeError), as with mpi4py; byte counts that disagree between two ranks raise
-    on the receiving rank. A part that would reach outside its buffer raises
-    ValueError instead of touching memory.
+    A part that would reach outside its buffer raises ValueError instead of
+    touching memory.
 
     Examples
     --------
@@ -198,10 +209,10 @@ def Alltoall(sendbuf, recvbuf, comm=None):
     >>> out.tolist()
     [1.0, 2.0, 3.0]
     """
-    _run(_alltoall_side, sendbuf, recvbuf, comm)
+    _run(_alltoall_side, sendbuf, recvbuf, comm, validate)
 
 
-def Alltoallv(sendbuf, recvbuf, comm=None):
+def Alltoallv(sendbuf, recvbuf, comm=None, validate=False):
     """Alltoall with a count and displacement per rank, as mpi4py's
     ``comm.Alltoallv``.
 
@@ -224,10 +235,10 @@ def Alltoallv(sendbuf, recvbuf, comm=None):
     >>> out.tolist()
     [0, 0, 1, 2]
     """
-    _run(_alltoallv_side, sendbuf, recvbuf, comm)
+    _run(_alltoallv_side, sendbuf, recvbuf, comm, validate)
 
 
-def Alltoallw(sendbuf, recvbuf, comm=None):
+def Alltoallw(sendbuf, recvbuf, comm=None, validate=False):
     """Alltoall with a count, a byte displacement and a datatype per rank, as
     mpi4py's ``comm.Alltoallw`` (mpi4py-fft's transfers: subarray datatypes).
 
@@ -252,4 +263,4 @@ def Alltoallw(sendbuf, recvbuf, comm=None):
     [1.0, 4.0]
     >>> column.Free()
     """
-    _run(_alltoallw_side, sendbuf, recvbuf, comm)
+    _run(_alltoallw_side, sendbuf, recvbuf, comm, validate)

@@ -273,16 +273,16 @@ void bind_redistribute(nb::module_& m) {
   // MPI_IN_PLACE. The Python side keeps the buffers alive and reads mpi4py's
   // buffer specifications (conveyor/_alltoall.py).
   m.def("alltoallw", [](std::optional<std::uintptr_t> send, std::int64_t send_size, nb::handle send_parts,
-                        std::uintptr_t recv, std::int64_t recv_size, nb::handle recv_parts, std::uintptr_t comm) {
+                        std::uintptr_t recv, std::int64_t recv_size, nb::handle recv_parts, std::uintptr_t comm, bool validate) {
     const std::vector<datatype_part> sp = send ? parts_of(send_parts, "sendbuf") : std::vector<datatype_part>{};
     const std::vector<datatype_part> rp = parts_of(recv_parts, "recvbuf");
     const MPI_Comm c = comm_at(comm);
     const void* s = send ? reinterpret_cast<const void*>(*send) : MPI_IN_PLACE;
     nb::gil_scoped_release unlocked;
-    const alltoallw_report r = conveyor::alltoallw(s, sp, reinterpret_cast<void*>(recv), rp, c, false, send_size, recv_size);
+    const alltoallw_report r = conveyor::alltoallw(s, sp, reinterpret_cast<void*>(recv), rp, c, validate, send_size, recv_size);
     return std::make_tuple(r.sent_bytes, r.received_bytes, r.self_bytes, r.attached_peers, r.types_decoded, r.staged_parts);
   }, nb::arg("send").none(), nb::arg("send_size"), nb::arg("send_parts"), nb::arg("recv"), nb::arg("recv_size"),
-     nb::arg("recv_parts"), nb::arg("comm"));
+     nb::arg("recv_parts"), nb::arg("comm"), nb::arg("validate"));
   nb::class_<py_layout>(m, "_Layout")
       .def_static("cartesian", layout_cartesian, nb::arg("shape").none(), nb::arg("grid").none(), nb::arg("local").none(),
                   nb::arg("column_major_ranks").none(), nb::arg("comm").none())

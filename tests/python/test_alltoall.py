@@ -171,3 +171,34 @@ def test_alltoall_from_node_memory():
     COMM.Alltoall(send, want)
     conveyor.Alltoall(send, got, COMM)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("bad_rank", range(SIZE))
+def test_validate_one_bad_rank_raises_everywhere(bad_rank):
+    """validate=True: a bad specification on one rank (each rank in turn) is the
+    same ValueError on every rank, and the communicator works after."""
+    n = 3
+    send = data(n * SIZE, np.float64)
+    got, want = np.zeros(n * SIZE), np.zeros(n * SIZE)
+    recv = got
+    if RANK == bad_rank:
+        recv = got.copy()
+        recv.flags.writeable = False
+    for call, spec in ((conveyor.Alltoall, lambda b: b), (conveyor.Alltoallv, lambda b: [b, [n] * SIZE])):
+        with pytest.raises(ValueError, match=f"rank {bad_rank}: recvbuf: the receive buffer is read-only"):
+            call(spec(send), spec(recv), COMM, validate=True)
+    conveyor.Alltoall(send, got, COMM, validate=True)
+    COMM.Alltoall(send, want)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.skipif(SIZE < 2, reason="a pair that disagrees needs two ranks")
+def test_validate_pair_mismatch_raises_everywhere():
+    """Rank 0 sends rank 1 one item where rank 1 expects two: with validate, the
+    same ValueError on every rank (without it, only on rank 1)."""
+    sc, rc = [2] * SIZE, [2] * SIZE
+    if RANK == 0:
+        sc[1] = 1
+    send, got = data(sum(sc), np.int32), np.zeros(sum(rc), np.int32)
+    with pytest.raises(ValueError, match="rank 1: rank 0 sent 4 bytes where this rank expects 8"):
+        conveyor.Alltoallv([send, sc], [got, rc], COMM, validate=True)
