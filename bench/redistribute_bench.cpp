@@ -72,11 +72,16 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
   std::vector<std::vector<double>> samples(methods.size() + 2);
   std::vector<std::string> names(methods.size());
   std::vector<double> remote(methods.size(), 0);
+  std::vector<std::vector<double>> cold(methods.size());  // plan built + first execution, per round
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t i = 0; i < methods.size(); ++i) {
       rd::plan_options o;
       o.transport = methods[i].method;
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = now_seconds();
       rd::plan p(*methods[i].what, MPI_COMM_WORLD, o);
+      p.execute();
+      cold[i].push_back(max_over_ranks(now_seconds() - t0));
       names[i] = std::string(rd::transport_name(o.transport)) + methods[i].memory +
                  (o.transport == rd::transport::automatic ? " (ran " + std::string(rd::transport_name(p.transport())) + ")" : "");
       remote[i] = static_cast<double>(p.remote_bytes());
@@ -95,14 +100,16 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
     });
   }
   const double datatype_ms = summarize(samples[0]).median * 1e3;
-  const auto add = [&](const std::string& name, const summary& s, double bytes) {
+  const auto add = [&](const std::string& name, const summary& s, double bytes, const std::string& cold_ms) {
     rep.add_row({config, "tensor 5-D int32", name, format_fixed(s.median * 1e3, 2), format_fixed(s.p10 * 1e3, 2),
                  format_fixed(s.p90 * 1e3, 2), format_fixed(datatype_ms / (s.median * 1e3), 2), format_fixed(bytes / 1e6, 1),
-                 format_fixed(bytes / s.median / 1e9, 2)});
+                 format_fixed(bytes / s.median / 1e9, 2), cold_ms});
   };
-  for (std::size_t i = 0; i < methods.size(); ++i) add(names[i], summarize(samples[i]), remote[i]);
-  add("memcpy bound (one copy of every byte)", summarize(samples[methods.size()]), 0);
-  add("two-copy bound (remote bytes copied twice)", summarize(samples[methods.size() + 1]), 0);
+  for (std::size_t i = 0; i < methods.size(); ++i) {
+    add(names[i], summarize(samples[i]), remote[i], format_fixed(summarize(cold[i]).median * 1e3, 2));
+  }
+  add("memcpy bound (one copy of every byte)", summarize(samples[methods.size()]), 0, "-");
+  add("two-copy bound (remote bytes copied twice)", summarize(samples[methods.size() + 1]), 0, "-");
   node_free(node_src);
   node_free(node_dst);
 }
@@ -227,9 +234,11 @@ void local_transpose_case(const redistribute_bench_options& opt, report& rep) {
 
 int run_redistribute_bench(const redistribute_bench_options& opt) {
   report rep("conveyor bench redistribute: tensor paper case, ms per redistribution (slowest rank)",
-             {"config", "case", "transport", "ms_median", "ms_p10", "ms_p90", "x_datatype", "MB_between_ranks", "GB_per_s"});
+             {"config", "case", "transport", "ms_median", "ms_p10", "ms_p90", "x_datatype", "MB_between_ranks", "GB_per_s",
+              "cold_ms"});
   rep.add_note("barrier before each call; " + std::to_string(opt.rounds) + " rounds over all transports, " +
-               std::to_string(opt.iterations) + " calls per transport in all, the first of each round a warm-up");
+               std::to_string(opt.iterations) + " calls per transport in all, the first of each round a warm-up; cold_ms: "
+               "the plan built and executed once (median over rounds)");
   if (world_size() == 4) {
     tensor_case(opt, rep);
   } else if (world_rank() == 0) {
