@@ -80,17 +80,20 @@ box_copy exchange_map::pack_copy(const transform_plan& t, const piece& p) {
   return c;
 }
 
-box_copy exchange_map::local_copy(const transform_plan& t, const piece& p) {
+box_copy exchange_map::direct_copy(const transform_plan& t, const coords& ext, const coords& src_strides, const coords& dst_strides) {
   box_copy c;
   c.ndim = t.ndim;
-  const block_storage ss = t.src->storage(p.src_block), ds = t.dst->storage(p.dst_block);
   for (int k = 0; k < t.ndim; ++k) {
     const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
-    c.extent[kk] = p.ext[d];
-    c.src_stride[kk] = ss.strides[d];
-    c.dst_stride[kk] = ds.strides[kk];
+    c.extent[kk] = ext[d];
+    c.src_stride[kk] = src_strides[d];
+    c.dst_stride[kk] = dst_strides[kk];
   }
   return c;
+}
+
+box_copy exchange_map::local_copy(const transform_plan& t, const piece& p) {
+  return direct_copy(t, p.ext, t.src->storage(p.src_block).strides, t.dst->storage(p.dst_block).strides);
 }
 
 char* exchange_map::src_corner(const transform_plan& t, const piece& p) { return element_address(*t.src, p.src_block, p.lo, t.esize); }

@@ -138,6 +138,10 @@ struct exchange_map {
   static box_copy pack_copy(const transform_plan& t, const piece& p);
   static box_copy unpack_copy(const transform_plan& t, const piece& p, const axis_order& order);
   static box_copy local_copy(const transform_plan& t, const piece& p);
+  /// Source -> destination of a box of source extents `ext`, transformed by t's
+  /// permutation: source strides per source axis, destination strides per
+  /// destination axis (local_copy's, with either side's storage given).
+  static box_copy direct_copy(const transform_plan& t, const coords& ext, const coords& src_strides, const coords& dst_strides);
   static char* src_corner(const transform_plan& t, const piece& p);
   static char* dst_corner(const transform_plan& t, const piece& p);
   static std::int64_t piece_bytes(const transform_plan& t, const piece& p) {

@@ -170,17 +170,7 @@ std::vector<copy_job> copy_jobs(const exchange_map& g, const std::vector<char*>&
 // A direct copy (out = null) of the part `sl` of job j's piece: source block ->
 // destination block, transformed.
 box_copy direct_copy(const copy_job& j, const piece& sl) {
-  const transform_plan& t = *j.t;
-  box_copy c;
-  c.ndim = t.ndim;
-  const block_storage ss = t.src->storage(sl.src_block);
-  for (int k = 0; k < t.ndim; ++k) {
-    const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(t.perm[kk]);
-    c.extent[kk] = sl.ext[d];
-    c.src_stride[kk] = ss.strides[d];
-    c.dst_stride[kk] = j.dst_strides[kk];
-  }
-  return c;
+  return exchange_map::direct_copy(*j.t, sl.ext, j.t->src->storage(sl.src_block).strides, j.dst_strides);
 }
 
 char* direct_corner(const copy_job& j, const piece& sl) {

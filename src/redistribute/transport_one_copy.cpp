@@ -128,15 +128,24 @@ int agreed_min(int mine, MPI_Comm comm) {
   return mine;
 }
 
-// Whether this rank's first block of every transform's source (destination)
-// layout is node memory (true without one).
+// Where one of my destination blocks of `t` is stored (null: none), found
+// without listing the layout's blocks: every automatic plan on one node asks.
+const void* a_destination(const transform_plan& t) {
+  if (t.products) return t.dst_local;
+  if (!t.self.empty()) return t.dst->storage(t.self.front().dst_block).data;
+  for (const auto& list : t.recv) {
+    if (!list.empty()) return t.dst->storage(list.front().dst_block).data;
+  }
+  return nullptr;
+}
+
+// Whether this rank's first block of every transform's source (a destination
+// block: destinations) is node memory (true without one).
 bool first_blocks_in_node_memory(const exchange_map& g, bool destinations) {
   for (const auto& t : g.transforms) {
     if (!destinations && t.has_src_block && !conveyor::is_node_memory(t.src->storage(t.first_src_block).data, 1)) return false;
-    if (destinations) {
-      const auto mine = t.dst->blocks_of(g.rank);
-      if (!mine.empty() && !conveyor::is_node_memory(t.dst->storage(mine.front()).data, 1)) return false;
-    }
+    const void* d = destinations ? a_destination(t) : nullptr;
+    if (d && !conveyor::is_node_memory(d, 1)) return false;
   }
   return true;
 }
@@ -265,20 +274,15 @@ std::unique_ptr<transport_base> make_one_copy_transport(exchange_map& g, bool on
       if (std::find(t->mapped_.begin(), t->mapped_.end(), m) == t->mapped_.end()) t->mapped_.push_back(m);
       if (push) {
         mapped_destination d{m->at(f[5]), {}};
-        for (int k = 0; k < tp.ndim; ++k) d.strides[static_cast<std::size_t>(k)] = f[kRefFields + k];
+        std::copy(f + kRefFields, f + kPieceFields, d.strides.begin());
         pushed[static_cast<std::size_t>(q)].push_back(d);
         return;
       }
-      one_copy_transport::pulled_piece op{m->at(f[5]), exchange_map::dst_corner(tp, p), {}, &tp};
-      const block_storage ds = tp.dst->storage(p.dst_block);
-      op.copy.ndim = tp.ndim;
-      for (int k = 0; k < tp.ndim; ++k) {
-        const auto kk = static_cast<std::size_t>(k), d = static_cast<std::size_t>(tp.perm[kk]);
-        op.copy.extent[kk] = p.ext[d];
-        op.copy.src_stride[kk] = f[kRefFields + static_cast<std::ptrdiff_t>(d)];
-        op.copy.dst_stride[kk] = ds.strides[kk];
-      }
-      t->pulled_[static_cast<std::size_t>(q)].push_back(op);
+      coords remote_strides{};
+      std::copy(f + kRefFields, f + kPieceFields, remote_strides.begin());
+      t->pulled_[static_cast<std::size_t>(q)].push_back(
+          {m->at(f[5]), exchange_map::dst_corner(tp, p),
+           exchange_map::direct_copy(tp, p.ext, remote_strides, tp.dst->storage(p.dst_block).strides), &tp});
     });
   }
   if (!agreed_min(ok ? 1 : 0, g.comm)) return nullptr;

@@ -284,18 +284,26 @@ std::vector<int> random_perm(int n, testing::splitmix64& rng) {
   return p;
 }
 
+// Random case `trial` (1-D…5-D by trial, random shape, permutation; alpha and beta
+// cycling through {1, 2} and {0, 0.5}).
+case_params random_case(int trial, testing::splitmix64& rng) {
+  const int n = 1 + trial % 5;
+  case_params c;
+  for (int d = 0; d < n; ++d) c.shape.push_back(1 + static_cast<std::int64_t>(rng() % (n <= 2 ? 13 : 5)));
+  c.perm = random_perm(n, rng);
+  c.alpha = trial % 3 == 0 ? 1.0 : 2.0;
+  c.beta = trial % 2 == 0 ? 0.0 : 0.5;
+  return c;
+}
+
 const rd::transport kTransports[] = {rd::transport::packed, rd::transport::pipelined, rd::transport::datatype,
                                      rd::transport::one_sided, rd::transport::alltoallv, rd::transport::automatic};
 
 TEST(Redistribute, RandomLayoutsEveryTransport) {
   testing::splitmix64 rng(2024);
   for (int trial = 0; trial < 12; ++trial) {
-    const int n = 1 + trial % 5;
-    case_params c;
-    for (int d = 0; d < n; ++d) c.shape.push_back(1 + static_cast<std::int64_t>(rng() % (n <= 2 ? 13 : 5)));
-    c.perm = random_perm(n, rng);
-    c.alpha = trial % 3 == 0 ? 1.0 : 2.0;
-    c.beta = trial % 2 == 0 ? 0.0 : 0.5;
+    const case_params c = random_case(trial, rng);
+    const int n = static_cast<int>(c.shape.size());
     for (rd::transport m : kTransports) {
       const std::string label = "trial " + std::to_string(trial) + " ndim " + std::to_string(n) + " " +
                                 std::string(rd::transport_name(m));
@@ -370,12 +378,8 @@ TEST(Redistribute, OneCopyThroughNodeMemory) {
   if (!all_on_one_node()) GTEST_SKIP() << "the ranks span several nodes";
   testing::splitmix64 rng(4711);
   for (int trial = 0; trial < 10; ++trial) {
-    const int n = 1 + trial % 5;
-    case_params c;
-    for (int d = 0; d < n; ++d) c.shape.push_back(1 + static_cast<std::int64_t>(rng() % (n <= 2 ? 13 : 5)));
-    c.perm = random_perm(n, rng);
-    c.alpha = trial % 3 == 0 ? 1.0 : 2.0;
-    c.beta = trial % 2 == 0 ? 0.0 : 0.5;
+    case_params c = random_case(trial, rng);
+    const int n = static_cast<int>(c.shape.size());
     const auto seed = 700 + static_cast<std::uint64_t>(trial);
     const std::string label = "trial " + std::to_string(trial) + " ndim " + std::to_string(n);
     c.node_destinations = true;
