@@ -158,6 +158,9 @@ int main(int argc, char** argv) {
   bench_model->add_option("--dsop-sizes", mo.dsop_sizes, "DSOP N = M (float64)")->delimiter(',')->capture_default_str();
   bench_model->add_option("--redistribute-sizes", mo.redistribute_sizes, "Redistribute n x n float64, block-cyclic Px1 -> 1xP")
       ->delimiter(',')->capture_default_str();
+  bench_model->add_option("--engines", mo.engines, "Engines whose cases run")->delimiter(',')->capture_default_str()
+      ->check(CLI::IsMember({"allreduce", "dsop", "redistribute", "alltoall"}));
+  bench_model->add_option("--alltoall-bytes", mo.alltoall_bytes, "All-to-all bytes per rank pair (real nodes only)")->delimiter(',')->capture_default_str();
   bench_model->add_option("--iterations", mo.iterations, "Calls per row over all rounds")->capture_default_str()->check(CLI::Range(2, 100000));
   bench_model->add_option("--rounds", mo.rounds, "Rounds over all candidates")->capture_default_str()->check(CLI::Range(1, 1000));
   bench_model->add_option("--ranks-per-node", mo.ranks_per_node, "Emulated ranks per node (0: real nodes)")->capture_default_str();

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "conveyor/alltoall.hpp"
 #include "conveyor/collectives.hpp"
 #include "conveyor/outer.hpp"
 #include "conveyor/redistribute.hpp"
@@ -46,7 +48,7 @@ node_shape job_nodes(int ranks_per_node) {
 // One case of one engine: the candidates' predictions and measured medians.
 struct candidate {
   std::string name;
-  std::function<double()> run;  // one call; returns the model's prediction for it
+  std::function<double()> run;  // one call; returns the model's prediction for it (NaN: a baseline the model does not cover)
   double predicted = 0, measured = 0;
 };
 
@@ -60,12 +62,13 @@ void measure_case(const std::string& config, const std::string& engine, const st
   std::size_t pick = 0, fastest = 0;
   for (std::size_t i = 0; i < cs.size(); ++i) {
     cs[i].measured = summarize(samples[i]).median;
-    if (cs[i].predicted < cs[pick].predicted) pick = i;
+    if (std::isnan(cs[pick].predicted) || cs[i].predicted < cs[pick].predicted) pick = i;
     if (cs[i].measured < cs[fastest].measured) fastest = i;
   }
   for (const auto& c : cs) {
-    rep.add_row({config, engine, what, c.name, format_fixed(c.predicted * 1e3, 4), format_fixed(c.measured * 1e3, 4),
-                 format_fixed(c.predicted / c.measured, 2), ""});
+    const bool modelled = !std::isnan(c.predicted);
+    rep.add_row({config, engine, what, c.name, modelled ? format_fixed(c.predicted * 1e3, 4) : "-",
+                 format_fixed(c.measured * 1e3, 4), modelled ? format_fixed(c.predicted / c.measured, 2) : "-", ""});
   }
   const double cost_of_pick = cs[pick].measured / cs[fastest].measured;
   rep.add_row({config, engine, what, "model picks " + cs[pick].name, format_fixed(cs[pick].predicted * 1e3, 4),
@@ -170,6 +173,39 @@ void redistribute_cases(const std::string& config, const model_bench_options& op
   }
 }
 
+// MPI_Alltoall's movement, `bytes` per rank pair: Conveyor's pairwise exchange and,
+// across nodes, the node-aware one, each beside the model's prediction, with the
+// MPI library's own MPI_Alltoall as the baseline (not modelled). The layout is the
+// library's (real nodes, or CONVEYOR_RANKS_PER_NODE).
+void alltoall_cases(const std::string& config, const model_bench_options& opt, report& rep) {
+  const int P = world_size();
+  const int nodes = alltoall_nodes(MPI_COMM_WORLD);
+  for (const std::size_t bytes : opt.alltoall_bytes) {
+    const auto b = static_cast<std::int64_t>(bytes);
+    std::vector<char> send(bytes * static_cast<std::size_t>(P), 1), recv(send.size());
+    std::vector<byte_map> maps(static_cast<std::size_t>(P));
+    for (int q = 0; q < P; ++q) maps[static_cast<std::size_t>(q)] = {byte_box{q * b, b, 0, {}, {}}};
+    const std::array<double, 2> predicted = predict_alltoall(b, MPI_COMM_WORLD);
+    std::vector<candidate> cs;
+    cs.push_back({"pairwise", [&] {
+                    alltoallw(send.data(), maps, recv.data(), maps, MPI_COMM_WORLD);
+                    return predicted[0];
+                  }});
+    if (nodes > 1) {
+      cs.push_back({"by_nodes", [&] {
+                      alltoall_by_nodes(send.data(), recv.data(), b, MPI_COMM_WORLD);
+                      return predicted[1];
+                    }});
+    }
+    cs.push_back({"MPI_Alltoall", [&] {
+                    MPI_Alltoall(send.data(), static_cast<int>(bytes), MPI_BYTE, recv.data(), static_cast<int>(bytes),
+                                 MPI_BYTE, MPI_COMM_WORLD);
+                    return std::nan("");
+                  }});
+    measure_case(config, "alltoall", format_bytes(bytes), cs, opt, rep);
+  }
+}
+
 // --- the model alone, for machines this project cannot run on -------------------
 
 // The papers' clusters. Neither paper states latencies or intra-node rates; the
@@ -227,6 +263,18 @@ int extrapolate(const model_bench_options& opt) {
                    format_fixed(base * 1e3, 3), format_fixed(base / t, 2)});
     }
   }
+  // MPI_Alltoall of 64 B and 4 KiB per rank pair (an FFT's small transposes); baseline pairwise.
+  for (int nodes = 64; nodes <= 4096; nodes *= 2) {
+    for (int rpn = 1; rpn <= 64; rpn *= 2) {
+      for (const std::int64_t b : {std::int64_t{64}, std::int64_t{4096}}) {
+        const std::array<double, 2> t = predict_alltoall(b, nodes, rpn, m);
+        const bool by_nodes = t[1] < t[0];
+        rep.add_row({opt.params, "alltoall", format_bytes(static_cast<std::size_t>(b)), std::to_string(nodes),
+                     std::to_string(rpn), by_nodes ? "by_nodes" : "pairwise", format_fixed(t[by_nodes] * 1e3, 3),
+                     "pairwise", format_fixed(t[0] * 1e3, 3), format_fixed(t[0] / t[by_nodes], 2)});
+      }
+    }
+  }
   // The papers' own configurations, for the comparison with what they publish.
   const auto paper_row = [&](const std::string& engine, const std::string& size, int nodes, int rpn, double pick_t,
                              const std::string& pick, const std::string& base, double base_t) {
@@ -268,9 +316,14 @@ int run_model_bench(const model_bench_options& opt) {
   rep.add_note(std::to_string(ns.nodes) + " nodes of " + std::to_string(ns.min_local) + "-" +
                std::to_string(ns.max_local) + " ranks; barrier before each call; candidates interleaved over " +
                std::to_string(opt.rounds) + " rounds, " + std::to_string(opt.iterations) + " calls each");
-  allreduce_cases(config, ns, opt, rep);
-  dsop_cases(config, opt, rep);
-  redistribute_cases(config, opt, rep);
+  const auto wanted = [&](const char* engine) {
+    return std::find(opt.engines.begin(), opt.engines.end(), engine) != opt.engines.end();
+  };
+  if (wanted("allreduce")) allreduce_cases(config, ns, opt, rep);
+  if (wanted("dsop")) dsop_cases(config, opt, rep);
+  if (wanted("redistribute")) redistribute_cases(config, opt, rep);
+  // The all-to-all's layout is the library's, not the option's.
+  if (wanted("alltoall") && opt.ranks_per_node == 0) alltoall_cases(config, opt, rep);
   rep.publish(opt.json_path, opt.csv_path);
   return 0;
 }

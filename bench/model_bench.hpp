@@ -3,7 +3,8 @@
 //
 // Measured mode (collective over MPI_COMM_WORLD): every allreduce algorithm the
 // model offers on this job's node layout, every DSOP algorithm, and every
-// Redistribute transport, each timed (barrier before each call, slowest rank,
+// Redistribute transport, and the all-to-all's pairwise and node-aware exchanges
+// (beside the MPI library's own MPI_Alltoall, not modelled), each timed (barrier before each call, slowest rank,
 // algorithms interleaved in rounds, median) beside the model's prediction for the
 // same call (the reports' predicted_seconds; the plan's predicted_seconds(t)).
 // Per case it also names the model's pick and the measured fastest, and how much
@@ -29,6 +30,10 @@ struct model_bench_options {
   std::vector<std::size_t> dsop_sizes = {256, 1024, 2048};
   /// Redistribute: an n x n float64 matrix, block-cyclic 32 x 32 from a P x 1 grid to 1 x P.
   std::vector<std::int64_t> redistribute_sizes = {512, 2048};
+  /// All-to-all bytes per rank pair (real nodes only: --ranks-per-node 0).
+  std::vector<std::size_t> alltoall_bytes = {8, 64, 512, 4096, 32768, 262144};
+  /// Which engines' cases run: allreduce, dsop, redistribute, alltoall.
+  std::vector<std::string> engines = {"allreduce", "dsop", "redistribute", "alltoall"};
   int iterations = 9;  // per row, over all rounds (the first call of each turn a warm-up)
   int rounds = 3;
   int ranks_per_node = 0;  // 0: real nodes (MPI_COMM_TYPE_SHARED)

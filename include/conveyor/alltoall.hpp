@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "conveyor/cost_model.hpp"
 #include "conveyor/export.hpp"
 #include "conveyor/types.hpp"
 
@@ -84,6 +85,7 @@ struct alltoallw_report {
 /// What alltoall_auto ran.
 struct alltoall_auto_report {
   bool library = false;  // the MPI library's own call (`library`), not alltoallw
+  bool by_nodes = false;  // the node-aware exchange (alltoall_by_nodes)
   bool trial = false;    // a measuring call of its size class (the result is the same)
   alltoallw_report exchange;  // alltoallw's report when it ran (last run of a trial)
 };
@@ -91,15 +93,35 @@ struct alltoall_auto_report {
 /// MPI_Alltoall of contiguous parts, `bytes` per peer (part q of `send` at
 /// q * bytes, of `recv` likewise; send may be MPI_IN_PLACE), `auto`: per size
 /// class of `bytes` (two per octave) on `comm`, the first calls time alltoallw
-/// against `library(in, out)` (the MPI library's own MPI_Alltoall on the caller's
-/// arguments, from `in` to `out` laid out as send and recv; `in` may be
-/// MPI_IN_PLACE), then one MPI_Allreduce of the slowest rank's medians decides
-/// alike on every rank, and later calls of that class run the faster (the library
-/// unless alltoallw beats it by more than the trials' noise).
-/// CONVEYOR_ALLTOALL_MEASURE=0 always runs alltoallw; =trace prints each decision
-/// (rank 0). `bytes` must be equal on every rank (MPI_Alltoall's matching rule).
+/// (the pairwise exchange), the node-aware exchange (alltoall_by_nodes; when the
+/// ranks span several nodes) and `library(in, out)` (the MPI library's own
+/// MPI_Alltoall on the caller's arguments, from `in` to `out` laid out as send
+/// and recv; `in` may be MPI_IN_PLACE), then one MPI_Allreduce of the slowest
+/// rank's medians decides alike on every rank, and later calls of that class run
+/// the fastest (the library unless one of Conveyor's beats it by more than the
+/// trials' noise). CONVEYOR_ALLTOALL_MEASURE=0 runs Conveyor's two only, the one
+/// the cost model predicts faster (docs/algorithms.md); =trace prints each
+/// decision (rank 0). `bytes` must be equal on every rank (MPI_Alltoall's
+/// matching rule).
 CONVEYOR_API alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t bytes, MPI_Comm comm,
                                                 const std::function<void(const void* in, void* out)>& library);
+
+/// MPI_Alltoall of contiguous parts (as alltoall_auto's), node-aware: one
+/// message per ordered pair of nodes, gathered from and scattered to the node's
+/// ranks through its shared memory (steps, leaders and cost:
+/// redistribute/alltoall_by_nodes.hpp). On one node, the pairwise exchange.
+/// Collective; the node communicator is made on the first call. Returns what
+/// this rank exchanged between nodes (send_peers: the node pairs it sent) and,
+/// in self_bytes, what it moved inside its node.
+CONVEYOR_API alltoallw_report alltoall_by_nodes(const void* send, void* recv, std::int64_t bytes, MPI_Comm comm);
+
+/// The cost model's seconds (conveyor/cost_model.hpp's parameters) for one
+/// MPI_Alltoall of `bytes` per rank pair on `comm`'s node layout: [0] pairwise,
+/// [1] node-aware. Collective on a communicator's first use.
+CONVEYOR_API std::array<double, 2> predict_alltoall(std::int64_t bytes, MPI_Comm comm);
+/// The same for a job's shape: `nodes` nodes of `ranks_per_node` ranks, with `model`.
+CONVEYOR_API std::array<double, 2> predict_alltoall(std::int64_t bytes, int nodes, int ranks_per_node,
+                                                    const cost_model& model);
 
 /// How many nodes the ranks of `comm` span (the runtime's node layout: the
 /// shared-memory domains MPI reports, or CONVEYOR_RANKS_PER_NODE). Collective on

@@ -23,6 +23,7 @@
 
 #include "conveyor/contract.hpp"
 #include "redistribute/alltoall_attach.hpp"
+#include "redistribute/alltoall_by_nodes.hpp"
 #include "redistribute/alltoall_shared.hpp"
 #include "redistribute/byte_rows.hpp"
 #include "runtime/buffer_pool.hpp"
@@ -52,8 +53,9 @@ struct pair_plan {
   bool failed = false;  // the sender moved it otherwise than planned: never unpacked
 };
 
-// alltoall_auto's candidates (runtime/measured_choice.hpp).
-enum class alltoall_path { automatic, mpi, conveyor };
+// alltoall_auto's candidates (runtime/measured_choice.hpp): the library's call,
+// the pairwise exchange (alltoallw), the node-aware one (several nodes only).
+enum class alltoall_path { automatic, mpi, conveyor, by_nodes };
 
 struct alltoall_state final : detail::engine_state {
   // alltoall_auto: per size class of the bytes per peer, what its trials decided.
@@ -62,6 +64,7 @@ struct alltoall_state final : detail::engine_state {
   std::vector<byte_map> even_maps;  // the contiguous maps of alltoall_auto's last size
   std::int64_t even_bytes = -1;
   int nodes = 0;  // alltoall_nodes, once known
+  std::unique_ptr<redistribute::detail::by_nodes_exchange> by_nodes;  // made on its first call
   unsigned calls = 0;
   detail::byte_buffer send_packages, recv_packages;
   redistribute::detail::attach_state attach;
@@ -457,6 +460,41 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   return rep;
 }
 
+namespace {
+
+// The contiguous maps of `bytes` per peer (part q at q * bytes), kept for the last size.
+const std::vector<byte_map>& even_maps(alltoall_state& state, int P, std::int64_t bytes) {
+  if (state.even_bytes != bytes || state.even_maps.size() != static_cast<std::size_t>(P)) {
+    state.even_maps.assign(static_cast<std::size_t>(P), {});
+    for (int q = 0; q < P; ++q) {
+      if (bytes) state.even_maps[static_cast<std::size_t>(q)] = {byte_box{q * bytes, bytes, 0, {}, {}}};
+    }
+    state.even_bytes = bytes;
+  }
+  return state.even_maps;
+}
+
+alltoallw_report run_by_nodes(alltoall_state& state, detail::comm_context& ctx, const detail::node_layout& layout,
+                              const void* send, void* recv, std::int64_t bytes) {
+  if (!state.by_nodes) state.by_nodes = std::make_unique<redistribute::detail::by_nodes_exchange>();
+  return state.by_nodes->run(ctx, layout, send, recv, bytes);
+}
+
+}  // namespace
+
+alltoallw_report alltoall_by_nodes(const void* send, void* recv, std::int64_t bytes, MPI_Comm comm) {
+  if (bytes < 0) throw error(errc::invalid_argument, "alltoall_by_nodes: negative bytes per peer");
+  detail::comm_context& ctx = detail::context_for(comm);
+  auto& state = ctx.state<alltoall_state>(kAlltoallSlot);
+  const detail::node_layout& layout = ctx.layout(ctx.env_ranks_per_node);
+  if (send == MPI_IN_PLACE) send = recv;
+  if (layout.nodes == 1 || bytes == 0) {
+    const std::vector<byte_map>& maps = even_maps(state, ctx.size, bytes);
+    return alltoallw(send, maps, recv, maps, comm);
+  }
+  return run_by_nodes(state, ctx, layout, send, recv, bytes);
+}
+
 alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t bytes, MPI_Comm comm,
                                    const std::function<void(const void* in, void* out)>& library) {
   static const detail::measuring measuring = detail::measuring_setting("CONVEYOR_ALLTOALL_MEASURE");
@@ -465,38 +503,47 @@ alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t by
   detail::comm_context* ctx = &detail::context_for(comm);  // alltoallw below makes the collective call
   auto& state = ctx->state<alltoall_state>(kAlltoallSlot);
   const int P = ctx->size;
-  if (state.even_bytes != bytes || state.even_maps.size() != static_cast<std::size_t>(P)) {
-    state.even_maps.assign(static_cast<std::size_t>(P), {});
-    for (int q = 0; q < P; ++q) {
-      if (bytes) state.even_maps[static_cast<std::size_t>(q)] = {byte_box{q * bytes, bytes, 0, {}, {}}};
-    }
-    state.even_bytes = bytes;
-  }
-  const auto ours = [&](const void* in, void* out) {
-    rep.exchange = alltoallw(in == MPI_IN_PLACE ? out : in, state.even_maps, out, state.even_maps, comm);
+  const std::vector<byte_map>& maps = even_maps(state, P, bytes);
+  const detail::node_layout& layout = ctx->layout(ctx->env_ranks_per_node);
+  const bool several_nodes = layout.nodes > 1;
+  const auto run = [&](alltoall_path path, const void* in, void* out) {
+    if (in == MPI_IN_PLACE) in = out;
+    rep.by_nodes = path == alltoall_path::by_nodes;
+    if (path == alltoall_path::mpi) library(in == out ? MPI_IN_PLACE : in, out);
+    else if (path == alltoall_path::by_nodes) rep.exchange = run_by_nodes(state, *ctx, layout, in, out, bytes);
+    else rep.exchange = alltoallw(in, maps, out, maps, comm);
   };
-  if (measuring == detail::measuring::off || P == 1 || bytes == 0) {
-    ours(send, recv);
+  if (P == 1 || bytes == 0) {
+    run(alltoall_path::conveyor, send, recv);
+    return rep;
+  }
+  if (measuring == detail::measuring::off) {  // the cost model chooses between Conveyor's two
+    const auto predicted =
+        redistribute::detail::predict_alltoall_paths(bytes, P, layout.nodes, layout.max_local, current_cost_model());
+    run(several_nodes && predicted[1] < predicted[0] ? alltoall_path::by_nodes : alltoall_path::conveyor, send, recv);
     return rep;
   }
   const int cls = detail::size_class(static_cast<std::size_t>(bytes));
   if (state.measured.size() <= static_cast<std::size_t>(cls)) state.measured.resize(static_cast<std::size_t>(cls) + 1);
   auto& m = state.measured[static_cast<std::size_t>(cls)];
-  const auto run = [&](alltoall_path path, const void* in, void* out) {
-    if (path == alltoall_path::mpi) library(in, out);
-    else ours(in, out);
-  };
   if (m.decided == alltoall_path::automatic) {
-    if (m.count == 0) m.candidates[0] = alltoall_path::conveyor, m.candidates[1] = alltoall_path::mpi, m.count = 2;
+    if (m.count == 0) {
+      m.candidates[0] = alltoall_path::conveyor, m.candidates[1] = alltoall_path::mpi, m.count = 2;
+      if (several_nodes) m.candidates[2] = alltoall_path::by_nodes, m.count = 3;
+    }
     const alltoall_path trial = detail::run_next_trial(
         m, cls, send, recv, static_cast<std::size_t>(bytes) * static_cast<std::size_t>(P), state.trial_out, run,
         ctx->comm, [&](const double* agreed, int trials) {
           if (measuring != detail::measuring::traced || ctx->rank != 0) return;
+          const char* decided = m.decided == alltoall_path::mpi ? "mpi"
+                                : m.decided == alltoall_path::by_nodes ? "by_nodes" : "conveyor";
           std::fprintf(stderr,
-                       "conveyor alltoall auto: %lld B per peer on %d ranks, %d trials each, median (spread) of the "
-                       "slowest rank: conveyor %.2f us (%.0f%%) mpi %.2f us (%.0f%%) -> %s\n",
-                       static_cast<long long>(bytes), P, trials, agreed[0] * 1e6, agreed[2] * 100, agreed[1] * 1e6,
-                       agreed[3] * 100, m.decided == alltoall_path::mpi ? "mpi" : "conveyor");
+                       "conveyor alltoall auto: %lld B per peer on %d ranks (%d nodes), %d trials each, median "
+                       "(spread) of the slowest rank: conveyor %.2f us (%.0f%%) mpi %.2f us (%.0f%%)",
+                       static_cast<long long>(bytes), P, layout.nodes, trials, agreed[0] * 1e6,
+                       agreed[m.count] * 100, agreed[1] * 1e6, agreed[m.count + 1] * 100);
+          if (m.count == 3) std::fprintf(stderr, " by_nodes %.2f us (%.0f%%)", agreed[2] * 1e6, agreed[5] * 100);
+          std::fprintf(stderr, " -> %s\n", decided);
         });
     rep.trial = true;
     rep.library = trial == alltoall_path::mpi;
@@ -505,6 +552,17 @@ alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t by
   rep.library = m.decided == alltoall_path::mpi;
   run(m.decided, send, recv);
   return rep;
+}
+
+std::array<double, 2> predict_alltoall(std::int64_t bytes, MPI_Comm comm) {
+  detail::comm_context& ctx = detail::context_for(comm);
+  const detail::node_layout& l = ctx.layout(ctx.env_ranks_per_node);
+  return redistribute::detail::predict_alltoall_paths(bytes, ctx.size, l.nodes, l.max_local, current_cost_model());
+}
+
+std::array<double, 2> predict_alltoall(std::int64_t bytes, int nodes, int ranks_per_node, const cost_model& model) {
+  if (nodes < 1 || ranks_per_node < 1) throw error(errc::invalid_argument, "predict_alltoall: nodes and ranks per node must be >= 1");
+  return redistribute::detail::predict_alltoall_paths(bytes, nodes * ranks_per_node, nodes, ranks_per_node, model);
 }
 
 int alltoall_nodes(MPI_Comm comm) {

@@ -38,9 +38,10 @@ constexpr std::array<entry, 17> kSettings = {{
      "succeeds; else packed), packed (pack, MPI message, unpack)",
      "first alltoallw on a communicator"},
     {"CONVEYOR_ALLTOALL_MEASURE", "1",
-     "0: libconveyor_mpi's MPI_Alltoall of contiguous types always runs Conveyor's exchange; 1: per size class "
-     "it times that against the MPI library's own MPI_Alltoall on its first calls and keeps the faster; trace: "
-     "as 1, and rank 0 prints each decision to stderr",
+     "0: libconveyor_mpi's MPI_Alltoall of contiguous types always runs Conveyor's exchange (across nodes the "
+     "pairwise or the node-aware one, as the cost model predicts); 1: per size class it times those against the "
+     "MPI library's own MPI_Alltoall on its first calls and keeps the fastest; trace: as 1, and rank 0 prints "
+     "each decision to stderr",
      "first measured all-to-all in the process"},
     {"CONVEYOR_ALLREDUCE_ALGORITHM", "auto",
      "what `automatic` allreduce runs: auto, ring, recursive_doubling, rabenseifner, hierarchical, mpi",
