@@ -2,13 +2,14 @@
 """Markdown tables from `scripts/bench model`'s CSV files (docs/results.md, "The
 cost model against measurement"):
 
-    bench/report_model.py RESULTS_DIR [--markdown FILE]
+    bench/report_model.py RESULTS_DIR [--markdown FILE] [--measured GLOBS] [--no-extrapolated]
 
 1. Per configuration and engine: how far the tuned model's predictions are from
    the measured medians (predicted / measured over every candidate and size), and
    what its picks cost (the model's pick's measured time / the measured fastest).
 2. Every allreduce size on each configuration: the model's pick beside the
-   measured fastest.
+   measured fastest; every all-to-all size: pairwise, node-aware and the MPI
+   library's MPI_Alltoall, measured (predicted).
 3. The extrapolated tables (model-extrapolated-*.csv): pick and gain over the
    baseline for 64-4096 nodes x 1-64 ranks per node, and the papers' own jobs.
 """
@@ -35,12 +36,12 @@ def measured_tables(files):
     picks = {}
     for path in files:
         data = rows(path)
-        for engine in ("allreduce", "dsop", "redistribute"):
+        for engine in ("allreduce", "dsop", "redistribute", "alltoall"):
             mine = [r for r in data if r["engine"] == engine]
             if not mine:
                 continue
             config = mine[0]["config"]
-            ratios = [float(r["predicted/measured"]) for r in mine if r["predicted/measured"]]
+            ratios = [float(r["predicted/measured"]) for r in mine if r["predicted/measured"] not in ("", "-")]
             summary = [r for r in mine if r["algorithm"].startswith("model picks")]
             costs = [(float(r["pick/fastest"]), r["case"]) for r in summary]
             good = sum(1 for c, _ in costs if c <= 1.10)
@@ -54,7 +55,29 @@ def measured_tables(files):
     for config, r in picks.get("allreduce", []):
         detail.append(f"| {config} | {r['case']} | {r['algorithm'].replace('model picks ', '')} | {r['predicted_ms']} | "
                       f"{r['measured_ms'].replace('fastest ', '')} | {r['pick/fastest']} |")
-    return out + detail
+    if not picks.get("allreduce"):
+        detail = []
+    return out + detail + alltoall_table(picks.get("alltoall", []), files)
+
+
+def alltoall_table(summaries, files):
+    """Every all-to-all size: each candidate's measured ms (the model's prediction
+    in parentheses) beside the MPI library's MPI_Alltoall, and the model's pick."""
+    if not summaries:
+        return []
+    out = ["", "| configuration | bytes per pair | pairwise ms (model) | by_nodes ms (model) | MPI_Alltoall ms | "
+           "model picks | measured fastest | pick / fastest |", "|---|---:|---:|---:|---:|---|---|---:|"]
+    data = [r for path in files for r in rows(path) if r["engine"] == "alltoall"]
+    for config, s in summaries:
+        def cell(name):
+            r = next((x for x in data if x["config"] == config and x["case"] == s["case"] and x["algorithm"] == name), None)
+            if r is None:
+                return "—"
+            return r["measured_ms"] + (f" ({r['predicted_ms']})" if r["predicted_ms"] != "-" else "")
+        out.append(f"| {config} | {s['case']} | {cell('pairwise')} | {cell('by_nodes')} | {cell('MPI_Alltoall')} | "
+                   f"{s['algorithm'].replace('model picks ', '')} | {s['measured_ms'].replace('fastest ', '')} | "
+                   f"{s['pick/fastest']} |")
+    return out
 
 
 def extrapolated_tables(path):
@@ -62,7 +85,8 @@ def extrapolated_tables(path):
     params = data[0]["params"]
     out = []
     for engine, size, base in (("allreduce", "1.8 MiB", "ring"), ("allreduce", "64 MiB", "ring"),
-                               ("dsop", "8000^2", "allreduce")):
+                               ("dsop", "8000^2", "allreduce"), ("alltoall", "64 B", "pairwise"),
+                               ("alltoall", "4 KiB", "pairwise")):
         mine = [r for r in data if r["engine"] == engine and r["size"] == size and "paper" not in r["params"]]
         if not mine:
             continue
@@ -91,11 +115,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results")
     ap.add_argument("--markdown")
+    ap.add_argument("--measured", default="model-shm-*.csv,model-cluster-*.csv",
+                    help="comma-separated globs of the measured CSV files in RESULTS_DIR")
+    ap.add_argument("--no-extrapolated", action="store_true", help="leave out the extrapolated tables")
     a = ap.parse_args()
-    files = sorted(glob.glob(os.path.join(a.results, "model-shm-*.csv"))) + \
-        sorted(glob.glob(os.path.join(a.results, "model-cluster-*.csv")))
+    files = [f for g in a.measured.split(",") for f in sorted(glob.glob(os.path.join(a.results, g)))]
     lines = measured_tables(files) if files else []
-    for path in sorted(glob.glob(os.path.join(a.results, "model-extrapolated-*.csv"))):
+    for path in [] if a.no_extrapolated else sorted(glob.glob(os.path.join(a.results, "model-extrapolated-*.csv"))):
         lines += extrapolated_tables(path)
     text = "\n".join(lines) + "\n"
     if a.markdown:
