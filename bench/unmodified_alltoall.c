@@ -14,7 +14,9 @@
  *                                 --cold 1: made, committed and freed around
  *                                 every call, so every call decodes them anew;
  *                                 --alloc-mem 1: both arrays from MPI_Alloc_mem, as
- *                                 programs that want the library's memory do)
+ *                                 programs that want the library's memory do;
+ *                                 --alloc-mem 2: each array a rank's part of an
+ *                                 MPI_Win_allocate_shared window of the node)
  *
  * A sample is a barrier and K back-to-back calls (K from rank 0, so a sample lasts
  * ~2 ms or one call), timed as the slowest rank's. Every result is checked (each
@@ -26,7 +28,7 @@
  * memcpy of the bytes that cross ranks (the bound of a path that copies those
  * twice, as a shared-memory transfer does).
  *
- * usage: unmodified_alltoall --call C [--min B] [--max B] [--n N] [--type T] [--cold 0|1] [--alloc-mem 0|1] [--samples S]
+ * usage: unmodified_alltoall --call C [--min B] [--max B] [--n N] [--type T] [--cold 0|1] [--alloc-mem 0|1|2] [--samples S]
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -130,9 +132,20 @@ static void free_types(int P, MPI_Datatype* st, MPI_Datatype* rt) {
   for (int q = 0; q < P; ++q) MPI_Type_free(&st[q]), MPI_Type_free(&rt[q]);
 }
 
+/* --alloc-mem 2: each array a rank's part of a shared-memory window of the node's ranks. */
+static MPI_Win g_windows[2];
+static int g_window_count = 0;
+
 static void* slab_array(size_t bytes, int alloc_mem) {
   void* p = NULL;
   if (!alloc_mem) return malloc(bytes);
+  if (alloc_mem == 2) {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    const int rc = MPI_Win_allocate_shared((MPI_Aint)bytes, 1, MPI_INFO_NULL, node, &p, &g_windows[g_window_count++]);
+    MPI_Comm_free(&node);
+    return rc == MPI_SUCCESS ? p : NULL;
+  }
   return MPI_Alloc_mem((MPI_Aint)bytes, MPI_INFO_NULL, &p) == MPI_SUCCESS ? p : NULL;
 }
 
@@ -210,8 +223,13 @@ static void slab(int N, const char* type_name, int samples, int cold, int alloc_
   }
   free_types(P, st, rt);
   free(st), free(rt), free(ones), free(zeros);
-  if (alloc_mem) MPI_Free_mem(a), MPI_Free_mem(b);
-  else free(a), free(b);
+  if (alloc_mem == 2) {
+    while (g_window_count > 0) MPI_Win_free(&g_windows[--g_window_count]);
+  } else if (alloc_mem) {
+    MPI_Free_mem(a), MPI_Free_mem(b);
+  } else {
+    free(a), free(b);
+  }
 }
 
 int main(int argc, char** argv) {

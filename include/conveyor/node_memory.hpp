@@ -14,7 +14,14 @@
 // plan or call agrees on its other paths on every rank.
 //
 // Not collective: any rank allocates and frees on its own, any number of times.
+//
+// MPI shared-memory windows (MPI_Win_allocate_shared) are node memory too once
+// noted (note_shared_window; libconveyor_mpi notes every one it sees created):
+// every rank of the window maps its whole segment, so a peer in the window reads
+// a sender's rows there with memcpy from its own mapping.
 #pragma once
+
+#include <mpi.h>
 
 #include <cstddef>
 
@@ -35,5 +42,14 @@ CONVEYOR_API bool node_free(void* p) noexcept;
 
 /// True if [p, p + bytes) lies in one allocation of node_alloc that peers can map.
 CONVEYOR_API bool is_node_memory(const void* p, std::size_t bytes);
+
+/// Notes the segment of `win` (from MPI_Win_allocate_shared; MPI_Win_shared_query
+/// gives every rank's part as mapped here) so that the all-to-all's peers that
+/// noted the same window read rows in it with memcpy. Local, not collective;
+/// returns false (nothing noted) if the segment is not one shared file mapping.
+/// Call forget_shared_window before MPI_Win_free.
+CONVEYOR_API bool note_shared_window(MPI_Win win);
+/// Forgets what note_shared_window noted for `win` (nothing if it noted nothing).
+CONVEYOR_API void forget_shared_window(MPI_Win win);
 
 }  // namespace conveyor

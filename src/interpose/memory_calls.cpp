@@ -5,6 +5,9 @@
 // process_vm_readv. Smaller ones, and any that node memory cannot give (the
 // process's descriptor limit: each allocation holds one), go to the MPI library.
 // MPI_Free_mem frees ours and passes the rest on. CONVEYOR_MPI=0: all to MPI.
+// MPI_Win_allocate_shared: the library's window, noted (conveyor::note_shared_window)
+// so that send rows in it are read the same way by the window's other ranks;
+// MPI_Win_free forgets it first (a freed window's handle and memory are reused).
 #include <mpi.h>
 
 #include <exception>
@@ -39,6 +42,19 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
 int MPI_Free_mem(void* base) {
   if (conveyor::node_free(base)) return MPI_SUCCESS;
   return PMPI_Free_mem(base);
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void* baseptr, MPI_Win* win) {
+  const int rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+  if (rc == MPI_SUCCESS && win && conveyor::interpose::current_policy().on && conveyor::note_shared_window(*win)) {
+    conveyor::interpose::count_shared_window();
+  }
+  return rc;
+}
+
+int MPI_Win_free(MPI_Win* win) {
+  if (win) conveyor::forget_shared_window(*win);
+  return PMPI_Win_free(win);
 }
 
 }  // extern "C"

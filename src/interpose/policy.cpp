@@ -99,6 +99,7 @@ struct counters {
   std::atomic<std::uint64_t> algorithms[allreduce_algorithm_count] = {};
   std::atomic<std::uint64_t> decoded = {};
   std::atomic<std::uint64_t> node_memory = {};
+  std::atomic<std::uint64_t> shared_windows = {};
 };
 counters g_counts;
 
@@ -147,6 +148,10 @@ void count_decoded(int types) {
   if (types && current_policy().report) add(g_counts.decoded, static_cast<std::uint64_t>(types));
 }
 
+void count_shared_window() {
+  if (current_policy().report) add(g_counts.shared_windows, 1);
+}
+
 void count_node_memory() {
   if (current_policy().report) add(g_counts.node_memory, 1);
 }
@@ -168,6 +173,7 @@ std::vector<std::uint64_t> my_counts() {
   for (int a = 0; a < allreduce_algorithm_count; ++a) mine.push_back(g_counts.algorithms[a].load());
   mine.push_back(g_counts.decoded.load());
   mine.push_back(g_counts.node_memory.load());
+  mine.push_back(g_counts.shared_windows.load());
   return mine;
 }
 
@@ -200,6 +206,7 @@ std::string format_report(const std::vector<std::uint64_t>& sum, const std::stri
   if (!algs.empty()) out += "  allreduce algorithms:" + algs + "\n";
   if (sum[k]) out += "  derived datatypes decoded " + std::to_string(sum[k]) + " (each once while it lives)\n";
   if (sum[k + 1]) out += "  MPI_Alloc_mem in node memory " + std::to_string(sum[k + 1]) + "\n";
+  if (sum[k + 2]) out += "  MPI_Win_allocate_shared windows noted " + std::to_string(sum[k + 2]) + "\n";
   return out;
 }
 

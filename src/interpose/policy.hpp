@@ -49,6 +49,8 @@ void count_passed(call c, pass_reason why);
 void count_decoded(int types);
 /// An MPI_Alloc_mem served from node memory.
 void count_node_memory();
+/// An MPI_Win_allocate_shared window noted (conveyor::note_shared_window).
+void count_shared_window();
 
 /// Rank 0 prints the counts summed over MPI_COMM_WORLD (collective on it; from the
 /// interposed MPI_Finalize).

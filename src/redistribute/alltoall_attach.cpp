@@ -10,6 +10,7 @@
 #include "conveyor/settings.hpp"
 #include "redistribute/byte_rows.hpp"
 #include "runtime/node_memory.hpp"
+#include "runtime/shared_windows.hpp"
 
 namespace conveyor::redistribute::detail {
 namespace {
@@ -23,6 +24,11 @@ volatile std::uint64_t g_probe_word = 0;
 // allocation's reference in count[0..4], the mapping's absolute address in the
 // sender in count[5] (read_rows' fallback).
 constexpr int kNodeMemoryMark = -1;
+// The first box of a shared-window descriptor: the file's device, inode and the
+// rows' span's offset in it in count[0..2], the span's absolute address in the
+// sender in count[3] (read_rows' fallback) and its bytes in count[4]; the rows
+// follow as offsets from the span's start.
+constexpr int kSharedWindowMark = -2;
 
 // The bytes a map's rows span from base: [lo, hi).
 std::pair<std::int64_t, std::int64_t> rows_span(const byte_map& m) {
@@ -37,6 +43,21 @@ std::pair<std::int64_t, std::int64_t> rows_span(const byte_map& m) {
     lo = std::min(lo, first), hi = std::max(hi, last);
   }
   return {lo, hi};
+}
+
+// The rows of `from` (offsets from `source`, mapped here) into those of `local`.
+int copy_rows(const byte_map& from_rows, const char* source, const byte_map& local, void* base, std::int64_t bytes) {
+  byte_stream from(from_rows, source), to(local, base);
+  char *s = nullptr, *d = nullptr;
+  std::int64_t sn = 0, dn = 0;
+  while (bytes > 0) {
+    if (sn == 0 && !from.take(bytes, s, sn)) return EINVAL;
+    if (dn == 0 && !to.take(bytes, d, dn)) return EINVAL;
+    const std::int64_t n = std::min(sn, dn);
+    std::memcpy(d, s, static_cast<std::size_t>(n));
+    s += n, d += n, sn -= n, dn -= n, bytes -= n;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -123,6 +144,15 @@ byte_map attach_descriptor(const byte_map& rows, const void* base) {
     d.insert(d.begin(), mark);
     return d;
   }
+  conveyor::detail::shared_file_ref file;
+  if (lo < hi && conveyor::detail::find_shared_window(b + lo, static_cast<std::size_t>(hi - lo), file)) {
+    for (byte_box& box : d) box.offset -= lo;
+    byte_box mark;
+    mark.axes = kSharedWindowMark;
+    mark.count = {file.device, file.inode, file.offset, reinterpret_cast<std::intptr_t>(b + lo), hi - lo, 0, 0};
+    d.insert(d.begin(), mark);
+    return d;
+  }
   for (byte_box& box : d) box.offset += reinterpret_cast<std::intptr_t>(b);
   return d;
 }
@@ -130,24 +160,21 @@ byte_map attach_descriptor(const byte_map& rows, const void* base) {
 int read_attached(long pid, byte_map& descriptor, const byte_map& local, void* base, std::int64_t bytes, node_mappings& maps,
                   bool& from_node_memory) {
   from_node_memory = false;
-  if (descriptor.empty() || descriptor.front().axes != kNodeMemoryMark) return read_rows(pid, descriptor, local, base, bytes);
+  const int mark = descriptor.empty() ? 0 : descriptor.front().axes;
+  if (mark != kNodeMemoryMark && mark != kSharedWindowMark) return read_rows(pid, descriptor, local, base, bytes);
   const auto c = descriptor.front().count;  // a copy: the box goes next
-  const std::int64_t mapping = c[5];
   descriptor.erase(descriptor.begin());
-  if (auto m = conveyor::detail::map_node_memory({c[0], c[1], c[2], c[3], c[4], 0})) {
-    maps.used.push_back(m);
-    byte_stream from(descriptor, m->at(0)), to(local, base);
-    char *s = nullptr, *d = nullptr;
-    std::int64_t sn = 0, dn = 0;
-    while (bytes > 0) {
-      if (sn == 0 && !from.take(bytes, s, sn)) return EINVAL;
-      if (dn == 0 && !to.take(bytes, d, dn)) return EINVAL;
-      const std::int64_t n = std::min(sn, dn);
-      std::memcpy(d, s, static_cast<std::size_t>(n));
-      s += n, d += n, sn -= n, dn -= n, bytes -= n;
+  std::int64_t mapping = c[5];
+  if (mark == kSharedWindowMark) {
+    mapping = c[3];
+    if (const char* here = conveyor::detail::local_shared_window({c[0], c[1], c[2]}, static_cast<std::size_t>(c[4]))) {
+      from_node_memory = true;
+      return copy_rows(descriptor, here, local, base, bytes);
     }
+  } else if (auto m = conveyor::detail::map_node_memory({c[0], c[1], c[2], c[3], c[4], 0})) {
+    maps.used.push_back(m);
     from_node_memory = true;
-    return 0;
+    return copy_rows(descriptor, m->at(0), local, base, bytes);
   }
   for (byte_box& box : descriptor) box.offset += mapping;  // back to absolute addresses
   return read_rows(pid, descriptor, local, base, bytes);

@@ -51,8 +51,9 @@ void probe_attach(attach_state& s, MPI_Comm comm, int rank, int size, const std:
 int read_rows(long pid, const byte_map& remote, const byte_map& local, void* base, std::int64_t bytes);
 
 /// The descriptor of a pair's send rows (`rows`, offsets from `base`): where they
-/// lie in node memory (conveyor/node_memory.hpp), a first box naming the
-/// allocation, then the rows as offsets in it, which the receiver copies with
+/// lie in node memory (conveyor/node_memory.hpp) or in an MPI shared window
+/// (runtime/shared_windows.hpp), a first box naming the allocation or the
+/// window's file, then the rows as offsets in it, which the receiver copies with
 /// memcpy from its own mapping (no system call, no page pinning); else their
 /// absolute addresses, for read_rows.
 byte_map attach_descriptor(const byte_map& rows, const void* base);
@@ -66,8 +67,9 @@ struct node_mappings {
 };
 
 /// Reads what `descriptor` (from rank `pid`) names into `local`: node memory
-/// mapped here when it names some and the mapping works (then from_node_memory;
-/// the mapping joins `maps.used`), else read_rows. 0, or the errno of a failed read.
+/// mapped here when it names some and the mapping works (the mapping joins
+/// `maps.used`), or a shared window this process maps too (then
+/// from_node_memory), else read_rows. 0, or the errno of a failed read.
 int read_attached(long pid, byte_map& descriptor, const byte_map& local, void* base, std::int64_t bytes, node_mappings& maps,
                   bool& from_node_memory);
 

@@ -702,6 +702,46 @@ TEST(Alltoall, NodeMemorySendRowsReadByMemcpy) {
   EXPECT_EQ(MPI_Free_mem(node), MPI_SUCCESS);
 }
 
+// Send rows in an MPI shared window (MPI_Win_allocate_shared, noted by
+// libconveyor_mpi) are read by each attached receiver that is in the window too
+// with one memcpy from its own mapping of it; receivers outside it (the windows
+// here are per half of the ranks: even, odd) fall back to process_vm_readv. The
+// bytes are the same either way, and a window freed and allocated again (handles
+// and memory reused) is read right.
+TEST(Alltoall, SharedWindowSendRowsReadByMemcpy) {
+  const int P = size_of(), r = rank_of();
+  const std::int64_t n = std::int64_t{1} << 20;  // per peer: above the shared slots at every rank count
+  MPI_Comm half = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, r % 2, r, &half);
+  const bool attach = conveyor::alltoall_copy_path(MPI_COMM_WORLD) == "cross-memory attach";
+  const bool one_node = conveyor::alltoall_nodes(MPI_COMM_WORLD) == 1;
+  std::vector<conveyor::byte_map> maps(static_cast<std::size_t>(P));
+  for (int q = 0; q < P; ++q) maps[static_cast<std::size_t>(q)] = {conveyor::byte_box{q * n, n, 0, {}, {}}};
+  std::vector<unsigned char> recv(static_cast<std::size_t>(n * P));
+  for (int round = 0; round < 2; ++round) {
+    unsigned char* send = nullptr;
+    MPI_Win win = MPI_WIN_NULL;
+    ASSERT_EQ(MPI_Win_allocate_shared(static_cast<MPI_Aint>(n * P), 1, MPI_INFO_NULL, half, &send, &win), MPI_SUCCESS);
+    for (std::int64_t i = 0; i < n * P; ++i) send[i] = static_cast<unsigned char>(i / n * 31 + r * 7 + i % 251 + round);
+    std::fill(recv.begin(), recv.end(), 0);
+    const conveyor::alltoallw_report rep = conveyor::alltoallw(send, maps, recv.data(), maps, MPI_COMM_WORLD);
+    if (attach && one_node) {
+      int same_half = 0;
+      for (int q = 0; q < P; ++q) same_half += q != r && q % 2 == r % 2;
+      EXPECT_EQ(rep.attached_peers, P - 1);
+      EXPECT_EQ(rep.node_memory_peers, same_half) << "round " << round;
+    }
+    std::int64_t wrong = 0;
+    for (std::int64_t i = 0; i < n * P; ++i) {
+      const std::int64_t q = i / n;
+      wrong += recv[static_cast<std::size_t>(i)] != static_cast<unsigned char>(r * 31 + q * 7 + (r * n + i % n) % 251 + round);
+    }
+    EXPECT_EQ(wrong, 0) << "round " << round;
+    MPI_Win_free(&win);
+  }
+  MPI_Comm_free(&half);
+}
+
 #if MPI_VERSION >= 4
 TEST(Alltoall, CountForms) {
   const int P = size_of(), r = rank_of();
