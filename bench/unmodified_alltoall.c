@@ -140,6 +140,10 @@ static void* slab_array(size_t bytes, int alloc_mem) {
   void* p = NULL;
   if (!alloc_mem) return malloc(bytes);
   if (alloc_mem == 2) {
+    /* Whole pages per rank: the parts are contiguous in the window, so an odd size
+     * would leave the next rank's array odd-aligned (every copy of it slower,
+     * the MPI library's own too). */
+    bytes = (bytes + 4095) / 4096 * 4096;
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     const int rc = MPI_Win_allocate_shared((MPI_Aint)bytes, 1, MPI_INFO_NULL, node, &p, &g_windows[g_window_count++]);

@@ -62,6 +62,11 @@ CONVEYOR_C_API size_t conveyor_dtype_size(conveyor_dtype t);
  * collective. Free with conveyor_node_free (null: nothing). */
 CONVEYOR_C_API int conveyor_node_alloc(size_t bytes, void** result);
 CONVEYOR_C_API void conveyor_node_free(void* p);
+/* An MPI_Win_allocate_shared window's segment as node memory (conveyor::note_shared_window;
+ * libconveyor_mpi notes every window it sees created): *noted is 1 if it is one shared
+ * file mapping, now noted, else 0. Forget it before MPI_Win_free. Not collective. */
+CONVEYOR_C_API int conveyor_note_shared_window(MPI_Win win, int* noted);
+CONVEYOR_C_API void conveyor_forget_shared_window(MPI_Win win);
 
 /* inout[i] = in[i] op inout[i] for i < count (see conveyor/reduce.hpp). */
 CONVEYOR_C_API int conveyor_reduce_local(const void* in, void* inout, size_t count,

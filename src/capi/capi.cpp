@@ -76,6 +76,13 @@ int conveyor_node_alloc(size_t bytes, void** result) {
 
 void conveyor_node_free(void* p) { conveyor::node_free(p); }
 
+int conveyor_note_shared_window(MPI_Win win, int* noted) {
+  if (!noted) return null_result("conveyor_note_shared_window");
+  return guarded([&] { *noted = conveyor::note_shared_window(win) ? 1 : 0; });
+}
+
+void conveyor_forget_shared_window(MPI_Win win) { conveyor::forget_shared_window(win); }
+
 int conveyor_reduce_local(const void* in, void* inout, size_t count, conveyor_dtype t,
                           conveyor_op o) {
   return guarded([&] { conveyor::reduce_local(in, inout, count, to_dtype(t), to_op(o)); });

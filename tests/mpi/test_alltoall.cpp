@@ -26,6 +26,7 @@
 #include <cstddef>
 
 #include "conveyor/alltoall.hpp"
+#include "conveyor/conveyor.h"
 #include "conveyor/node_memory.hpp"
 #include "mpi_test_util.hpp"
 
@@ -725,11 +726,16 @@ TEST(Alltoall, SharedWindowSendRowsReadByMemcpy) {
     for (std::int64_t i = 0; i < n * P; ++i) send[i] = static_cast<unsigned char>(i / n * 31 + r * 7 + i % 251 + round);
     std::fill(recv.begin(), recv.end(), 0);
     const conveyor::alltoallw_report rep = conveyor::alltoallw(send, maps, recv.data(), maps, MPI_COMM_WORLD);
+    int noted = -1;  // noted again through the C API (the preload noted it already)
+    EXPECT_EQ(conveyor_note_shared_window(win, &noted), CONVEYOR_SUCCESS);
     if (attach && one_node) {
       int same_half = 0;
       for (int q = 0; q < P; ++q) same_half += q != r && q % 2 == r % 2;
       EXPECT_EQ(rep.attached_peers, P - 1);
       EXPECT_EQ(rep.node_memory_peers, same_half) << "round " << round;
+      if (same_half > 0) {
+        EXPECT_EQ(noted, 1);
+      }
     }
     std::int64_t wrong = 0;
     for (std::int64_t i = 0; i < n * P; ++i) {
@@ -737,6 +743,7 @@ TEST(Alltoall, SharedWindowSendRowsReadByMemcpy) {
       wrong += recv[static_cast<std::size_t>(i)] != static_cast<unsigned char>(r * 31 + q * 7 + (r * n + i % n) % 251 + round);
     }
     EXPECT_EQ(wrong, 0) << "round " << round;
+    conveyor_forget_shared_window(win);
     MPI_Win_free(&win);
   }
   MPI_Comm_free(&half);
