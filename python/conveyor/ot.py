@@ -45,6 +45,7 @@ from mpi4py import MPI
 
 from . import _conveyor
 from ._backends import foreign_backend, is_foreign
+from ._ot_gradients import is_jax, jax_sinkhorn2
 from ._mpi import agree, comm_address
 from ._ot_points import (METRICS, empirical_barycentric_mapping, empirical_plan_apply, empirical_plan_rows,
                          empirical_sinkhorn, empirical_sinkhorn2, empirical_sinkhorn_divergence)
@@ -145,6 +146,15 @@ def sinkhorn2(a, b, M, reg, method="sinkhorn", numItermax=1000, stopThr=1e-9, ve
     >>> bool(0 <= W < 1e-3)
     True
     """
+    if is_jax(a, b, M) and not log and np.ndim(b) <= 1:
+        # A JAX function with a custom VJP: gradients by implicit differentiation (_ot_gradients.py).
+        start = None if warmstart is None else tuple(np.asarray(w) for w in warmstart)
+
+        def solve_plan(a_, b_, M_):
+            return _solve_numpy(a_, b_, M_, reg, method, numItermax, stopThr, verbose, False, warn, start, comm,
+                                kwargs, True, "sinkhorn2")
+
+        return jax_sinkhorn2(a, b, M, reg, solve_plan, comm)
     return _solve(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, kwargs,
                   want_plan=False, caller="sinkhorn2")
 
