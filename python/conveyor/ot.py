@@ -34,8 +34,12 @@ other dtypes become float64. Arrays of another library that POT has a backend
 for (JAX, PyTorch, CuPy, TensorFlow) are accepted when POT is installed: the
 engine computes on NumPy copies (a device array is copied to the host) and the
 plan, losses and ``log`` vectors come back as that library's arrays, of ``M``'s
-dtype and device, through POT's backend. They come back as values: unlike POT's
-own solver on PyTorch or JAX, no gradient flows through them.
+dtype and device, through POT's backend. ``sinkhorn2`` on JAX arrays (one
+histogram, ``log=False``) is differentiable: ``jax.grad`` / ``jax.value_and_grad``
+/ ``jax.jit`` give the gradient of the converged loss with respect to ``M``, ``a``
+and ``b`` by implicit differentiation of the fixed point (``_ot_gradients.py``;
+the weights' gradients centred), with ``comm`` too. The other results come back as
+values: no gradient flows through them yet (PyTorch included).
 """
 import sys
 import warnings
