@@ -68,18 +68,19 @@ def _conjugate_gradients(apply, rhs, preconditioner, dot, tol, max_iter):
     return y, float(np.sqrt(dot(r, r)) / norm)
 
 
-def sinkhorn2_gradients(P, M, reg, comm=None, tol=1e-10, max_iter=None):
-    """Gradients of L = <P, M> at the entropic optimum `P` with respect to `M`
-    (this rank's rows), `a` (this rank's rows; centred over all ranks) and `b`
-    (whole; centred). float64 throughout."""
+def plan_vjp(P, G, reg, comm=None, tol=1e-10, max_iter=None):
+    """The gradients of <P, G> (G held constant) with respect to `M` (this rank's
+    rows), `a` (this rank's rows; centred over all ranks) and `b` (whole;
+    centred), P being the entropic optimum for (a, b, M): the plan's
+    vector-Jacobian product. float64 throughout."""
     P = np.asarray(P, dtype=np.float64)
-    M = np.asarray(M, dtype=np.float64)
+    G = np.asarray(G, dtype=np.float64)
     reg = float(reg)
     rows = P.sum(axis=1)
     cols = _summed(comm, P.sum(axis=0))
-    PM = P * M
-    r = PM.sum(axis=1) / reg
-    c = _summed(comm, PM.sum(axis=0)) / reg
+    PG = P * G
+    r = PG.sum(axis=1) / reg
+    c = _summed(comm, PG.sum(axis=0)) / reg
     inv_rows = np.divide(1.0, rows, out=np.zeros_like(rows), where=rows > 0)
     inv_cols = np.divide(1.0, cols, out=np.zeros_like(cols), where=cols > 0)
 
@@ -93,11 +94,19 @@ def sinkhorn2_gradients(P, M, reg, comm=None, tol=1e-10, max_iter=None):
         warnings.warn(f"conveyor.ot: the gradient's linear solve stopped at relative residual {residual:.1e} "
                       f"(reg {reg} may be too small for this problem)", UserWarning, stacklevel=3)
     x = inv_rows * (r - P @ y)
-    grad_M = P * (1.0 - M / reg + x[:, None] + y[None, :])
+    grad_M = P * (x[:, None] + y[None, :] - G / reg)
     total_rows = _summed(comm, np.array([float(x.size)]))[0]
     grad_a = reg * (x - _summed(comm, np.array([x.sum()]))[0] / total_rows)
     grad_b = reg * (y - y.mean())
     return grad_M, grad_a, grad_b
+
+
+def sinkhorn2_gradients(P, M, reg, comm=None, tol=1e-10, max_iter=None):
+    """Gradients of L = <P, M> at the entropic optimum `P` with respect to `M`
+    (this rank's rows), `a` (this rank's rows; centred over all ranks) and `b`
+    (whole; centred): the plan's VJP with G = M, plus P itself for M."""
+    grad_M, grad_a, grad_b = plan_vjp(P, M, reg, comm, tol, max_iter)
+    return grad_M + np.asarray(P, dtype=np.float64), grad_a, grad_b
 
 
 def is_jax(*arrays):
@@ -105,47 +114,74 @@ def is_jax(*arrays):
     return any(type(x).__module__.split(".")[0] in ("jax", "jaxlib") for x in arrays)
 
 
-def jax_sinkhorn2(a, b, M, reg, solve_plan, comm):
-    """sinkhorn2's loss as a JAX function of (a, b, M) with a custom VJP: the
-    forward pass solves on NumPy copies (solve_plan(a, b, M) -> this rank's plan;
-    the loss summed over `comm`), the backward pass is sinkhorn2_gradients. Both
-    run as host callbacks, so jax.grad, jax.value_and_grad and jax.jit work."""
+def jax_plan(a, b, M, reg, solve, comm):
+    """The entropic plan and its log potentials as a JAX function of (a, b, M)
+    with a custom VJP (plan_vjp; the potentials' cotangents are not used: callers
+    hand the potentials out through jax.lax.stop_gradient). The forward pass solves
+    on NumPy copies (solve(a, b, M) -> (this rank's plan, log u, log v)), the
+    backward pass is one implicit solve; both are host callbacks, so jax.grad,
+    jax.value_and_grad and jax.jit work. a, b, M: JAX arrays of one floating dtype."""
     import jax
+
+    dtype = M.dtype
+    shapes = (jax.ShapeDtypeStruct(M.shape, dtype), jax.ShapeDtypeStruct(a.shape, dtype),
+              jax.ShapeDtypeStruct(b.shape, dtype))
+
+    def forward(a_, b_, M_):
+        return tuple(np.asarray(x).astype(dtype) for x in solve(np.asarray(a_), np.asarray(b_), np.asarray(M_)))
+
+    @jax.custom_vjp
+    def solution(a_, b_, M_):
+        return jax.pure_callback(forward, shapes, a_, b_, M_)
+
+    def solution_forward(a_, b_, M_):
+        out = jax.pure_callback(forward, shapes, a_, b_, M_)
+        return out, out[0]
+
+    def solution_backward(P, cotangents):
+        def gradients(P_, G_):
+            gM, ga, gb = plan_vjp(P_, G_, reg, comm)
+            return ga.astype(dtype), gb.astype(dtype), gM.astype(dtype)
+
+        return jax.pure_callback(gradients, (shapes[1], shapes[2], shapes[0]), P, cotangents[0])
+
+    solution.defvjp(solution_forward, solution_backward)
+    return solution(a, b, M)
+
+
+def jax_inputs(a, b, M, comm):
+    """a, b, M as JAX arrays of M's floating dtype; POT's empty histograms as uniform ones."""
     import jax.numpy as jnp
 
     M = jnp.asarray(M)
     dtype = M.dtype if M.dtype in (jnp.float32, jnp.float64) else jnp.result_type(float)
     M = M.astype(dtype)
     n, m = M.shape
-    # POT's empty histograms mean uniform ones (constants here: their gradients are dropped).
-    a = jnp.full(n, 1.0 / (comm.allreduce(n) if comm is not None else n), dtype) if np.size(a) == 0 else jnp.asarray(a, dtype)
-    b = jnp.full(m, 1.0 / m, dtype) if np.size(b) == 0 else jnp.asarray(b, dtype)
-    scalar = jax.ShapeDtypeStruct((), dtype)
+    a = jnp.full(n, 1.0 / (comm.allreduce(n) if comm is not None else n), dtype) if a is None or np.size(a) == 0 \
+        else jnp.asarray(a, dtype)
+    b = jnp.full(m, 1.0 / m, dtype) if b is None or np.size(b) == 0 else jnp.asarray(b, dtype)
+    return a, b, M
 
-    def forward(a_, b_, M_):
-        P = np.asarray(solve_plan(np.asarray(a_), np.asarray(b_), np.asarray(M_)))
-        value = _summed(comm, np.array([float((P.astype(np.float64) * np.asarray(M_, np.float64)).sum())]))[0]
-        return np.asarray(value, dtype), P.astype(dtype)
 
-    @jax.custom_vjp
-    def loss(a_, b_, M_):
-        return jax.pure_callback(lambda *v: forward(*v)[0], scalar, a_, b_, M_)
+def total_over_ranks(local, comm):
+    """A JAX scalar summed over `comm`, differentiable in this rank's term (the
+    others' terms are constants here: each rank differentiates its own)."""
+    if comm is None or comm.Get_size() == 1:
+        return local
+    import jax
 
-    def loss_forward(a_, b_, M_):
-        value, P = jax.pure_callback(forward, (scalar, jax.ShapeDtypeStruct(M_.shape, dtype)), a_, b_, M_)
-        return value, (P, M_)
+    rest = jax.pure_callback(lambda x: np.asarray(_summed(comm, np.array([float(x)]))[0] - float(x), dtype=x.dtype),
+                             jax.ShapeDtypeStruct((), local.dtype), jax.lax.stop_gradient(local))
+    return local + rest
 
-    def loss_backward(residual, g):
-        P, M_ = residual
 
-        def gradients(P_, M__):
-            gM, ga, gb = sinkhorn2_gradients(P_, M__, reg, comm)
-            return gM.astype(dtype), ga.astype(dtype), gb.astype(dtype)
+def jax_sinkhorn2(a, b, M, reg, solve_plan, comm):
+    # solve_plan(a, b, M) -> (plan, log u, log v), as jax_plan's solve.
+    """sinkhorn2's loss <P, M> (summed over `comm`) as a JAX function of (a, b,
+    M): the plan from jax_plan, the loss in jax.numpy, so its gradient is the
+    plan's VJP with G = M plus P itself (sinkhorn2_gradients)."""
+    import jax.numpy as jnp
 
-        shapes = (jax.ShapeDtypeStruct(M_.shape, dtype), jax.ShapeDtypeStruct(a.shape, dtype),
-                  jax.ShapeDtypeStruct(b.shape, dtype))
-        gM, ga, gb = jax.pure_callback(gradients, shapes, P, M_)
-        return g * ga, g * gb, g * gM
-
-    loss.defvjp(loss_forward, loss_backward)
-    return loss(a, b, M)
+    a, b, M = jax_inputs(a, b, M, comm)
+    P, _, _ = jax_plan(a, b, M, reg, solve_plan, comm)
+    return total_over_ranks(jnp.sum(P * M), comm)

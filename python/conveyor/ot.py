@@ -9,7 +9,8 @@ and return what they return, computed by Conveyor's Sinkhorn engine;
 ``sinkhorn_unbalanced`` and ``sinkhorn_unbalanced2`` those of
 ``ot.unbalanced`` (``_ot_unbalanced.py``); ``barycenter`` and
 ``free_support_sinkhorn_barycenter`` those of ``ot.bregman``'s barycenters
-(``_ot_barycenter.py``).
+(``_ot_barycenter.py``); ``solve`` POT 0.9's unified ``ot.solve`` for entropic
+problems (``_ot_solve.py``).
 
 The contract followed is POT's (0.9): the iteration starts with the column update
 (v = b / K^T u, then u = a / K v; for ``method="sinkhorn_log"`` the same on log
@@ -55,11 +56,13 @@ from ._ot_points import (METRICS, empirical_barycentric_mapping, empirical_plan_
                          empirical_sinkhorn, empirical_sinkhorn2, empirical_sinkhorn_divergence)
 from ._ot_barycenter import BARYCENTER_METHODS, barycenter, free_support_sinkhorn_barycenter
 from ._ot_unbalanced import UNBALANCED_METHODS, sinkhorn_unbalanced, sinkhorn_unbalanced2
+from ._ot_solve import OTResult, solve
 
 __all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS", "empirical_sinkhorn", "empirical_sinkhorn2",
            "empirical_sinkhorn_divergence", "empirical_plan_apply", "empirical_barycentric_mapping",
            "empirical_plan_rows", "METRICS", "sinkhorn_unbalanced", "sinkhorn_unbalanced2",
-           "UNBALANCED_METHODS", "barycenter", "free_support_sinkhorn_barycenter", "BARYCENTER_METHODS"]
+           "UNBALANCED_METHODS", "barycenter", "free_support_sinkhorn_barycenter", "BARYCENTER_METHODS", "solve",
+           "OTResult"]
 
 #: The ``method`` values Conveyor runs (POT's names).
 IMPLEMENTED_METHODS = ("sinkhorn", "sinkhorn_log")
@@ -155,8 +158,9 @@ def sinkhorn2(a, b, M, reg, method="sinkhorn", numItermax=1000, stopThr=1e-9, ve
         start = None if warmstart is None else tuple(np.asarray(w) for w in warmstart)
 
         def solve_plan(a_, b_, M_):
-            return _solve_numpy(a_, b_, M_, reg, method, numItermax, stopThr, verbose, False, warn, start, comm,
-                                kwargs, True, "sinkhorn2")
+            plan, log_ = _solve_numpy(a_, b_, M_, reg, method, numItermax, stopThr, verbose, True, warn, start, comm,
+                                      kwargs, True, "sinkhorn2")
+            return plan, np.log(log_["u"]), np.log(log_["v"])
 
         return jax_sinkhorn2(a, b, M, reg, solve_plan, comm)
     return _solve(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, kwargs,

@@ -1,0 +1,234 @@
+"""POT 0.9's unified entry point, ``conveyor.ot.solve``, for the problems
+Conveyor solves: entropic optimal transport between two histograms (``reg``
+given, ``reg_type`` "KL" or "entropy", balanced), by the log-domain Sinkhorn
+solver as POT's ``ot.solve`` uses it (its defaults: 1000 iterations, tolerance
+1e-9). The others (exact OT, quadratic regularization, unbalanced marginals, a
+reference measure ``c``) raise NotImplementedError naming what is missing.
+
+``grad`` (on JAX arrays; NumPy has no gradients and PyTorch none yet): "autodiff"
+makes ``value`` and ``value_linear`` differentiable (``value`` by the envelope
+theorem, exact at convergence; ``value_linear`` by implicit differentiation,
+``_ot_gradients.py``), "envelope" ``value`` alone, "detach" neither. The plan and
+the potentials carry no gradient: differentiating through them raises JAX's
+error for host callbacks (where POT's autodiff would differentiate the
+iterations), and under JAX they cost a second solve.
+"""
+import numpy as np
+
+from ._backends import foreign_backend, is_foreign
+from ._ot_gradients import _summed, is_jax, jax_inputs, jax_plan, total_over_ranks
+
+GRAD_MODES = ("autodiff", "envelope", "detach")
+
+
+class OTResult:
+    """The result of :func:`solve`, with the attributes of POT's ``ot.utils.OTResult``
+    that apply to it."""
+
+    def __init__(self, value=None, value_linear=None, plan=None, potentials=None, status=None, log=None):
+        self._value, self._value_linear, self._plan = value, value_linear, plan
+        self._potentials, self._status, self._log = potentials, status, log
+
+    def __repr__(self):
+        shown = ", ".join(f"{k}={v!r}" for k, v in (("value", self._value), ("value_linear", self._value_linear))
+                          if v is not None)
+        return f"OTResult({shown})"
+
+    @property
+    def value(self):
+        """The regularized objective at the solution."""
+        return self._value
+
+    @property
+    def value_linear(self):
+        """The linear part <P, M>."""
+        return self._value_linear
+
+    @property
+    def value_quad(self):
+        """None: no quadratic part in these problems."""
+        return None
+
+    @property
+    def plan(self):
+        """The transport plan (this rank's rows with ``comm``)."""
+        return self._plan
+
+    @property
+    def potentials(self):
+        """The dual potentials (log u, log v) of the log-domain solver, as POT's."""
+        return self._potentials
+
+    @property
+    def potential_a(self):
+        """The first potential."""
+        return None if self._potentials is None else self._potentials[0]
+
+    @property
+    def potential_b(self):
+        """The second potential."""
+        return None if self._potentials is None else self._potentials[1]
+
+    @property
+    def marginals(self):
+        """(row sums, column sums) of the plan."""
+        return self.marginal_a, self.marginal_b
+
+    @property
+    def marginal_a(self):
+        """The plan's row sums."""
+        return None if self._plan is None else self._plan.sum(1)
+
+    @property
+    def marginal_b(self):
+        """The plan's column sums (this rank's rows' share with ``comm``)."""
+        return None if self._plan is None else self._plan.sum(0)
+
+    @property
+    def status(self):
+        """None, as POT's entropic solve leaves it."""
+        return self._status
+
+    @property
+    def log(self):
+        """The solver's log (errors tested, iterations)."""
+        return self._log
+
+
+def _check(M, reg, c, reg_type, unbalanced, unbalanced_type, grad):
+    if grad not in GRAD_MODES:
+        raise ValueError(f"conveyor.ot.solve: grad must be one of {', '.join(GRAD_MODES)}, got {grad!r}")
+    if reg is None or float(reg) == 0:
+        raise NotImplementedError("conveyor.ot.solve: exact OT (reg=None) is not implemented; Conveyor solves "
+                                  "entropic problems (reg > 0): use POT's ot.solve for exact OT")
+    if str(reg_type).lower() not in ("kl", "entropy"):
+        raise NotImplementedError(f"conveyor.ot.solve: reg_type={reg_type!r} is not implemented (only 'KL' and "
+                                  "'entropy'); use POT's ot.solve for it")
+    if c is not None:
+        raise NotImplementedError("conveyor.ot.solve: a reference measure c is not implemented; use POT's ot.solve")
+    if unbalanced is not None and not np.all(np.isinf(np.asarray(unbalanced, dtype=float))):
+        raise NotImplementedError(f"conveyor.ot.solve: unbalanced={unbalanced!r} ({unbalanced_type}) is not "
+                                  "implemented in solve yet; conveyor.ot.sinkhorn_unbalanced solves KL-relaxed "
+                                  "problems")
+    if np.ndim(M) != 2:
+        raise ValueError(f"conveyor.ot.solve: M must be 2-D, got shape {np.shape(M)}")
+
+
+def _solve_numpy(M, a, b, reg, reg_type, max_iter, tol, verbose, warmstart, comm, engine):
+    """Values on NumPy arrays: (value, value_linear, plan, (log_u, log_v), log)."""
+    from .ot import sinkhorn  # (ot.py imports this module)
+
+    M = np.asarray(M)
+    dtype = np.float32 if M.dtype == np.float32 else np.float64
+    n, m = M.shape
+    a = np.full(n, 1.0 / (comm.allreduce(n) if comm is not None else n), dtype) if a is None else a
+    b = np.full(m, 1.0 / m, dtype) if b is None else b
+    plan, log = sinkhorn(a, b, M, reg, method="sinkhorn_log", numItermax=max_iter, stopThr=tol, verbose=verbose,
+                         log=True, warn=True, warmstart=warmstart, comm=comm, **engine)
+    P = plan.astype(np.float64)
+    value_linear = _summed(comm, np.array([float((P * M).sum())]))[0]
+    if str(reg_type).lower() == "entropy":
+        regularizer = float((P * np.log(P + 1e-16)).sum())
+    else:  # KL to a b^T, as POT's nx.kl_div(P, a b^T)
+        regularizer = float((P * np.log(P / (np.asarray(a, np.float64)[:, None] * np.asarray(b, np.float64)[None, :])
+                                        + 1e-16)).sum())
+    value = value_linear + reg * _summed(comm, np.array([regularizer]))[0]
+    potentials = (log["log_u"], log["log_v"])
+    return dtype(value), dtype(value_linear), plan, potentials, log
+
+
+def solve(M, a=None, b=None, reg=None, c=None, reg_type="KL", unbalanced=None, unbalanced_type="KL", method=None,
+          n_threads=1, max_iter=None, plan_init=None, potentials_init=None, tol=None, verbose=False, grad="autodiff",
+          comm=None, **kwargs):
+    """POT's ``ot.solve`` for entropic OT between histograms (see the module's
+    docstring for what is implemented and what ``grad`` does).
+
+    ``a`` and ``b`` default to uniform; ``max_iter`` to 1000 and ``tol`` to 1e-9
+    (POT's); ``potentials_init`` (log u, log v) warm-starts the solver (POT 0.9.5
+    ignores it for this problem; the solution is the same to ``tol``);
+    ``plan_init``, ``method`` and ``n_threads`` are accepted and unused, as in
+    POT's entropic solve (``threads=`` sets Conveyor's). ``comm``: as in
+    :func:`conveyor.ot.sinkhorn` (M and a are this rank's rows; the values are
+    totals; the plan is this rank's rows).
+
+    Returns
+    -------
+    OTResult
+        ``value``, ``value_linear``, ``plan``, ``potentials``, ``status``, ``log``.
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor.ot
+    >>> M = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> res = conveyor.ot.solve(M, reg=0.1)
+    >>> bool(abs(res.plan.sum() - 1) < 1e-9)
+    True
+    """
+    _check(M, reg, c, reg_type, unbalanced, unbalanced_type, grad)
+    reg = float(reg)
+    max_iter = 1000 if max_iter is None else int(max_iter)
+    tol = 1e-9 if tol is None else float(tol)
+    engine = {k: kwargs[k] for k in ("threads", "allreduce_algorithm", "ranks_per_node") if k in kwargs}
+    a = None if a is None or np.size(a) == 0 else a
+    b = None if b is None or np.size(b) == 0 else b
+    if is_jax(M, a, b):
+        return _solve_jax(M, a, b, reg, reg_type, max_iter, tol, verbose, potentials_init, comm, engine, grad)
+    nx = foreign_backend(M, a, b)
+    if nx is None:
+        start = None if potentials_init is None else tuple(np.asarray(p) for p in potentials_init)
+        value, value_linear, plan, potentials, log = _solve_numpy(M, a, b, reg, reg_type, max_iter, tol, verbose,
+                                                                   start, comm, engine)
+        return OTResult(value, value_linear, plan, potentials, None, log)
+
+    def to_numpy(x):
+        return None if x is None else nx.to_numpy(x) if is_foreign(x) else np.asarray(x)
+
+    start = None if potentials_init is None else tuple(to_numpy(p) for p in potentials_init)
+    value, value_linear, plan, potentials, log = _solve_numpy(to_numpy(M), to_numpy(a), to_numpy(b), reg, reg_type,
+                                                               max_iter, tol, verbose, start, comm, engine)
+
+    def back(x):
+        return nx.from_numpy(np.asarray(x), type_as=M)
+
+    return OTResult(back(value), back(value_linear), back(plan), tuple(back(p) for p in potentials), None, log)
+
+
+def _solve_jax(M, a, b, reg, reg_type, max_iter, tol, verbose, potentials_init, comm, engine, grad):
+    """solve on JAX arrays: the plan (and potentials) from one solve with the
+    plan's custom VJP (_ot_gradients.jax_plan); the values computed from it in
+    jax.numpy, so "autodiff" differentiates them through the plan; "envelope"
+    gives the value the envelope theorem's gradients (the plan for M, the centred
+    potentials times reg for the weights, as POT's) and detaches the rest."""
+    import jax
+    import jax.numpy as jnp
+
+    a, b, M = jax_inputs(a, b, M, comm)
+    start = None if potentials_init is None else tuple(np.asarray(p) for p in potentials_init)
+
+    def numpy_solve(a_, b_, M_):
+        _, _, plan, (log_u, log_v), _ = _solve_numpy(M_, a_, b_, reg, reg_type, max_iter, tol, verbose, start, comm,
+                                                     engine)
+        return plan, log_u, log_v
+
+    sg = jax.lax.stop_gradient
+    inputs = (a, b, M) if grad == "autodiff" else (sg(a), sg(b), sg(M))
+    P, log_u, log_v = jax_plan(*inputs, reg, numpy_solve, comm)
+    A, B, C = inputs
+
+    def objective(P_):
+        linear = total_over_ranks(jnp.sum(P_ * C), comm)
+        if str(reg_type).lower() == "entropy":
+            term = jnp.sum(P_ * jnp.log(P_ + 1e-16))
+        else:
+            term = jnp.sum(P_ * jnp.log(P_ / (A[:, None] * B[None, :]) + 1e-16))
+        return linear + reg * total_over_ranks(term, comm), linear
+
+    value, value_linear = objective(P)
+    if grad == "envelope":
+        # Equal to the value; its gradients: P for M, reg * (centred log potentials) for a and b.
+        total_rows = comm.allreduce(a.shape[0]) if comm is not None else a.shape[0]
+        f = reg * (log_u - total_over_ranks(jnp.sum(log_u), comm) / total_rows)
+        g = reg * (log_v - jnp.mean(log_v))
+        value = (sg(value) + jnp.sum(sg(P) * (M - sg(M))) + jnp.sum(sg(f) * (a - sg(a)))
+                 + jnp.sum(sg(g) * (b - sg(b))))
+    return OTResult(value, value_linear, P if grad == "autodiff" else sg(P), (sg(log_u), sg(log_v)), None, None)

@@ -1,0 +1,190 @@
+"""conveyor.ot.solve, POT 0.9's unified entry point for entropic problems: its
+results against POT's own ot.solve (where the installed POT has it: 0.9.5 in
+scripts/test's pip venvs; Debian's 0.8.2 has none, so there the comparison is
+with conveyor.ot.sinkhorn's log-domain solve), what is not implemented, the
+problem split over ranks, and under JAX the three `grad` modes: autodiff
+differentiates the value, the linear value and the plan (against a Sinkhorn loop
+unrolled and differentiated by JAX), envelope gives the value POT's envelope
+gradients and detaches the rest, detach gives values only."""
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import conveyor
+import conveyor.ot
+
+COMM = MPI.COMM_WORLD
+RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+REG = 0.25
+
+
+def problem(n=16, m=11, seed=0):
+    rng = np.random.default_rng(seed)
+    M = rng.random((n, m))
+    a, b = rng.random(n) + 0.5, rng.random(m) + 0.5
+    return M, a / a.sum(), b / b.sum()
+
+
+def reference(M, a, b, reg_type):
+    """POT's ot.solve, or the same formulas over conveyor.ot.sinkhorn's log-domain solve."""
+    try:
+        import ot
+        if hasattr(ot, "solve"):
+            r = ot.solve(M, a, b, reg=REG, reg_type=reg_type)
+            return r.value, r.value_linear, r.plan, r.potentials
+    except ImportError:
+        pass
+    P, log = conveyor.ot.sinkhorn(a, b, M, REG, method="sinkhorn_log", log=True)
+    ref = np.outer(a, b) if reg_type == "KL" else np.ones_like(M)
+    linear = float((P * M).sum())
+    return linear + REG * float((P * np.log(P / ref + 1e-16)).sum()), linear, P, (log["log_u"], log["log_v"])
+
+
+@pytest.mark.parametrize("reg_type", ["KL", "entropy"])
+def test_values_plan_and_potentials_as_pot(reg_type):
+    M, a, b = problem()
+    value, linear, plan, (f, g) = reference(M, a, b, reg_type)
+    res = conveyor.ot.solve(M, a, b, reg=REG, reg_type=reg_type)
+    assert res.value == pytest.approx(value, rel=1e-12) and res.value_linear == pytest.approx(linear, rel=1e-12)
+    np.testing.assert_allclose(res.plan, plan, rtol=1e-10, atol=1e-16)
+    np.testing.assert_allclose(res.potentials[0], f, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(res.potential_b, g, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(res.marginal_a, a, atol=1e-9)
+    assert res.value_quad is None and res.status is None and "niter" in res.log and "value=" in repr(res)
+
+
+def test_defaults_uniform_and_float32():
+    M, _, _ = problem(9, 7, seed=1)
+    res = conveyor.ot.solve(M, reg=REG)
+    np.testing.assert_allclose(res.marginal_a, np.full(9, 1 / 9), atol=1e-9)
+    res32 = conveyor.ot.solve(M.astype(np.float32), reg=REG, tol=1e-6)
+    assert res32.plan.dtype == np.float32 and isinstance(res32.value, np.float32)
+    assert float(res32.value) == pytest.approx(float(res.value), rel=1e-4)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(), "exact OT"),
+    (dict(reg=REG, reg_type="L2"), "reg_type='L2'"),
+    (dict(reg=REG, c=np.ones((4, 3))), "reference measure"),
+    (dict(reg=REG, unbalanced=1.0), "unbalanced=1.0"),
+])
+def test_what_is_not_implemented_says_so(kwargs, words):
+    M, a, b = problem(4, 3)
+    with pytest.raises(NotImplementedError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        conveyor.ot.solve(M, a, b, **kwargs)
+
+
+def test_bad_arguments():
+    M, a, b = problem(4, 3)
+    with pytest.raises(ValueError, match="grad must be one of"):
+        conveyor.ot.solve(M, a, b, reg=REG, grad="unrolled")
+    with pytest.raises(ValueError, match="M must be 2-D"):
+        conveyor.ot.solve(M.ravel(), reg=REG)
+    # Infinite relaxation is the balanced problem (POT's convention).
+    assert conveyor.ot.solve(M, a, b, reg=REG, unbalanced=float("inf")).value == \
+        pytest.approx(conveyor.ot.solve(M, a, b, reg=REG).value)
+
+
+def test_split_over_ranks():
+    """With comm: the values are totals, the plan and the first potential this
+    rank's rows of the one-process ones."""
+    M, a, b = problem(13, 6, seed=2)
+    first, count = conveyor.balanced_rows(13, COMM)
+    rows = slice(first, first + count)
+    whole = conveyor.ot.solve(M, a, b, reg=REG)
+    mine = conveyor.ot.solve(M[rows], a[rows], b, reg=REG, comm=COMM)
+    assert mine.value == pytest.approx(whole.value, rel=1e-10)
+    assert mine.value_linear == pytest.approx(whole.value_linear, rel=1e-10)
+    np.testing.assert_allclose(mine.plan, whole.plan[rows], rtol=1e-9, atol=1e-15)
+
+
+# --- JAX --------------------------------------------------------------------------
+
+def unrolled_plan(a, b, M, iterations=500):
+    import jax
+    import jax.numpy as jnp
+    from jax.scipy.special import logsumexp
+
+    def step(_, fg):
+        f, g = fg
+        g = REG * jnp.log(b) - REG * logsumexp((f[:, None] - M) / REG, axis=0)
+        f = REG * jnp.log(a) - REG * logsumexp((g[None, :] - M) / REG, axis=1)
+        return f, g
+
+    f, g = jax.lax.fori_loop(0, iterations, step, (jnp.zeros_like(a), jnp.zeros_like(b)))
+    return jnp.exp((f[:, None] + g[None, :] - M) / REG)
+
+
+def test_jax_grad_modes():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax.experimental import enable_x64
+
+    M, a, b = problem(12, 9, seed=3)
+    W = np.random.default_rng(4).standard_normal(M.shape)
+    with enable_x64():
+        args = tuple(jnp.asarray(x) for x in (a, b, M))
+
+        def through(grad, pick):
+            return lambda a_, b_, M_: pick(conveyor.ot.solve(M_, a_, b_, reg=REG, tol=1e-13, max_iter=100000,
+                                                             grad=grad))
+
+        # autodiff: the plan's VJP and the linear value against the unrolled loop.
+        mine = jax.grad(through("autodiff", lambda r: jnp.sum(r.plan * W)), argnums=(0, 1, 2))(*args)
+        ref = jax.grad(lambda a_, b_, M_: jnp.sum(unrolled_plan(a_, b_, M_) * W), argnums=(0, 1, 2))(*args)
+        centred = lambda v: np.asarray(v) - np.asarray(v).mean()
+        np.testing.assert_allclose(np.asarray(mine[2]), np.asarray(ref[2]), rtol=1e-7, atol=1e-10)
+        np.testing.assert_allclose(centred(mine[0]), centred(ref[0]), rtol=1e-7, atol=1e-10)
+        np.testing.assert_allclose(centred(mine[1]), centred(ref[1]), rtol=1e-7, atol=1e-10)
+        linear = jax.grad(through("autodiff", lambda r: r.value_linear), argnums=2)(*args)
+        ref_linear = jax.grad(lambda M_: jnp.sum(unrolled_plan(args[0], args[1], M_) * M_))(args[2])
+        np.testing.assert_allclose(np.asarray(linear), np.asarray(ref_linear), rtol=1e-7, atol=1e-10)
+        # The value: envelope is POT's rule (P for M, reg * centred potentials for a and b);
+        # autodiff the value's true gradient, the same for the entropy and, for KL to
+        # a b^T, that minus reg * log of the weights (the reference measure moves with them).
+        for reg_type in ("entropy", "KL"):
+            res = conveyor.ot.solve(M, a, b, reg=REG, reg_type=reg_type, tol=1e-13, max_iter=100000)
+            shift = (np.log(a), np.log(b)) if reg_type == "KL" else (0.0, 0.0)
+
+            def value_of(grad):
+                return lambda a_, b_, M_: conveyor.ot.solve(M_, a_, b_, reg=REG, reg_type=reg_type, tol=1e-13,
+                                                            max_iter=100000, grad=grad).value
+
+            auto = jax.grad(value_of("autodiff"), argnums=(0, 1, 2))(*args)
+            env = jax.grad(value_of("envelope"), argnums=(0, 1, 2))(*args)
+            for g, (sa, sb) in ((auto, shift), (env, (0.0, 0.0))):
+                np.testing.assert_allclose(np.asarray(g[2]), res.plan, rtol=1e-7, atol=1e-12)
+                np.testing.assert_allclose(centred(g[0]), REG * centred(res.potentials[0] - sa), rtol=1e-6, atol=1e-9)
+                np.testing.assert_allclose(centred(g[1]), REG * centred(res.potentials[1] - sb), rtol=1e-6, atol=1e-9)
+            h = 1e-6  # the autodiff gradient is the value's: a central difference along a mass-keeping direction
+            d = np.random.default_rng(5).standard_normal(a.size)
+            d -= d.mean()
+            fd = (float(value_of("detach")(args[0] + h * d, args[1], args[2]))
+                  - float(value_of("detach")(args[0] - h * d, args[1], args[2]))) / (2 * h)
+            assert float(np.asarray(auto[0]) @ d) == pytest.approx(fd, rel=1e-5, abs=1e-8)
+        # envelope detaches the linear value and the plan; detach everything.
+        assert not np.any(np.asarray(jax.grad(through("envelope", lambda r: r.value_linear), argnums=2)(*args)))
+        assert not np.any(np.asarray(jax.grad(through("detach", lambda r: r.value), argnums=2)(*args)))
+        value = jax.jit(lambda M_: conveyor.ot.solve(M_, args[0], args[1], reg=REG).value)(args[2])
+        assert float(value) == pytest.approx(float(res.value), rel=1e-8)
+
+
+def test_jax_split_over_ranks():
+    """Under JAX with comm: each rank's gradient of the total value with respect
+    to its rows of M is those rows of the one-process gradient (autodiff and
+    envelope: the plan's rows)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax.experimental import enable_x64
+
+    M, a, b = problem(11, 5, seed=6)
+    first, count = conveyor.balanced_rows(11, COMM)
+    rows = slice(first, first + count)
+    whole = conveyor.ot.solve(M, a, b, reg=REG, tol=1e-13, max_iter=100000)
+    with enable_x64():
+        for grad in ("autodiff", "envelope"):
+            value, gM = jax.value_and_grad(lambda M_: conveyor.ot.solve(M_, jnp.asarray(a[rows]), jnp.asarray(b), reg=REG,
+                                                                        tol=1e-13, max_iter=100000, grad=grad,
+                                                                        comm=COMM).value)(jnp.asarray(M[rows]))
+            assert float(value) == pytest.approx(float(whole.value), rel=1e-10)
+            np.testing.assert_allclose(np.asarray(gM), whole.plan[rows], rtol=1e-7, atol=1e-12)
