@@ -25,9 +25,11 @@ class OTResult:
     """The result of :func:`solve`, with the attributes of POT's ``ot.utils.OTResult``
     that apply to it."""
 
-    def __init__(self, value=None, value_linear=None, plan=None, potentials=None, status=None, log=None):
+    def __init__(self, value=None, value_linear=None, plan=None, potentials=None, status=None, log=None,
+                 lazy_plan=None):
         self._value, self._value_linear, self._plan = value, value_linear, plan
         self._potentials, self._status, self._log = potentials, status, log
+        self._lazy_plan = lazy_plan
 
     def __repr__(self):
         shown = ", ".join(f"{k}={v!r}" for k, v in (("value", self._value), ("value_linear", self._value_linear))
@@ -53,6 +55,12 @@ class OTResult:
     def plan(self):
         """The transport plan (this rank's rows with ``comm``)."""
         return self._plan
+
+    @property
+    def lazy_plan(self):
+        """The plan without its matrix (``solve_sample(..., lazy=True)``): rows on
+        indexing, as POT's LazyTensor."""
+        return self._lazy_plan
 
     @property
     def potentials(self):
@@ -232,3 +240,75 @@ def _solve_jax(M, a, b, reg, reg_type, max_iter, tol, verbose, potentials_init, 
         value = (sg(value) + jnp.sum(sg(P) * (M - sg(M))) + jnp.sum(sg(f) * (a - sg(a)))
                  + jnp.sum(sg(g) * (b - sg(b))))
     return OTResult(value, value_linear, P if grad == "autodiff" else sg(P), (sg(log_u), sg(log_v)), None, None)
+
+
+# The metrics solve_sample forms a cost matrix for (lazy=False): POT's names.
+_DENSE_METRICS = ("sqeuclidean", "euclidean")
+# POT's solve_sample methods that are other solvers than Sinkhorn.
+_OTHER_METHODS = ("1d", "gaussian", "factored", "lowrank")
+
+
+def _cost_matrix(X_a, X_b, metric):
+    """The cost matrix of two point clouds (JAX arrays stay JAX's, so gradients
+    reach the points): |x|^2 + |y|^2 - 2 x.y, or its square root."""
+    if is_jax(X_a, X_b):
+        import jax.numpy as xp
+    else:
+        xp = np
+        X_a, X_b = np.asarray(X_a), np.asarray(X_b)
+    X_a, X_b = xp.asarray(X_a), xp.asarray(X_b)
+    squared = (X_a ** 2).sum(1)[:, None] + (X_b ** 2).sum(1)[None, :] - 2 * X_a @ X_b.T
+    squared = xp.maximum(squared, 0)
+    return squared if metric == "sqeuclidean" else xp.sqrt(squared)
+
+
+def solve_sample(X_a, X_b, a=None, b=None, metric="sqeuclidean", reg=None, c=None, reg_type="KL", unbalanced=None,
+                 unbalanced_type="KL", lazy=False, batch_size=None, method=None, n_threads=1, max_iter=None,
+                 plan_init=None, rank=100, scaling=0.95, potentials_init=None, X_init=None, tol=None, verbose=False,
+                 grad="autodiff", comm=None, **kwargs):
+    """POT's ``ot.solve_sample`` for entropic OT between point clouds.
+
+    ``lazy=False``: the cost matrix of ``metric`` ("sqeuclidean" or "euclidean"),
+    then :func:`solve` (its results, its ``grad`` modes: on JAX arrays the
+    gradient reaches the points through the cost). ``lazy=True``: Conveyor's
+    point-cloud solver without the matrix (:func:`conveyor.ot.empirical_sinkhorn2`,
+    every metric it has), as POT's lazy branch: ``value_linear``, the log
+    potentials and ``lazy_plan``, ``value`` None; values only (no gradient yet).
+    POT's other methods ("1d", "gaussian", "factored", "lowrank", "geomloss*"),
+    exact and unbalanced problems raise NotImplementedError. ``comm``: with
+    ``lazy=False`` as :func:`solve` (X_a and a this rank's rows, X_b whole); with
+    ``lazy=True`` as ``empirical_sinkhorn2`` (each rank its share of both clouds).
+
+    Returns
+    -------
+    OTResult
+
+    Examples
+    --------
+    >>> import numpy as np, conveyor.ot
+    >>> X = np.array([[0.0], [1.0]])
+    >>> res = conveyor.ot.solve_sample(X, X, reg=0.01, lazy=True)
+    >>> bool(res.value_linear < 1e-6)
+    True
+    """
+    name = "" if method is None else str(method).lower()
+    if name in _OTHER_METHODS or name.startswith("geomloss"):
+        raise NotImplementedError(f"conveyor.ot.solve_sample: method={method!r} is not implemented (Conveyor "
+                                  "solves entropic problems with Sinkhorn); use POT's ot.solve_sample for it")
+    if not lazy:
+        if metric not in _DENSE_METRICS:
+            raise NotImplementedError(f"conveyor.ot.solve_sample: metric={metric!r} with lazy=False is not "
+                                      f"implemented ({', '.join(_DENSE_METRICS)}; lazy=True takes more)")
+        return solve(_cost_matrix(X_a, X_b, metric), a, b, reg, c, reg_type, unbalanced, unbalanced_type, None,
+                     n_threads, max_iter, plan_init, potentials_init, tol, verbose, grad, comm=comm, **kwargs)
+    _check(np.zeros((1, 1)), reg, c, "KL", unbalanced, unbalanced_type, grad)
+    from ._ot_points import empirical_sinkhorn2  # (ot.py imports this module)
+
+    value_linear, log = empirical_sinkhorn2(X_a, X_b, float(reg), a, b, metric=metric,
+                                            numIterMax=1000 if max_iter is None else int(max_iter),
+                                            stopThr=1e-9 if tol is None else float(tol),
+                                            isLazy=True, batchSize=100 if batch_size is None else batch_size,
+                                            verbose=verbose, log=True, comm=comm, **kwargs)
+    nx = foreign_backend(X_a, X_b)
+    log_of = (lambda x: nx.log(x)) if nx is not None else np.log
+    return OTResult(None, value_linear, None, (log_of(log["u"]), log_of(log["v"])), None, log, log["lazy_plan"])

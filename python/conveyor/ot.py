@@ -9,8 +9,8 @@ and return what they return, computed by Conveyor's Sinkhorn engine;
 ``sinkhorn_unbalanced`` and ``sinkhorn_unbalanced2`` those of
 ``ot.unbalanced`` (``_ot_unbalanced.py``); ``barycenter`` and
 ``free_support_sinkhorn_barycenter`` those of ``ot.bregman``'s barycenters
-(``_ot_barycenter.py``); ``solve`` POT 0.9's unified ``ot.solve`` for entropic
-problems (``_ot_solve.py``).
+(``_ot_barycenter.py``); ``solve`` and ``solve_sample`` POT 0.9's unified ``ot.solve`` and
+``ot.solve_sample`` for entropic problems (``_ot_solve.py``).
 
 The contract followed is POT's (0.9): the iteration starts with the column update
 (v = b / K^T u, then u = a / K v; for ``method="sinkhorn_log"`` the same on log
@@ -56,13 +56,13 @@ from ._ot_points import (METRICS, empirical_barycentric_mapping, empirical_plan_
                          empirical_sinkhorn, empirical_sinkhorn2, empirical_sinkhorn_divergence)
 from ._ot_barycenter import BARYCENTER_METHODS, barycenter, free_support_sinkhorn_barycenter
 from ._ot_unbalanced import UNBALANCED_METHODS, sinkhorn_unbalanced, sinkhorn_unbalanced2
-from ._ot_solve import OTResult, solve
+from ._ot_solve import OTResult, solve, solve_sample
 
 __all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS", "empirical_sinkhorn", "empirical_sinkhorn2",
            "empirical_sinkhorn_divergence", "empirical_plan_apply", "empirical_barycentric_mapping",
            "empirical_plan_rows", "METRICS", "sinkhorn_unbalanced", "sinkhorn_unbalanced2",
            "UNBALANCED_METHODS", "barycenter", "free_support_sinkhorn_barycenter", "BARYCENTER_METHODS", "solve",
-           "OTResult"]
+           "solve_sample", "OTResult"]
 
 #: The ``method`` values Conveyor runs (POT's names).
 IMPLEMENTED_METHODS = ("sinkhorn", "sinkhorn_log")

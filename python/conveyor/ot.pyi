@@ -175,7 +175,7 @@ def free_support_sinkhorn_barycenter(measures_locations: Sequence[npt.ArrayLike]
 
 class OTResult:
     def __init__(self, value: Any = ..., value_linear: Any = ..., plan: Any = ..., potentials: Any = ...,
-                 status: Any = ..., log: Optional[Dict[str, Any]] = ...) -> None: ...
+                 status: Any = ..., log: Optional[Dict[str, Any]] = ..., lazy_plan: Any = ...) -> None: ...
     @property
     def value(self) -> Any: ...
     @property
@@ -184,6 +184,8 @@ class OTResult:
     def value_quad(self) -> None: ...
     @property
     def plan(self) -> Any: ...
+    @property
+    def lazy_plan(self) -> Any: ...
     @property
     def potentials(self) -> Optional[Tuple[Any, Any]]: ...
     @property
@@ -207,3 +209,12 @@ def solve(M: npt.ArrayLike, a: Optional[npt.ArrayLike] = ..., b: Optional[npt.Ar
           n_threads: int = ..., max_iter: Optional[int] = ..., plan_init: Optional[npt.ArrayLike] = ...,
           potentials_init: Optional[Sequence[npt.ArrayLike]] = ..., tol: Optional[float] = ...,
           verbose: bool = ..., grad: str = ..., comm: Optional[MPI.Comm] = ..., **kwargs: Any) -> OTResult: ...
+def solve_sample(X_a: npt.ArrayLike, X_b: npt.ArrayLike, a: Optional[npt.ArrayLike] = ...,
+                 b: Optional[npt.ArrayLike] = ..., metric: str = ..., reg: Optional[float] = ...,
+                 c: Optional[npt.ArrayLike] = ..., reg_type: str = ..., unbalanced: Optional[Any] = ...,
+                 unbalanced_type: str = ..., lazy: bool = ..., batch_size: Optional[int] = ...,
+                 method: Optional[str] = ..., n_threads: int = ..., max_iter: Optional[int] = ...,
+                 plan_init: Optional[npt.ArrayLike] = ..., rank: int = ..., scaling: float = ...,
+                 potentials_init: Optional[Sequence[npt.ArrayLike]] = ..., X_init: Optional[npt.ArrayLike] = ...,
+                 tol: Optional[float] = ..., verbose: bool = ..., grad: str = ..., comm: Optional[MPI.Comm] = ...,
+                 **kwargs: Any) -> OTResult: ...

@@ -188,3 +188,73 @@ def test_jax_split_over_ranks():
                                                                         comm=COMM).value)(jnp.asarray(M[rows]))
             assert float(value) == pytest.approx(float(whole.value), rel=1e-10)
             np.testing.assert_allclose(np.asarray(gM), whole.plan[rows], rtol=1e-7, atol=1e-12)
+
+
+# --- solve_sample -------------------------------------------------------------------
+
+def clouds(n=14, m=10, seed=7):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, 2)), rng.standard_normal((m, 2))
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
+def test_solve_sample_as_pot(lazy, metric):
+    """Against POT 0.9.5's ot.solve_sample (venvs); against Conveyor's own two
+    routes where the POT installed has none (each route checks the other)."""
+    X, Y = clouds()
+    res = conveyor.ot.solve_sample(X, Y, reg=0.5, lazy=lazy, metric=metric)
+    import importlib
+    ot = importlib.import_module("ot") if importlib.util.find_spec("ot") else None
+    if ot is not None and hasattr(ot, "solve_sample"):
+        ref = ot.solve_sample(X, Y, reg=0.5, lazy=lazy, metric=metric)
+        value, linear, f = ref.value, ref.value_linear, np.asarray(ref.potentials[0])
+        plan = ref.lazy_plan[:] if lazy else ref.plan
+    else:
+        other = conveyor.ot.solve_sample(X, Y, reg=0.5, lazy=not lazy, metric=metric)
+        linear, f = other.value_linear, np.asarray(other.potentials[0])
+        plan = conveyor.ot.empirical_sinkhorn(X, Y, 0.5, metric=metric)  # the point solver's plan
+        uniform = np.full(plan.shape, 1.0 / plan.size)
+        value = linear + 0.5 * float((plan * np.log(plan / uniform + 1e-16)).sum())
+    assert res.value_linear == pytest.approx(linear, rel=1e-8)
+    if lazy:
+        assert res.value is None and res.plan is None
+        if res.lazy_plan is not None or hasattr(ot, "solve_sample"):  # (POT 0.8 has no LazyTensor to give)
+            np.testing.assert_allclose(res.lazy_plan[:], plan, rtol=1e-7, atol=1e-14)
+    else:
+        assert res.value == pytest.approx(value, rel=1e-8)
+        np.testing.assert_allclose(res.plan, plan, rtol=1e-7, atol=1e-14)
+    mine = np.asarray(res.potentials[0])
+    if not (ot is not None and hasattr(ot, "solve_sample")):  # the two routes fix the shared constant differently
+        mine, f = mine - mine.mean(), f - f.mean()
+    np.testing.assert_allclose(mine, f, rtol=1e-7, atol=1e-7)  # (two solves to tol 1e-9 in the fallback)
+
+
+def test_solve_sample_not_implemented():
+    X, Y = clouds(5, 4)
+    for kwargs, words in ((dict(reg=0.5, method="1d"), "method='1d'"), (dict(reg=0.5, method="geomloss_online"), "geomloss"),
+                          (dict(reg=0.5, metric="cityblock"), "metric='cityblock'"), (dict(lazy=True), "exact OT"),
+                          (dict(reg=0.5, lazy=True, unbalanced=1.0), "unbalanced")):
+        with pytest.raises(NotImplementedError, match=words):
+            conveyor.ot.solve_sample(X, Y, **kwargs)
+
+
+def test_jax_gradient_reaches_the_points():
+    """solve_sample(lazy=False) on JAX points: the gradient of the linear value
+    with respect to the source points, through the cost and the plan's VJP,
+    equals that of the unrolled loop on the same cost."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax.experimental import enable_x64
+
+    X, Y = clouds(9, 7, seed=8)
+    with enable_x64():
+        Xj, Yj = jnp.asarray(X), jnp.asarray(Y)
+        u, v = jnp.full(9, 1 / 9), jnp.full(7, 1 / 7)
+
+        def cost(X_):
+            return jnp.sum((X_[:, None, :] - Yj[None, :, :]) ** 2, axis=-1)
+
+        mine = jax.grad(lambda X_: conveyor.ot.solve_sample(X_, Yj, reg=REG, tol=1e-13, max_iter=100000).value_linear)(Xj)
+        ref = jax.grad(lambda X_: jnp.sum(unrolled_plan(u, v, cost(X_)) * cost(X_)))(Xj)
+        np.testing.assert_allclose(np.asarray(mine), np.asarray(ref), rtol=1e-6, atol=1e-9)
