@@ -21,15 +21,29 @@ from ._ot_gradients import _summed, is_jax, jax_inputs, jax_plan, total_over_ran
 GRAD_MODES = ("autodiff", "envelope", "detach")
 
 
+def _pot_backend(x):
+    """POT's backend for x (NumPy's for NumPy arrays and scalars), or None without POT."""
+    try:
+        from ot.backend import get_backend  # type: ignore[import]  # (POT ships no type information)
+    except ImportError:
+        return None
+    try:
+        return get_backend(x if hasattr(x, "shape") else np.asarray(x))
+    except ValueError:
+        return None
+
+
 class OTResult:
     """The result of :func:`solve`, with the attributes of POT's ``ot.utils.OTResult``
-    that apply to it."""
+    that apply to it (and its ``_backend``, POT's backend of the arrays where POT
+    is installed, which code written for POT's results reads)."""
 
     def __init__(self, value=None, value_linear=None, plan=None, potentials=None, status=None, log=None,
                  lazy_plan=None):
         self._value, self._value_linear, self._plan = value, value_linear, plan
         self._potentials, self._status, self._log = potentials, status, log
         self._lazy_plan = lazy_plan
+        self._backend = _pot_backend(plan if plan is not None else value_linear)
 
     def __repr__(self):
         shown = ", ".join(f"{k}={v!r}" for k, v in (("value", self._value), ("value_linear", self._value_linear))
@@ -55,6 +69,16 @@ class OTResult:
     def plan(self):
         """The transport plan (this rank's rows with ``comm``)."""
         return self._plan
+
+    @property
+    def sparse_plan(self):
+        """The plan as a sparse matrix (POT's backend's, or SciPy's CSR)."""
+        if self._plan is None:
+            return None
+        if self._backend is not None:
+            return self._backend.tocsr(self._plan)
+        import scipy.sparse
+        return scipy.sparse.csr_matrix(np.asarray(self._plan))
 
     @property
     def lazy_plan(self):

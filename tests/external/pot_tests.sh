@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# POT's own tests of its Bregman / Sinkhorn solvers (test/test_bregman.py) and of
-# its unbalanced solvers (test/test_unbalanced.py), with conveyor.ot in place of
+# POT's own tests of its Bregman / Sinkhorn solvers (test/test_bregman.py), of its
+# unified entry points ot.solve / ot.solve_sample (test/test_solvers.py, POT >= 0.9;
+# its Gromov-Wasserstein tests, which never reach Conveyor, left out) and of its
+# unbalanced solvers (test/test_unbalanced.py), with conveyor.ot in place of
 # POT's solvers for the methods Conveyor implements (tests/external/pot_with_conveyor.py: the substitution, the fixtures
 # the source distribution lacks, and a verdict per test).
 #
@@ -28,18 +30,27 @@ fi
 # whether the machine happens to have PyTorch installed. JAX, which the venv
 # installs itself, stays on.
 # One test file of POT's with conveyor.ot substituted; prints its verdict line.
-run_pot_tests() {  # <label> <test file> <log>
+run_pot_tests() {  # <label> <log> <test file...> (one pytest process: POT and JAX imported once)
+  local label=$1 log=$2
+  shift 2
   (cd "$work" && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 POT_BACKEND_DISABLE_PYTORCH=1 POT_BACKEND_DISABLE_TENSORFLOW=1 \
      POT_BACKEND_DISABLE_CUPY=1 PYTHONPATH="$here" timeout 900 \
-     "$python" -m pytest -q -p no:cacheprovider --color=no -o addopts="" -p pot_with_conveyor "$2") >"$3" 2>&1
+     "$python" -m pytest -q -p no:cacheprovider --color=no -o addopts="" -p pot_with_conveyor -k "not gromov" "$@") \
+     >"$log" 2>&1
   local rc=$?
-  echo "  $1: $(grep -E '^POT with conveyor.ot:' "$3" | cut -d: -f2-)"
-  grep -E "^  (deviation|FAILED)" "$3" | sed 's/^/  /'
-  [ $rc -eq 0 ] || { tail -n 40 "$3"; return 1; }
+  echo "  $label: $(grep -E '^POT with conveyor.ot:' "$log" | cut -d: -f2-)"
+  grep -E "^  (deviation|FAILED)" "$log" | sed 's/^/  /'
+  [ $rc -eq 0 ] || { tail -n 40 "$log"; return 1; }
 }
 
 status=0
-run_pot_tests "POT $version test_bregman.py" "$src/test/test_bregman.py" "$work/pot-$version.log" || status=1
+files=("$src/test/test_bregman.py")
+label="POT $version test_bregman.py"
+if [ -f "$src/test/test_solvers.py" ]; then
+  files+=("$src/test/test_solvers.py")
+  label+=" + test_solvers.py"
+fi
+run_pot_tests "$label" "$work/pot-$version.log" "${files[@]}" || status=1
 # The unbalanced tests: from this version's sdist, or (0.9.5's and later ship
 # none) from 0.9.4's, the newest that does, run against the installed POT.
 unbalanced=$src/test/test_unbalanced.py
@@ -49,5 +60,5 @@ if [ ! -f "$unbalanced" ]; then
   unbalanced=$work/pot-0.9.4/test/test_unbalanced.py
   label="POT 0.9.4's test_unbalanced.py on POT $version"
 fi
-run_pot_tests "$label" "$unbalanced" "$work/pot-$version-unbalanced.log" || status=1
+run_pot_tests "$label" "$work/pot-$version-unbalanced.log" "$unbalanced" || status=1
 exit $status

@@ -10,7 +10,10 @@ in place of POT's Sinkhorn (tests/external/pot_tests.sh loads it with -p).
    sinkhorn_unbalanced2 (also as ot.unbalanced.*) by method
    (conveyor.ot.UNBALANCED_METHODS); ot.bregman.barycenter (also as ot.barycenter) by
    method (conveyor.ot.BARYCENTER_METHODS) and
-   ot.bregman.free_support_sinkhorn_barycenter. Each test's calls into Conveyor are counted.
+   ot.bregman.free_support_sinkhorn_barycenter; ot.solve and ot.solve_sample (POT >= 0.9)
+   for the problems conveyor.ot.solve implements (entropic, KL or entropy, balanced,
+   no reference measure, POT's default method; solve_sample also by metric). Each
+   test's calls into Conveyor are counted.
 2. What POT's test modules take from POT's repository-level conftest.py, which
    its source distribution leaves out: the `nx` fixture (one run per backend
    POT finds installed), the decorators pytest.skip_backend(name) and
@@ -29,6 +32,7 @@ import functools
 import pytest
 
 import conveyor.ot
+from conveyor._ot_solve import GRAD_MODES
 import ot
 from ot.backend import get_backend_list
 
@@ -109,6 +113,56 @@ def _barycenter_dispatcher(pot_function):
 _POT_ONLY_BARYCENTER_METHODS = ("sinkhorn_stabilized",)
 
 
+def _entropic_between_histograms(reg=None, c=None, reg_type="KL", unbalanced=None, method=None, **_):
+    """Whether an ot.solve / ot.solve_sample call is a problem conveyor.ot.solve
+    implements (entropic, KL or entropy, balanced, no reference measure, POT's
+    default method); the others stay POT's."""
+    import numpy as np
+    if reg is None or isinstance(reg_type, tuple) or str(reg_type).lower() not in ("kl", "entropy"):
+        return False
+    try:
+        if float(reg) <= 0:
+            return False
+    except TypeError:
+        return False
+    balanced = unbalanced is None or bool(np.all(np.isinf(np.asarray(unbalanced, dtype=float))))
+    return c is None and balanced and method is None
+
+
+_SOLVE_ARGS = ("a", "b", "reg", "c", "reg_type", "unbalanced", "unbalanced_type", "method", "n_threads",
+               "max_iter", "plan_init", "potentials_init", "tol", "verbose", "grad")
+_SOLVE_SAMPLE_ARGS = ("a", "b", "metric", "reg", "c", "reg_type", "unbalanced", "unbalanced_type", "lazy",
+                      "batch_size", "method", "n_threads", "max_iter", "plan_init", "rank", "scaling",
+                      "potentials_init", "X_init", "tol", "verbose", "grad")
+
+
+def _solve_dispatcher(pot_function):
+    @functools.wraps(pot_function)
+    def call(M, *args, **kwargs):
+        named = dict(zip(_SOLVE_ARGS, args), **kwargs)
+        if _entropic_between_histograms(**named) and named.get("grad", "autodiff") in GRAD_MODES:
+            _calls["current"] += 1
+            return conveyor.ot.solve(M, **named)
+        return pot_function(M, *args, **kwargs)
+
+    return call
+
+
+def _solve_sample_dispatcher(pot_function):
+    @functools.wraps(pot_function)
+    def call(X_a, X_b, *args, **kwargs):
+        named = dict(zip(_SOLVE_SAMPLE_ARGS, args), **kwargs)
+        metric = str(named.get("metric", "sqeuclidean")).lower()
+        lazy = bool(named.get("lazy", False))
+        ok = metric in conveyor.ot.METRICS and (not lazy or str(named.get("reg_type", "KL")).lower() == "kl")
+        if ok and _entropic_between_histograms(**named):
+            _calls["current"] += 1
+            return conveyor.ot.solve_sample(X_a, X_b, **named)
+        return pot_function(X_a, X_b, *args, **kwargs)
+
+    return call
+
+
 def _counted(conveyor_function):
     @functools.wraps(conveyor_function)
     def call(*args, **kwargs):
@@ -145,6 +199,10 @@ def _substitute():
                                                             conveyor.ot.sinkhorn_unbalanced)
         module.sinkhorn_unbalanced2 = _unbalanced_dispatcher(module.sinkhorn_unbalanced2,
                                                              conveyor.ot.sinkhorn_unbalanced2)
+    if hasattr(ot, "solve"):  # POT >= 0.9: its unified entry points
+        ot.solve = _solve_dispatcher(ot.solve)
+    if hasattr(ot, "solve_sample"):
+        ot.solve_sample = _solve_sample_dispatcher(ot.solve_sample)
 
 
 def _skip_backend(name, reason=None):
