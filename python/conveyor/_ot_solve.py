@@ -27,9 +27,11 @@ def _pot_backend(x):
         from ot.backend import get_backend  # type: ignore[import]  # (POT ships no type information)
     except ImportError:
         return None
+    if isinstance(x, (np.generic, float, int)) or not hasattr(x, "shape"):
+        x = np.asarray(x)  # (POT 0.8's get_backend takes no NumPy scalars)
     try:
-        return get_backend(x if hasattr(x, "shape") else np.asarray(x))
-    except ValueError:
+        return get_backend(x)
+    except (ValueError, AttributeError):  # no backend of POT's for this type
         return None
 
 
@@ -77,7 +79,7 @@ class OTResult:
             return None
         if self._backend is not None:
             return self._backend.tocsr(self._plan)
-        import scipy.sparse
+        import scipy.sparse  # type: ignore[import]  # (SciPy ships no type information here)
         return scipy.sparse.csr_matrix(np.asarray(self._plan))
 
     @property

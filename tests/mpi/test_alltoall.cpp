@@ -706,14 +706,19 @@ TEST(Alltoall, NodeMemorySendRowsReadByMemcpy) {
 // Send rows in an MPI shared window (MPI_Win_allocate_shared, noted by
 // libconveyor_mpi) are read by each attached receiver that is in the window too
 // with one memcpy from its own mapping of it; receivers outside it (the windows
-// here are per half of the ranks: even, odd) fall back to process_vm_readv. The
+// here are per half of the ranks, even and odd, on each node) fall back to
+// process_vm_readv. The
 // bytes are the same either way, and a window freed and allocated again (handles
 // and memory reused) is read right.
 TEST(Alltoall, SharedWindowSendRowsReadByMemcpy) {
   const int P = size_of(), r = rank_of();
   const std::int64_t n = std::int64_t{1} << 20;  // per peer: above the shared slots at every rank count
-  MPI_Comm half = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, r % 2, r, &half);
+  // A shared window needs ranks that share memory: each half's ranks on one node
+  // (the emulated clusters put the halves on several; first run there: MPI_ERR_RMA_SHARED).
+  MPI_Comm split = MPI_COMM_NULL, half = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, r % 2, r, &split);
+  MPI_Comm_split_type(split, MPI_COMM_TYPE_SHARED, r, MPI_INFO_NULL, &half);
+  MPI_Comm_free(&split);
   const bool attach = conveyor::alltoall_copy_path(MPI_COMM_WORLD) == "cross-memory attach";
   const bool one_node = conveyor::alltoall_nodes(MPI_COMM_WORLD) == 1;
   std::vector<conveyor::byte_map> maps(static_cast<std::size_t>(P));
