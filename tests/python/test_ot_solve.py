@@ -12,6 +12,7 @@ from mpi4py import MPI
 
 import conveyor
 import conveyor.ot
+from unrolled_sinkhorn import unrolled_plan
 
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
@@ -100,21 +101,6 @@ def test_split_over_ranks():
 
 # --- JAX --------------------------------------------------------------------------
 
-def unrolled_plan(a, b, M, iterations=500):
-    import jax
-    import jax.numpy as jnp
-    from jax.scipy.special import logsumexp
-
-    def step(_, fg):
-        f, g = fg
-        g = REG * jnp.log(b) - REG * logsumexp((f[:, None] - M) / REG, axis=0)
-        f = REG * jnp.log(a) - REG * logsumexp((g[None, :] - M) / REG, axis=1)
-        return f, g
-
-    f, g = jax.lax.fori_loop(0, iterations, step, (jnp.zeros_like(a), jnp.zeros_like(b)))
-    return jnp.exp((f[:, None] + g[None, :] - M) / REG)
-
-
 def test_jax_grad_modes():
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
@@ -131,13 +117,13 @@ def test_jax_grad_modes():
 
         # autodiff: the plan's VJP and the linear value against the unrolled loop.
         mine = jax.grad(through("autodiff", lambda r: jnp.sum(r.plan * W)), argnums=(0, 1, 2))(*args)
-        ref = jax.grad(lambda a_, b_, M_: jnp.sum(unrolled_plan(a_, b_, M_) * W), argnums=(0, 1, 2))(*args)
+        ref = jax.grad(lambda a_, b_, M_: jnp.sum(unrolled_plan(a_, b_, M_, REG) * W), argnums=(0, 1, 2))(*args)
         centred = lambda v: np.asarray(v) - np.asarray(v).mean()
         np.testing.assert_allclose(np.asarray(mine[2]), np.asarray(ref[2]), rtol=1e-7, atol=1e-10)
         np.testing.assert_allclose(centred(mine[0]), centred(ref[0]), rtol=1e-7, atol=1e-10)
         np.testing.assert_allclose(centred(mine[1]), centred(ref[1]), rtol=1e-7, atol=1e-10)
         linear = jax.grad(through("autodiff", lambda r: r.value_linear), argnums=2)(*args)
-        ref_linear = jax.grad(lambda M_: jnp.sum(unrolled_plan(args[0], args[1], M_) * M_))(args[2])
+        ref_linear = jax.grad(lambda M_: jnp.sum(unrolled_plan(args[0], args[1], M_, REG) * M_))(args[2])
         np.testing.assert_allclose(np.asarray(linear), np.asarray(ref_linear), rtol=1e-7, atol=1e-10)
         # The value: envelope is POT's rule (P for M, reg * centred potentials for a and b);
         # autodiff the value's true gradient, the same for the entropy and, for KL to
@@ -256,5 +242,5 @@ def test_jax_gradient_reaches_the_points():
             return jnp.sum((X_[:, None, :] - Yj[None, :, :]) ** 2, axis=-1)
 
         mine = jax.grad(lambda X_: conveyor.ot.solve_sample(X_, Yj, reg=REG, tol=1e-13, max_iter=100000).value_linear)(Xj)
-        ref = jax.grad(lambda X_: jnp.sum(unrolled_plan(u, v, cost(X_)) * cost(X_)))(Xj)
+        ref = jax.grad(lambda X_: jnp.sum(unrolled_plan(u, v, cost(X_), REG) * cost(X_)))(Xj)
         np.testing.assert_allclose(np.asarray(mine), np.asarray(ref), rtol=1e-6, atol=1e-9)
