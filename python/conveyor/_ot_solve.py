@@ -16,6 +16,7 @@ iterations), and under JAX they cost a second solve.
 import numpy as np
 
 from ._backends import foreign_backend, is_foreign
+from ._mpi import agree
 from ._ot_gradients import _summed, is_jax, jax_inputs, jax_plan, total_over_ranks
 
 GRAD_MODES = ("autodiff", "envelope", "detach")
@@ -129,6 +130,15 @@ class OTResult:
         return self._log
 
 
+def _agreed(comm, checks):
+    """The arguments' checks; with `comm`, agreed (a bad argument on one rank is
+    the same error on every rank, not the others waiting in the solve)."""
+    if comm is None:
+        checks()
+    else:
+        agree(comm, checks)
+
+
 def _check(M, reg, c, reg_type, unbalanced, unbalanced_type, grad):
     if grad not in GRAD_MODES:
         raise ValueError(f"conveyor.ot.solve: grad must be one of {', '.join(GRAD_MODES)}, got {grad!r}")
@@ -198,7 +208,7 @@ def solve(M, a=None, b=None, reg=None, c=None, reg_type="KL", unbalanced=None, u
     >>> bool(abs(res.plan.sum() - 1) < 1e-9)
     True
     """
-    _check(M, reg, c, reg_type, unbalanced, unbalanced_type, grad)
+    _agreed(comm, lambda: _check(M, reg, c, reg_type, unbalanced, unbalanced_type, grad))
     reg = float(reg)
     max_iter = 1000 if max_iter is None else int(max_iter)
     tol = 1e-9 if tol is None else float(tol)
@@ -317,17 +327,21 @@ def solve_sample(X_a, X_b, a=None, b=None, metric="sqeuclidean", reg=None, c=Non
     >>> bool(res.value_linear < 1e-6)
     True
     """
-    name = "" if method is None else str(method).lower()
-    if name in _OTHER_METHODS or name.startswith("geomloss"):
-        raise NotImplementedError(f"conveyor.ot.solve_sample: method={method!r} is not implemented (Conveyor "
-                                  "solves entropic problems with Sinkhorn); use POT's ot.solve_sample for it")
-    if not lazy:
-        if metric not in _DENSE_METRICS:
+    def checks():
+        name = "" if method is None else str(method).lower()
+        if name in _OTHER_METHODS or name.startswith("geomloss"):
+            raise NotImplementedError(f"conveyor.ot.solve_sample: method={method!r} is not implemented (Conveyor "
+                                      "solves entropic problems with Sinkhorn); use POT's ot.solve_sample for it")
+        if not lazy and metric not in _DENSE_METRICS:
             raise NotImplementedError(f"conveyor.ot.solve_sample: metric={metric!r} with lazy=False is not "
                                       f"implemented ({', '.join(_DENSE_METRICS)}; lazy=True takes more)")
+        if lazy:
+            _check(np.zeros((1, 1)), reg, c, "KL", unbalanced, unbalanced_type, grad)
+
+    _agreed(comm, checks)
+    if not lazy:
         return solve(_cost_matrix(X_a, X_b, metric), a, b, reg, c, reg_type, unbalanced, unbalanced_type, None,
                      n_threads, max_iter, plan_init, potentials_init, tol, verbose, grad, comm=comm, **kwargs)
-    _check(np.zeros((1, 1)), reg, c, "KL", unbalanced, unbalanced_type, grad)
     from ._ot_points import empirical_sinkhorn2  # (ot.py imports this module)
 
     value_linear, log = empirical_sinkhorn2(X_a, X_b, float(reg), a, b, metric=metric,

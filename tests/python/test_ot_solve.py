@@ -86,6 +86,22 @@ def test_bad_arguments():
         pytest.approx(conveyor.ot.solve(M, a, b, reg=REG).value)
 
 
+@pytest.mark.parametrize("bad", range(SIZE))
+def test_bad_argument_on_one_rank_is_an_error_on_every_rank(bad):
+    """One rank's bad `grad` (each rank in turn), and one rank's unimplemented
+    method in solve_sample: the same error on every rank, no rank left waiting."""
+    M, a, b = problem(6, 4)
+    with pytest.raises(ValueError, match=f"rank {bad}: .*grad must be one of"):
+        conveyor.ot.solve(M, a, b, reg=REG, grad="unrolled" if RANK == bad else "autodiff", comm=COMM)
+    X, Y = clouds(6, 4)
+    with pytest.raises(NotImplementedError, match=f"rank {bad}: .*method='1d'"):
+        conveyor.ot.solve_sample(X, Y, reg=REG, method="1d" if RANK == bad else None, lazy=True, comm=COMM)
+    first, count = conveyor.balanced_rows(6, COMM)  # the communicator works after
+    rows = slice(first, first + count)
+    assert conveyor.ot.solve(M[rows], a[rows], b, reg=REG, comm=COMM).value == \
+        pytest.approx(conveyor.ot.solve(M, a, b, reg=REG).value, rel=1e-9)
+
+
 def test_split_over_ranks():
     """With comm: the values are totals, the plan and the first potential this
     rank's rows of the one-process ones."""
