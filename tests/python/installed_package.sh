@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The Python package as its users get it: `python3 -m pip install .` into a fresh
-# virtual environment, then the Python tests against that installed copy at 1-3
-# ranks under mpiexec.
+# The Python package as its users get it: `python3 -m pip wheel .` (the build
+# `pip install .` runs) installed into a fresh virtual environment, then the
+# Python tests against that installed copy at 1-3 ranks under mpiexec.
 #
 #   openmpi: the venv sees Debian's NumPy, pytest, POT and mpi4py (Open MPI's)
 #            through --system-site-packages; MPICC=mpicc.openmpi.
@@ -13,9 +13,9 @@
 # which tests/python/test_ot*.py compare against and whose own test_bregman.py
 # and (0.9.4's) test_unbalanced.py then run with conveyor.ot substituted
 # (tests/external/pot_tests.sh; Open MPI's package only).
-# Also checked: `pip wheel .` makes a wheel holding the extension and
-# libconveyor; importing conveyor with an mpi4py on the other MPI raises the
-# ImportError that names both libraries (not a crash).
+# Also checked: the wheel holds the extension and libconveyor; importing
+# conveyor with an mpi4py on the other MPI raises the ImportError that names both
+# libraries (not a crash).
 #
 # usage: installed_package.sh <openmpi|mpich> <build-dir of that MPI> <work-dir>
 # The pip build directory is <work-dir>/cmake-<mpi> (incremental on reruns).
@@ -36,9 +36,19 @@ fail() { echo "installed package ($mpi): $*"; exit 1; }
 rm -rf "$venv"
 /usr/bin/python3 -m venv --system-site-packages "$venv" || fail "python3 -m venv failed"
 log="$work/pip-$mpi.log"
-MPICC=mpicc.$mpi "${pip[@]}" install --config-settings=build-dir="$work/cmake-$mpi" "$root" >"$log" 2>&1 ||
-  { tail -n 30 "$log"; fail "pip install . failed (see $log)"; }
-echo "  pip install . -> $(grep -oE 'Successfully installed .*' "$log")"
+# pip wheel . (the build `pip install .` runs), then that wheel installed: one
+# build of the package instead of two (the second rebuilt nanobind, ~20 s).
+rm -rf "$work/wheel-$mpi"
+MPICC=mpicc.$mpi "${pip[@]}" wheel --no-deps --config-settings=build-dir="$work/cmake-$mpi" \
+  -w "$work/wheel-$mpi" "$root" >"$log" 2>&1 || { tail -n 30 "$log"; fail "pip wheel . failed (see $log)"; }
+wheel=$(ls "$work"/wheel-"$mpi"/conveyor-*.whl 2>/dev/null | head -n 1)
+[ -n "$wheel" ] || fail "pip wheel . made no wheel (see $log)"
+contents=$("$python" -m zipfile -l "$wheel") || fail "the wheel does not open"
+grep -q "conveyor/_conveyor" <<<"$contents" && grep -q "conveyor/libconveyor.so" <<<"$contents" ||
+  fail "the wheel lacks the extension or libconveyor"
+echo "  pip wheel . -> $(basename "$wheel")"
+"${pip[@]}" install "$wheel" >>"$log" 2>&1 || { tail -n 30 "$log"; fail "pip install of the wheel failed (see $log)"; }
+echo "  pip install $(basename "$wheel") -> $(grep -oE 'Successfully installed .*' "$log")"
 
 # The other MPI's mpi4py first: the import must stop with both library names.
 if [ "$mpi" = openmpi ]; then
@@ -68,15 +78,6 @@ installed=$(cd "$work" && "$python" -c "import conveyor, mpi4py; print(conveyor.
   fail "import conveyor failed"
 case $installed in "$venv"/*) ;; *) fail "imported $installed, not the venv's copy" ;; esac
 echo "  imports $installed"
-
-# pip wheel: a wheel with the extension and the library beside it.
-rm -rf "$work/wheel-$mpi"
-MPICC=mpicc.$mpi "${pip[@]}" wheel --quiet --no-deps --config-settings=build-dir="$work/cmake-$mpi" \
-  -w "$work/wheel-$mpi" "$root" >>"$log" 2>&1 || fail "pip wheel . failed (see $log)"
-contents=$("$python" -m zipfile -l "$work"/wheel-"$mpi"/conveyor-*.whl) || fail "no wheel made"
-grep -q "conveyor/_conveyor" <<<"$contents" && grep -q "conveyor/libconveyor.so" <<<"$contents" ||
-  fail "the wheel lacks the extension or libconveyor"
-echo "  pip wheel . -> $(basename "$work"/wheel-"$mpi"/conveyor-*.whl)"
 
 case $mpi in
   openmpi)
