@@ -194,10 +194,12 @@ static void slab(int N, const char* type_name, int samples, int cold, int alloc_
   MPI_Alltoallw(a, ones, zeros, st, b, ones, zeros, rt, MPI_COMM_WORLD);
   /* Warm-up, then the calls per sample from 2 timed calls: the first calls of a
    * run are slower on both variants (pages touched for the first time; with the
-   * preload, the communicator's setup), ~2x for the first ~10 calls at 64^3. */
+   * preload, the communicator's setup), ~2x for the first ~10 calls at 64^3; and
+   * with the preload a plan's first calls are trials of its ways (up to 18:
+   * redistribute/alltoall_copy_choice.hpp), so at least 20 calls. */
   double t0 = MPI_Wtime();
   int warm = 0;
-  while (warm < 3 || (warm < 64 && slowest(MPI_Wtime() - t0, MPI_COMM_WORLD) < 0.05)) {
+  while (warm < 20 || (warm < 64 && slowest(MPI_Wtime() - t0, MPI_COMM_WORLD) < 0.05)) {
     MPI_Alltoallw(a, ones, zeros, st, b, ones, zeros, rt, MPI_COMM_WORLD);
     ++warm;
   }

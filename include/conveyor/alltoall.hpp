@@ -80,6 +80,9 @@ struct alltoallw_report {
   // The datatype form only: derived types decoded by this call (0 once every type
   // has been seen), and parts of types not read, packed by MPI.
   int types_decoded = 0, staged_parts = 0;
+  // Every rank on one node: this call was one of its plan's trials of the ways
+  // this rank's pairs move (timed; CONVEYOR_ALLTOALL_MEASURE, docs/algorithms.md).
+  bool copy_trial = false;
 };
 
 /// What alltoall_auto ran.

@@ -24,6 +24,7 @@
 #include "conveyor/contract.hpp"
 #include "redistribute/alltoall_attach.hpp"
 #include "redistribute/alltoall_by_nodes.hpp"
+#include "redistribute/alltoall_copy_choice.hpp"
 #include "redistribute/alltoall_shared.hpp"
 #include "redistribute/byte_rows.hpp"
 #include "runtime/buffer_pool.hpp"
@@ -70,6 +71,7 @@ struct alltoall_state final : detail::engine_state {
   redistribute::detail::attach_state attach;
   bool prepared = false;  // the probe ran and the slots were mapped (or not) on this communicator
   std::unique_ptr<shared_exchange> shared;  // every rank on one node, at most kMaxRanks
+  redistribute::detail::copy_choice copy;   // with `shared`: this rank's ways as a sender, per plan
   // Per call, kept for their capacity (a repeated call allocates nothing).
   std::vector<std::int64_t> sbytes, rbytes;
   std::vector<pair_plan> pairs;
@@ -180,6 +182,57 @@ void prepare(alltoall_state& state, detail::comm_context& ctx) {
   }
 }
 
+detail::measuring copy_measuring() {
+  static const detail::measuring m = detail::measuring_setting("CONVEYOR_ALLTOALL_MEASURE");
+  return m;
+}
+
+// Every rank on one node: how this rank's pairs move in this call
+// (alltoall_copy_choice.hpp); `trial`: the call is timed.
+redistribute::detail::copy_rule sender_rule_of(alltoall_state& state, const std::vector<byte_map>& send_maps,
+                                               const std::vector<byte_map>& recv_maps, bool in_place,
+                                               const std::vector<std::int64_t>& sbytes, int me, bool& trial) {
+  using redistribute::detail::copy_rule;
+  using redistribute::detail::sender_rule;
+  const redistribute::detail::attach_state& a = state.attach;
+  switch (a.rule) {
+    case sender_rule::attach: return copy_rule::attach_from_32k;
+    case sender_rule::slots: return copy_rule::slots_then_messages;
+    case sender_rule::messages: return copy_rule::messages_from_32k;
+    case sender_rule::measured: break;
+  }
+  if (copy_measuring() == detail::measuring::off) return copy_rule::slots_then_attach;
+  const auto slot = static_cast<std::int64_t>(state.shared->slot_bytes());
+  bool mid = false, large = false;  // pairs the rules move differently
+  for (std::size_t q = 0; q < sbytes.size(); ++q) {
+    if (static_cast<int>(q) == me) continue;
+    mid = mid || (sbytes[q] >= redistribute::detail::kAttachMinBytes && sbytes[q] < slot);
+    large = large || sbytes[q] >= slot;
+  }
+  copy_rule rules[redistribute::detail::copy_choice::kMaxCandidates];
+  const int count = redistribute::detail::distinct_rules(mid, large, a.usable, rules);
+  if (count == 1) return rules[0];
+  std::int64_t candidates[redistribute::detail::copy_choice::kMaxCandidates];
+  for (int c = 0; c < count; ++c) candidates[c] = static_cast<std::int64_t>(rules[c]);
+  const std::int64_t picked =
+      state.copy.pick(redistribute::detail::plan_key(send_maps, recv_maps, in_place), candidates, count, trial);
+  return static_cast<copy_rule>(picked);
+}
+
+void record_trial(alltoall_state& state, const detail::comm_context& ctx, double seconds) {
+  if (!state.copy.record(seconds) || copy_measuring() != detail::measuring::traced || ctx.rank != 0) return;
+  const auto& d = state.copy.last_decision();
+  auto name = [](std::int64_t rule) {
+    return redistribute::detail::name_of(static_cast<redistribute::detail::copy_rule>(rule));
+  };
+  std::fprintf(stderr, "conveyor alltoallw copy: a plan on %d ranks, median of rank 0's calls:", ctx.size);
+  for (int c = 0; c < d.count; ++c) {
+    std::fprintf(stderr, " %s %.2f us%s", name(d.candidates[static_cast<std::size_t>(c)]),
+                 d.median[static_cast<std::size_t>(c)] * 1e6, c + 1 < d.count ? "," : "");
+  }
+  std::fprintf(stderr, " -> %s\n", name(d.chosen));
+}
+
 }  // namespace
 
 std::int64_t bytes_of(const byte_map& m) {
@@ -232,62 +285,67 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   alltoallw_report rep;
   rep.self_bytes = sbytes[static_cast<std::size_t>(me)];
 
-  // How each pair moves, decided alike on both of its sides from the pair's byte
-  // count (equal on both by MPI's matching rule): under the slot size through the
-  // shared slots (one node); from kAttachMinBytes on by cross-memory attach within
-  // a node; else as MPI messages, straight from / into the caller's buffer where a
-  // map is one run (never sends in place: receives may land there first).
+  // How each pair moves. Every rank on one node (the shared slots): the sender
+  // chooses, per plan by timing (alltoall_copy_choice.hpp), from how many bytes its
+  // pairs are attached or sent as messages; smaller ones go through the slots; the
+  // receiver follows the sender's header. Else both
+  // sides decide alike from the pair's byte count (equal on both by MPI's matching
+  // rule): from kAttachMinBytes by cross-memory attach within a node, else as MPI
+  // messages. Messages go straight from / into the caller's buffer where a map is
+  // one run (never sends in place: receives may land there first).
+  bool copy_trial = false;
+  redistribute::detail::copy_limits limits{};
+  if (shared) {
+    const auto rule = sender_rule_of(state, send_maps, recv_maps, in_place, sbytes, me, copy_trial);
+    limits = redistribute::detail::limits_of(rule, static_cast<std::int64_t>(shared->slot_bytes()));
+  }
+  const double trial_start = copy_trial ? MPI_Wtime() : 0;
+  rep.copy_trial = copy_trial;
   auto how = [&](int q, std::int64_t bytes) {
+    if (shared) {
+      if (attach.usable && bytes >= limits.attach_from) return way::attach;
+      if (bytes >= limits.message_from) return way::message;
+      return bytes < static_cast<std::int64_t>(shared->slot_bytes()) ? way::shared : way::message;
+    }
     const bool node_peer = attach.node[static_cast<std::size_t>(q)] == attach.node[static_cast<std::size_t>(me)];
-    if (shared && bytes < static_cast<std::int64_t>(shared->slot_bytes())) return way::shared;
     if (attach.usable && node_peer && bytes >= redistribute::detail::kAttachMinBytes) return way::attach;
     return way::message;
   };
   std::vector<pair_plan>& pairs = state.pairs;
   pairs.assign(uP, pair_plan{});
   std::int64_t stotal = 0, rtotal = 0;
+  auto plan_receive = [&](int q) {  // once the pair's way is known
+    pair_plan& pp = pairs[static_cast<std::size_t>(q)];
+    if (pp.rbytes && pp.recv == way::message && !pp.failed) {
+      pp.rdirect = single_run(recv_maps[static_cast<std::size_t>(q)], recv);
+      if (!pp.rdirect) pp.roff = rtotal, rtotal += pp.rbytes;
+    }
+  };
   for (int i = 1; i < P; ++i) {
     const auto q = static_cast<std::size_t>((me + i) % P);
     pair_plan& pp = pairs[q];
     pp.sbytes = sbytes[q], pp.rbytes = rbytes[q];
     pp.send = how(static_cast<int>(q), pp.sbytes);
-    pp.recv = how(static_cast<int>(q), pp.rbytes);
     if (pp.sbytes) ++rep.send_peers, rep.sent_bytes += pp.sbytes;
     if (pp.rbytes) ++rep.recv_peers, rep.received_bytes += pp.rbytes;
-    rep.attached_peers += pp.recv == way::attach && pp.rbytes;
     // Package space: messages not straight from the caller, and attached sends in place.
     if (pp.sbytes && (pp.send == way::message || (pp.send == way::attach && in_place))) {
       if (pp.send == way::message && !in_place) pp.sdirect = single_run(send_maps[q], send);
       if (!pp.sdirect) pp.soff = stotal, stotal += pp.sbytes;
     }
-    if (pp.rbytes && pp.recv == way::message) {
-      pp.rdirect = single_run(recv_maps[q], recv);
-      if (!pp.rdirect) pp.roff = rtotal, rtotal += pp.rbytes;
+    if (!shared) {
+      pp.recv = how(static_cast<int>(q), pp.rbytes);
+      plan_receive(static_cast<int>(q));
     }
   }
   state.send_packages.resize(static_cast<std::size_t>(stotal));
-  state.recv_packages.resize(static_cast<std::size_t>(rtotal));
   char* sbuf = state.send_packages.data();
-  char* rbuf = state.recv_packages.data();
 
-  auto& rreq = state.rreq;
-  auto& sreq = state.sreq;
-  auto& rowner = state.rowner;
-  auto& rpiece = state.rpiece;
-  rreq.clear(), sreq.clear(), rowner.clear(), rpiece.clear();
-  auto post_receives = [&] {
-    for (int i = 1; i < P; ++i) {
-      const int q = (me - i + P) % P;
-      pair_plan& pp = pairs[static_cast<std::size_t>(q)];
-      if (!pp.rbytes || pp.recv != way::message) continue;
-      char* buf = pp.rdirect ? pp.rdirect : rbuf + pp.roff;
-      detail::for_each_piece(static_cast<std::size_t>(pp.rbytes), [&](std::size_t off, int n, int piece) {
-        MPI_Request r;
-        detail::check_mpi(MPI_Irecv(buf + off, n, MPI_BYTE, q, tag0 + piece, ctx.comm, &r), "MPI_Irecv");
-        rreq.push_back(r), rowner.push_back(q), rpiece.push_back(n);
-        ++pp.pieces_left;
-      });
-    }
+  std::string problem;
+  auto mismatch = [&](int q, std::int64_t sent, std::int64_t expected) {
+    if (!problem.empty()) return;
+    problem = "alltoallw: rank " + std::to_string(q) + " sent " + std::to_string(sent) + " bytes where this rank expects " +
+              std::to_string(expected) + " (type signatures that do not match)";
   };
   auto pack_peer = [&](int q) {
     const auto k = static_cast<std::size_t>(q);
@@ -295,6 +353,56 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
     const bool packed = pp.send == way::message || (pp.send == way::attach && in_place);
     if (pp.sbytes && packed && !pp.sdirect) pack(send_maps[k], send, sbuf + pp.soff);
   };
+  if (in_place) {  // every package packed before anything can arrive
+    for (int i = 1; i < P; ++i) pack_peer((me + i) % P);
+  }
+  // The shared slots: every small package written (in place: read from the
+  // receive buffer before anything lands there), and a header for every peer;
+  // then each peer's header, which says how its package to this rank moves (a
+  // count that differs from this rank's is an error; what the sender waits for is
+  // answered below, after this rank's own sends are out).
+  if (shared) {
+    shared->begin();
+    for (int i = 1; i < P; ++i) {
+      const int q = (me + i) % P;
+      const pair_plan& pp = pairs[static_cast<std::size_t>(q)];
+      if (pp.send == way::shared && pp.sbytes) pack(send_maps[static_cast<std::size_t>(q)], send, shared->slot(me, q));
+      shared->post(q, pp.send, pp.sbytes);
+    }
+    for (int i = 1; i < P; ++i) {
+      const int q = (me - i + P) % P;
+      pair_plan& pp = pairs[static_cast<std::size_t>(q)];
+      shared->wait_from(q);
+      const shared_exchange::header& h = shared->head(q, me);
+      pp.recv = h.how;
+      if (h.bytes != pp.rbytes) {
+        mismatch(q, h.bytes, pp.rbytes);
+        pp.failed = true;
+      }
+      plan_receive(q);
+    }
+  }
+  for (const pair_plan& pp : pairs) rep.attached_peers += pp.recv == way::attach && pp.rbytes && !pp.failed;
+  state.recv_packages.resize(static_cast<std::size_t>(rtotal));
+  char* rbuf = state.recv_packages.data();
+
+  auto& rreq = state.rreq;
+  auto& sreq = state.sreq;
+  auto& rowner = state.rowner;
+  auto& rpiece = state.rpiece;
+  rreq.clear(), sreq.clear(), rowner.clear(), rpiece.clear();
+  for (int i = 1; i < P; ++i) {  // receives first, so no package waits unexpected
+    const int q = (me - i + P) % P;
+    pair_plan& pp = pairs[static_cast<std::size_t>(q)];
+    if (!pp.rbytes || pp.recv != way::message || pp.failed) continue;
+    char* buf = pp.rdirect ? pp.rdirect : rbuf + pp.roff;
+    detail::for_each_piece(static_cast<std::size_t>(pp.rbytes), [&](std::size_t off, int n, int piece) {
+      MPI_Request r;
+      detail::check_mpi(MPI_Irecv(buf + off, n, MPI_BYTE, q, tag0 + piece, ctx.comm, &r), "MPI_Irecv");
+      rreq.push_back(r), rowner.push_back(q), rpiece.push_back(n);
+      ++pp.pieces_left;
+    });
+  }
   // An attached pair: the rows' absolute addresses (the packed copy's when in
   // place: the receive buffer changes while the peer reads), and a done to wait for.
   auto& descriptors = state.descriptors;
@@ -321,55 +429,30 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
       sreq.push_back(r);
     });
   };
-  if (in_place) {  // every package packed before anything can arrive
-    for (int i = 1; i < P; ++i) pack_peer((me + i) % P);
-  }
-  // The shared slots: every small package written (in place: read from the
-  // receive buffer before anything lands there), and a header for every peer.
-  if (shared) {
-    shared->begin();
-    for (int i = 1; i < P; ++i) {
-      const int q = (me + i) % P;
-      const pair_plan& pp = pairs[static_cast<std::size_t>(q)];
-      if (pp.send == way::shared && pp.sbytes) pack(send_maps[static_cast<std::size_t>(q)], send, shared->slot(me, q));
-      shared->post(q, pp.send, pp.sbytes);
-    }
-  }
-  post_receives();
   for (int i = 1; i < P; ++i) {
     if (!in_place) pack_peer((me + i) % P);  // each package leaves as soon as it is packed
     send_peer((me + i) % P);
   }
-  if (shared) shared->wait_all();
   copy_self(send_maps[static_cast<std::size_t>(me)], send, recv_maps[static_cast<std::size_t>(me)], recv);
 
   // Every request completes before this returns, even after an error: a receive
   // left posted could write into the caller's buffer after the call.
-  std::string problem;
-  auto mismatch = [&](int q, std::int64_t sent, std::int64_t expected) {
-    if (!problem.empty()) return;
-    problem = "alltoallw: rank " + std::to_string(q) + " sent " + std::to_string(sent) + " bytes where this rank expects " +
-              std::to_string(expected) + " (type signatures that do not match)";
-  };
   auto reply_done = [&](int q) {
     MPI_Request r;
     detail::check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, q, tag0 + kDoneTag, ctx.comm, &r), "MPI_Isend");
     sreq.push_back(r);
   };
-  // With shared slots every sender said how it moves each pair: unpack the small
-  // ones; where a sender differs from this rank's plan (counts that do not match),
-  // answer what it waits for instead (a done; draining its message) and skip it.
+  // The slots' packages unpacked; where a count did not match, what the sender
+  // waits for answered instead (a done to a reader; its message drained).
   if (shared) {
     for (int i = 1; i < P; ++i) {
       const int q = (me - i + P) % P;
-      pair_plan& pp = pairs[static_cast<std::size_t>(q)];
+      const pair_plan& pp = pairs[static_cast<std::size_t>(q)];
       const shared_exchange::header& h = shared->head(q, me);
-      if (h.how == pp.recv && h.bytes == pp.rbytes) {
+      if (!pp.failed) {
         if (h.how == way::shared && h.bytes) unpack(shared->slot(q, me), recv_maps[static_cast<std::size_t>(q)], recv);
         continue;
       }
-      mismatch(q, h.bytes, pp.rbytes);
-      pp.failed = true;
       if (h.how == way::attach) reply_done(q);
       if (h.how == way::message) {
         detail::for_each_piece(static_cast<std::size_t>(h.bytes), [&](std::size_t, int, int piece) {
@@ -381,14 +464,6 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
           std::vector<char> sink(static_cast<std::size_t>(n));
           detail::check_mpi(MPI_Mrecv(sink.data(), n, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
         });
-      }
-      if (pp.recv == way::message) {  // this rank's own receives: cancel them
-        for (std::size_t j = 0; j < rreq.size(); ++j) {
-          if (rowner[j] == q && rreq[j] != MPI_REQUEST_NULL) {
-            MPI_Cancel(&rreq[j]);
-            MPI_Wait(&rreq[j], MPI_STATUS_IGNORE);
-          }
-        }
       }
     }
   }
@@ -445,6 +520,7 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
     if (--pp.pieces_left == 0 && !pp.rdirect && !pp.failed) unpack(rbuf + pp.roff, recv_maps[static_cast<std::size_t>(q)], recv);
   }
   const int rc = MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE);
+  if (copy_trial) record_trial(state, ctx, MPI_Wtime() - trial_start);
   auto outcome = [&] {
     if (mpi_error != MPI_SUCCESS) detail::check_mpi(mpi_error, "MPI_Waitany");
     if (!problem.empty()) throw error(errc::invalid_argument, problem);

@@ -70,7 +70,11 @@ void probe_attach(attach_state& s, MPI_Comm comm, int rank, int size, const std:
   // ranks as rank * 1000 + code: the lowest rank with a problem names it.
   constexpr int kOff = 998, kBadValue = 997;
   int code = 0;
+  s.rule = sender_rule::measured;
   if (v && *v == "packed") code = kOff;
+  else if (v && *v == "attach") s.rule = sender_rule::attach;
+  else if (v && *v == "slots") s.rule = sender_rule::slots;
+  else if (v && *v == "messages") s.rule = sender_rule::messages;
   else if (v && *v != "auto") code = kBadValue;
   g_probe_word = 0x436f6e766579ull ^ static_cast<std::uint64_t>(getpid());
   std::int64_t mine[3] = {static_cast<std::int64_t>(getpid()),
@@ -100,7 +104,7 @@ void probe_attach(attach_state& s, MPI_Comm comm, int rank, int size, const std:
   const int who = first / 1000, why = first % 1000;
   s.off = why == kOff || why == kBadValue;
   if (why == kOff) s.verdict = "packed: CONVEYOR_ALLTOALL_COPY=packed";
-  else if (why == kBadValue) s.verdict = "packed: CONVEYOR_ALLTOALL_COPY is neither auto nor packed on rank " + std::to_string(who);
+  else if (why == kBadValue) s.verdict = "packed: CONVEYOR_ALLTOALL_COPY is not auto, packed, attach, slots or messages on rank " + std::to_string(who);
   else s.verdict = "packed: rank " + std::to_string(who) + " cannot read its node's ranks (process_vm_readv: " + std::strerror(why) + ")";
 }
 

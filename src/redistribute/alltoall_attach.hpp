@@ -14,7 +14,9 @@
 // (collective; the same verdict on every rank). The kernel refuses in containers
 // whose seccomp profile blocks the call, across PID namespaces, under a ptrace
 // policy (Yama) or for processes of another user; then every rank moves packages
-// instead, and the verdict says why. CONVEYOR_ALLTOALL_COPY=packed turns it off.
+// instead, and the verdict says why. CONVEYOR_ALLTOALL_COPY=packed turns it off;
+// =attach / =slots / =messages fix this rank's choice as a sender
+// (alltoall_copy_choice.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -33,10 +35,17 @@ namespace conveyor::redistribute::detail {
 /// done message cost more than packing a small package (docs/results.md).
 inline constexpr std::int64_t kAttachMinBytes = std::int64_t{32} << 10;
 
+/// How this rank, as a sender on a one-node communicator, chooses the way of each
+/// pair (alltoall_copy_choice.hpp): timed per plan (CONVEYOR_ALLTOALL_COPY=auto),
+/// or fixed by the setting on this rank: attach from kAttachMinBytes ("attach"),
+/// slots then MPI messages ("slots"), MPI messages from kAttachMinBytes ("messages").
+enum class sender_rule { measured, attach, slots, messages };
+
 struct attach_state {
   bool probed = false;
   bool usable = false;
   bool off = false;             // CONVEYOR_ALLTOALL_COPY=packed (or invalid) on some rank: messages only
+  sender_rule rule = sender_rule::measured;  // this rank's own (no agreement needed: receivers follow)
   std::string verdict;          // "cross-memory attach", or "packed: <why>"
   std::vector<long> pid;        // per rank of the communicator
   std::vector<int> node;        // per rank: its node's number

@@ -55,11 +55,6 @@ void shared_exchange::post(int to, way how, std::int64_t bytes) {
   h.step.store(step_, std::memory_order_release);
 }
 
-void shared_exchange::wait_all() {
-  for (int i = 1; i < size_; ++i) {
-    const int from = (rank_ + size_ - i) % size_;
-    conveyor::detail::wait_at_least(head(from, rank_).step, step_, spins_);
-  }
-}
+void shared_exchange::wait_from(int from) { conveyor::detail::wait_at_least(head(from, rank_).step, step_, spins_); }
 
 }  // namespace conveyor::redistribute::detail

@@ -11,7 +11,8 @@
 // every rank alike): into buffer s % 2, write every package r sends that is under
 // slot_bytes() (packed straight from the send rows), and a header for every peer,
 // its step stored last (release); wait until the header from every peer shows s
-// (acquire); unpack the packages addressed to r. Seeing every peer's header of
+// (acquire), each before anything else for that peer; unpack the packages
+// addressed to r. Seeing every peer's header of
 // step s is seeing every rank post s: two buffers then make a "done reading" flag
 // unnecessary, since r writes buffer s % 2 again at step s + 2, after every peer
 // posted s + 1, which each does only after it finished reading step s.
@@ -45,10 +46,11 @@ class shared_exchange {
   /// peer's whole call, not one hand-off; with 128 the yields dominated an
   /// unmodified 2-rank loop (docs/results.md, "The all-to-all family").
   static constexpr int kSpinsBeforeYield = 4096;
-  /// How the sender moves a pair this step, written for every peer: the receiver
-  /// checks it against its own plan before it waits for anything else, so counts
-  /// that do not match between a pair become an error on the receiver, never a
-  /// hang (it replies to a reader, drains a message) or stale data.
+  /// How the sender moves a pair this step, written for every peer: the sender
+  /// chooses (alltoall_copy_choice.hpp) and the receiver follows, reading it before
+  /// it posts anything for the pair; counts that do not match between a pair
+  /// become an error on the receiver, never a hang (it replies to a reader,
+  /// drains a message) or stale data.
   enum class way : std::int64_t { shared = 0, attach = 1, message = 2 };
   struct header {
     std::atomic<std::uint64_t> step;  // stored last (release): the rest is this step's
@@ -67,8 +69,8 @@ class shared_exchange {
   void begin() { ++step_; }
   /// Publishes this rank's package for `to` (after its bytes are in the slot).
   void post(int to, way how, std::int64_t bytes);
-  /// Waits until every peer has posted this step to this rank.
-  void wait_all();
+  /// Waits until `from` has posted this step to this rank.
+  void wait_from(int from);
 
  private:
   shared_exchange(std::unique_ptr<conveyor::detail::node_segment> s, int rank, int size, int spins)

@@ -35,13 +35,16 @@ constexpr std::array<entry, 17> kSettings = {{
     {"CONVEYOR_ALLTOALL_COPY", "auto",
      "how alltoallw (and libconveyor_mpi's MPI_Alltoall*) moves packages between ranks of one node: auto "
      "(cross-memory attach, the receiver reading the sender's rows directly, where every rank's probe of it "
-     "succeeds; else packed), packed (pack, MPI message, unpack)",
+     "succeeds; else packed; on one node each sender times per plan where attach starts: the slot size, "
+     "32 KiB or never), packed (pack, MPI message, unpack; on every rank if on one), attach (this rank's "
+     "pairs from 32 KiB attached), slots (this rank's pairs through the shared slots, then MPI messages)",
      "first alltoallw on a communicator"},
     {"CONVEYOR_ALLTOALL_MEASURE", "1",
      "0: libconveyor_mpi's MPI_Alltoall of contiguous types always runs Conveyor's exchange (across nodes the "
-     "pairwise or the node-aware one, as the cost model predicts); 1: per size class it times those against the "
-     "MPI library's own MPI_Alltoall on its first calls and keeps the fastest; trace: as 1, and rank 0 prints "
-     "each decision to stderr",
+     "pairwise or the node-aware one, as the cost model predicts), and alltoallw's senders on one node attach "
+     "from the slot size; 1: per size class it times those against the MPI library's own MPI_Alltoall on its "
+     "first calls and keeps the fastest, and each sender times its ways per plan (CONVEYOR_ALLTOALL_COPY); "
+     "trace: as 1, and rank 0 prints each decision to stderr",
      "first measured all-to-all in the process"},
     {"CONVEYOR_ALLREDUCE_ALGORITHM", "auto",
      "what `automatic` allreduce runs: auto, ring, recursive_doubling, rabenseifner, hierarchical, mpi",

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <regex>
 #include <string>
@@ -160,6 +161,35 @@ case_w slab_case(int n, int order, MPI_Datatype base, std::size_t esize) {
 
 void free_types(case_w& c) {
   for (std::size_t q = 0; q < c.stypes.size(); ++q) MPI_Type_free(&c.stypes[q]), MPI_Type_free(&c.rtypes[q]);
+}
+
+// A duplicate of the world on which this rank's sends follow `rule`
+// (CONVEYOR_ALLTOALL_COPY: auto, attach or slots; read at a communicator's first
+// all-to-all), unless the run set the copy path itself (the packed variants).
+MPI_Comm comm_with_rule(const std::string& rule) {
+  const char* was = std::getenv("CONVEYOR_ALLTOALL_COPY");
+  const std::string before = was ? was : "";
+  const bool mine = before.empty() || before == "auto";
+  if (mine) setenv("CONVEYOR_ALLTOALL_COPY", rule.c_str(), 1);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  (void)conveyor::alltoall_copy_path(comm);  // the setting read now, on every rank
+  if (mine && before.empty()) unsetenv("CONVEYOR_ALLTOALL_COPY");
+  if (mine && !before.empty()) setenv("CONVEYOR_ALLTOALL_COPY", before.c_str(), 1);
+  return comm;
+}
+
+// The shared slots' size at P ranks (redistribute/alltoall_shared.cpp).
+std::int64_t slot_bytes(int P) {
+  return std::clamp<std::int64_t>((std::int64_t{8} << 20) / (std::int64_t{P} * P), 32 << 10, 512 << 10);
+}
+
+// Whether the ranks of `comm` share the slots (one node, 2-16 ranks, not
+// CONVEYOR_ALLTOALL_COPY=packed): where senders choose their ways.
+bool senders_choose(MPI_Comm comm) {
+  const int P = size_of(comm);
+  return P > 1 && P <= 16 && conveyor::alltoall_nodes(comm) == 1 &&
+         conveyor::alltoall_copy_path(comm).rfind("packed: CONVEYOR_ALLTOALL_COPY", 0) != 0;
 }
 
 TEST(Alltoall, ContiguousEveryCountAndInPlace) {
@@ -682,12 +712,13 @@ TEST(Alltoall, NodeMemorySendRowsReadByMemcpy) {
   std::vector<unsigned char> heap(static_cast<std::size_t>(n * P)), recv(static_cast<std::size_t>(n * P));
   std::vector<conveyor::byte_map> maps(static_cast<std::size_t>(P));
   for (int q = 0; q < P; ++q) maps[static_cast<std::size_t>(q)] = {conveyor::byte_box{q * n, n, 0, {}, {}}};
-  const bool attach = conveyor::alltoall_copy_path(MPI_COMM_WORLD) == "cross-memory attach";
-  const bool one_node = conveyor::alltoall_nodes(MPI_COMM_WORLD) == 1;
+  MPI_Comm comm = comm_with_rule("attach");  // no trials of the other ways
+  const bool attach = conveyor::alltoall_copy_path(comm) == "cross-memory attach";
+  const bool one_node = conveyor::alltoall_nodes(comm) == 1;
   for (unsigned char* send : {static_cast<unsigned char*>(node), heap.data()}) {
     for (std::int64_t i = 0; i < n * P; ++i) send[i] = static_cast<unsigned char>(i / n * 31 + r * 7 + i % 251);
     std::fill(recv.begin(), recv.end(), 0);
-    const conveyor::alltoallw_report rep = conveyor::alltoallw(send, maps, recv.data(), maps, MPI_COMM_WORLD);
+    const conveyor::alltoallw_report rep = conveyor::alltoallw(send, maps, recv.data(), maps, comm);
     const bool in_node = send != heap.data();
     EXPECT_EQ(rep.node_memory_peers, in_node ? rep.attached_peers : 0) << (in_node ? "node memory" : "heap");
     if (attach && one_node) {
@@ -701,6 +732,7 @@ TEST(Alltoall, NodeMemorySendRowsReadByMemcpy) {
     EXPECT_EQ(wrong, 0) << (in_node ? "node memory" : "heap");
   }
   EXPECT_EQ(MPI_Free_mem(node), MPI_SUCCESS);
+  MPI_Comm_free(&comm);
 }
 
 // Send rows in an MPI shared window (MPI_Win_allocate_shared, noted by
@@ -719,8 +751,9 @@ TEST(Alltoall, SharedWindowSendRowsReadByMemcpy) {
   MPI_Comm_split(MPI_COMM_WORLD, r % 2, r, &split);
   MPI_Comm_split_type(split, MPI_COMM_TYPE_SHARED, r, MPI_INFO_NULL, &half);
   MPI_Comm_free(&split);
-  const bool attach = conveyor::alltoall_copy_path(MPI_COMM_WORLD) == "cross-memory attach";
-  const bool one_node = conveyor::alltoall_nodes(MPI_COMM_WORLD) == 1;
+  MPI_Comm comm = comm_with_rule("attach");  // no trials of the other ways
+  const bool attach = conveyor::alltoall_copy_path(comm) == "cross-memory attach";
+  const bool one_node = conveyor::alltoall_nodes(comm) == 1;
   std::vector<conveyor::byte_map> maps(static_cast<std::size_t>(P));
   for (int q = 0; q < P; ++q) maps[static_cast<std::size_t>(q)] = {conveyor::byte_box{q * n, n, 0, {}, {}}};
   std::vector<unsigned char> recv(static_cast<std::size_t>(n * P));
@@ -730,7 +763,7 @@ TEST(Alltoall, SharedWindowSendRowsReadByMemcpy) {
     ASSERT_EQ(MPI_Win_allocate_shared(static_cast<MPI_Aint>(n * P), 1, MPI_INFO_NULL, half, &send, &win), MPI_SUCCESS);
     for (std::int64_t i = 0; i < n * P; ++i) send[i] = static_cast<unsigned char>(i / n * 31 + r * 7 + i % 251 + round);
     std::fill(recv.begin(), recv.end(), 0);
-    const conveyor::alltoallw_report rep = conveyor::alltoallw(send, maps, recv.data(), maps, MPI_COMM_WORLD);
+    const conveyor::alltoallw_report rep = conveyor::alltoallw(send, maps, recv.data(), maps, comm);
     int noted = -1;  // noted again through the C API (the preload noted it already)
     EXPECT_EQ(conveyor_note_shared_window(win, &noted), CONVEYOR_SUCCESS);
     if (attach && one_node) {
@@ -752,6 +785,130 @@ TEST(Alltoall, SharedWindowSendRowsReadByMemcpy) {
     MPI_Win_free(&win);
   }
   MPI_Comm_free(&half);
+  MPI_Comm_free(&comm);
+}
+
+// Pairs of every kind in one call: none, a few bytes, 40 KiB (the slots, or
+// attached from 32 KiB) and beyond the slots (attached, or MPI messages), with
+// each rank's sends fixed by its own rule (auto, attach, slots, messages in turn
+// over the ranks): receivers follow each sender's header, so the data is right whatever
+// the mix; repeated (auto's trials) and in place.
+// In place, a pair's counts are the same both ways (MPI takes the send side from
+// the receive side), so that case is symmetric.
+case_w mixed_pairs(MPI_Comm comm, int salt, bool symmetric) {
+  const int P = size_of(comm), r = rank_of(comm);
+  const std::int64_t kinds[4] = {0, 100, 40 << 10, (512 << 10) + 4096};
+  auto bytes = [&](int from, int to) { return static_cast<int>(kinds[(from + (symmetric ? 1 : 2) * to + salt) % 4]); };
+  case_w c;
+  int soff = 0, roff = 0;
+  for (int q = 0; q < P; ++q) {
+    c.scounts.push_back(bytes(r, q)), c.sdispls.push_back(soff), soff += bytes(r, q) + 8;
+    c.rcounts.push_back(bytes(q, r)), c.rdispls.push_back(roff), roff += bytes(q, r) + 8;
+    c.stypes.push_back(MPI_BYTE), c.rtypes.push_back(MPI_BYTE);
+  }
+  c.send_bytes = static_cast<std::size_t>(soff), c.recv_bytes = static_cast<std::size_t>(roff);
+  return c;
+}
+
+TEST(Alltoall, SendersChooseTheirOwnWays) {
+  const char* rules[4] = {"auto", "attach", "slots", "messages"};
+  MPI_Comm comm = comm_with_rule(rules[rank_of() % 4]);
+  for (int call = 0; call < 24; ++call) {
+    SCOPED_TRACE("call " + std::to_string(call));
+    const bool in_place = call % 5 == 4;
+    expect_as_mpi(mixed_pairs(comm, call % 2, in_place), comm, in_place);
+  }
+  MPI_Comm_free(&comm);
+}
+
+// Each sender's plan on one node: its first calls are trials of the rules that
+// move its pairs differently (of slots then attach, attach from 32 KiB, slots then
+// messages, messages from 32 KiB), 6 calls each, then none; every call's bytes right.
+TEST(Alltoall, CopyTrialsThenOneWay) {
+  const int P = size_of(), r = rank_of();
+  MPI_Comm comm = comm_with_rule("auto");
+  const std::int64_t mid = 40 << 10, large = (512 << 10) + 4096;
+  std::vector<conveyor::byte_map> smaps(static_cast<std::size_t>(P)), rmaps(smaps.size());
+  auto bytes = [&](int from, int to) { return (from + to) % 2 ? mid : large; };
+  std::int64_t soff = 0, roff = 0;
+  for (int q = 0; q < P; ++q) {
+    smaps[static_cast<std::size_t>(q)] = {conveyor::byte_box{soff, bytes(r, q), 0, {}, {}}}, soff += bytes(r, q);
+    rmaps[static_cast<std::size_t>(q)] = {conveyor::byte_box{roff, bytes(q, r), 0, {}, {}}}, roff += bytes(q, r);
+  }
+  const std::int64_t slot = slot_bytes(P);
+  bool has_mid = false, has_large = false;
+  for (int q = 0; q < P; ++q) {
+    if (q == r) continue;
+    has_mid = has_mid || (bytes(r, q) >= (32 << 10) && bytes(r, q) < slot);
+    has_large = has_large || bytes(r, q) >= slot;
+  }
+  // Rules that differ here (redistribute/alltoall_copy_choice.cpp's table).
+  const bool attach = conveyor::alltoall_copy_path(comm) == "cross-memory attach";
+  const int with_attach[2][2] = {{1, 2}, {3, 4}};  // [mid][large]
+  const int candidates = attach ? with_attach[has_mid][has_large] : 1 + has_mid;
+  const int want_trials = senders_choose(comm) && candidates > 1 ? 6 * candidates : 0;
+  std::vector<unsigned char> send(static_cast<std::size_t>(soff)), got(static_cast<std::size_t>(roff));
+  int trials = 0, trials_after_first_settled = 0;
+  bool settled = false;
+  for (int call = 0; call < 30; ++call) {
+    for (std::size_t i = 0; i < send.size(); ++i) send[i] = static_cast<unsigned char>(r * 37 + i % 253 + call);
+    std::fill(got.begin(), got.end(), 0);
+    const conveyor::alltoallw_report rep = conveyor::alltoallw(send.data(), smaps, got.data(), rmaps, comm);
+    trials += rep.copy_trial;
+    if (settled && rep.copy_trial) ++trials_after_first_settled;
+    settled = settled || !rep.copy_trial;
+    std::int64_t at = 0, wrong = 0;
+    for (int q = 0; q < P; ++q) {
+      std::int64_t from = 0;  // where rank q's part for this rank starts in q's send buffer
+      for (int k = 0; k < r; ++k) from += bytes(q, k);
+      for (std::int64_t i = 0; i < bytes(q, r); ++i, ++at) {
+        wrong += got[static_cast<std::size_t>(at)] != static_cast<unsigned char>(q * 37 + (from + i) % 253 + call);
+      }
+    }
+    ASSERT_EQ(wrong, 0) << "call " << call;
+  }
+  EXPECT_EQ(trials, want_trials) << "candidates " << candidates;
+  EXPECT_EQ(trials_after_first_settled, 0);
+  MPI_Comm_free(&comm);
+}
+
+// Counts that disagree between a pair above the slots, with the sender attaching
+// or sending a message: an error on the receiver (which, on one node, writes
+// nothing where the pair lands); success elsewhere; the communicator works after.
+TEST(Alltoall, MismatchedLargeCountsEachWay) {
+  const int P = size_of(), r = rank_of();
+  if (P < 2) GTEST_SKIP() << "needs two ranks";
+  for (const char* rule : {"attach", "slots", "messages"}) {
+    SCOPED_TRACE(rule);
+    MPI_Comm comm = comm_with_rule(rule);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    const int n = (512 << 10) + 4096;
+    std::vector<int> sc(P, n), rc(P, n), sd(P), rd(P);
+    for (int q = 0; q < P; ++q) sd[q] = rd[q] = q * (n + 8192);
+    if (r == 0) sc[1] = n - 1000;
+    if (r == 1) rc[0] = n;
+    std::vector<unsigned char> send(static_cast<std::size_t>(P) * (n + 8192), static_cast<unsigned char>(r)),
+        got(send.size(), 0xee);
+    const int code = MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, got.data(), rc.data(), rd.data(),
+                                   MPI_BYTE, comm);
+    const bool served = conveyor::alltoall_nodes(comm) == 1;
+    if (r == 1 && served) {
+      EXPECT_NE(code, MPI_SUCCESS);
+      // Where the pair's way is announced in the shared header (one node), before
+      // any receive is posted; elsewhere a message lands straight in the caller's
+      // buffer (one run) before its length is seen: the error is still raised.
+      if (senders_choose(comm)) {
+        const auto touched = std::count_if(got.begin(), got.begin() + n, [](unsigned char b) { return b != 0xee; });
+        EXPECT_EQ(touched, 0) << "bytes written from the mismatched pair";
+      }
+    } else if (r != 1) {
+      EXPECT_EQ(code, MPI_SUCCESS);
+    }
+    std::vector<int> ok_send(P, r), ok_got(P, -1);
+    ASSERT_EQ(MPI_Alltoall(ok_send.data(), 1, MPI_INT, ok_got.data(), 1, MPI_INT, comm), MPI_SUCCESS);
+    for (int q = 0; q < P; ++q) EXPECT_EQ(ok_got[q], q);
+    MPI_Comm_free(&comm);
+  }
 }
 
 #if MPI_VERSION >= 4
