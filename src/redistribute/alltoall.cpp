@@ -369,6 +369,9 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
       if (pp.send == way::shared && pp.sbytes) pack(send_maps[static_cast<std::size_t>(q)], send, shared->slot(me, q));
       shared->post(q, pp.send, pp.sbytes);
     }
+    // This rank's own part while the peers write theirs (every read of the
+    // receive buffer in place is done: the packages are packed).
+    copy_self(send_maps[static_cast<std::size_t>(me)], send, recv_maps[static_cast<std::size_t>(me)], recv);
     for (int i = 1; i < P; ++i) {
       const int q = (me - i + P) % P;
       pair_plan& pp = pairs[static_cast<std::size_t>(q)];
@@ -433,7 +436,7 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
     if (!in_place) pack_peer((me + i) % P);  // each package leaves as soon as it is packed
     send_peer((me + i) % P);
   }
-  copy_self(send_maps[static_cast<std::size_t>(me)], send, recv_maps[static_cast<std::size_t>(me)], recv);
+  if (!shared) copy_self(send_maps[static_cast<std::size_t>(me)], send, recv_maps[static_cast<std::size_t>(me)], recv);
 
   // Every request completes before this returns, even after an error: a receive
   // left posted could write into the caller's buffer after the call.
