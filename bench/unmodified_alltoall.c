@@ -17,13 +17,19 @@
  *                                 programs that want the library's memory do;
  *                                 --alloc-mem 2: each array a rank's part of an
  *                                 MPI_Win_allocate_shared window of the node)
+ *   --call pencil --n N --type c128|f64
+ *                                 mpi4py-fft's pencil transfer: the ranks as a
+ *                                 P0 x P1 grid (P1 >= P0: 1 x 2 at 2 ranks), each (N/P0, N/P1, N) pencil sent
+ *                                 on its row of P1 ranks as (N/P0, N/P1, N/P1)
+ *                                 blocks of the last axis and received as the
+ *                                 middle axis's blocks of an (N/P0, N, N/P1) one
  *
  * A sample is a barrier and K back-to-back calls (K from rank 0, so a sample lasts
  * ~2 ms or one call), timed as the slowest rank's. Every result is checked (each
  * element names its sender and position), so a wrong answer cannot look fast.
  * Rank 0 prints one line per sample: "bytes,microseconds_per_call,wrong", bytes
  * being those each rank receives per call (per peer for alltoall / alltoallv); and
- * for slab, lines "bound,<name>,<microseconds>" first: the same bytes copied by
+ * for slab and pencil, lines "bound,<name>,<microseconds>" first: the same bytes copied by
  * one memcpy on every rank at once (the one-copy bound), and that plus one more
  * memcpy of the bytes that cross ranks (the bound of a path that copies those
  * twice, as a shared-memory transfer does).
@@ -115,21 +121,46 @@ static double copy_seconds(void* dst, const void* src, size_t bytes, int reps) {
   return best;
 }
 
+/* One transfer: P subarray types per side on `comm`, arrays a (sent) and b
+ * (received, `bytes` each), and how to make the types (again, when cold). */
+struct transfer {
+  MPI_Comm comm;
+  int P, N, m, m1;
+  MPI_Datatype t, *st, *rt;
+  void (*make)(struct transfer*);
+};
+
 /* The slab transfer's types: rank q's column block of the local (m, N, N) array,
  * and its row block of the received (N, m, N) one. */
-static void make_slab_types(int N, int m, int P, MPI_Datatype t, MPI_Datatype* st, MPI_Datatype* rt) {
-  for (int q = 0; q < P; ++q) {
+static void make_slab_types(struct transfer* x) {
+  const int N = x->N, m = x->m;
+  for (int q = 0; q < x->P; ++q) {
     int size_a[3] = {m, N, N}, sub[3] = {m, m, N}, start_a[3] = {0, q * m, 0};
     int size_b[3] = {N, m, N}, start_b[3] = {q * m, 0, 0};
-    MPI_Type_create_subarray(3, size_a, sub, start_a, MPI_ORDER_C, t, &st[q]);
-    MPI_Type_create_subarray(3, size_b, sub, start_b, MPI_ORDER_C, t, &rt[q]);
-    MPI_Type_commit(&st[q]);
-    MPI_Type_commit(&rt[q]);
+    MPI_Type_create_subarray(3, size_a, sub, start_a, MPI_ORDER_C, x->t, &x->st[q]);
+    MPI_Type_create_subarray(3, size_b, sub, start_b, MPI_ORDER_C, x->t, &x->rt[q]);
+    MPI_Type_commit(&x->st[q]);
+    MPI_Type_commit(&x->rt[q]);
   }
 }
 
-static void free_types(int P, MPI_Datatype* st, MPI_Datatype* rt) {
-  for (int q = 0; q < P; ++q) MPI_Type_free(&st[q]), MPI_Type_free(&rt[q]);
+/* The pencil transfer's types on a row of the grid: the local (m, m1, N) array
+ * sends its (m, m1, m1) blocks along the last axis, received as the m1-row
+ * blocks of the middle axis of an (m, N, m1) array. */
+static void make_pencil_types(struct transfer* x) {
+  const int N = x->N, m = x->m, m1 = x->m1;
+  for (int q = 0; q < x->P; ++q) {
+    int size_a[3] = {m, m1, N}, sub[3] = {m, m1, m1}, start_a[3] = {0, 0, q * m1};
+    int size_b[3] = {m, N, m1}, start_b[3] = {0, q * m1, 0};
+    MPI_Type_create_subarray(3, size_a, sub, start_a, MPI_ORDER_C, x->t, &x->st[q]);
+    MPI_Type_create_subarray(3, size_b, sub, start_b, MPI_ORDER_C, x->t, &x->rt[q]);
+    MPI_Type_commit(&x->st[q]);
+    MPI_Type_commit(&x->rt[q]);
+  }
+}
+
+static void free_types(struct transfer* x) {
+  for (int q = 0; q < x->P; ++q) MPI_Type_free(&x->st[q]), MPI_Type_free(&x->rt[q]);
 }
 
 /* --alloc-mem 2: each array a rank's part of a shared-memory window of the node's ranks. */
@@ -153,45 +184,36 @@ static void* slab_array(size_t bytes, int alloc_mem) {
   return MPI_Alloc_mem((MPI_Aint)bytes, MPI_INFO_NULL, &p) == MPI_SUCCESS ? p : NULL;
 }
 
-static void slab(int N, const char* type_name, int samples, int cold, int alloc_mem) {
-  int rank, P;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &P);
-  const int c128 = strcmp(type_name, "c128") == 0;
-  const MPI_Datatype t = c128 ? MPI_C_DOUBLE_COMPLEX : MPI_DOUBLE;
-  const size_t esize = c128 ? 16 : 8;
-  if (N % P) {
-    if (rank == 0) fprintf(stderr, "slab: N must be a multiple of the rank count\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
+static void free_array(void* p, int alloc_mem) {
+  if (alloc_mem == 2) {
+    if (g_window_count > 0) MPI_Win_free(&g_windows[--g_window_count]);
+  } else if (alloc_mem) {
+    MPI_Free_mem(p);
+  } else {
+    free(p);
   }
-  const int m = N / P;
-  const size_t elements = (size_t)m * N * N, bytes = elements * esize;
-  char* a = slab_array(bytes + 1, alloc_mem);
-  char* b = slab_array(bytes + 1, alloc_mem);
-  if (!a || !b) MPI_Abort(MPI_COMM_WORLD, 1);
-  MPI_Datatype* st = malloc(sizeof(MPI_Datatype) * (size_t)P);
-  MPI_Datatype* rt = malloc(sizeof(MPI_Datatype) * (size_t)P);
-  int *ones = malloc(sizeof(int) * (size_t)P), *zeros = malloc(sizeof(int) * (size_t)P);
-  for (int q = 0; q < P; ++q) ones[q] = 1, zeros[q] = 0;
-  make_slab_types(N, m, P, t, st, rt);
-  /* Element (i, j, k) of rank r's A, as 32-bit words: the global i, j, k. */
-  uint32_t* A = (uint32_t*)a;
-  const size_t words = esize / 4;
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < N; ++j)
-      for (int k = 0; k < N; ++k) {
-        uint32_t* e = A + (((size_t)i * N + j) * N + k) * words;
-        for (size_t w = 0; w < words; ++w) e[w] = (uint32_t)((rank * m + i) * 1000003u + j * 1009u + k + w);
-      }
+}
+
+/* The element of the global N^3 array at (i, j, k), word w, as the arrays hold it. */
+static uint32_t element(int i, int j, int k, size_t w) { return (uint32_t)(i * 1000003u + j * 1009u + k + w); }
+
+/* Times x's MPI_Alltoallw from a to b (each `bytes`; `check`: b checked after the
+ * warm-up) and prints the copy bounds and one line per sample. */
+static void time_transfer(struct transfer* x, char* a, char* b, size_t bytes, int samples, int cold,
+                          int (*check)(const struct transfer*, const char*)) {
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int *ones = malloc(sizeof(int) * (size_t)x->P), *zeros = malloc(sizeof(int) * (size_t)x->P);
+  for (int q = 0; q < x->P; ++q) ones[q] = 1, zeros[q] = 0;
   const double one = copy_seconds(b, a, bytes, 5);
-  const size_t crossing = bytes / (size_t)P * (size_t)(P - 1);
+  const size_t crossing = bytes / (size_t)x->P * (size_t)(x->P - 1);
   const double cross = copy_seconds(b, a, crossing, 5);
   if (rank == 0) {
     printf("bound,one memcpy of the received bytes,%.3f\n", one * 1e6);
     printf("bound,+ one memcpy of the bytes crossing ranks,%.3f\n", (one + cross) * 1e6);
   }
   memset(b, 0, bytes);
-  MPI_Alltoallw(a, ones, zeros, st, b, ones, zeros, rt, MPI_COMM_WORLD);
+  MPI_Alltoallw(a, ones, zeros, x->st, b, ones, zeros, x->rt, x->comm);
   /* Warm-up, then the calls per sample from 2 timed calls: the first calls of a
    * run are slower on both variants (pages touched for the first time; with the
    * preload, the communicator's setup), ~2x for the first ~10 calls at 64^3; and
@@ -200,42 +222,131 @@ static void slab(int N, const char* type_name, int samples, int cold, int alloc_
   double t0 = MPI_Wtime();
   int warm = 0;
   while (warm < 20 || (warm < 64 && slowest(MPI_Wtime() - t0, MPI_COMM_WORLD) < 0.05)) {
-    MPI_Alltoallw(a, ones, zeros, st, b, ones, zeros, rt, MPI_COMM_WORLD);
+    MPI_Alltoallw(a, ones, zeros, x->st, b, ones, zeros, x->rt, x->comm);
     ++warm;
   }
   t0 = MPI_Wtime();
-  for (int c = 0; c < 2; ++c) MPI_Alltoallw(a, ones, zeros, st, b, ones, zeros, rt, MPI_COMM_WORLD);
+  for (int c = 0; c < 2; ++c) MPI_Alltoallw(a, ones, zeros, x->st, b, ones, zeros, x->rt, x->comm);
   const int k = calls_per_sample(slowest(MPI_Wtime() - t0, MPI_COMM_WORLD) / 2);
-  /* B (i, j, k) = element (i, rank * m + j, k) of the global array. */
-  int wrong = 0;
-  const uint32_t* B = (const uint32_t*)b;
-  for (int i = 0; i < N && !wrong; ++i)
-    for (int j = 0; j < m; ++j)
-      for (int kk = 0; kk < N; ++kk) {
-        const uint32_t* e = B + (((size_t)i * m + j) * N + kk) * words;
-        for (size_t w = 0; w < words; ++w) wrong |= e[w] != (uint32_t)(i * 1000003u + (rank * m + j) * 1009u + kk + w);
-      }
+  const int wrong = check(x, b);
   for (int s = 0; s < samples; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     for (int c = 0; c < k; ++c) {
-      if (cold) free_types(P, st, rt), make_slab_types(N, m, P, t, st, rt);
-      MPI_Alltoallw(a, ones, zeros, st, b, ones, zeros, rt, MPI_COMM_WORLD);
+      if (cold) free_types(x), x->make(x);
+      MPI_Alltoallw(a, ones, zeros, x->st, b, ones, zeros, x->rt, x->comm);
     }
     const double tt = slowest(MPI_Wtime() - t0, MPI_COMM_WORLD);
     int any = 0;
     MPI_Reduce(&wrong, &any, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0) printf("%zu,%.3f,%d\n", bytes, tt / k * 1e6, any);
   }
-  free_types(P, st, rt);
-  free(st), free(rt), free(ones), free(zeros);
-  if (alloc_mem == 2) {
-    while (g_window_count > 0) MPI_Win_free(&g_windows[--g_window_count]);
-  } else if (alloc_mem) {
-    MPI_Free_mem(a), MPI_Free_mem(b);
-  } else {
-    free(a), free(b);
+  free(ones), free(zeros);
+}
+
+static size_t words_of(const struct transfer* x) { return x->t == MPI_C_DOUBLE_COMPLEX ? 4 : 2; }
+
+/* Slab: B (i, j, k) = element (i, rank * m + j, k) of the global array. */
+static int check_slab(const struct transfer* x, const char* b) {
+  int rank, wrong = 0;
+  MPI_Comm_rank(x->comm, &rank);
+  const int N = x->N, m = x->m;
+  const size_t words = words_of(x);
+  const uint32_t* B = (const uint32_t*)b;
+  for (int i = 0; i < N && !wrong; ++i)
+    for (int j = 0; j < m; ++j)
+      for (int kk = 0; kk < N; ++kk) {
+        const uint32_t* e = B + (((size_t)i * m + j) * N + kk) * words;
+        for (size_t w = 0; w < words; ++w) wrong |= e[w] != element(i, rank * m + j, kk, w);
+      }
+  return wrong;
+}
+
+static MPI_Datatype type_of(const char* name) { return strcmp(name, "c128") == 0 ? MPI_C_DOUBLE_COMPLEX : MPI_DOUBLE; }
+
+static void slab(int N, const char* type_name, int samples, int cold, int alloc_mem) {
+  int rank, P;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  if (N % P) {
+    if (rank == 0) fprintf(stderr, "slab: N must be a multiple of the rank count\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
   }
+  struct transfer x = {MPI_COMM_WORLD, P, N, N / P, 0, type_of(type_name), NULL, NULL, make_slab_types};
+  const size_t words = words_of(&x), m = (size_t)x.m;
+  const size_t bytes = m * N * N * words * 4;
+  char* a = slab_array(bytes + 1, alloc_mem);
+  char* b = slab_array(bytes + 1, alloc_mem);
+  x.st = malloc(sizeof(MPI_Datatype) * (size_t)P), x.rt = malloc(sizeof(MPI_Datatype) * (size_t)P);
+  if (!a || !b || !x.st || !x.rt) MPI_Abort(MPI_COMM_WORLD, 1);
+  x.make(&x);
+  /* Element (i, j, k) of rank r's A: the global (r * m + i, j, k). */
+  uint32_t* A = (uint32_t*)a;
+  for (size_t i = 0; i < m; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < N; ++k)
+        for (size_t w = 0; w < words; ++w) A[((i * N + j) * N + k) * words + w] = element(rank * x.m + (int)i, j, k, w);
+  time_transfer(&x, a, b, bytes, samples, cold, check_slab);
+  free_types(&x);
+  free(x.st), free(x.rt);
+  free_array(b, alloc_mem), free_array(a, alloc_mem);
+}
+
+/* Pencil: on the row of grid coordinates (r0, r1), B (i, j, k) = element
+ * (r0 * m + i, j, r1 * m1 + k) of the global array. */
+static int g_r0;
+static int check_pencil(const struct transfer* x, const char* b) {
+  int r1, wrong = 0;
+  MPI_Comm_rank(x->comm, &r1);
+  const int N = x->N, m = x->m, m1 = x->m1;
+  const size_t words = words_of(x);
+  const uint32_t* B = (const uint32_t*)b;
+  for (int i = 0; i < m && !wrong; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int kk = 0; kk < m1; ++kk) {
+        const uint32_t* e = B + (((size_t)i * N + j) * m1 + kk) * words;
+        for (size_t w = 0; w < words; ++w) wrong |= e[w] != element(g_r0 * m + i, j, r1 * m1 + kk, w);
+      }
+  return wrong;
+}
+
+/* mpi4py-fft's pencil transfer: the ranks as a P0 x P1 grid (MPI_Dims_create, P1 >= P0),
+ * each rank's (N/P0, N/P1, N) pencil turned into an (N/P0, N, N/P1) one by one
+ * MPI_Alltoallw with subarray types on its row of the grid (P1 ranks). */
+static void pencil(int N, const char* type_name, int samples) {
+  int rank, P, d[2] = {0, 0}, periods[2] = {0, 0}, coords[2], keep[2] = {0, 1};
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  MPI_Dims_create(P, 2, d);
+  int dims[2] = {d[1], d[0]};  /* the rows the longer side: 2 ranks, a 1 x 2 grid */
+  if (N % dims[0] || N % dims[1]) {
+    if (rank == 0) fprintf(stderr, "pencil: N must be a multiple of both grid sides (%d x %d)\n", dims[0], dims[1]);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  MPI_Comm grid, row;
+  MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid);
+  MPI_Cart_coords(grid, rank, 2, coords);
+  MPI_Cart_sub(grid, keep, &row);
+  g_r0 = coords[0];
+  struct transfer x = {row, dims[1], N, N / dims[0], N / dims[1], type_of(type_name), NULL, NULL, make_pencil_types};
+  const size_t words = words_of(&x), m = (size_t)x.m, m1 = (size_t)x.m1;
+  const size_t bytes = m * m1 * N * words * 4;
+  char* a = malloc(bytes + 1);
+  char* b = malloc(bytes + 1);
+  x.st = malloc(sizeof(MPI_Datatype) * (size_t)x.P), x.rt = malloc(sizeof(MPI_Datatype) * (size_t)x.P);
+  if (!a || !b || !x.st || !x.rt) MPI_Abort(MPI_COMM_WORLD, 1);
+  x.make(&x);
+  uint32_t* A = (uint32_t*)a;
+  for (size_t i = 0; i < m; ++i)
+    for (size_t j = 0; j < m1; ++j)
+      for (int k = 0; k < N; ++k)
+        for (size_t w = 0; w < words; ++w) {
+          A[((i * m1 + j) * N + k) * words + w] = element(coords[0] * x.m + (int)i, coords[1] * x.m1 + (int)j, k, w);
+        }
+  time_transfer(&x, a, b, bytes, samples, 0, check_pencil);
+  free_types(&x);
+  free(x.st), free(x.rt), free(a), free(b);
+  MPI_Comm_free(&row), MPI_Comm_free(&grid);
 }
 
 int main(int argc, char** argv) {
@@ -255,6 +366,7 @@ int main(int argc, char** argv) {
   }
   MPI_Init(&argc, &argv);
   if (strcmp(call, "slab") == 0) slab(n, type, samples, cold, alloc_mem);
+  else if (strcmp(call, "pencil") == 0) pencil(n, type, samples);
   else contiguous(call, min_bytes, max_bytes, samples);
   MPI_Finalize();
   return 0;

@@ -147,7 +147,6 @@ int alltoallv_entry(call which, const char* name, const void* send, const Count*
   call_parts& c = t_parts;
   std::vector<part>& sp = c.sp;
   std::vector<part>& rp = c.rp;
-  sp.clear(), rp.clear();
   if (!why) {
     const int P = comm_size(comm);
     auto parts = [P](const Count* counts, const Displ* displs, const MPI_Datatype* types, MPI_Datatype one,
@@ -161,7 +160,8 @@ int alltoallv_entry(call which, const char* name, const void* send, const Count*
       }
     };
     parts(rcounts, rdispls, rtypes, rtype, rp);
-    if (!in_place) parts(scounts, sdispls, stypes, stype, sp);
+    if (in_place) sp.clear();
+    else parts(scounts, sdispls, stypes, stype, sp);
     why = screen_parts(rp);
     if (!why) why = screen_parts(sp);
   }

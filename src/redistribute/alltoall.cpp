@@ -209,6 +209,7 @@ redistribute::detail::copy_rule sender_rule_of(alltoall_state& state, const std:
     mid = mid || (sbytes[q] >= redistribute::detail::kAttachMinBytes && sbytes[q] < slot);
     large = large || sbytes[q] >= slot;
   }
+  if (!mid && !large) return copy_rule::slots_then_attach;  // every rule moves these pairs alike
   copy_rule rules[redistribute::detail::copy_choice::kMaxCandidates];
   const int count = redistribute::detail::distinct_rules(mid, large, a.usable, rules);
   if (count == 1) return rules[0];

@@ -40,12 +40,34 @@ struct side {
 
 using layouts = std::vector<std::pair<MPI_Datatype, const type_layout*>>;
 
+// The arguments the maps of the last call were built from: a call with the same
+// parts, buffer sizes and form, while no type whose layout was looked up has
+// been freed (a freed handle may come back naming another type), has the same
+// maps (offsets from the buffers' starts). Not kept when a part was staged: its
+// box points at the staging buffer.
+struct built_from {
+  bool valid = false;
+  bool in_place = false;
+  std::int64_t send_size = 0, recv_size = 0;
+  std::uint64_t layouts_deleted = 0;
+  std::vector<datatype_part> sp, rp;
+};
+
+bool same_parts(const std::vector<datatype_part>& a, const std::vector<datatype_part>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t q = 0; q < a.size(); ++q) {
+    if (a[q].count != b[q].count || a[q].displ != b[q].displ || (a[q].count && a[q].type != b[q].type)) return false;
+  }
+  return true;
+}
+
 // What a call works in, per thread and kept for its capacity: a repeated call
-// (an FFT's every step) allocates nothing.
+// (an FFT's every step) allocates nothing, and reuses the last call's maps.
 struct call_scratch {
   side in, out;
   layouts seen;   // the types of this call (handles cannot be freed during it)
   layouts named;  // predefined types, kept across calls (their handles are never freed)
+  built_from last;
 };
 thread_local call_scratch t_scratch;
 
@@ -64,11 +86,12 @@ const type_layout& layout_in_call(MPI_Datatype t, call_scratch& c, int& decoded)
   return l;
 }
 
+// The message is built only on failure: this runs for every part of every call.
 void check_part(const datatype_part& p, const char* side, int q, std::int64_t size) {
-  const std::string which = std::string(side) + " part for rank " + std::to_string(q);
-  if (p.count < 0) throw error(errc::invalid_argument, "alltoallw: the " + which + " has a negative count");
+  auto which = [&] { return std::string(side) + " part for rank " + std::to_string(q); };
+  if (p.count < 0) throw error(errc::invalid_argument, "alltoallw: the " + which() + " has a negative count");
   if (p.count == 0) return;
-  if (p.type == MPI_DATATYPE_NULL) throw error(errc::invalid_argument, "alltoallw: the " + which + " has no datatype");
+  if (p.type == MPI_DATATYPE_NULL) throw error(errc::invalid_argument, "alltoallw: the " + which() + " has no datatype");
   if (size < 0) return;
   MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
   PMPI_Type_get_extent(p.type, &lb, &extent);
@@ -77,7 +100,7 @@ void check_part(const datatype_part& p, const char* side, int q, std::int64_t si
   const std::int64_t lo = p.displ + tlb + std::min<std::int64_t>(0, span);
   const std::int64_t hi = p.displ + tlb + textent + std::max<std::int64_t>(0, span);
   if (lo < 0 || hi > size) {
-    throw error(errc::invalid_argument, "alltoallw: the " + which + " covers bytes " + std::to_string(lo) + " to " +
+    throw error(errc::invalid_argument, "alltoallw: the " + which() + " covers bytes " + std::to_string(lo) + " to " +
                                             std::to_string(hi) + " of a buffer of " + std::to_string(size));
   }
 }
@@ -132,12 +155,25 @@ alltoallw_report alltoallw(const void* send, const std::vector<datatype_part>& s
                                               std::to_string(P) + "), got " + std::to_string(sp.size()) + " and " +
                                               std::to_string(recv_parts.size()));
     }
+    built_from& last = c.last;
+    const std::int64_t ssize = in_place ? recv_size : send_size;
+    if (last.valid && last.in_place == in_place && last.send_size == ssize && last.recv_size == recv_size &&
+        last.layouts_deleted == redistribute::detail::layouts_deleted() && same_parts(last.sp, sp) &&
+        same_parts(last.rp, recv_parts)) {
+      return;  // checked and built before
+    }
+    last.valid = false;
     for (int q = 0; q < P; ++q) {
-      check_part(sp[static_cast<std::size_t>(q)], "send", q, in_place ? recv_size : send_size);
+      check_part(sp[static_cast<std::size_t>(q)], "send", q, ssize);
       check_part(recv_parts[static_cast<std::size_t>(q)], "receive", q, recv_size);
     }
+    // Read before the lookups: a type freed meanwhile (by another thread) leaves it stale.
+    last.layouts_deleted = redistribute::detail::layouts_deleted();
     build_side(send_buf, sp, true, c.in, c, decoded);
     build_side(recv, recv_parts, false, c.out, c, decoded);
+    if (!c.in.staged.empty() || !c.out.staged.empty()) return;
+    last.valid = true, last.in_place = in_place, last.send_size = ssize, last.recv_size = recv_size;
+    last.sp = sp, last.rp = recv_parts;
   };
   if (validate) {
     collective_call call("alltoallw", comm);

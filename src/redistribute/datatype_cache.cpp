@@ -1,5 +1,6 @@
 #include "redistribute/datatype_cache.hpp"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -13,10 +14,12 @@ namespace {
 std::mutex g_lock;
 int g_keyval = MPI_KEYVAL_INVALID;  // created at the first derived type, under g_lock
 std::vector<std::pair<MPI_Datatype, std::unique_ptr<type_layout>>> g_named;
+std::atomic<std::uint64_t> g_deleted{0};
 
 // MPI calls this when the type is freed (or its attribute replaced).
 int delete_layout(MPI_Datatype, int, void* value, void*) {
   delete static_cast<type_layout*>(value);
+  g_deleted.fetch_add(1, std::memory_order_release);
   return MPI_SUCCESS;
 }
 
@@ -53,5 +56,7 @@ const type_layout& cached_layout(MPI_Datatype t, int& decoded) {
   ++decoded;
   return *l.release();
 }
+
+std::uint64_t layouts_deleted() { return g_deleted.load(std::memory_order_acquire); }
 
 }  // namespace conveyor::redistribute::detail

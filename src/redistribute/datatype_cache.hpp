@@ -25,4 +25,8 @@ namespace conveyor::redistribute::detail {
 /// type was decoded now.
 const type_layout& cached_layout(MPI_Datatype t, int& decoded);
 
+/// How many cached layouts MPI has deleted so far (their types freed): while it
+/// has not changed, every handle whose layout was looked up still names that type.
+std::uint64_t layouts_deleted();
+
 }  // namespace conveyor::redistribute::detail

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <regex>
 #include <string>
@@ -577,6 +578,64 @@ TEST(Alltoall, WHandlesReusedOnASubcommunicator) {
     MPI_Type_free(&t);
   }
   MPI_Comm_free(&half);
+}
+
+// mpi4py-fft's pencil transfer: the ranks as a P0 x P1 grid (P1 >= P0), each
+// rank's (N/P0, N/P1, N) pencil turned into an (N/P0, N, N/P1) one on its row of
+// the grid (MPI_Cart_sub: a communicator of P1 ranks, P0 of them at once): the
+// send side's rows N/P1 elements long. N small (the shared slots) and large
+// (cross-memory attach from 32 KiB per pair).
+TEST(Alltoall, WPencilOnTheRowsOfAGrid) {
+  const int P = size_of();
+  int d[2] = {0, 0}, periods[2] = {0, 0}, keep[2] = {0, 1};
+  MPI_Dims_create(P, 2, d);
+  int dims[2] = {d[1], d[0]};
+  MPI_Comm grid, row;
+  MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid);
+  MPI_Cart_sub(grid, keep, &row);
+  const int lcm = std::lcm(dims[0], dims[1]);
+  for (const int N : {4 * lcm, 16 * lcm}) {
+    const int m = N / dims[0], m1 = N / dims[1];
+    case_w c;
+    c.send_bytes = c.recv_bytes = static_cast<std::size_t>(m) * m1 * N * 16;
+    for (int q = 0; q < dims[1]; ++q) {
+      int size_a[3] = {m, m1, N}, sub[3] = {m, m1, m1}, start_a[3] = {0, 0, q * m1};
+      int size_b[3] = {m, N, m1}, start_b[3] = {0, q * m1, 0};
+      MPI_Datatype st, rt;
+      MPI_Type_create_subarray(3, size_a, sub, start_a, MPI_ORDER_C, MPI_C_DOUBLE_COMPLEX, &st);
+      MPI_Type_create_subarray(3, size_b, sub, start_b, MPI_ORDER_C, MPI_C_DOUBLE_COMPLEX, &rt);
+      c.stypes.push_back(committed(st)), c.rtypes.push_back(committed(rt));
+      c.scounts.push_back(1), c.rcounts.push_back(1), c.sdispls.push_back(0), c.rdispls.push_back(0);
+    }
+    expect_as_mpi(c, row);
+    for (int q = 0; q < dims[1]; ++q) MPI_Type_free(&c.stypes[q]), MPI_Type_free(&c.rtypes[q]);
+  }
+  MPI_Comm_free(&row), MPI_Comm_free(&grid);
+}
+
+// The same arguments call after call (counts, displacements, the type handle's
+// value) while the type behind the handle changes: freed and made again with
+// another layout of the same size (MPI hands the freed handle out again), so the
+// last call's maps, kept for a repeated call, must not be reused. Each call
+// against MPI's own packing; the handles seen reused are counted, so a library
+// that never reuses them shows in the output.
+TEST(Alltoall, WSameArgumentsAnotherTypeBehindTheHandle) {
+  int reused = 0;
+  for (const bool in_place : {false, true}) {
+    MPI_Datatype previous = MPI_DATATYPE_NULL;
+    for (int i = 0; i < 12; ++i) {
+      MPI_Datatype t;
+      if (i % 3 == 0) MPI_Type_contiguous(4, MPI_INT, &t);       // 16 bytes in a row
+      else if (i % 3 == 1) MPI_Type_vector(4, 1, 2, MPI_INT, &t);  // every other int
+      else MPI_Type_vector(2, 2, 3, MPI_INT, &t);                // two pairs, a gap of one
+      MPI_Type_commit(&t);
+      reused += t == previous;
+      previous = t;
+      expect_as_mpi(uniform(MPI_COMM_WORLD, t, 2, 64, 64), MPI_COMM_WORLD, in_place);
+      MPI_Type_free(&t);
+    }
+  }
+  if (rank_of() == 0) std::printf("[ handles reused: %d of 22 ]\n", reused);
 }
 
 // Counts that do not match between ranks: the receiving rank gets an MPI error
