@@ -96,6 +96,29 @@ def geometric_mean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
+def machine_line():
+    """The CPU the report's runs were made on (read where the report is made,
+    right after them by scripts/bench): model, family / model numbers, the widest
+    SIMD target the kernel lists, and the cores."""
+    fields, flags = {}, set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key, value = key.strip(), value.strip()
+                if key in ("flags", "Features"):
+                    flags = set(value.split())
+                elif key not in fields:
+                    fields[key] = value
+    except OSError:
+        return "Machine: unknown (no /proc/cpuinfo)."
+    simd = next((name for name, flag in (("AVX-512", "avx512f"), ("AVX2", "avx2"), ("SSE2", "sse2"),
+                                          ("SVE", "sve"), ("NEON", "asimd")) if flag in flags), "none listed")
+    model = fields.get("model name", fields.get("CPU part", "unknown"))
+    return (f"Machine: {model} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')}), "
+            f"widest SIMD {simd}, {os.cpu_count()} cores.")
+
+
 def publish(lines, markdown=None):
     """Prints the report's lines, and writes them to `markdown` if given."""
     text = "\n".join(lines)

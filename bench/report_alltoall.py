@@ -14,7 +14,7 @@ import argparse
 import csv
 from collections import defaultdict
 
-from preload_compare import geometric_mean, human, publish, summarize
+from preload_compare import geometric_mean, human, machine_line, publish, summarize
 
 
 def main():
@@ -30,7 +30,7 @@ def main():
             key = (row["config"], int(row["bytes"]))
             us = float(row["us"])
             bounds[key][row["name"]] = min(us, bounds[key].get(row["name"], us))
-    lines = []
+    lines = [machine_line(), ""]
     for config in configs:
         rows = table[config]
         has_bounds = any((config, r[0]) in bounds for r in rows)

@@ -77,6 +77,8 @@ struct alltoallw_report {
   std::int64_t self_bytes = 0;  // copied from this rank's send to its receive boxes
   int attached_peers = 0;  // peers whose rows this rank read directly (cross-memory attach)
   int node_memory_peers = 0;  // of those, read from node memory mapped here (memcpy, no system call)
+  int packed_for_peers = 0;  // peers that read this rank's rows packed first (rows too short to read one by one)
+  int typed_peers = 0;  // peers whose part came as one MPI message of the caller's own types (datatype form)
   // The datatype form only: derived types decoded by this call (0 once every type
   // has been seen), and parts of types not read, packed by MPI.
   int types_decoded = 0, staged_parts = 0;

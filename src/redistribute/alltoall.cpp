@@ -13,10 +13,11 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "redistribute/alltoall_by_nodes.hpp"
 #include "redistribute/alltoall_copy_choice.hpp"
 #include "redistribute/alltoall_shared.hpp"
+#include "redistribute/alltoall_typed.hpp"
 #include "redistribute/byte_rows.hpp"
 #include "runtime/buffer_pool.hpp"
 #include "runtime/context.hpp"
@@ -52,6 +54,9 @@ struct pair_plan {
   std::int64_t soff = 0, roff = 0;  // else its place in the package buffers
   int pieces_left = 0;
   bool failed = false;  // the sender moved it otherwise than planned: never unpacked
+  bool rtyped = false;   // received as one message of the caller's type (way::typed)
+  bool sent = false;     // its descriptor is out (attached pairs on one node: before this rank's own part)
+  bool spacked = false;  // its package is packed first (a message not from the caller, an attach in place or of short rows)
 };
 
 // alltoall_auto's candidates (runtime/measured_choice.hpp): the library's call,
@@ -236,6 +241,11 @@ void record_trial(alltoall_state& state, const detail::comm_context& ctx, double
 
 }  // namespace
 
+// The byte-map form's steps (alltoall_typed.hpp's alltoallw_maps).
+alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& send_maps, void* recv,
+                                 const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate,
+                                 const redistribute::detail::typed_parts& typed);
+
 std::int64_t bytes_of(const byte_map& m) {
   std::int64_t b = 0;
   for (const byte_box& x : m) b += x.bytes();
@@ -244,6 +254,20 @@ std::int64_t bytes_of(const byte_map& m) {
 
 alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_maps, void* recv,
                            const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate) {
+  return redistribute::detail::alltoallw_maps(send, send_maps, recv, recv_maps, comm, validate, {});
+}
+
+namespace redistribute::detail {
+alltoallw_report alltoallw_maps(const void* send, const std::vector<byte_map>& send_maps, void* recv,
+                                const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate,
+                                const typed_parts& typed) {
+  return alltoallw_moves(send, send_maps, recv, recv_maps, comm, validate, typed);
+}
+}  // namespace redistribute::detail
+
+alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& send_maps, void* recv,
+                                 const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate,
+                                 const redistribute::detail::typed_parts& typed) {
   collective_call call("alltoallw", comm);
   detail::comm_context& ctx = detail::context_of(call);
   const int P = ctx.size, me = ctx.rank;
@@ -302,11 +326,17 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   }
   const double trial_start = copy_trial ? MPI_Wtime() : 0;
   rep.copy_trial = copy_trial;
+  // A message of the caller's own types where it has them (one node: the
+  // receiver follows the header; one message of at most kMaxMessageBytes).
+  auto message = [&](int q, std::int64_t bytes) {
+    if (!typed.send || in_place || bytes > static_cast<std::int64_t>(detail::kMaxMessageBytes)) return way::message;
+    return (*typed.send)[static_cast<std::size_t>(q)].count <= INT_MAX ? way::typed : way::message;
+  };
   auto how = [&](int q, std::int64_t bytes) {
     if (shared) {
       if (attach.usable && bytes >= limits.attach_from) return way::attach;
-      if (bytes >= limits.message_from) return way::message;
-      return bytes < static_cast<std::int64_t>(shared->slot_bytes()) ? way::shared : way::message;
+      if (bytes >= limits.message_from) return message(q, bytes);
+      return bytes < static_cast<std::int64_t>(shared->slot_bytes()) ? way::shared : message(q, bytes);
     }
     const bool node_peer = attach.node[static_cast<std::size_t>(q)] == attach.node[static_cast<std::size_t>(me)];
     if (attach.usable && node_peer && bytes >= redistribute::detail::kAttachMinBytes) return way::attach;
@@ -317,7 +347,10 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   std::int64_t stotal = 0, rtotal = 0;
   auto plan_receive = [&](int q) {  // once the pair's way is known
     pair_plan& pp = pairs[static_cast<std::size_t>(q)];
-    if (pp.rbytes && pp.recv == way::message && !pp.failed) {
+    if (!pp.rbytes || pp.failed) return;
+    if (pp.recv == way::typed && typed.recv && (*typed.recv)[static_cast<std::size_t>(q)].count <= INT_MAX) {
+      pp.rtyped = true;  // into the caller's buffer with its type
+    } else if (pp.recv == way::message || pp.recv == way::typed) {
       pp.rdirect = single_run(recv_maps[static_cast<std::size_t>(q)], recv);
       if (!pp.rdirect) pp.roff = rtotal, rtotal += pp.rbytes;
     }
@@ -329,11 +362,16 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
     pp.send = how(static_cast<int>(q), pp.sbytes);
     if (pp.sbytes) ++rep.send_peers, rep.sent_bytes += pp.sbytes;
     if (pp.rbytes) ++rep.recv_peers, rep.received_bytes += pp.rbytes;
-    // Package space: messages not straight from the caller, and attached sends in place.
-    if (pp.sbytes && (pp.send == way::message || (pp.send == way::attach && in_place))) {
-      if (pp.send == way::message && !in_place) pp.sdirect = single_run(send_maps[q], send);
-      if (!pp.sdirect) pp.soff = stotal, stotal += pp.sbytes;
+    // Package space: messages not straight from the caller, attached sends in place
+    // or of short rows (read as one run).
+    if (pp.sbytes && pp.send == way::message) {
+      if (!in_place) pp.sdirect = single_run(send_maps[q], send);
+      pp.spacked = !pp.sdirect;
     }
+    if (pp.sbytes && pp.send == way::attach) {
+      pp.spacked = in_place || redistribute::detail::pack_before_attach(send_maps[q], send);
+    }
+    if (pp.spacked) pp.soff = stotal, stotal += pp.sbytes;
     if (!shared) {
       pp.recv = how(static_cast<int>(q), pp.rbytes);
       plan_receive(static_cast<int>(q));
@@ -351,12 +389,50 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   auto pack_peer = [&](int q) {
     const auto k = static_cast<std::size_t>(q);
     const pair_plan& pp = pairs[k];
-    const bool packed = pp.send == way::message || (pp.send == way::attach && in_place);
-    if (pp.sbytes && packed && !pp.sdirect) pack(send_maps[k], send, sbuf + pp.soff);
+    if (pp.spacked) pack(send_maps[k], send, sbuf + pp.soff);
   };
   if (in_place) {  // every package packed before anything can arrive
     for (int i = 1; i < P; ++i) pack_peer((me + i) % P);
   }
+  auto& rreq = state.rreq;
+  auto& sreq = state.sreq;
+  auto& rowner = state.rowner;
+  auto& rpiece = state.rpiece;
+  rreq.clear(), sreq.clear(), rowner.clear(), rpiece.clear();
+  // An attached pair: the rows' absolute addresses (the packed copy's when in
+  // place, where the receive buffer changes while the peer reads, or when the
+  // rows are short), and a done to wait for.
+  auto& descriptors = state.descriptors;
+  descriptors.resize(uP);
+  auto send_peer = [&](int q) {
+    const auto k = static_cast<std::size_t>(q);
+    const pair_plan& pp = pairs[k];
+    if (!pp.sbytes || pp.send == way::shared) return;
+    MPI_Request r;
+    if (pp.send == way::attach) {
+      byte_map& d = descriptors[k];
+      if (pp.spacked) d.assign(1, byte_box{reinterpret_cast<std::intptr_t>(sbuf + pp.soff), pp.sbytes, 0, {}, {}});
+      else d = redistribute::detail::attach_descriptor(send_maps[k], send);
+      detail::check_mpi(MPI_Isend(d.data(), static_cast<int>(d.size() * sizeof(byte_box)), MPI_BYTE, q,
+                                  tag0 + kDescriptorTag, ctx.comm, &r), "MPI_Isend");
+      sreq.push_back(r);
+      detail::check_mpi(MPI_Irecv(nullptr, 0, MPI_BYTE, q, tag0 + kDoneTag, ctx.comm, &r), "MPI_Irecv");
+      sreq.push_back(r);
+      return;
+    }
+    if (pp.send == way::typed) {  // one message, the piece-0 tag
+      const datatype_part& part = (*typed.send)[k];
+      detail::check_mpi(MPI_Isend(static_cast<const char*>(send) + part.displ, static_cast<int>(part.count), part.type, q,
+                                  tag0, ctx.comm, &r), "MPI_Isend");
+      sreq.push_back(r);
+      return;
+    }
+    char* buf = pp.sdirect ? pp.sdirect : sbuf + pp.soff;
+    detail::for_each_piece(static_cast<std::size_t>(pp.sbytes), [&](std::size_t off, int n, int piece) {
+      detail::check_mpi(MPI_Isend(buf + off, n, MPI_BYTE, q, tag0 + piece, ctx.comm, &r), "MPI_Isend");
+      sreq.push_back(r);
+    });
+  };
   // The shared slots: every small package written (in place: read from the
   // receive buffer before anything lands there), and a header for every peer;
   // then each peer's header, which says how its package to this rank moves (a
@@ -369,6 +445,16 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
       const pair_plan& pp = pairs[static_cast<std::size_t>(q)];
       if (pp.send == way::shared && pp.sbytes) pack(send_maps[static_cast<std::size_t>(q)], send, shared->slot(me, q));
       shared->post(q, pp.send, pp.sbytes);
+    }
+    // Attached pairs' descriptors out now, so the peers can read while this rank
+    // copies its own part and waits for their headers.
+    for (int i = 1; i < P; ++i) {
+      const int q = (me + i) % P;
+      pair_plan& pp = pairs[static_cast<std::size_t>(q)];
+      if (pp.send != way::attach || !pp.sbytes) continue;
+      if (!in_place) pack_peer(q);
+      send_peer(q);
+      pp.sent = true;
     }
     // This rank's own part while the peers write theirs (every read of the
     // receive buffer in place is done: the packages are packed).
@@ -386,19 +472,27 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
       plan_receive(q);
     }
   }
-  for (const pair_plan& pp : pairs) rep.attached_peers += pp.recv == way::attach && pp.rbytes && !pp.failed;
+  for (const pair_plan& pp : pairs) {
+    rep.attached_peers += pp.recv == way::attach && pp.rbytes && !pp.failed;
+    rep.typed_peers += pp.rtyped;
+    rep.packed_for_peers += pp.send == way::attach && pp.sbytes && pp.spacked && !in_place;
+  }
   state.recv_packages.resize(static_cast<std::size_t>(rtotal));
   char* rbuf = state.recv_packages.data();
 
-  auto& rreq = state.rreq;
-  auto& sreq = state.sreq;
-  auto& rowner = state.rowner;
-  auto& rpiece = state.rpiece;
-  rreq.clear(), sreq.clear(), rowner.clear(), rpiece.clear();
   for (int i = 1; i < P; ++i) {  // receives first, so no package waits unexpected
     const int q = (me - i + P) % P;
     pair_plan& pp = pairs[static_cast<std::size_t>(q)];
-    if (!pp.rbytes || pp.recv != way::message || pp.failed) continue;
+    if (!pp.rbytes || (pp.recv != way::message && pp.recv != way::typed) || pp.failed) continue;
+    if (pp.rtyped) {
+      const datatype_part& part = (*typed.recv)[static_cast<std::size_t>(q)];
+      MPI_Request r;
+      detail::check_mpi(MPI_Irecv(static_cast<char*>(recv) + part.displ, static_cast<int>(part.count), part.type, q,
+                                  tag0, ctx.comm, &r), "MPI_Irecv");
+      rreq.push_back(r), rowner.push_back(q), rpiece.push_back(static_cast<int>(pp.rbytes));
+      pp.pieces_left = 1;
+      continue;
+    }
     char* buf = pp.rdirect ? pp.rdirect : rbuf + pp.roff;
     detail::for_each_piece(static_cast<std::size_t>(pp.rbytes), [&](std::size_t off, int n, int piece) {
       MPI_Request r;
@@ -407,35 +501,11 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
       ++pp.pieces_left;
     });
   }
-  // An attached pair: the rows' absolute addresses (the packed copy's when in
-  // place: the receive buffer changes while the peer reads), and a done to wait for.
-  auto& descriptors = state.descriptors;
-  descriptors.resize(uP);
-  auto send_peer = [&](int q) {
-    const auto k = static_cast<std::size_t>(q);
-    const pair_plan& pp = pairs[k];
-    if (!pp.sbytes || pp.send == way::shared) return;
-    MPI_Request r;
-    if (pp.send == way::attach) {
-      byte_map& d = descriptors[k];
-      if (in_place) d.assign(1, byte_box{reinterpret_cast<std::intptr_t>(sbuf + pp.soff), pp.sbytes, 0, {}, {}});
-      else d = redistribute::detail::attach_descriptor(send_maps[k], send);
-      detail::check_mpi(MPI_Isend(d.data(), static_cast<int>(d.size() * sizeof(byte_box)), MPI_BYTE, q,
-                                  tag0 + kDescriptorTag, ctx.comm, &r), "MPI_Isend");
-      sreq.push_back(r);
-      detail::check_mpi(MPI_Irecv(nullptr, 0, MPI_BYTE, q, tag0 + kDoneTag, ctx.comm, &r), "MPI_Irecv");
-      sreq.push_back(r);
-      return;
-    }
-    char* buf = pp.sdirect ? pp.sdirect : sbuf + pp.soff;
-    detail::for_each_piece(static_cast<std::size_t>(pp.sbytes), [&](std::size_t off, int n, int piece) {
-      detail::check_mpi(MPI_Isend(buf + off, n, MPI_BYTE, q, tag0 + piece, ctx.comm, &r), "MPI_Isend");
-      sreq.push_back(r);
-    });
-  };
   for (int i = 1; i < P; ++i) {
-    if (!in_place) pack_peer((me + i) % P);  // each package leaves as soon as it is packed
-    send_peer((me + i) % P);
+    const int q = (me + i) % P;
+    if (pairs[static_cast<std::size_t>(q)].sent) continue;
+    if (!in_place) pack_peer(q);  // each package leaves as soon as it is packed
+    send_peer(q);
   }
   if (!shared) copy_self(send_maps[static_cast<std::size_t>(me)], send, recv_maps[static_cast<std::size_t>(me)], recv);
 
@@ -458,7 +528,7 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
         continue;
       }
       if (h.how == way::attach) reply_done(q);
-      if (h.how == way::message) {
+      if (h.how == way::message || h.how == way::typed) {
         detail::for_each_piece(static_cast<std::size_t>(h.bytes), [&](std::size_t, int, int piece) {
           MPI_Message msg;
           MPI_Status st;
@@ -521,7 +591,7 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
       pp.failed = true;
       continue;
     }
-    if (--pp.pieces_left == 0 && !pp.rdirect && !pp.failed) unpack(rbuf + pp.roff, recv_maps[static_cast<std::size_t>(q)], recv);
+    if (--pp.pieces_left == 0 && !pp.rdirect && !pp.rtyped && !pp.failed) unpack(rbuf + pp.roff, recv_maps[static_cast<std::size_t>(q)], recv);
   }
   const int rc = MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE);
   if (copy_trial) record_trial(state, ctx, MPI_Wtime() - trial_start);

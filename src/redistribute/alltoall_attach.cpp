@@ -134,6 +134,22 @@ int read_rows(long pid, const byte_map& remote, const byte_map& local, void* bas
   return 0;
 }
 
+bool pack_before_attach(const byte_map& rows, const void* base) {
+  std::int64_t bytes = 0, count = 0;
+  for (const byte_box& b : rows) {
+    std::int64_t n = b.run > 0 ? 1 : 0;
+    for (int k = 0; k < b.axes; ++k) n *= b.count[static_cast<std::size_t>(k)];
+    bytes += b.bytes(), count += n;
+  }
+  if (count == 0 || bytes >= kPackAttachedBelow * count) return false;
+  const auto [lo, hi] = rows_span(rows);
+  const char* p = static_cast<const char*>(base) + lo;
+  conveyor::detail::node_memory_ref ref;
+  conveyor::detail::shared_file_ref file;
+  return !conveyor::detail::find_node_memory(p, static_cast<std::size_t>(hi - lo), ref) &&
+         !conveyor::detail::find_shared_window(p, static_cast<std::size_t>(hi - lo), file);
+}
+
 byte_map attach_descriptor(const byte_map& rows, const void* base) {
   byte_map d = rows;
   const auto [lo, hi] = rows_span(rows);

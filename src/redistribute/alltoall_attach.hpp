@@ -35,6 +35,19 @@ namespace conveyor::redistribute::detail {
 /// done message cost more than packing a small package (docs/results.md).
 inline constexpr std::int64_t kAttachMinBytes = std::int64_t{32} << 10;
 
+/// An attached pair whose send rows average fewer bytes than this is packed by
+/// the sender first and read as one run: process_vm_readv pays per row (an
+/// iovec, the pages pinned), so short rows are read at a fraction of its
+/// long-run rate (docs/results.md: 2 KiB and shorter at half or less), below
+/// what a pack plus one long read gives.
+inline constexpr std::int64_t kPackAttachedBelow = 4096;
+
+/// Whether the sender packs an attached pair's rows (of `base`) first: they
+/// average fewer than kPackAttachedBelow bytes and would be read with
+/// process_vm_readv (not from node memory or a shared window, whose rows the
+/// receiver copies from its own mapping at memcpy's rate).
+bool pack_before_attach(const byte_map& rows, const void* base);
+
 /// How this rank, as a sender on a one-node communicator, chooses the way of each
 /// pair (alltoall_copy_choice.hpp): timed per plan (CONVEYOR_ALLTOALL_COPY=auto),
 /// or fixed by the setting on this rank: attach from kAttachMinBytes ("attach"),

@@ -13,8 +13,9 @@
 //   - attach_from_32k: both attached (one copy, at the price of a descriptor, a
 //     read call and a done per pair);
 //   - slots_then_messages: mid through the slots, large as MPI messages (the
-//     library's own transfer of the package, straight from / into the caller's
-//     buffer where a part is one run);
+//     library's own transfer: of the caller's datatypes where alltoallw's datatype
+//     form passed them, alltoall_typed.hpp, else of the package, straight from /
+//     into the caller's buffer where a part is one run);
 //   - messages_from_32k: both as MPI messages.
 // Only rules that move some pair of the plan differently are timed (without
 // attach, the first two are the third); with one left nothing is.

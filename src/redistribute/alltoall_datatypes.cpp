@@ -13,6 +13,7 @@
 
 #include "conveyor/alltoall.hpp"
 #include "conveyor/contract.hpp"
+#include "redistribute/alltoall_typed.hpp"
 #include "redistribute/datatype_cache.hpp"
 #include "redistribute/datatype_layout.hpp"
 #include "redistribute/datatype_packing.hpp"
@@ -185,7 +186,12 @@ alltoallw_report alltoallw(const void* send, const std::vector<datatype_part>& s
     if (PMPI_Comm_size(comm, &P) != MPI_SUCCESS) throw error(errc::mpi, "alltoallw: MPI_Comm_size failed");
     prepare(P);
   }
-  alltoallw_report rep = alltoallw(send_buf, c.in.maps, recv, c.out.maps, comm, validate);
+  // The caller's types beside the maps, where every part is a map of the caller's
+  // own buffer (alltoall_typed.hpp).
+  redistribute::detail::typed_parts typed;
+  if (!in_place && c.in.staged.empty() && c.out.staged.empty()) typed = {&sp, &recv_parts};
+  alltoallw_report rep = redistribute::detail::alltoallw_maps(send_buf, c.in.maps, recv, c.out.maps, comm, validate,
+                                                              typed);
   for (staged_part& st : c.out.staged) {
     redistribute::detail::unpack_items(st.bytes.data(), static_cast<int>(st.bytes.size()), st.at, st.count, st.type);
   }

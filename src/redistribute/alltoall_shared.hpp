@@ -51,7 +51,7 @@ class shared_exchange {
   /// it posts anything for the pair; counts that do not match between a pair
   /// become an error on the receiver, never a hang (it replies to a reader,
   /// drains a message) or stale data.
-  enum class way : std::int64_t { shared = 0, attach = 1, message = 2 };
+  enum class way : std::int64_t { shared = 0, attach = 1, message = 2, typed = 3 };
   struct header {
     std::atomic<std::uint64_t> step;  // stored last (release): the rest is this step's
     way how;

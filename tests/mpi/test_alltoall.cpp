@@ -16,6 +16,7 @@
 #include <string>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -167,13 +168,16 @@ void free_types(case_w& c) {
 // A duplicate of the world on which this rank's sends follow `rule`
 // (CONVEYOR_ALLTOALL_COPY: auto, attach or slots; read at a communicator's first
 // all-to-all), unless the run set the copy path itself (the packed variants).
-MPI_Comm comm_with_rule(const std::string& rule) {
+MPI_Comm comm_with_rule(const std::string& rule, const std::function<MPI_Comm()>& make = [] {
+  MPI_Comm c;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  return c;
+}) {
   const char* was = std::getenv("CONVEYOR_ALLTOALL_COPY");
   const std::string before = was ? was : "";
   const bool mine = before.empty() || before == "auto";
   if (mine) setenv("CONVEYOR_ALLTOALL_COPY", rule.c_str(), 1);
-  MPI_Comm comm;
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm comm = make();
   (void)conveyor::alltoall_copy_path(comm);  // the setting read now, on every rank
   if (mine && before.empty()) unsetenv("CONVEYOR_ALLTOALL_COPY");
   if (mine && !before.empty()) setenv("CONVEYOR_ALLTOALL_COPY", before.c_str(), 1);
@@ -584,33 +588,63 @@ TEST(Alltoall, WHandlesReusedOnASubcommunicator) {
 // rank's (N/P0, N/P1, N) pencil turned into an (N/P0, N, N/P1) one on its row of
 // the grid (MPI_Cart_sub: a communicator of P1 ranks, P0 of them at once): the
 // send side's rows N/P1 elements long. N small (the shared slots) and large
-// (cross-memory attach from 32 KiB per pair).
+// (from 32 KiB per pair), with each sender rule on the rows: through
+// MPI_Alltoallw against the oracle, and through conveyor::alltoallw, whose
+// report must show the way the rule gives large pairs where senders choose —
+// attach: the short rows packed first for the reader; messages: one message of
+// the caller's types.
 TEST(Alltoall, WPencilOnTheRowsOfAGrid) {
   const int P = size_of();
   int d[2] = {0, 0}, periods[2] = {0, 0}, keep[2] = {0, 1};
   MPI_Dims_create(P, 2, d);
   int dims[2] = {d[1], d[0]};
-  MPI_Comm grid, row;
+  MPI_Comm grid;
   MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid);
-  MPI_Cart_sub(grid, keep, &row);
   const int lcm = std::lcm(dims[0], dims[1]);
-  for (const int N : {4 * lcm, 16 * lcm}) {
-    const int m = N / dims[0], m1 = N / dims[1];
-    case_w c;
-    c.send_bytes = c.recv_bytes = static_cast<std::size_t>(m) * m1 * N * 16;
-    for (int q = 0; q < dims[1]; ++q) {
-      int size_a[3] = {m, m1, N}, sub[3] = {m, m1, m1}, start_a[3] = {0, 0, q * m1};
-      int size_b[3] = {m, N, m1}, start_b[3] = {0, q * m1, 0};
-      MPI_Datatype st, rt;
-      MPI_Type_create_subarray(3, size_a, sub, start_a, MPI_ORDER_C, MPI_C_DOUBLE_COMPLEX, &st);
-      MPI_Type_create_subarray(3, size_b, sub, start_b, MPI_ORDER_C, MPI_C_DOUBLE_COMPLEX, &rt);
-      c.stypes.push_back(committed(st)), c.rtypes.push_back(committed(rt));
-      c.scounts.push_back(1), c.rcounts.push_back(1), c.sdispls.push_back(0), c.rdispls.push_back(0);
+  for (const std::string rule : {"auto", "attach", "slots", "messages"}) {
+    MPI_Comm row = comm_with_rule(rule, [&] {
+      MPI_Comm c;
+      MPI_Cart_sub(grid, keep, &c);
+      return c;
+    });
+    for (const int N : {4 * lcm, 16 * lcm}) {
+      const int m = N / dims[0], m1 = N / dims[1];
+      case_w c;
+      c.send_bytes = c.recv_bytes = static_cast<std::size_t>(m) * m1 * N * 16;
+      std::vector<conveyor::datatype_part> sp, rp;
+      for (int q = 0; q < dims[1]; ++q) {
+        int size_a[3] = {m, m1, N}, sub[3] = {m, m1, m1}, start_a[3] = {0, 0, q * m1};
+        int size_b[3] = {m, N, m1}, start_b[3] = {0, q * m1, 0};
+        MPI_Datatype st, rt;
+        MPI_Type_create_subarray(3, size_a, sub, start_a, MPI_ORDER_C, MPI_C_DOUBLE_COMPLEX, &st);
+        MPI_Type_create_subarray(3, size_b, sub, start_b, MPI_ORDER_C, MPI_C_DOUBLE_COMPLEX, &rt);
+        c.stypes.push_back(committed(st)), c.rtypes.push_back(committed(rt));
+        c.scounts.push_back(1), c.rcounts.push_back(1), c.sdispls.push_back(0), c.rdispls.push_back(0);
+        sp.push_back({1, 0, c.stypes.back()}), rp.push_back({1, 0, c.rtypes.back()});
+      }
+      expect_as_mpi(c, row);
+      const std::vector<unsigned char> send = pattern(c.send_bytes, rank_of(row) + 1);
+      std::vector<unsigned char> got(c.recv_bytes), want(c.recv_bytes);
+      const conveyor::alltoallw_report rep = conveyor::alltoallw(send.data(), sp, got.data(), rp, row);
+      reference_alltoallw(send.data(), c.scounts.data(), c.sdispls.data(), c.stypes.data(), want.data(),
+                          c.rcounts.data(), c.rdispls.data(), c.rtypes.data(), row);
+      EXPECT_EQ(got, want) << rule << " N " << N;
+      const std::int64_t pair = static_cast<std::int64_t>(m) * m1 * m1 * 16;
+      const int peers = dims[1] - 1;
+      if (senders_choose(row) && pair >= 32 << 10) {  // where the rules differ
+        const bool attach = conveyor::alltoall_copy_path(row) == "cross-memory attach";
+        if (rule == "attach" && attach) {
+          EXPECT_EQ(rep.packed_for_peers, peers) << N;
+        }
+        if (rule == "messages" || (rule == "slots" && pair >= slot_bytes(dims[1]))) {
+          EXPECT_EQ(rep.typed_peers, peers) << rule << " N " << N;
+        }
+      }
+      for (int q = 0; q < dims[1]; ++q) MPI_Type_free(&c.stypes[q]), MPI_Type_free(&c.rtypes[q]);
     }
-    expect_as_mpi(c, row);
-    for (int q = 0; q < dims[1]; ++q) MPI_Type_free(&c.stypes[q]), MPI_Type_free(&c.rtypes[q]);
+    MPI_Comm_free(&row);
   }
-  MPI_Comm_free(&row), MPI_Comm_free(&grid);
+  MPI_Comm_free(&grid);
 }
 
 // The same arguments call after call (counts, displacements, the type handle's
