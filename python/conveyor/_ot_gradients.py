@@ -28,6 +28,8 @@ import warnings
 import numpy as np
 from mpi4py import MPI
 
+from ._mpi import agree
+
 
 def _summed(comm, v):
     """v summed over the ranks of comm (a copy; v itself without comm)."""
@@ -175,13 +177,124 @@ def total_over_ranks(local, comm):
     return local + rest
 
 
-def jax_sinkhorn2(a, b, M, reg, solve_plan, comm):
-    # solve_plan(a, b, M) -> (plan, log u, log v), as jax_plan's solve.
-    """sinkhorn2's loss <P, M> (summed over `comm`) as a JAX function of (a, b,
-    M): the plan from jax_plan, the loss in jax.numpy, so its gradient is the
-    plan's VJP with G = M plus P itself (sinkhorn2_gradients)."""
-    import jax.numpy as jnp
+def is_torch(*arrays):
+    """Whether any of the arrays is a PyTorch tensor."""
+    return any(type(x).__module__.split(".")[0] == "torch" for x in arrays)
 
-    a, b, M = jax_inputs(a, b, M, comm)
-    P, _, _ = jax_plan(a, b, M, reg, solve_plan, comm)
-    return total_over_ranks(jnp.sum(P * M), comm)
+
+def _is_empty(x):
+    """POT's "uniform weights": None or an empty list, array or tensor."""
+    if x is None:
+        return True
+    numel = getattr(x, "numel", None)
+    return numel() == 0 if callable(numel) else np.size(x) == 0
+
+
+def torch_inputs(a, b, M, comm):
+    """a, b, M as tensors of M's floating dtype (float64 for other dtypes) on M's
+    device; POT's empty histograms as uniform ones."""
+    import torch
+
+    M = torch.as_tensor(M)
+    dtype = M.dtype if M.dtype in (torch.float32, torch.float64) else torch.float64
+    M = M.to(dtype)
+    n, m = M.shape
+    total = comm.allreduce(n) if comm is not None else n
+    a = torch.full((n,), 1.0 / total, dtype=dtype) if _is_empty(a) else torch.as_tensor(a).to(dtype)
+    b = torch.full((m,), 1.0 / m, dtype=dtype) if _is_empty(b) else torch.as_tensor(b).to(dtype)
+    return a, b, M
+
+
+def _numpy_of(t):
+    """A CPU tensor's values as a NumPy array (a GPU tensor is refused with its device named)."""
+    if t.device.type != "cpu":
+        raise ValueError(f"conveyor.ot: tensors on {t.device} are not supported (CPU tensors only)")
+    return t.detach().numpy()
+
+
+def torch_plan(a, b, M, reg, solve, comm):
+    """The entropic plan and its log potentials as a torch.autograd.Function of
+    (a, b, M), as jax_plan: the forward pass solves on NumPy views (solve(a, b,
+    M) -> (this rank's plan, log u, log v)), the backward pass is plan_vjp (the
+    potentials are marked non-differentiable). With comm, backward() is
+    collective, as the solve is."""
+    import torch
+
+    class Plan(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a_, b_, M_):
+            def convert():
+                return tuple(_numpy_of(x) for x in (a_, b_, M_))
+
+            # One rank's bad tensor is every rank's error, not the others waiting in the solve.
+            arrays = convert() if comm is None else agree(comm, convert)
+            out = tuple(torch.from_numpy(np.ascontiguousarray(np.asarray(x))).to(M_.dtype) for x in solve(*arrays))
+            ctx.save_for_backward(out[0])
+            ctx.mark_non_differentiable(out[1], out[2])
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_plan, _grad_log_u, _grad_log_v):
+            (P,) = ctx.saved_tensors
+            gM, ga, gb = plan_vjp(P.numpy(), _numpy_of(grad_plan), reg, comm)
+            return tuple(torch.from_numpy(np.ascontiguousarray(g)).to(P.dtype) for g in (ga, gb, gM))
+
+    return Plan.apply(a, b, M)
+
+
+def torch_total_over_ranks(local, comm):
+    """A scalar tensor summed over `comm`, differentiable in this rank's term."""
+    if comm is None or comm.Get_size() == 1:
+        return local
+    value = float(local.detach())
+    return local + (float(_summed(comm, np.array([value]))[0]) - value)
+
+
+class _JaxOps:
+    """What solve and sinkhorn2 differentiate with, for JAX arrays."""
+    inputs = staticmethod(jax_inputs)
+    plan = staticmethod(jax_plan)
+    total = staticmethod(total_over_ranks)
+
+    @staticmethod
+    def stop(x):
+        import jax
+        return jax.lax.stop_gradient(x)
+
+    @staticmethod
+    def math():
+        import jax.numpy as jnp
+        return jnp
+
+
+class _TorchOps:
+    """The same for PyTorch tensors."""
+    inputs = staticmethod(torch_inputs)
+    plan = staticmethod(torch_plan)
+    total = staticmethod(torch_total_over_ranks)
+
+    @staticmethod
+    def stop(x):
+        return x.detach()
+
+    @staticmethod
+    def math():
+        import torch
+        return torch
+
+
+def autodiff_ops(*arrays):
+    """The differentiating library of the arrays (JAX's or PyTorch's ops), or None."""
+    if is_jax(*arrays):
+        return _JaxOps
+    if is_torch(*arrays):
+        return _TorchOps
+    return None
+
+
+def autodiff_sinkhorn2(ops, a, b, M, reg, solve_plan, comm):
+    """sinkhorn2's loss <P, M> (summed over `comm`) in the arrays' own library,
+    differentiable through the plan (jax_plan / torch_plan)."""
+    a, b, M = ops.inputs(a, b, M, comm)
+    P, _, _ = ops.plan(a, b, M, reg, solve_plan, comm)
+    return ops.total(ops.math().sum(P * M), comm)

@@ -5,19 +5,20 @@ solver as POT's ``ot.solve`` uses it (its defaults: 1000 iterations, tolerance
 1e-9). The others (exact OT, quadratic regularization, unbalanced marginals, a
 reference measure ``c``) raise NotImplementedError naming what is missing.
 
-``grad`` (on JAX arrays; NumPy has no gradients and PyTorch none yet): "autodiff"
+``grad`` (on JAX arrays and PyTorch CPU tensors; NumPy has no gradients): "autodiff"
 makes ``value`` and ``value_linear`` differentiable (``value`` by the envelope
 theorem, exact at convergence; ``value_linear`` by implicit differentiation,
 ``_ot_gradients.py``), "envelope" ``value`` alone, "detach" neither. The plan and
 the potentials carry no gradient: differentiating through them raises JAX's
-error for host callbacks (where POT's autodiff would differentiate the
-iterations), and under JAX they cost a second solve.
+error for host callbacks or PyTorch's for a tensor without a gradient (where
+POT's autodiff would differentiate the iterations), and under JAX they cost a
+second solve.
 """
 import numpy as np
 
 from ._backends import foreign_backend, is_foreign
 from ._mpi import agree
-from ._ot_gradients import _summed, is_jax, jax_inputs, jax_plan, total_over_ranks
+from ._ot_gradients import _summed, autodiff_ops, is_jax, is_torch
 
 GRAD_MODES = ("autodiff", "envelope", "detach")
 
@@ -215,8 +216,10 @@ def solve(M, a=None, b=None, reg=None, c=None, reg_type="KL", unbalanced=None, u
     engine = {k: kwargs[k] for k in ("threads", "allreduce_algorithm", "ranks_per_node") if k in kwargs}
     a = None if a is None or np.size(a) == 0 else a
     b = None if b is None or np.size(b) == 0 else b
-    if is_jax(M, a, b):
-        return _solve_jax(M, a, b, reg, reg_type, max_iter, tol, verbose, potentials_init, comm, engine, grad)
+    ops = autodiff_ops(M, a, b)
+    if ops is not None:
+        return _solve_autodiff(ops, M, a, b, reg, reg_type, max_iter, tol, verbose, potentials_init, comm, engine,
+                               grad)
     nx = foreign_backend(M, a, b)
     if nx is None:
         start = None if potentials_init is None else tuple(np.asarray(p) for p in potentials_init)
@@ -237,16 +240,16 @@ def solve(M, a=None, b=None, reg=None, c=None, reg_type="KL", unbalanced=None, u
     return OTResult(back(value), back(value_linear), back(plan), tuple(back(p) for p in potentials), None, log)
 
 
-def _solve_jax(M, a, b, reg, reg_type, max_iter, tol, verbose, potentials_init, comm, engine, grad):
-    """solve on JAX arrays: the plan (and potentials) from one solve with the
-    plan's custom VJP (_ot_gradients.jax_plan); the values computed from it in
-    jax.numpy, so "autodiff" differentiates them through the plan; "envelope"
-    gives the value the envelope theorem's gradients (the plan for M, the centred
-    potentials times reg for the weights, as POT's) and detaches the rest."""
-    import jax
-    import jax.numpy as jnp
-
-    a, b, M = jax_inputs(a, b, M, comm)
+def _solve_autodiff(ops, M, a, b, reg, reg_type, max_iter, tol, verbose, potentials_init, comm, engine, grad):
+    """solve on JAX arrays or PyTorch tensors (`ops`, _ot_gradients.autodiff_ops):
+    the plan (and potentials) from one solve, differentiable through the plan
+    (jax_plan's custom VJP, torch_plan's autograd Function); the values computed
+    from it in the arrays' library, so "autodiff" differentiates them through the
+    plan; "envelope" gives the value the envelope theorem's gradients (the plan
+    for M, the centred potentials times reg for the weights, as POT's) and
+    detaches the rest."""
+    xp, sg = ops.math(), ops.stop
+    a, b, M = ops.inputs(a, b, M, comm)
     start = None if potentials_init is None else tuple(np.asarray(p) for p in potentials_init)
 
     def numpy_solve(a_, b_, M_):
@@ -254,27 +257,26 @@ def _solve_jax(M, a, b, reg, reg_type, max_iter, tol, verbose, potentials_init, 
                                                      engine)
         return plan, log_u, log_v
 
-    sg = jax.lax.stop_gradient
     inputs = (a, b, M) if grad == "autodiff" else (sg(a), sg(b), sg(M))
-    P, log_u, log_v = jax_plan(*inputs, reg, numpy_solve, comm)
+    P, log_u, log_v = ops.plan(*inputs, reg, numpy_solve, comm)
     A, B, C = inputs
 
     def objective(P_):
-        linear = total_over_ranks(jnp.sum(P_ * C), comm)
+        linear = ops.total(xp.sum(P_ * C), comm)
         if str(reg_type).lower() == "entropy":
-            term = jnp.sum(P_ * jnp.log(P_ + 1e-16))
+            term = xp.sum(P_ * xp.log(P_ + 1e-16))
         else:
-            term = jnp.sum(P_ * jnp.log(P_ / (A[:, None] * B[None, :]) + 1e-16))
-        return linear + reg * total_over_ranks(term, comm), linear
+            term = xp.sum(P_ * xp.log(P_ / (A[:, None] * B[None, :]) + 1e-16))
+        return linear + reg * ops.total(term, comm), linear
 
     value, value_linear = objective(P)
     if grad == "envelope":
         # Equal to the value; its gradients: P for M, reg * (centred log potentials) for a and b.
         total_rows = comm.allreduce(a.shape[0]) if comm is not None else a.shape[0]
-        f = reg * (log_u - total_over_ranks(jnp.sum(log_u), comm) / total_rows)
-        g = reg * (log_v - jnp.mean(log_v))
-        value = (sg(value) + jnp.sum(sg(P) * (M - sg(M))) + jnp.sum(sg(f) * (a - sg(a)))
-                 + jnp.sum(sg(g) * (b - sg(b))))
+        f = reg * (log_u - ops.total(xp.sum(log_u), comm) / total_rows)
+        g = reg * (log_v - xp.mean(log_v))
+        value = (sg(value) + xp.sum(sg(P) * (M - sg(M))) + xp.sum(sg(f) * (a - sg(a)))
+                 + xp.sum(sg(g) * (b - sg(b))))
     return OTResult(value, value_linear, P if grad == "autodiff" else sg(P), (sg(log_u), sg(log_v)), None, None)
 
 
@@ -289,6 +291,11 @@ def _cost_matrix(X_a, X_b, metric):
     reach the points): |x|^2 + |y|^2 - 2 x.y, or its square root."""
     if is_jax(X_a, X_b):
         import jax.numpy as xp
+    elif is_torch(X_a, X_b):
+        import torch
+        X_a, X_b = torch.as_tensor(X_a), torch.as_tensor(X_b)
+        squared = ((X_a ** 2).sum(1)[:, None] + (X_b ** 2).sum(1)[None, :] - 2 * X_a @ X_b.T).clamp(min=0)
+        return squared if metric == "sqeuclidean" else squared.sqrt()
     else:
         xp = np
         X_a, X_b = np.asarray(X_a), np.asarray(X_b)

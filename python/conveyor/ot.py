@@ -35,12 +35,14 @@ other dtypes become float64. Arrays of another library that POT has a backend
 for (JAX, PyTorch, CuPy, TensorFlow) are accepted when POT is installed: the
 engine computes on NumPy copies (a device array is copied to the host) and the
 plan, losses and ``log`` vectors come back as that library's arrays, of ``M``'s
-dtype and device, through POT's backend. ``sinkhorn2`` on JAX arrays (one
-histogram, ``log=False``) is differentiable: ``jax.grad`` / ``jax.value_and_grad``
-/ ``jax.jit`` give the gradient of the converged loss with respect to ``M``, ``a``
-and ``b`` by implicit differentiation of the fixed point (``_ot_gradients.py``;
-the weights' gradients centred), with ``comm`` too. The other results come back as
-values: no gradient flows through them yet (PyTorch included).
+dtype and device, through POT's backend. ``sinkhorn2`` on JAX arrays or PyTorch
+CPU tensors (one histogram, ``log=False``) is differentiable: ``jax.grad`` /
+``jax.value_and_grad`` / ``jax.jit``, or ``loss.backward()``, give the gradient of
+the converged loss with respect to ``M``, ``a`` and ``b`` by implicit
+differentiation of the fixed point (``_ot_gradients.py``; the weights' gradients
+centred), with ``comm`` too (``backward()`` is then collective, as the solve is).
+The other results of this module come back as values: no gradient flows through
+them yet (``solve`` and ``solve_sample`` aside).
 """
 import sys
 import warnings
@@ -50,7 +52,7 @@ from mpi4py import MPI
 
 from . import _conveyor
 from ._backends import foreign_backend, is_foreign
-from ._ot_gradients import is_jax, jax_sinkhorn2
+from ._ot_gradients import autodiff_ops, autodiff_sinkhorn2
 from ._mpi import agree, comm_address
 from ._ot_points import (METRICS, empirical_barycentric_mapping, empirical_plan_apply, empirical_plan_rows,
                          empirical_sinkhorn, empirical_sinkhorn2, empirical_sinkhorn_divergence)
@@ -153,8 +155,10 @@ def sinkhorn2(a, b, M, reg, method="sinkhorn", numItermax=1000, stopThr=1e-9, ve
     >>> bool(0 <= W < 1e-3)
     True
     """
-    if is_jax(a, b, M) and not log and np.ndim(b) <= 1:
-        # A JAX function with a custom VJP: gradients by implicit differentiation (_ot_gradients.py).
+    ops = autodiff_ops(a, b, M)
+    if ops is not None and not log and np.ndim(b) <= 1:
+        # JAX (a custom VJP) or PyTorch (an autograd Function): gradients by implicit
+        # differentiation of the fixed point (_ot_gradients.py).
         start = None if warmstart is None else tuple(np.asarray(w) for w in warmstart)
 
         def solve_plan(a_, b_, M_):
@@ -162,7 +166,7 @@ def sinkhorn2(a, b, M, reg, method="sinkhorn", numItermax=1000, stopThr=1e-9, ve
                                       kwargs, True, "sinkhorn2")
             return plan, np.log(log_["u"]), np.log(log_["v"])
 
-        return jax_sinkhorn2(a, b, M, reg, solve_plan, comm)
+        return autodiff_sinkhorn2(ops, a, b, M, reg, solve_plan, comm)
     return _solve(a, b, M, reg, method, numItermax, stopThr, verbose, log, warn, warmstart, comm, kwargs,
                   want_plan=False, caller="sinkhorn2")
 

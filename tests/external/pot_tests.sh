@@ -25,10 +25,10 @@ fi
 
 # One thread for NumPy's BLAS; POT's setup.cfg adds coverage options: cleared.
 # POT's PyTorch backend is switched off (POT_BACKEND_DISABLE_PYTORCH, read by POT
-# 0.9 at import): conveyor.ot gives no gradients through torch tensors yet (issue
-# "Optimal transport inside training loops"), and the verdict must not depend on
-# whether the machine happens to have PyTorch installed. JAX, which the venv
-# installs itself, stays on.
+# 0.9 at import): conveyor.ot's gradients through torch tensors cover sinkhorn2 and
+# solve, not yet the point-cloud divergence whose gradient POT's torch tests also
+# take (issue "Optimal transport inside training loops"); tests/python compares
+# the torch gradients with POT's own. JAX, which the venv installs itself, stays on.
 # One test file of POT's with conveyor.ot substituted; prints its verdict line.
 run_pot_tests() {  # <label> <log> <test file...> (one pytest process: POT and JAX imported once)
   local label=$1 log=$2

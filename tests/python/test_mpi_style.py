@@ -189,10 +189,8 @@ def test_dlpack_objects_without_copies():
 class DLPackExporter:
     """A DLPack producer written with ctypes (DLPack 0.x: a "dltensor" capsule of
     a DLManagedTensor), for a dtype NumPy cannot export: bfloat16 (code 4), over a
-    uint16 array holding the bits. PyTorch, which has bfloat16, is not
-    installable here (PyPI's wheels pull gigabytes of CUDA libraries; the
-    CPU-only ones live on download.pytorch.org, which this machine cannot
-    reach), so this is how the bfloat16 DLPack path is tested."""
+    uint16 array holding the bits: the bfloat16 DLPack path without any array
+    library (PyTorch's tensors are tested too, below)."""
 
     class Device(ctypes.Structure):
         _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
@@ -261,6 +259,29 @@ def test_jax_arrays_through_dlpack():
     recv_bits = np.zeros(8, dtype=np.uint16)
     conveyor.Allreduce(xb, DLPackExporter(recv_bits), MPI.SUM)
     np.testing.assert_array_equal(recv_bits, bfloat16_bits(np.arange(8, dtype=np.float32) * (SIZE * (SIZE + 1) / 2)))
+
+
+def test_torch_tensors_through_dlpack():
+    """PyTorch CPU tensors (Debian's python3-torch, scripts/setup) as both buffers,
+    written in place through DLPack: float32 and bfloat16 (which Gloo refuses),
+    in place too; a non-contiguous receive view is refused (TypeError) on the
+    calling rank, which writes nothing."""
+    torch = pytest.importorskip("torch")
+    x = torch.arange(6, dtype=torch.float32) + RANK
+    y = torch.zeros(6, dtype=torch.float32)
+    conveyor.Allreduce(x, y, MPI.SUM)
+    np.testing.assert_array_equal(y.numpy(), sum(np.arange(6, dtype=np.float32) + r for r in range(SIZE)))
+    xb = torch.arange(8, dtype=torch.bfloat16) * (RANK + 1)
+    yb = torch.zeros(8, dtype=torch.bfloat16)
+    conveyor.Allreduce(xb, yb, MPI.SUM)
+    want = bfloat16_bits(np.arange(8, dtype=np.float32) * (SIZE * (SIZE + 1) / 2))
+    np.testing.assert_array_equal(yb.view(torch.int16).numpy().view(np.uint16), want)
+    conveyor.Allreduce(MPI.IN_PLACE, yb, MPI.MAX)
+    np.testing.assert_array_equal(yb.view(torch.int16).numpy().view(np.uint16), want)
+    grid = torch.zeros(4, 4)
+    with pytest.raises(TypeError, match="C-contiguous"):
+        conveyor.Allreduce(torch.ones(4), grid[:, 0], MPI.SUM, MPI.COMM_SELF)
+    assert not grid.any()
 
 
 def test_errors_raise_on_the_calling_rank():

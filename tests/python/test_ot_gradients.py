@@ -149,3 +149,108 @@ def test_jax_grad_split_over_ranks():
                                              rel=1e-10)
         uniform = jax.grad(lambda M_: conveyor.ot.sinkhorn2([], [], M_, REG, comm=COMM))(jnp.asarray(M[rows]))
         assert uniform.shape == (len(range(15)[rows]), 7) and bool(jnp.all(jnp.isfinite(uniform)))
+
+
+# --- PyTorch ------------------------------------------------------------------------
+# Debian's python3-torch (scripts/setup) in every Python run; the oracle is POT's own
+# torch backend, which differentiates sinkhorn2 through its iterations.
+
+def pot_torch_gradients(a, b, M, **kwargs):
+    """The loss and gradients (M, a, b; the weights' centred) of POT's sinkhorn2
+    on torch tensors, differentiated by PyTorch through POT's iterations."""
+    torch = pytest.importorskip("torch")
+    ot = pytest.importorskip("ot")
+    t = [torch.tensor(x, requires_grad=True) for x in (M, a, b)]
+    value = ot.sinkhorn2(t[1], t[2], t[0], REG, stopThr=1e-13, numItermax=100000, **kwargs)
+    value.backward()
+    g = [x.grad.numpy() for x in t]
+    return float(value), g[0], g[1] - g[1].mean(), g[2] - g[2].mean()
+
+
+def test_torch_backward_matches_pot():
+    """loss.backward() through conveyor.ot.sinkhorn2 on float64 tensors (each rank
+    alone): the value and the gradients of M, a and b equal POT's torch-backend
+    ones at convergence; float32 tensors give float32 gradients close to those;
+    tensors that do not require grad give a plain tensor."""
+    torch = pytest.importorskip("torch")
+    a, b, M = problem()
+    value, gM, ga, gb = pot_torch_gradients(a, b, M)
+    t = [torch.tensor(x, requires_grad=True) for x in (M, a, b)]
+    loss_t = conveyor.ot.sinkhorn2(t[1], t[2], t[0], REG, stopThr=1e-13, numItermax=100000)
+    assert isinstance(loss_t, torch.Tensor) and loss_t.dtype == torch.float64 and loss_t.grad_fn is not None
+    loss_t.backward()
+    assert float(loss_t) == pytest.approx(value, rel=1e-12)
+    np.testing.assert_allclose(t[0].grad.numpy(), gM, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(t[1].grad.numpy(), ga, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(t[2].grad.numpy(), gb, rtol=1e-8, atol=1e-12)
+    M32 = torch.tensor(M, dtype=torch.float32, requires_grad=True)
+    conveyor.ot.sinkhorn2(torch.tensor(a, dtype=torch.float32), torch.tensor(b, dtype=torch.float32), M32,
+                          REG).backward()
+    assert M32.grad.dtype == torch.float32
+    np.testing.assert_allclose(M32.grad.numpy(), gM, rtol=1e-4, atol=1e-6)
+    plain = conveyor.ot.sinkhorn2(torch.tensor(a), torch.tensor(b), torch.tensor(M), REG)
+    assert isinstance(plain, torch.Tensor) and not plain.requires_grad
+
+
+def test_torch_gradient_reaches_the_points():
+    """The cost made from points in torch (cdist squared): the points' gradient
+    through conveyor.ot.sinkhorn2 equals POT's, as a training loop's would."""
+    torch = pytest.importorskip("torch")
+    ot = pytest.importorskip("ot")
+    rng = np.random.default_rng(7)
+    x, y = rng.standard_normal((10, 3)), rng.standard_normal((8, 3))
+    a, b = np.full(10, 0.1), np.full(8, 0.125)
+    grads = []
+    for solver in (conveyor.ot.sinkhorn2, ot.sinkhorn2):
+        X = torch.tensor(x, requires_grad=True)
+        cost = torch.cdist(X, torch.tensor(y)) ** 2
+        solver(torch.tensor(a), torch.tensor(b), cost, 1.0, stopThr=1e-13, numItermax=100000).backward()
+        grads.append(X.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-8, atol=1e-12)
+
+
+def test_torch_backward_split_over_ranks():
+    """With `comm` each rank's tensors are its rows: backward() (collective) gives
+    each rank its rows of the one-process M gradient and b's whole gradient; the
+    loss is the total on every rank."""
+    torch = pytest.importorskip("torch")
+    a, b, M = problem(n=15, m=7, seed=5)
+    rows = my_rows(15)
+    value, gM, _, gb = pot_torch_gradients(a, b, M)
+    Mt = torch.tensor(M[rows], requires_grad=True)
+    bt = torch.tensor(b, requires_grad=True)
+    loss_t = conveyor.ot.sinkhorn2(torch.tensor(a[rows]), bt, Mt, REG, stopThr=1e-13, numItermax=100000, comm=COMM)
+    loss_t.backward()
+    assert float(loss_t) == pytest.approx(value, rel=1e-10)
+    np.testing.assert_allclose(Mt.grad.numpy(), gM[rows], rtol=1e-7, atol=1e-11)
+    np.testing.assert_allclose(bt.grad.numpy(), gb, rtol=1e-7, atol=1e-11)
+
+
+def test_torch_solve_value_gradient_is_the_plan():
+    """conveyor.ot.solve on tensors: res.value.backward() gives dvalue/dM = the plan
+    (the envelope theorem, exact at convergence), under grad="autodiff" and
+    "envelope"; "detach" gives a value without a gradient."""
+    torch = pytest.importorskip("torch")
+    a, b, M = problem(seed=4)
+    for grad in ("autodiff", "envelope"):
+        Mt = torch.tensor(M, requires_grad=True)
+        res = conveyor.ot.solve(Mt, torch.tensor(a), torch.tensor(b), reg=REG, tol=1e-13, max_iter=100000, grad=grad)
+        res.value.backward()
+        np.testing.assert_allclose(Mt.grad.numpy(), res.plan.detach().numpy(), rtol=1e-7, atol=1e-12)
+    res = conveyor.ot.solve(torch.tensor(M, requires_grad=True), torch.tensor(a), torch.tensor(b), reg=REG,
+                            grad="detach")
+    assert not res.value.requires_grad
+
+
+def test_torch_tensor_off_the_cpu_refused_on_every_rank():
+    """A tensor on another device than the CPU (here PyTorch's "meta" device, as a
+    CUDA one would be) on one rank, each rank in turn: ValueError naming the device
+    on every rank, not the others waiting in the solve."""
+    torch = pytest.importorskip("torch")
+    a, b, M = problem(n=6, m=4)
+    for bad in range(SIZE):
+        Mt = torch.tensor(M, requires_grad=True)
+        if RANK == bad:
+            Mt = torch.empty(M.shape, dtype=torch.float64, device="meta", requires_grad=True)
+        with pytest.raises(ValueError, match=f"rank {bad}: .*meta" if SIZE > 1 else "meta"):
+            conveyor.ot.sinkhorn2(torch.tensor(a), torch.tensor(b), Mt, REG, comm=COMM)
