@@ -23,6 +23,7 @@ histograms of fixed mass, so only changes that keep their sums move the value
 (the balanced problem needs sum a = sum b); POT's unrolled gradients differ
 from these by a constant per vector.
 """
+import types
 import warnings
 
 import numpy as np
@@ -220,25 +221,26 @@ def torch_plan(a, b, M, reg, solve, comm):
     collective, as the solve is."""
     import torch
 
-    class Plan(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, a_, b_, M_):
-            def convert():
-                return tuple(_numpy_of(x) for x in (a_, b_, M_))
+    def forward(ctx, a_, b_, M_):
+        def convert():
+            return tuple(_numpy_of(x) for x in (a_, b_, M_))
 
-            # One rank's bad tensor is every rank's error, not the others waiting in the solve.
-            arrays = convert() if comm is None else agree(comm, convert)
-            out = tuple(torch.from_numpy(np.ascontiguousarray(np.asarray(x))).to(M_.dtype) for x in solve(*arrays))
-            ctx.save_for_backward(out[0])
-            ctx.mark_non_differentiable(out[1], out[2])
-            return out
+        # One rank's bad tensor is every rank's error, not the others waiting in the solve.
+        arrays = convert() if comm is None else agree(comm, convert)
+        out = tuple(torch.from_numpy(np.ascontiguousarray(np.asarray(x))).to(M_.dtype) for x in solve(*arrays))
+        ctx.save_for_backward(out[0])
+        ctx.mark_non_differentiable(out[1], out[2])
+        return out
 
-        @staticmethod
-        def backward(ctx, grad_plan, _grad_log_u, _grad_log_v):
-            (P,) = ctx.saved_tensors
-            gM, ga, gb = plan_vjp(P.numpy(), _numpy_of(grad_plan), reg, comm)
-            return tuple(torch.from_numpy(np.ascontiguousarray(g)).to(P.dtype) for g in (ga, gb, gM))
+    def backward(ctx, grad_plan, _grad_log_u, _grad_log_v):
+        (P,) = ctx.saved_tensors
+        gM, ga, gb = plan_vjp(P.numpy(), _numpy_of(grad_plan), reg, comm)
+        return tuple(torch.from_numpy(np.ascontiguousarray(g)).to(P.dtype) for g in (ga, gb, gM))
 
+    # The Function made with type(): a class statement here would be a nested class
+    # that the stubs' checker (mypy.stubtest) takes for a missing module member.
+    Plan = type("Plan", (torch.autograd.Function,), {"forward": staticmethod(forward),
+                                                      "backward": staticmethod(backward)})
     return Plan.apply(a, b, M)
 
 
@@ -250,45 +252,34 @@ def torch_total_over_ranks(local, comm):
     return local + (float(_summed(comm, np.array([value]))[0]) - value)
 
 
-class _JaxOps:
-    """What solve and sinkhorn2 differentiate with, for JAX arrays."""
-    inputs = staticmethod(jax_inputs)
-    plan = staticmethod(jax_plan)
-    total = staticmethod(total_over_ranks)
-
-    @staticmethod
-    def stop(x):
-        import jax
-        return jax.lax.stop_gradient(x)
-
-    @staticmethod
-    def math():
-        import jax.numpy as jnp
-        return jnp
+def _jax_stop(x):
+    import jax
+    return jax.lax.stop_gradient(x)
 
 
-class _TorchOps:
-    """The same for PyTorch tensors."""
-    inputs = staticmethod(torch_inputs)
-    plan = staticmethod(torch_plan)
-    total = staticmethod(torch_total_over_ranks)
+def _jax_math():
+    import jax.numpy as jnp
+    return jnp
 
-    @staticmethod
-    def stop(x):
-        return x.detach()
 
-    @staticmethod
-    def math():
-        import torch
-        return torch
+def _torch_math():
+    import torch
+    return torch
+
+
+# What solve and sinkhorn2 differentiate with: the inputs' conversion, the
+# differentiable plan, the total over ranks, stop-gradient and the array module.
+_JAX_OPS = types.SimpleNamespace(inputs=jax_inputs, plan=jax_plan, total=total_over_ranks, stop=_jax_stop, math=_jax_math)
+_TORCH_OPS = types.SimpleNamespace(inputs=torch_inputs, plan=torch_plan, total=torch_total_over_ranks,
+                                   stop=lambda x: x.detach(), math=_torch_math)
 
 
 def autodiff_ops(*arrays):
     """The differentiating library of the arrays (JAX's or PyTorch's ops), or None."""
     if is_jax(*arrays):
-        return _JaxOps
+        return _JAX_OPS
     if is_torch(*arrays):
-        return _TorchOps
+        return _TORCH_OPS
     return None
 
 
