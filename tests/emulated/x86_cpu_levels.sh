@@ -67,6 +67,14 @@ failed=0
 log_dir="$build/emulated-x86"
 mkdir -p "$log_dir"
 
+# Tests of memory size, not of instructions, left to the native runs (every
+# build's CTest): the Sinkhorn kernel past the huge-page threshold (4.3 MiB per
+# rank; 75 s of the 96 s the Sinkhorn tests took emulated on AVX2 at 3 ranks).
+emulated_filter() {
+  [ "$1" = sinkhorn ] && echo "--gtest_filter=-SinkhornTransport.KernelPastTheHugePageThreshold"
+  return 0
+}
+
 # check <name> <regex> <command...>: passes when the command exits 0 and its output
 # matches the regex (grep -E over the whole output).
 check() {
@@ -101,7 +109,7 @@ for cpu in "${cpus[@]}"; do
   for np in 2 3; do
     for t in allreduce sinkhorn outer redistribute; do
       check "$name $t tests np$np" "PASSED" \
-        "${launch[@]}" -n "$np" "${emu[@]}" "${guest_env[@]}" "$build/tests/conveyor_${t}_tests"
+        "${launch[@]}" -n "$np" "${emu[@]}" "${guest_env[@]}" "$build/tests/conveyor_${t}_tests" $(emulated_filter "$t")
     done
   done
 

@@ -18,7 +18,9 @@
 # libraries (not a crash).
 #
 # usage: installed_package.sh <openmpi|mpich> <build-dir of that MPI> <work-dir>
-# The pip build directory is <work-dir>/cmake-<mpi> (incremental on reruns).
+# The pip build directory is <build-dir's parent>/pip-<mpi> (incremental on
+# reruns): beside the MPI's own build, so a compiler cache keyed on paths
+# relative to the checkout (scripts/test) finds that build's objects.
 set -uo pipefail
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=$1
@@ -39,7 +41,7 @@ log="$work/pip-$mpi.log"
 # pip wheel . (the build `pip install .` runs), then that wheel installed: one
 # build of the package instead of two (the second rebuilt nanobind, ~20 s).
 rm -rf "$work/wheel-$mpi"
-MPICC=mpicc.$mpi "${pip[@]}" wheel --no-deps --config-settings=build-dir="$work/cmake-$mpi" \
+MPICC=mpicc.$mpi "${pip[@]}" wheel --no-deps --config-settings=build-dir="$build_root/pip-$mpi" \
   -w "$work/wheel-$mpi" "$root" >"$log" 2>&1 || { tail -n 30 "$log"; fail "pip wheel . failed (see $log)"; }
 wheel=$(ls "$work"/wheel-"$mpi"/conveyor-*.whl 2>/dev/null | head -n 1)
 [ -n "$wheel" ] || fail "pip wheel . made no wheel (see $log)"
