@@ -21,6 +21,7 @@ are this rank's, the plan is this rank's rows against every target point (in
 rank order), the loss is the total.
 """
 import functools
+import inspect
 import warnings
 
 import numpy as np
@@ -29,6 +30,7 @@ from mpi4py import MPI
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._backends import foreign_backend, on_numpy
 from ._mpi import agree, comm_address
+from ._ot_points_gradients import local_loss, points_autodiff, points_vjp
 
 __all__ = ["empirical_sinkhorn", "empirical_sinkhorn2", "empirical_sinkhorn_divergence", "empirical_plan_apply",
            "empirical_barycentric_mapping", "empirical_plan_rows", "METRICS"]
@@ -39,12 +41,24 @@ _ENGINE_KWARGS = ("threads", "eps_scaling", "exchange")
 _CHECK_EVERY = 10  # POT's lazy solver tests the error after every 10th iteration
 
 
-def _on_numpy_copies(function):
+def _on_numpy_copies(function=None, *, differentiable=None):
     """Lets function(X_s, X_t, reg, a, b, ...) take another library's arrays
     (JAX, PyTorch, ...): it runs on NumPy copies, and its arrays (alone, in a
-    tuple, in a log dict) are handed back as that library's, like X_s."""
+    tuple, in a log dict) are handed back as that library's, like X_s. With
+    `differentiable`, torch tensors and JAX arrays (without log=True) go to
+    differentiable(library ops, the call's arguments by name) instead."""
+    if function is None:
+        return functools.partial(_on_numpy_copies, differentiable=differentiable)
+    signature = inspect.signature(function)
+
     @functools.wraps(function)
     def wrapper(X_s, X_t, reg, a=None, b=None, *args, **kwargs):
+        lib = None if differentiable is None else points_autodiff(X_s, X_t, a, b)
+        if lib is not None:
+            call = signature.bind(X_s, X_t, reg, a, b, *args, **kwargs)
+            call.apply_defaults()
+            if not call.arguments["log"]:
+                return differentiable(lib, call.arguments)
         nx = foreign_backend(X_s, X_t, a, b)
         if nx is None:
             return function(X_s, X_t, reg, a, b, *args, **kwargs)
@@ -52,7 +66,7 @@ def _on_numpy_copies(function):
     return wrapper
 
 
-@_on_numpy_copies
+@_on_numpy_copies()
 def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numIterMax=10000, stopThr=1e-9,
                        isLazy=False, batchSize=100, verbose=False, log=False, warn=True, warmstart=None, comm=None,
                        **kwargs):
@@ -122,13 +136,59 @@ def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numI
     return (plan, run["log"]) if log else plan
 
 
-@_on_numpy_copies
+def _differentiable_sinkhorn2(lib, call):
+    """empirical_sinkhorn2's loss in the arrays' own library (torch / JAX),
+    differentiable in X_s, X_t, a and b (_ot_points_gradients.py; sqeuclidean)."""
+    comm = MPI.COMM_SELF if call["comm"] is None else call["comm"]
+    reg, metric, kwargs = float(call["reg"]), str(call["metric"]).lower(), call["kwargs"]
+
+    def check():
+        if metric != "sqeuclidean":
+            raise NotImplementedError(f"conveyor.ot.empirical_sinkhorn2: gradients for metric '{call['metric']}' "
+                                      "are not implemented (sqeuclidean only); use POT for them")
+
+    agree(comm, check)
+
+    def applier(X, Y, f, g):
+        X, Y, f, g = (np.ascontiguousarray(x, dtype=np.float64) for x in (X, Y, f, g))
+        return lambda V, transpose: _apply(X, Y, reg, f, g, V, metric, transpose, comm, kwargs)
+
+    def solve(X, Y, a, b):
+        run = _solve_points(X, Y, reg, a, b, metric, call["numIterMax"], call["stopThr"], call["verbose"],
+                            call["warn"], call["warmstart"], comm, kwargs, "empirical_sinkhorn2")
+        f, g = run["log_u"], run["log_v"]
+        return local_loss(applier(X, Y, f, g), X, Y), f, g
+
+    def vjp(X, Y, f, g, w):
+        return points_vjp(applier(X, Y, f, g), X, Y, reg, w, comm)
+
+    X, Y, a, b = lib.inputs(call["X_s"], call["X_t"], call["a"], call["b"], comm)
+    return lib.total(lib.loss(X, Y, a, b, solve, vjp, comm), comm)
+
+
+def _differentiable_divergence(lib, call):
+    """empirical_sinkhorn_divergence from three differentiable losses."""
+    start = call["warmstart"]
+    start_a, start_b = (None, None) if start is None else ((start[0], start[0]), (start[1], start[1]))
+
+    def loss(X, Y, a, b, warmstart):
+        return _differentiable_sinkhorn2(lib, dict(call, X_s=X, X_t=Y, a=a, b=b, warmstart=warmstart))
+
+    X, Y, a, b = call["X_s"], call["X_t"], call["a"], call["b"]
+    value = loss(X, Y, a, b, start) - 0.5 * (loss(X, X, a, a, start_a) + loss(Y, Y, b, b, start_b))
+    return lib.clip(value)
+
+
+@_on_numpy_copies(differentiable=_differentiable_sinkhorn2)
 def empirical_sinkhorn2(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numIterMax=10000, stopThr=1e-9,
                         isLazy=False, batchSize=100, verbose=False, log=False, warn=True, warmstart=None, comm=None,
                         **kwargs):
     """The entropic OT loss <P, M> between two point clouds, as
     ``ot.bregman.empirical_sinkhorn2`` (the arguments of
     :func:`empirical_sinkhorn`); with ``comm``, the total over all ranks.
+    On PyTorch tensors or JAX arrays (``log=False``) the loss is differentiable
+    in the points and the weights (squared Euclidean cost; the n x m plan is
+    never formed; with ``comm``, ``backward()`` is collective).
 
     Examples
     --------
@@ -145,7 +205,7 @@ def empirical_sinkhorn2(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", num
     return (loss, run["log"]) if log else loss
 
 
-@_on_numpy_copies
+@_on_numpy_copies(differentiable=_differentiable_divergence)
 def empirical_sinkhorn_divergence(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numIterMax=10000,
                                   stopThr=1e-9, verbose=False, log=False, warn=True, warmstart=None, comm=None,
                                   **kwargs):
@@ -178,7 +238,7 @@ def empirical_sinkhorn_divergence(X_s, X_t, reg, a=None, b=None, metric="sqeucli
                         "log_sinkhorn_ab": log_ab, "log_sinkhorn_a": log_a, "log_sinkhorn_b": log_b}
 
 
-@_on_numpy_copies
+@_on_numpy_copies()
 def empirical_plan_apply(X_s, X_t, reg, f, g, V, metric="sqeuclidean", transpose=False, comm=None, **kwargs):
     """The plan of :func:`empirical_sinkhorn` applied to values without forming
     it: ``P @ V`` (V: a row per target point) or, with ``transpose``,
@@ -199,7 +259,7 @@ def empirical_plan_apply(X_s, X_t, reg, f, g, V, metric="sqeuclidean", transpose
     return _apply(X_s, X_t, reg, f, g, V if V.ndim == 2 else V[:, None], metric, transpose, comm, kwargs)
 
 
-@_on_numpy_copies
+@_on_numpy_copies()
 def empirical_barycentric_mapping(X_s, X_t, reg, f, g, metric="sqeuclidean", comm=None, **kwargs):
     """Each source point mapped to the barycenter of the target points it is
     sent to, ``(P @ X_t) / (P @ 1)`` (POT's ``ot.da`` barycentric mapping), the

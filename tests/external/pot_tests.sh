@@ -24,16 +24,18 @@ if [ ! -f "$src/test/test_bregman.py" ]; then
 fi
 
 # One thread for NumPy's BLAS; POT's setup.cfg adds coverage options: cleared.
-# POT's PyTorch backend is switched off (POT_BACKEND_DISABLE_PYTORCH, read by POT
-# 0.9 at import): conveyor.ot's gradients through torch tensors cover sinkhorn2 and
-# solve, not yet the point-cloud divergence whose gradient POT's torch tests also
-# take (issue "Optimal transport inside training loops"); tests/python compares
-# the torch gradients with POT's own. JAX, which the venv installs itself, stays on.
+# POT's backends: NumPy, JAX (the venv installs it) and PyTorch (Debian's
+# python3-torch, scripts/setup), whose tests differentiate conveyor.ot's losses
+# (test_sinkhorn2_gradients, test_empirical_sinkhorn_divergence_gradient, the grad=
+# cases of test_solvers.py). Not PyTorch for 0.9.4's test_unbalanced.py on a newer
+# POT: its test_mm_wrong_divergence[torch] fails on POT's own changed message,
+# with no call into Conveyor. TensorFlow and CuPy are not installed (switched off).
 # One test file of POT's with conveyor.ot substituted; prints its verdict line.
-run_pot_tests() {  # <label> <log> <test file...> (one pytest process: POT and JAX imported once)
-  local label=$1 log=$2
-  shift 2
-  (cd "$work" && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 POT_BACKEND_DISABLE_PYTORCH=1 POT_BACKEND_DISABLE_TENSORFLOW=1 \
+run_pot_tests() {  # <label> <log> <torch: on|off> <test file...> (one pytest process: POT and JAX imported once)
+  local label=$1 log=$2 torch=(env)
+  [ "$3" = off ] && torch+=(POT_BACKEND_DISABLE_PYTORCH=1)
+  shift 3
+  (cd "$work" && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "${torch[@]}" POT_BACKEND_DISABLE_TENSORFLOW=1 \
      POT_BACKEND_DISABLE_CUPY=1 PYTHONPATH="$here" timeout 900 \
      "$python" -m pytest -q -p no:cacheprovider --color=no -o addopts="" -p pot_with_conveyor -k "not gromov" "$@") \
      >"$log" 2>&1
@@ -50,15 +52,17 @@ if [ -f "$src/test/test_solvers.py" ]; then
   files+=("$src/test/test_solvers.py")
   label+=" + test_solvers.py"
 fi
-run_pot_tests "$label" "$work/pot-$version.log" "${files[@]}" || status=1
+run_pot_tests "$label" "$work/pot-$version.log" on "${files[@]}" || status=1
 # The unbalanced tests: from this version's sdist, or (0.9.5's and later ship
 # none) from 0.9.4's, the newest that does, run against the installed POT.
 unbalanced=$src/test/test_unbalanced.py
 label="POT $version test_unbalanced.py"
+torch=on
 if [ ! -f "$unbalanced" ]; then
+  torch=off
   why=$("$here/pypi_sdist.sh" pot 0.9.4 "$work") || { echo "POT tests: $why"; exit 1; }
   unbalanced=$work/pot-0.9.4/test/test_unbalanced.py
   label="POT 0.9.4's test_unbalanced.py on POT $version"
 fi
-run_pot_tests "$label" "$work/pot-$version-unbalanced.log" "$unbalanced" || status=1
+run_pot_tests "$label" "$work/pot-$version-unbalanced.log" "$torch" "$unbalanced" || status=1
 exit $status

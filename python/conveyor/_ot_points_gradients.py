@@ -1,0 +1,240 @@
+"""Gradients of the point-cloud loss L = <P, C(X, Y)> (``empirical_sinkhorn2``,
+squared Euclidean cost) with respect to the points and the weights, by implicit
+differentiation of the Sinkhorn fixed point (docs/algorithms.md, "Gradients of
+point-cloud losses"), without forming the n x m plan or cost: every sum over a
+row or column of P is one application of the plan (``apply(V, transpose)``,
+the point-cloud engine's P @ V or P^T @ V, split over ``comm`` as the solve).
+
+With w the cotangent of this rank's term (its rows' share of L), G_ij = w_i C_ij,
+s = [(P o G) 1; (P o G)^T 1] and H = [[diag(P 1), P], [P^T, diag(P^T 1)]], the
+adjoint (alpha, beta) solves H [alpha; beta] = s (on the Schur complement of
+the source block, by conjugate gradients, as _ot_gradients.plan_vjp), and
+
+    dL/dC_ij = W_ij = P_ij (w_i + (alpha_i + beta_j - w_i C_ij) / reg),
+    dL/dx_i = 2 sum_j W_ij (x_i - y_j),   dL/dy_j = 2 sum_i W_ij (y_j - x_i),
+    dL/da = alpha,  dL/db = beta  (each centred over all ranks).
+
+The sums of W need sum_j P_ij C_ij and sum_j P_ij C_ij y_j; with C_ij = |x_i|^2
+- 2 x_i.y_j + |y_j|^2 they come from P applied to [1, Y, |y|^2, |y|^2 Y, y y^T]
+(2 + 2d + d^2 columns; the transposed side likewise). Cost: two such
+applications, two per conjugate-gradient iteration, two at the end; no n x m
+array. Other metrics (the Euclidean distance) have no such expansion: refused.
+"""
+import types
+import warnings
+
+import numpy as np
+
+from ._mpi import agree
+from ._ot_gradients import _conjugate_gradients, _is_empty, _numpy_of, _summed, is_jax, is_torch
+from ._ot_gradients import total_over_ranks, torch_total_over_ranks
+
+
+def _moments(apply, Z, weight):
+    """P applied to [1, Z, w, wZ, w|z|^2, w|z|^2 Z, w z z^T] (w = weight; None: 1,
+    and the weighted columns are the plain ones): the sums over the other side
+    that the gradients need, as a namespace of arrays (rows of this rank)."""
+    n, d = Z.shape
+    sq = np.einsum("ij,ij->i", Z, Z)
+    outer = np.einsum("ij,ik->ijk", Z, Z).reshape(n, d * d)
+    w = np.ones(n) if weight is None else weight
+    columns = [w[:, None], w[:, None] * Z, (w * sq)[:, None], (w * sq)[:, None] * Z, w[:, None] * outer]
+    if weight is not None:
+        columns = [np.ones((n, 1)), Z] + columns
+    out = apply(np.ascontiguousarray(np.concatenate(columns, axis=1)))
+    k = 0 if weight is None else 1 + d
+
+    def take(width):
+        nonlocal k
+        k += width
+        return out[:, k - width:k]
+
+    m = types.SimpleNamespace()
+    m.w, m.wZ, m.wsq, m.wsqZ, m.wZZ = take(1)[:, 0], take(d), take(1)[:, 0], take(d), take(d * d)
+    m.wZZ = m.wZZ.reshape(-1, d, d)
+    m.ones, m.Z = (m.w, m.wZ) if weight is None else (out[:, 0], out[:, 1:1 + d])
+    return m
+
+
+def _cost_sums(U, m):
+    """For each point u (row of U) against the other side's points z_j with
+    weights w_j folded into the moments m: sum_j w_j P C and sum_j w_j P C z_j."""
+    su = np.einsum("ij,ij->i", U, U)
+    total = su * m.w - 2 * np.einsum("ij,ij->i", U, m.wZ) + m.wsq
+    moment = su[:, None] * m.wZ - 2 * np.einsum("ikl,il->ik", m.wZZ, U) + m.wsqZ
+    return total, moment
+
+
+def local_loss(apply, X, Y):
+    """This rank's rows' share of <P, C>: sum_i sum_j P_ij |x_i - y_j|^2, from P
+    applied to [1, Y, |y|^2]."""
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    sums = apply(np.ascontiguousarray(np.concatenate([np.ones((Y.shape[0], 1)), Y, np.einsum("ij,ij->i", Y, Y)[:, None]],
+                                                     axis=1)), False)
+    d = X.shape[1]
+    return float((np.einsum("ij,ij->i", X, X) * sums[:, 0] - 2 * np.einsum("ij,ij->i", X, sums[:, 1:1 + d])
+                  + sums[:, 1 + d]).sum())
+
+
+def points_vjp(apply, X, Y, reg, w, comm=None, tol=1e-10, max_iter=None):
+    """(dL/dX, dL/dY, dL/da, dL/db) for this rank's points and weights, L being
+    sum over ranks of w_r times rank r's share of <P, C>; `apply(V, transpose)`
+    applies this rank's view of the plan (collective with comm). float64."""
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    reg, w = float(reg), float(w)
+    rows = _moments(lambda V: apply(V, False), Y, None)                     # sums over targets
+    cols = _moments(lambda V: apply(V, True), X, np.full(X.shape[0], w))   # sums over sources, w-weighted
+    row_cost, row_moment = _cost_sums(X, rows)
+    col_cost, col_moment = _cost_sums(Y, cols)
+    s_rows, s_cols = w * row_cost, col_cost
+    p_r, p_c = rows.ones, cols.ones
+    inv_r = np.divide(1.0, p_r, out=np.zeros_like(p_r), where=p_r > 0)
+    inv_c = np.divide(1.0, p_c, out=np.zeros_like(p_c), where=p_c > 0)
+
+    def dot(u, v):
+        return float(_summed(comm, np.array([float(u @ v)]))[0])
+
+    def schur(beta):
+        return p_c * beta - apply((inv_r * apply(beta[:, None], False)[:, 0])[:, None], True)[:, 0]
+
+    rhs = s_cols - apply((inv_r * s_rows)[:, None], True)[:, 0]
+    total_targets = int(_summed(comm, np.array([float(Y.shape[0])]))[0])
+    limit = max_iter if max_iter is not None else max(100, 10 * total_targets)
+    beta, residual = _conjugate_gradients(schur, rhs, inv_c, dot, tol, limit)
+    if residual > max(tol, 1e-6):
+        warnings.warn(f"conveyor.ot: the gradient's linear solve stopped at relative residual {residual:.1e} "
+                      f"(reg {reg} may be too small for this problem)", UserWarning, stacklevel=3)
+    forward = apply(np.ascontiguousarray(np.concatenate([beta[:, None], beta[:, None] * Y], axis=1)), False)
+    alpha = inv_r * (s_rows - forward[:, 0])
+    back = apply(np.ascontiguousarray(np.concatenate([alpha[:, None], alpha[:, None] * X], axis=1)), True)
+    # Row i: sum_j W_ij and sum_j W_ij y_j; column j: sum_i W_ij and sum_i W_ij x_i.
+    row_w = w * p_r + (alpha * p_r + forward[:, 0] - w * row_cost) / reg
+    row_wy = w * rows.Z + (alpha[:, None] * rows.Z + forward[:, 1:] - w * row_moment) / reg
+    col_w = cols.w + (back[:, 0] + beta * p_c - col_cost) / reg
+    col_wx = cols.wZ + (back[:, 1:] + beta[:, None] * cols.Z - col_moment) / reg
+    grad_X = 2 * (X * row_w[:, None] - row_wy)
+    grad_Y = 2 * (Y * col_w[:, None] - col_wx)
+    return grad_X, grad_Y, _centred(alpha, comm), _centred(beta, comm)
+
+
+def _centred(v, comm):
+    """v minus its mean over every rank's entries."""
+    totals = _summed(comm, np.array([v.sum(), float(v.size)]))
+    return v - (totals[0] / totals[1] if totals[1] > 0 else 0.0)
+
+
+# ---------------------------------------------------------------------------
+# The loss as a function of (X, Y, a, b) in the caller's library. solve(X, Y, a, b)
+# (NumPy arrays) -> (this rank's share of the loss, f, g); vjp(X, Y, f, g, w) ->
+# (dX, dY, da, db); both collective with comm.
+
+def _weights(w, count, comm, full):
+    """POT's empty weights as uniform ones over every rank's points (the count is
+    summed on every rank: a rank may hold no points, and so empty weights)."""
+    total = comm.allreduce(count) if comm is not None else count
+    if w is None or (_is_empty(w) and count > 0):
+        return full(count, 1.0 / max(total, 1))
+    return w  # (a rank's own empty weights for its no points stay the caller's tensor)
+
+
+def torch_inputs(X, Y, a, b, comm):
+    """X, Y, a, b as tensors of X's floating dtype (float64 for others)."""
+    import torch
+
+    X = torch.as_tensor(X)
+    dtype = X.dtype if X.dtype in (torch.float32, torch.float64) else torch.float64
+    X, Y = X.to(dtype), torch.as_tensor(Y).to(dtype)
+    full = lambda k, v: torch.full((k,), v, dtype=dtype)  # noqa: E731
+    return (X, Y, torch.as_tensor(_weights(a, X.shape[0], comm, full)).to(dtype),
+            torch.as_tensor(_weights(b, Y.shape[0], comm, full)).to(dtype))
+
+
+def torch_loss(X, Y, a, b, solve, vjp, comm):
+    """This rank's share of the loss as a torch.autograd.Function of (X, Y, a, b)."""
+    import torch
+
+    def forward(ctx, X_, Y_, a_, b_):
+        arrays = agree(comm, lambda: tuple(_numpy_of(t) for t in (X_, Y_, a_, b_)))
+        value, f, g = solve(*arrays)
+        ctx.state = (arrays[0], arrays[1], f, g)
+        return torch.tensor(value, dtype=X_.dtype)
+
+    def backward(ctx, grad_value):
+        grads = vjp(*ctx.state, float(grad_value))
+        return tuple(torch.from_numpy(np.ascontiguousarray(g_)).to(grad_value.dtype) for g_ in grads)
+
+    # Made with type(), as _ot_gradients.torch_plan (a nested class trips mypy.stubtest).
+    Loss = type("PointsLoss", (torch.autograd.Function,), {"forward": staticmethod(forward),
+                                                           "backward": staticmethod(backward)})
+    return Loss.apply(X, Y, a, b)
+
+
+def jax_inputs(X, Y, a, b, comm):
+    """X, Y, a, b as JAX arrays of X's floating dtype."""
+    import jax.numpy as jnp
+
+    X = jnp.asarray(X)
+    dtype = X.dtype if X.dtype in (jnp.float32, jnp.float64) else jnp.result_type(float)
+    X, Y = X.astype(dtype), jnp.asarray(Y).astype(dtype)
+    full = lambda k, v: jnp.full(k, v, dtype)  # noqa: E731
+    return (X, Y, jnp.asarray(_weights(a, X.shape[0], comm, full), dtype),
+            jnp.asarray(_weights(b, Y.shape[0], comm, full), dtype))
+
+
+def jax_loss(X, Y, a, b, solve, vjp, comm):
+    """This rank's share of the loss as a JAX function of (X, Y, a, b) with a
+    custom VJP; forward and backward are host callbacks (jax.grad and jax.jit work)."""
+    import jax
+
+    dtype = X.dtype
+    value_shape = jax.ShapeDtypeStruct((), dtype)
+    outputs = (value_shape, jax.ShapeDtypeStruct((X.shape[0],), dtype), jax.ShapeDtypeStruct((Y.shape[0],), dtype))
+    inputs = tuple(jax.ShapeDtypeStruct(x.shape, dtype) for x in (X, Y, a, b))
+
+    def run(X_, Y_, a_, b_):
+        arrays = agree(comm, lambda: tuple(np.asarray(x) for x in (X_, Y_, a_, b_)))
+        value, f, g = solve(*arrays)
+        return np.asarray(value, dtype=dtype), np.asarray(f, dtype), np.asarray(g, dtype)
+
+    def gradients(X_, Y_, f, g, w):
+        return tuple(np.asarray(x, dtype=dtype) for x in vjp(np.asarray(X_), np.asarray(Y_), f, g, float(w)))
+
+    @jax.custom_vjp
+    def loss(X_, Y_, a_, b_):
+        return jax.pure_callback(run, outputs, X_, Y_, a_, b_)[0]
+
+    def loss_forward(X_, Y_, a_, b_):
+        value, f, g = jax.pure_callback(run, outputs, X_, Y_, a_, b_)
+        return value, (X_, Y_, f, g)
+
+    def loss_backward(residuals, w):
+        return jax.pure_callback(gradients, inputs, *residuals, w)
+
+    loss.defvjp(loss_forward, loss_backward)
+    return loss(X, Y, a, b)
+
+
+def _torch_clip(x):
+    import torch
+    return torch.clamp(x, min=0)
+
+
+def _jax_clip(x):
+    import jax.numpy as jnp
+    return jnp.maximum(x, 0)
+
+
+# The inputs' conversion, the differentiable loss, the total over ranks, max(0, x).
+_TORCH = types.SimpleNamespace(inputs=torch_inputs, loss=torch_loss, total=torch_total_over_ranks, clip=_torch_clip)
+_JAX = types.SimpleNamespace(inputs=jax_inputs, loss=jax_loss, total=total_over_ranks, clip=_jax_clip)
+
+
+def points_autodiff(*arrays):
+    """The differentiating library of the arrays (JAX's or PyTorch's), or None."""
+    if is_jax(*arrays):
+        return _JAX
+    if is_torch(*arrays):
+        return _TORCH
+    return None
