@@ -23,6 +23,9 @@ import conveyor
 import conveyor.ot
 
 
+THREADS = [0]  # Conveyor's threads (set in main)
+
+
 def timed(function):
     t0 = time.perf_counter()
     out = function()
@@ -32,7 +35,7 @@ def timed(function):
 def conveyor_round(X, Y, reg, tol):
     Xt = torch.tensor(X, requires_grad=True)
     t_fwd, loss = timed(lambda: conveyor.ot.empirical_sinkhorn2(Xt, torch.tensor(Y), reg, stopThr=tol,
-                                                                numIterMax=100000))
+                                                                numIterMax=100000, threads=THREADS[0]))
     t_bwd, _ = timed(loss.backward)
     return t_fwd, t_bwd, Xt.grad.numpy()
 
@@ -53,9 +56,14 @@ def main():
     p.add_argument("--reg", type=float, default=0.05, help="entropic regularization (the clouds span ~1)")
     p.add_argument("--tol", type=float, default=1e-6, help="stopThr of both (row / column marginal error)")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--threads", type=int, default=0, help="threads of both (0: this machine's CPUs)")
     args = p.parse_args()
+    import os
     import ot
-    print(f"# CPU target {conveyor.simd_target()}; torch {torch.__version__} ({torch.get_num_threads()} threads); "
+    threads = args.threads or os.cpu_count()
+    torch.set_num_threads(threads)  # (torch's own default here is 1; Conveyor's the node's CPUs)
+    THREADS[0] = threads
+    print(f"# CPU target {conveyor.simd_target()}; torch {torch.__version__} ({torch.get_num_threads()} threads, Conveyor {threads}); "
           f"POT {ot.__version__}; d = {args.d}; reg {args.reg}; stopThr {args.tol}; float64; one process")
     print("n,conveyor_fwd_ms,conveyor_bwd_ms,pot_fwd_ms,pot_bwd_ms,apply_ms,cost_matrix_ms,max_grad_diff")
     rows = []

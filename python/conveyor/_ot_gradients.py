@@ -274,12 +274,13 @@ _TORCH_OPS = types.SimpleNamespace(inputs=torch_inputs, plan=torch_plan, total=t
                                    stop=lambda x: x.detach(), math=_torch_math)
 
 
-def autodiff_ops(*arrays):
-    """The differentiating library of the arrays (JAX's or PyTorch's ops), or None."""
+def autodiff_ops(*arrays, jax_ops=_JAX_OPS, torch_ops=_TORCH_OPS):
+    """The differentiating library of the arrays (its ops: JAX's or PyTorch's, by
+    default the dense losses'), or None."""
     if is_jax(*arrays):
-        return _JAX_OPS
+        return jax_ops
     if is_torch(*arrays):
-        return _TORCH_OPS
+        return torch_ops
     return None
 
 

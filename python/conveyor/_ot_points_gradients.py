@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 
 from ._mpi import agree
-from ._ot_gradients import _conjugate_gradients, _is_empty, _numpy_of, _summed, is_jax, is_torch
+from ._ot_gradients import _conjugate_gradients, _is_empty, _numpy_of, _summed, autodiff_ops
 from ._ot_gradients import total_over_ranks, torch_total_over_ranks
 
 
@@ -232,9 +232,5 @@ _JAX = types.SimpleNamespace(inputs=jax_inputs, loss=jax_loss, total=total_over_
 
 
 def points_autodiff(*arrays):
-    """The differentiating library of the arrays (JAX's or PyTorch's), or None."""
-    if is_jax(*arrays):
-        return _JAX
-    if is_torch(*arrays):
-        return _TORCH
-    return None
+    """The differentiating library of the arrays (JAX's or PyTorch's point-cloud ops), or None."""
+    return autodiff_ops(*arrays, jax_ops=_JAX, torch_ops=_TORCH)
