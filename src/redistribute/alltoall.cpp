@@ -201,9 +201,9 @@ redistribute::detail::copy_rule sender_rule_of(alltoall_state& state, const std:
   using redistribute::detail::sender_rule;
   const redistribute::detail::attach_state& a = state.attach;
   switch (a.rule) {
-    case sender_rule::attach: return copy_rule::attach_from_32k;
+    case sender_rule::attach: return copy_rule::attach_from_mid;
     case sender_rule::slots: return copy_rule::slots_then_messages;
-    case sender_rule::messages: return copy_rule::messages_from_32k;
+    case sender_rule::messages: return copy_rule::messages_from_mid;
     case sender_rule::measured: break;
   }
   if (copy_measuring() == detail::measuring::off) return copy_rule::slots_then_attach;
@@ -211,7 +211,7 @@ redistribute::detail::copy_rule sender_rule_of(alltoall_state& state, const std:
   bool mid = false, large = false;  // pairs the rules move differently
   for (std::size_t q = 0; q < sbytes.size(); ++q) {
     if (static_cast<int>(q) == me) continue;
-    mid = mid || (sbytes[q] >= redistribute::detail::kAttachMinBytes && sbytes[q] < slot);
+    mid = mid || (sbytes[q] >= redistribute::detail::kMidMinBytes && sbytes[q] < slot);
     large = large || sbytes[q] >= slot;
   }
   if (!mid && !large) return copy_rule::slots_then_attach;  // every rule moves these pairs alike

@@ -31,8 +31,10 @@
 
 namespace conveyor::redistribute::detail {
 
-/// Pairs below this many bytes move as packages: a descriptor, a read call and a
-/// done message cost more than packing a small package (docs/results.md).
+/// Across nodes (no shared slots, nothing timed), node peers' pairs below this
+/// many bytes move as packages: a descriptor, a read call and a done message cost
+/// more than packing a small package (docs/results.md). On one node the senders
+/// time it per plan (alltoall_copy_choice.hpp's kMidMinBytes).
 inline constexpr std::int64_t kAttachMinBytes = std::int64_t{32} << 10;
 
 /// An attached pair whose send rows average fewer bytes than this is packed by
@@ -50,8 +52,8 @@ bool pack_before_attach(const byte_map& rows, const void* base);
 
 /// How this rank, as a sender on a one-node communicator, chooses the way of each
 /// pair (alltoall_copy_choice.hpp): timed per plan (CONVEYOR_ALLTOALL_COPY=auto),
-/// or fixed by the setting on this rank: attach from kAttachMinBytes ("attach"),
-/// slots then MPI messages ("slots"), MPI messages from kAttachMinBytes ("messages").
+/// or fixed by the setting on this rank: attach from kMidMinBytes ("attach"),
+/// slots then MPI messages ("slots"), MPI messages from kMidMinBytes ("messages").
 enum class sender_rule { measured, attach, slots, messages };
 
 struct attach_state {

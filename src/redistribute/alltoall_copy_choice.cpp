@@ -38,9 +38,9 @@ void mix_maps(std::uint64_t& h, const std::vector<byte_map>& maps) {
 copy_limits limits_of(copy_rule rule, std::int64_t slot_bytes) {
   constexpr std::int64_t never = INT64_MAX;
   switch (rule) {
-    case copy_rule::attach_from_32k: return {kAttachMinBytes, never};
+    case copy_rule::attach_from_mid: return {kMidMinBytes, never};
     case copy_rule::slots_then_messages: return {never, never};
-    case copy_rule::messages_from_32k: return {never, kAttachMinBytes};
+    case copy_rule::messages_from_mid: return {never, kMidMinBytes};
     case copy_rule::slots_then_attach: break;
   }
   return {slot_bytes, never};
@@ -48,9 +48,9 @@ copy_limits limits_of(copy_rule rule, std::int64_t slot_bytes) {
 
 const char* name_of(copy_rule rule) {
   switch (rule) {
-    case copy_rule::attach_from_32k: return "attach from 32 KiB";
+    case copy_rule::attach_from_mid: return "attach from 8 KiB";
     case copy_rule::slots_then_messages: return "slots then messages";
-    case copy_rule::messages_from_32k: return "messages from 32 KiB";
+    case copy_rule::messages_from_mid: return "messages from 8 KiB";
     case copy_rule::slots_then_attach: break;
   }
   return "slots then attach";
@@ -61,17 +61,17 @@ int distinct_rules(bool mid, bool large, bool attach_usable, copy_rule* out) {
   auto ways = [&](copy_rule r) {
     const int a = attach_usable ? 1 : 2;
     switch (r) {
-      case copy_rule::attach_from_32k: return std::pair{attach_usable ? 1 : 0, a};
+      case copy_rule::attach_from_mid: return std::pair{attach_usable ? 1 : 0, a};
       case copy_rule::slots_then_messages: return std::pair{0, 2};
-      case copy_rule::messages_from_32k: return std::pair{2, 2};
+      case copy_rule::messages_from_mid: return std::pair{2, 2};
       case copy_rule::slots_then_attach: break;
     }
     return std::pair{0, a};
   };
   int n = 0;
   std::pair<int, int> seen[4];
-  for (copy_rule r : {copy_rule::slots_then_attach, copy_rule::attach_from_32k, copy_rule::slots_then_messages,
-                      copy_rule::messages_from_32k}) {
+  for (copy_rule r : {copy_rule::slots_then_attach, copy_rule::attach_from_mid, copy_rule::slots_then_messages,
+                      copy_rule::messages_from_mid}) {
     auto w = ways(r);
     if (!mid) w.first = -1;
     if (!large) w.second = -1;

@@ -36,8 +36,8 @@ constexpr std::array<entry, 17> kSettings = {{
      "how alltoallw (and libconveyor_mpi's MPI_Alltoall*) moves packages between ranks of one node: auto "
      "(cross-memory attach, the receiver reading the sender's rows directly, where every rank's probe of it "
      "succeeds; else packed; on one node each sender times per plan where attach starts: the slot size, "
-     "32 KiB or never), packed (pack, MPI message, unpack; on every rank if on one), attach (this rank's "
-     "pairs from 32 KiB attached), slots (this rank's pairs through the shared slots, then MPI messages)",
+     "8 KiB or never), packed (pack, MPI message, unpack; on every rank if on one), attach (this rank's "
+     "pairs from 8 KiB attached), slots (this rank's pairs through the shared slots, then MPI messages)",
      "first alltoallw on a communicator"},
     {"CONVEYOR_ALLTOALL_MEASURE", "1",
      "0: libconveyor_mpi's MPI_Alltoall of contiguous types always runs Conveyor's exchange (across nodes the "

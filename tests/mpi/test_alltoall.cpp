@@ -882,7 +882,7 @@ TEST(Alltoall, SharedWindowSendRowsReadByMemcpy) {
 }
 
 // Pairs of every kind in one call: none, a few bytes, 40 KiB (the slots, or
-// attached from 32 KiB) and beyond the slots (attached, or MPI messages), with
+// attached from 8 KiB) and beyond the slots (attached, or MPI messages), with
 // each rank's sends fixed by its own rule (auto, attach, slots, messages in turn
 // over the ranks): receivers follow each sender's header, so the data is right whatever
 // the mix; repeated (auto's trials) and in place.
@@ -915,8 +915,8 @@ TEST(Alltoall, SendersChooseTheirOwnWays) {
 }
 
 // Each sender's plan on one node: its first calls are trials of the rules that
-// move its pairs differently (of slots then attach, attach from 32 KiB, slots then
-// messages, messages from 32 KiB), 6 calls each, then none; every call's bytes right.
+// move its pairs differently (of slots then attach, attach from 8 KiB, slots then
+// messages, messages from 8 KiB), 6 calls each, then none; every call's bytes right.
 TEST(Alltoall, CopyTrialsThenOneWay) {
   const int P = size_of(), r = rank_of();
   MPI_Comm comm = comm_with_rule("auto");
@@ -932,7 +932,7 @@ TEST(Alltoall, CopyTrialsThenOneWay) {
   bool has_mid = false, has_large = false;
   for (int q = 0; q < P; ++q) {
     if (q == r) continue;
-    has_mid = has_mid || (bytes(r, q) >= (32 << 10) && bytes(r, q) < slot);
+    has_mid = has_mid || (bytes(r, q) >= (8 << 10) && bytes(r, q) < slot);
     has_large = has_large || bytes(r, q) >= slot;
   }
   // Rules that differ here (redistribute/alltoall_copy_choice.cpp's table).
