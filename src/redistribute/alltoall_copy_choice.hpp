@@ -41,8 +41,9 @@
 namespace conveyor::redistribute::detail {
 
 /// The smallest pair the rules move differently: below it every rule uses the
-/// slots. 8 KiB, not kAttachMinBytes' 32: pairs of 12-24 KiB through the slots
-/// (two copies) took ~1.5x Open MPI's single-copy transfer on 2 ranks.
+/// slots. 8 KiB, not kAttachMinBytes' 32: pairs just above 8 KiB through the
+/// slots (two copies) were measured slower than the library's single-copy
+/// transfer (docs/results.md, "The all-to-all family").
 inline constexpr std::int64_t kMidMinBytes = std::int64_t{8} << 10;
 
 /// How a sender on one node moves its pairs (the candidates above).
