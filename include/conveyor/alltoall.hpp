@@ -85,6 +85,10 @@ struct alltoallw_report {
   // Every rank on one node: this call was one of its plan's trials of the ways
   // this rank's pairs move (timed; CONVEYOR_ALLTOALL_MEASURE, docs/algorithms.md).
   bool copy_trial = false;
+  // alltoallw_auto: the MPI library's own call ran instead of the exchange (the
+  // counts above are what the exchange would have moved), and whether this call
+  // was one of its size class's trials of the two.
+  bool library = false, library_trial = false;
 };
 
 /// What alltoall_auto ran.
@@ -177,5 +181,20 @@ CONVEYOR_API alltoallw_report alltoallw(const void* send, const std::vector<data
                                         const std::vector<datatype_part>& recv_parts, MPI_Comm comm,
                                         bool validate = false, std::int64_t send_size = -1,
                                         std::int64_t recv_size = -1);
+
+/// alltoallw's datatype form (no validate), `auto` where every rank of `comm` is
+/// on one node (at most 16): MPI_Alltoallv / w give no size that every rank
+/// knows, so each rank adds the size class (two per octave) of the largest
+/// package it sends to the headers the exchange hands over anyway, and every
+/// rank takes the largest as the call's class. Per class from 8 KiB, the first calls alternate
+/// the exchange and `library()` (the MPI library's own call on the caller's
+/// arguments), then one MPI_Allreduce of the slowest rank's medians decides
+/// alike on every rank (as alltoall_auto). Below 8 KiB, across nodes, with
+/// CONVEYOR_ALLTOALL_MEASURE=0 or a forced CONVEYOR_ALLTOALL_COPY on any rank:
+/// the exchange. A rank whose own class runs the library sends its pairs as
+/// messages, so the hand-off is the library call's only extra cost.
+CONVEYOR_API alltoallw_report alltoallw_auto(const void* send, const std::vector<datatype_part>& send_parts,
+                                             void* recv, const std::vector<datatype_part>& recv_parts, MPI_Comm comm,
+                                             const std::function<void()>& library);
 
 }  // namespace conveyor

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -66,6 +67,9 @@ enum class alltoall_path { automatic, mpi, conveyor, by_nodes };
 struct alltoall_state final : detail::engine_state {
   // alltoall_auto: per size class of the bytes per peer, what its trials decided.
   std::vector<detail::measured_choice<alltoall_path>> measured;
+  // alltoallw_auto on one node: per agreed vote (the class of the largest pair of
+  // any rank), Conveyor's exchange against the library's call.
+  std::vector<detail::measured_choice<alltoall_path>> library_measured;
   std::vector<char> trial_out;
   std::vector<byte_map> even_maps;  // the contiguous maps of alltoall_auto's last size
   std::int64_t even_bytes = -1;
@@ -192,6 +196,66 @@ detail::measuring copy_measuring() {
   return m;
 }
 
+// The library vote (alltoallw_auto, every rank on one node): MPI_Alltoallv / w
+// have no size every rank knows, so each rank writes the size class of the
+// largest package it sends to another rank into every header it posts (every
+// pair is some rank's send: the maximum is the call's largest pair). After
+// reading its peers' headers every rank holds the same maximum, the call's
+// class, and runs what that class decided (or its next trial): Conveyor's
+// exchange or the library's own call.
+// A rank without a library call to hand to, or whose ways are forced
+// (CONVEYOR_ALLTOALL_COPY) or not measured, votes kNoLibrary, which keeps every
+// rank on Conveyor's exchange. Below kMidMinBytes every pair goes through the
+// slots, which beat the libraries' small calls (docs/results.md): not measured.
+// A vote also says whether the call is one of the sender's copy trials
+// (kCopyTrial): a class's trials against the library wait until no rank is
+// still timing its ways, so that the exchange is timed as it will run.
+constexpr std::int32_t kNoLibrary = 0xFFFF;  // the class part's largest
+constexpr std::int32_t kClassMask = 0xFFFF, kCopyTrial = 0x10000;
+
+std::int32_t library_vote(const alltoall_state& state, bool has_library, int me) {
+  if (!has_library || state.attach.rule != redistribute::detail::sender_rule::measured ||
+      copy_measuring() == detail::measuring::off) {
+    return kNoLibrary;
+  }
+  std::int64_t largest = 0;
+  for (std::size_t q = 0; q < state.sbytes.size(); ++q) {
+    if (static_cast<int>(q) != me) largest = std::max(largest, state.sbytes[q]);
+  }
+  return detail::size_class(static_cast<std::size_t>(largest));
+}
+
+// What a call of vote `cls` runs: its class's decision, else its next trial's
+// candidate (`which`: its index, -1 when the call is not a trial).
+alltoall_path library_choice(alltoall_state& state, std::int32_t cls, int& which) {
+  which = -1;
+  if (cls == kNoLibrary || cls < detail::size_class(static_cast<std::size_t>(redistribute::detail::kMidMinBytes))) {
+    return alltoall_path::conveyor;
+  }
+  auto& classes = state.library_measured;
+  if (classes.size() <= static_cast<std::size_t>(cls)) classes.resize(static_cast<std::size_t>(cls) + 1);
+  auto& m = classes[static_cast<std::size_t>(cls)];
+  if (m.count == 0) m.candidates[0] = alltoall_path::conveyor, m.candidates[1] = alltoall_path::mpi, m.count = 2;
+  if (m.decided != alltoall_path::automatic) return m.decided;
+  which = detail::next_trial(m);
+  return m.candidates[which];
+}
+
+void record_library_trial(alltoall_state& state, const detail::comm_context& ctx, std::int32_t cls, int which,
+                          double seconds) {
+  auto& m = state.library_measured[static_cast<std::size_t>(cls)];
+  detail::record_trial(m, cls, which, seconds, ctx.comm, [&](const double* agreed, int trials) {
+    if (copy_measuring() != detail::measuring::traced || ctx.rank != 0) return;
+    const int octave = cls / 2;
+    const double from = static_cast<double>(std::int64_t{1} << octave) * (cls % 2 ? 1.5 : 1.0);
+    std::fprintf(stderr,
+                 "conveyor alltoallw auto: largest pair from %.0f B on %d ranks, %d trials each, median (spread) of "
+                 "the slowest rank: conveyor %.2f us (%.0f%%) mpi %.2f us (%.0f%%) -> %s\n",
+                 from, ctx.size, trials, agreed[0] * 1e6, agreed[2] * 100, agreed[1] * 1e6, agreed[3] * 100,
+                 m.decided == alltoall_path::mpi ? "mpi" : "conveyor");
+  });
+}
+
 // Every rank on one node: how this rank's pairs move in this call
 // (alltoall_copy_choice.hpp); `trial`: the call is timed.
 redistribute::detail::copy_rule sender_rule_of(alltoall_state& state, const std::vector<byte_map>& send_maps,
@@ -244,7 +308,7 @@ void record_trial(alltoall_state& state, const detail::comm_context& ctx, double
 // The byte-map form's steps (alltoall_typed.hpp's alltoallw_maps).
 alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& send_maps, void* recv,
                                  const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate,
-                                 const redistribute::detail::typed_parts& typed);
+                                 const redistribute::detail::typed_parts& typed, const std::function<void()>& library);
 
 std::int64_t bytes_of(const byte_map& m) {
   std::int64_t b = 0;
@@ -254,20 +318,23 @@ std::int64_t bytes_of(const byte_map& m) {
 
 alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_maps, void* recv,
                            const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate) {
-  return redistribute::detail::alltoallw_maps(send, send_maps, recv, recv_maps, comm, validate, {});
+  return redistribute::detail::alltoallw_maps(send, send_maps, recv, recv_maps, comm, validate, {}, {});
 }
 
 namespace redistribute::detail {
 alltoallw_report alltoallw_maps(const void* send, const std::vector<byte_map>& send_maps, void* recv,
                                 const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate,
-                                const typed_parts& typed) {
-  return alltoallw_moves(send, send_maps, recv, recv_maps, comm, validate, typed);
+                                const typed_parts& typed, const std::function<void()>& library) {
+  return alltoallw_moves(send, send_maps, recv, recv_maps, comm, validate, typed, library);
 }
 }  // namespace redistribute::detail
 
 alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& send_maps, void* recv,
                                  const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate,
-                                 const redistribute::detail::typed_parts& typed) {
+                                 const redistribute::detail::typed_parts& typed, const std::function<void()>& library) {
+  // The library vote's trials time the whole call (any rank without `library`
+  // votes kNoLibrary, so no call without it is one).
+  const double start = library ? MPI_Wtime() : 0;
   collective_call call("alltoallw", comm);
   detail::comm_context& ctx = detail::context_of(call);
   const int P = ctx.size, me = ctx.rank;
@@ -318,14 +385,26 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
   // rule): from kAttachMinBytes by cross-memory attach within a node, else as MPI
   // messages. Messages go straight from / into the caller's buffer where a map is
   // one run (never sends in place: receives may land there first).
+  // A rank whose own vote's class runs the library's call (decided or as a trial)
+  // sends every pair as a message, packs and attaches nothing: if the agreed vote
+  // runs the library nothing was spent; if not, its receivers take messages.
   bool copy_trial = false;
   redistribute::detail::copy_limits limits{};
+  std::int32_t vote = kNoLibrary;
+  alltoall_path intent = alltoall_path::conveyor;
   if (shared) {
-    const auto rule = sender_rule_of(state, send_maps, recv_maps, in_place, sbytes, me, copy_trial);
-    limits = redistribute::detail::limits_of(rule, static_cast<std::int64_t>(shared->slot_bytes()));
+    vote = library_vote(state, static_cast<bool>(library), me);
+    int which = -1;
+    intent = library_choice(state, vote, which);
+    if (intent == alltoall_path::mpi) {
+      limits = {INT64_MAX, 0};
+    } else {
+      const auto rule = sender_rule_of(state, send_maps, recv_maps, in_place, sbytes, me, copy_trial);
+      limits = redistribute::detail::limits_of(rule, static_cast<std::int64_t>(shared->slot_bytes()));
+      if (copy_trial) vote |= kCopyTrial;
+    }
   }
-  const double trial_start = copy_trial ? MPI_Wtime() : 0;
-  rep.copy_trial = copy_trial;
+  const double copy_start = copy_trial ? MPI_Wtime() : 0;
   // A message of the caller's own types where it has them (one node: the
   // receiver follows the header; one message of at most kMaxMessageBytes).
   auto message = [&](int q, std::int64_t bytes) {
@@ -391,9 +470,12 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
     const pair_plan& pp = pairs[k];
     if (pp.spacked) pack(send_maps[k], send, sbuf + pp.soff);
   };
-  if (in_place) {  // every package packed before anything can arrive
-    for (int i = 1; i < P; ++i) pack_peer((me + i) % P);
-  }
+  auto pack_in_place = [&] {  // every package packed before anything can arrive
+    if (in_place) {
+      for (int i = 1; i < P; ++i) pack_peer((me + i) % P);
+    }
+  };
+  if (intent == alltoall_path::conveyor) pack_in_place();
   auto& rreq = state.rreq;
   auto& sreq = state.sreq;
   auto& rowner = state.rowner;
@@ -404,6 +486,21 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
   // rows are short), and a done to wait for.
   auto& descriptors = state.descriptors;
   descriptors.resize(uP);
+  auto reply_done = [&](int q) {
+    MPI_Request r;
+    detail::check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, q, tag0 + kDoneTag, ctx.comm, &r), "MPI_Isend");
+    sreq.push_back(r);
+  };
+  // An attached pair's descriptor from `q` (sent at the start of its call), into state.remote.
+  auto take_descriptor = [&](int q) {
+    MPI_Message msg;
+    MPI_Status st;
+    detail::check_mpi(MPI_Mprobe(q, tag0 + kDescriptorTag, ctx.comm, &msg, &st), "MPI_Mprobe");
+    int n = 0;
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    state.remote.resize(static_cast<std::size_t>(n) / sizeof(byte_box));
+    detail::check_mpi(MPI_Mrecv(state.remote.data(), n, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
+  };
   auto send_peer = [&](int q) {
     const auto k = static_cast<std::size_t>(q);
     const pair_plan& pp = pairs[k];
@@ -438,13 +535,16 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
   // then each peer's header, which says how its package to this rank moves (a
   // count that differs from this rank's is an error; what the sender waits for is
   // answered below, after this rank's own sends are out).
+  std::int32_t agreed_vote = vote & kClassMask;  // with `shared`: the largest of every rank's
+  bool copy_trials = (vote & kCopyTrial) != 0;   // some rank's copy trial
+  int library_trial = -1;                        // the agreed class's trial candidate, when the call is one
   if (shared) {
     shared->begin();
     for (int i = 1; i < P; ++i) {
       const int q = (me + i) % P;
       const pair_plan& pp = pairs[static_cast<std::size_t>(q)];
       if (pp.send == way::shared && pp.sbytes) pack(send_maps[static_cast<std::size_t>(q)], send, shared->slot(me, q));
-      shared->post(q, pp.send, pp.sbytes);
+      shared->post(q, pp.send, pp.sbytes, vote);
     }
     // Attached pairs' descriptors out now, so the peers can read while this rank
     // copies its own part and waits for their headers.
@@ -458,12 +558,16 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
     }
     // This rank's own part while the peers write theirs (every read of the
     // receive buffer in place is done: the packages are packed).
-    copy_self(send_maps[static_cast<std::size_t>(me)], send, recv_maps[static_cast<std::size_t>(me)], recv);
+    if (intent == alltoall_path::conveyor) {
+      copy_self(send_maps[static_cast<std::size_t>(me)], send, recv_maps[static_cast<std::size_t>(me)], recv);
+    }
     for (int i = 1; i < P; ++i) {
       const int q = (me - i + P) % P;
       pair_plan& pp = pairs[static_cast<std::size_t>(q)];
       shared->wait_from(q);
       const shared_exchange::header& h = shared->head(q, me);
+      agreed_vote = std::max(agreed_vote, h.vote & kClassMask);
+      copy_trials = copy_trials || (h.vote & kCopyTrial);
       pp.recv = h.how;
       if (h.bytes != pp.rbytes) {
         mismatch(q, h.bytes, pp.rbytes);
@@ -471,7 +575,41 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
       }
       plan_receive(q);
     }
+    // Every rank holds the same agreed vote: the library's call runs on all or none.
+    int which = -1;
+    alltoall_path action = library_choice(state, agreed_vote, which);
+    if (which >= 0 && copy_trials) action = alltoall_path::conveyor, which = -1;  // the trial waits
+    if (action == alltoall_path::mpi) {
+      // What the peers sent ahead is answered first: each attached pair's descriptor taken, and its done.
+      for (int i = 1; i < P; ++i) {
+        const int q = (me - i + P) % P;
+        const shared_exchange::header& h = shared->head(q, me);
+        if (h.how != way::attach || !h.bytes) continue;
+        take_descriptor(q);
+        reply_done(q);
+      }
+      const int rc = MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE);
+      std::exception_ptr failed;
+      try {
+        library();
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      if (which >= 0) record_library_trial(state, ctx, agreed_vote, which, MPI_Wtime() - start);  // on every rank alike
+      if (failed) std::rethrow_exception(failed);
+      detail::check_mpi(rc, "MPI_Waitall");
+      if (!problem.empty()) throw error(errc::invalid_argument, problem);
+      rep.library = true, rep.library_trial = which >= 0;
+      return rep;
+    }
+    library_trial = which;
+    if (intent == alltoall_path::mpi) {  // this rank's steps skipped for the library, taken now
+      pack_in_place();
+      copy_self(send_maps[static_cast<std::size_t>(me)], send, recv_maps[static_cast<std::size_t>(me)], recv);
+    }
   }
+  rep.copy_trial = copy_trial;
+  rep.library_trial = library_trial >= 0;
   for (const pair_plan& pp : pairs) {
     rep.attached_peers += pp.recv == way::attach && pp.rbytes && !pp.failed;
     rep.typed_peers += pp.rtyped;
@@ -511,11 +649,6 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
 
   // Every request completes before this returns, even after an error: a receive
   // left posted could write into the caller's buffer after the call.
-  auto reply_done = [&](int q) {
-    MPI_Request r;
-    detail::check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, q, tag0 + kDoneTag, ctx.comm, &r), "MPI_Isend");
-    sreq.push_back(r);
-  };
   // The slots' packages unpacked; where a count did not match, what the sender
   // waits for answered instead (a done to a reader; its message drained).
   if (shared) {
@@ -548,14 +681,8 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
     const auto k = static_cast<std::size_t>(q);
     const pair_plan& pp = pairs[k];
     if (!pp.rbytes || pp.recv != way::attach || pp.failed) continue;
-    MPI_Message msg;
-    MPI_Status st;
-    detail::check_mpi(MPI_Mprobe(q, tag0 + kDescriptorTag, ctx.comm, &msg, &st), "MPI_Mprobe");
-    int n = 0;
-    MPI_Get_count(&st, MPI_BYTE, &n);
+    take_descriptor(q);
     byte_map& remote = state.remote;
-    remote.resize(static_cast<std::size_t>(n) / sizeof(byte_box));
-    detail::check_mpi(MPI_Mrecv(remote.data(), n, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
     const std::int64_t has = bytes_of(remote);
     if (has != pp.rbytes) {
       mismatch(q, has, pp.rbytes);
@@ -594,7 +721,8 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
     if (--pp.pieces_left == 0 && !pp.rdirect && !pp.rtyped && !pp.failed) unpack(rbuf + pp.roff, recv_maps[static_cast<std::size_t>(q)], recv);
   }
   const int rc = MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE);
-  if (copy_trial) record_trial(state, ctx, MPI_Wtime() - trial_start);
+  if (copy_trial) record_trial(state, ctx, MPI_Wtime() - copy_start);
+  if (library_trial >= 0) record_library_trial(state, ctx, agreed_vote, library_trial, MPI_Wtime() - start);
   auto outcome = [&] {
     if (mpi_error != MPI_SUCCESS) detail::check_mpi(mpi_error, "MPI_Waitany");
     if (!problem.empty()) throw error(errc::invalid_argument, problem);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -137,9 +138,11 @@ void build_side(const void* buf, const std::vector<datatype_part>& parts, bool o
 
 }  // namespace
 
-alltoallw_report alltoallw(const void* send, const std::vector<datatype_part>& send_parts, void* recv,
-                           const std::vector<datatype_part>& recv_parts, MPI_Comm comm, bool validate,
-                           std::int64_t send_size, std::int64_t recv_size) {
+namespace {
+
+alltoallw_report alltoallw_parts(const void* send, const std::vector<datatype_part>& send_parts, void* recv,
+                                 const std::vector<datatype_part>& recv_parts, MPI_Comm comm, bool validate,
+                                 std::int64_t send_size, std::int64_t recv_size, const std::function<void()>& library) {
   const bool in_place = send == MPI_IN_PLACE;
   const void* send_buf = in_place ? recv : send;
   const std::vector<datatype_part>& sp = in_place ? recv_parts : send_parts;
@@ -191,13 +194,28 @@ alltoallw_report alltoallw(const void* send, const std::vector<datatype_part>& s
   redistribute::detail::typed_parts typed;
   if (!in_place && c.in.staged.empty() && c.out.staged.empty()) typed = {&sp, &recv_parts};
   alltoallw_report rep = redistribute::detail::alltoallw_maps(send_buf, c.in.maps, recv, c.out.maps, comm, validate,
-                                                              typed);
-  for (staged_part& st : c.out.staged) {
+                                                              typed, library);
+  for (staged_part& st : c.out.staged) {  // (the library's call wrote the caller's buffer itself)
+    if (rep.library) break;
     redistribute::detail::unpack_items(st.bytes.data(), static_cast<int>(st.bytes.size()), st.at, st.count, st.type);
   }
   rep.types_decoded = decoded;
   rep.staged_parts = static_cast<int>(c.in.staged.size() + c.out.staged.size());
   return rep;
+}
+
+}  // namespace
+
+alltoallw_report alltoallw(const void* send, const std::vector<datatype_part>& send_parts, void* recv,
+                           const std::vector<datatype_part>& recv_parts, MPI_Comm comm, bool validate,
+                           std::int64_t send_size, std::int64_t recv_size) {
+  return alltoallw_parts(send, send_parts, recv, recv_parts, comm, validate, send_size, recv_size, {});
+}
+
+alltoallw_report alltoallw_auto(const void* send, const std::vector<datatype_part>& send_parts, void* recv,
+                                const std::vector<datatype_part>& recv_parts, MPI_Comm comm,
+                                const std::function<void()>& library) {
+  return alltoallw_parts(send, send_parts, recv, recv_parts, comm, false, -1, -1, library);
 }
 
 }  // namespace conveyor

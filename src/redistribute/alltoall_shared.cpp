@@ -48,9 +48,10 @@ char* shared_exchange::slot(int from, int to) const {
   return segment_->base() + slot_index(from, to) * stride_ + kHeaderBytes;
 }
 
-void shared_exchange::post(int to, way how, std::int64_t bytes) {
+void shared_exchange::post(int to, way how, std::int64_t bytes, std::int32_t vote) {
   header& h = head(rank_, to);
   h.how = how;
+  h.vote = vote;
   h.bytes = bytes;
   h.step.store(step_, std::memory_order_release);
 }

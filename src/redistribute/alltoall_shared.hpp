@@ -10,9 +10,9 @@
 // Step s of rank r (every call of alltoallw on the communicator is one step, on
 // every rank alike): into buffer s % 2, write every package r sends that is under
 // slot_bytes() (packed straight from the send rows), and a header for every peer,
-// its step stored last (release); wait until the header from every peer shows s
-// (acquire), each before anything else for that peer; unpack the packages
-// addressed to r. Seeing every peer's header of
+// its step stored last (release), with a vote every receiver combines alike;
+// wait until the header from every peer shows s (acquire), each before anything
+// else for that peer; unpack the packages addressed to r. Seeing every peer's header of
 // step s is seeing every rank post s: two buffers then make a "done reading" flag
 // unnecessary, since r writes buffer s % 2 again at step s + 2, after every peer
 // posted s + 1, which each does only after it finished reading step s.
@@ -51,10 +51,11 @@ class shared_exchange {
   /// it posts anything for the pair; counts that do not match between a pair
   /// become an error on the receiver, never a hang (it replies to a reader,
   /// drains a message) or stale data.
-  enum class way : std::int64_t { shared = 0, attach = 1, message = 2, typed = 3 };
+  enum class way : std::int32_t { shared = 0, attach = 1, message = 2, typed = 3 };
   struct header {
     std::atomic<std::uint64_t> step;  // stored last (release): the rest is this step's
     way how;
+    std::int32_t vote;  // the sender's, the same in every header of a step (alltoall.cpp's library vote)
     std::int64_t bytes;
   };
 
@@ -68,7 +69,7 @@ class shared_exchange {
   /// Starts a step (call before writing slots).
   void begin() { ++step_; }
   /// Publishes this rank's package for `to` (after its bytes are in the slot).
-  void post(int to, way how, std::int64_t bytes);
+  void post(int to, way how, std::int64_t bytes, std::int32_t vote);
   /// Waits until `from` has posted this step to this rank.
   void wait_from(int from);
 

@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <vector>
 
 #include "conveyor/alltoall.hpp"
@@ -24,9 +25,11 @@ struct typed_parts {
   const std::vector<datatype_part>* recv = nullptr;  // from the receive buffer
 };
 
-/// conveyor::alltoallw's byte-map form, with `typed` (both or neither set).
+/// conveyor::alltoallw's byte-map form, with `typed` (both or neither set), and
+/// `library` (may be empty): the caller's call as the MPI library's own, which
+/// alltoallw_auto times against the exchange.
 alltoallw_report alltoallw_maps(const void* send, const std::vector<byte_map>& send_maps, void* recv,
                                 const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate,
-                                const typed_parts& typed);
+                                const typed_parts& typed, const std::function<void()>& library);
 
 }  // namespace conveyor::redistribute::detail

@@ -74,43 +74,25 @@ struct measured_choice {
   Candidate decided = Candidate::automatic;
 };
 
-/// Runs the next trial of `m` (candidates set, class `cls` undecided) for a call
-/// from `send` (or MPI_IN_PLACE) to `recv`, whose result is `bytes` contiguous
-/// bytes at `recv`, leaving the call's result there; returns the candidate that
-/// ran. run(candidate, in, out) runs one candidate from `in` into `out` (both
-/// laid out as the call's). The last trial decides (one MPI_Allreduce on `comm`)
-/// and calls decided(agreed, trials): agreed holds the slowest rank's medians,
-/// then spreads, per candidate.
-template <class Candidate, class Run, class Decided>
-Candidate run_next_trial(measured_choice<Candidate>& m, int cls, const void* send, void* recv, std::size_t bytes,
-                         std::vector<char>& trial_out, const Run& run, MPI_Comm comm, const Decided& decided) {
-  const int trials = trials_of(cls);
-  // Round r runs every candidate once, forward in even rounds and backward in odd
-  // ones, so that no candidate always follows the same one.
+/// The index in m.candidates of the candidate `m`'s next trial runs. Round r
+/// runs every candidate once, forward in even rounds and backward in odd ones, so
+/// that no candidate always follows the same one.
+template <class Candidate>
+int next_trial(const measured_choice<Candidate>& m) {
   const int trial_round = m.taken / m.count, position = m.taken % m.count;
-  const int which = trial_round % 2 == 0 ? position : m.count - 1 - position;
-  const Candidate trial = m.candidates[which];
-  // The lead-in never touches the result: in place, it writes the trial buffer.
-  const bool in_place = send == MPI_IN_PLACE || send == recv;
-  const void* in = in_place ? recv : send;
-  const bool batched = batched_trials(cls);
-  if (batched || in_place) {
-    trial_out.resize(bytes);
-    run(trial, in, trial_out.data());
-  } else {
-    run(trial, send, recv);
-  }
-  const double t0 = MPI_Wtime();
-  if (batched) {  // out of place into the trial buffer; the result is copied to recv
-    for (int r = 0; r < kBatchedRuns; ++r) run(trial, in, trial_out.data());
-    m.seconds[which][trial_round] = (MPI_Wtime() - t0) / kBatchedRuns;
-    if (bytes) std::memcpy(recv, trial_out.data(), bytes);
-  } else {
-    run(trial, send, recv);
-    m.seconds[which][trial_round] = MPI_Wtime() - t0;
-  }
-  if (++m.taken < m.count * trials) return trial;
+  return trial_round % 2 == 0 ? position : m.count - 1 - position;
+}
 
+/// Records the seconds of `m`'s trial of candidates[which] (next_trial's) in
+/// class `cls`. The last trial decides (one MPI_Allreduce on `comm`) and calls
+/// decided(agreed, trials): agreed holds the slowest rank's medians, then
+/// spreads, per candidate. Returns true when it decided.
+template <class Candidate, class Decided>
+bool record_trial(measured_choice<Candidate>& m, int cls, int which, double seconds, MPI_Comm comm,
+                  const Decided& decided) {
+  const int trials = trials_of(cls);
+  m.seconds[which][m.taken / m.count] = seconds;
+  if (++m.taken < m.count * trials) return false;
   double agreed[2 * kMaxCandidates] = {};  // medians, then spreads
   for (int c = 0; c < m.count; ++c) {
     const trial_summary summary = summary_of(m.seconds[c], trials);
@@ -125,8 +107,43 @@ Candidate run_next_trial(measured_choice<Candidate>& m, int cls, const void* sen
   const double margin = margin_over_library(spread[best], spread[1]);
   m.decided = slowest[best] < (1 - margin) * slowest[1] ? m.candidates[best] : Candidate::mpi;
   decided(agreed, trials);
+  return true;
+}
+
+/// Runs the next trial of `m` (candidates set, class `cls` undecided) for a call
+/// from `send` (or MPI_IN_PLACE) to `recv`, whose result is `bytes` contiguous
+/// bytes at `recv`, leaving the call's result there; returns the candidate that
+/// ran. run(candidate, in, out) runs one candidate from `in` into `out` (both
+/// laid out as the call's). Decides as record_trial.
+template <class Candidate, class Run, class Decided>
+Candidate run_next_trial(measured_choice<Candidate>& m, int cls, const void* send, void* recv, std::size_t bytes,
+                         std::vector<char>& trial_out, const Run& run, MPI_Comm comm, const Decided& decided) {
+  const int which = next_trial(m);
+  const Candidate trial = m.candidates[which];
+  // The lead-in never touches the result: in place, it writes the trial buffer.
+  const bool in_place = send == MPI_IN_PLACE || send == recv;
+  const void* in = in_place ? recv : send;
+  const bool batched = batched_trials(cls);
+  if (batched || in_place) {
+    trial_out.resize(bytes);
+    run(trial, in, trial_out.data());
+  } else {
+    run(trial, send, recv);
+  }
+  const double t0 = MPI_Wtime();
+  double seconds = 0;
+  if (batched) {  // out of place into the trial buffer; the result is copied to recv
+    for (int r = 0; r < kBatchedRuns; ++r) run(trial, in, trial_out.data());
+    seconds = (MPI_Wtime() - t0) / kBatchedRuns;
+    if (bytes) std::memcpy(recv, trial_out.data(), bytes);
+  } else {
+    run(trial, send, recv);
+    seconds = MPI_Wtime() - t0;
+  }
   // A large in-place class's trial buffer is not kept once it is decided.
-  if (trial_out.capacity() > kKeptTrialBuffer) std::vector<char>().swap(trial_out);
+  if (record_trial(m, cls, which, seconds, comm, decided) && trial_out.capacity() > kKeptTrialBuffer) {
+    std::vector<char>().swap(trial_out);
+  }
   return trial;
 }
 

@@ -43,7 +43,8 @@ constexpr std::array<entry, 17> kSettings = {{
      "0: libconveyor_mpi's MPI_Alltoall of contiguous types always runs Conveyor's exchange (across nodes the "
      "pairwise or the node-aware one, as the cost model predicts), and alltoallw's senders on one node attach "
      "from the slot size; 1: per size class it times those against the MPI library's own MPI_Alltoall on its "
-     "first calls and keeps the fastest, and each sender times its ways per plan (CONVEYOR_ALLTOALL_COPY); "
+     "first calls and keeps the fastest (MPI_Alltoallv / w on one node: per class of the largest pair, voted "
+     "through the exchange's headers, from 8 KiB), and each sender times its ways per plan (CONVEYOR_ALLTOALL_COPY); "
      "trace: as 1, and rank 0 prints each decision to stderr",
      "first measured all-to-all in the process"},
     {"CONVEYOR_ALLREDUCE_ALGORITHM", "auto",

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <regex>
 #include <string>
+#include <thread>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -1002,6 +1004,142 @@ TEST(Alltoall, MismatchedLargeCountsEachWay) {
     for (int q = 0; q < P; ++q) EXPECT_EQ(ok_got[q], q);
     MPI_Comm_free(&comm);
   }
+}
+
+// alltoallw_auto (libconveyor_mpi's MPI_Alltoallv / w on one node): the class
+// of the largest package any rank sends, voted through the exchange's headers,
+// picks between the exchange and the library's call on every rank alike. A
+// class's trials wait while any rank times its copy ways (up to 24 calls of a
+// new plan), then 2 x trials calls alternate the two (exactly `trials` of them
+// the library's), then one decision holds. Phase 1 stops after class A's first
+// trial (the exchange's), so in phase 2, where rank 0 sends class B and the
+// others class A, the others expect the library for their own class: where the
+// agreed class runs the exchange they send every pair as a message. A library
+// that sleeps is never chosen. Every call's bytes are checked, in place too.
+int class_of(std::int64_t bytes) {  // runtime/measured_choice.cpp's size_class
+  int octave = 0;
+  while ((bytes | 1) >> (octave + 1)) ++octave;
+  return 2 * octave + (octave > 0 && ((bytes >> (octave - 1)) & 1));
+}
+int trials_of_bytes(std::int64_t bytes) {
+  const int octave = class_of(bytes) / 2;
+  return octave <= 14 ? 31 : octave <= 18 ? 15 : octave <= 22 ? 9 : 5;
+}
+
+struct vote_call {
+  conveyor::alltoallw_report rep;
+  int library_runs = 0;
+};
+
+// One call: rank `from` sends bytes(from, to) bytes to `to` (contiguous, peer order).
+vote_call call_with_vote(MPI_Comm comm, const std::function<std::int64_t(int, int)>& bytes, bool in_place, int salt,
+                         int sleep_ms) {
+  const int P = size_of(comm), r = rank_of(comm);
+  std::vector<int> sc(static_cast<std::size_t>(P)), sd(sc.size()), rc(sc.size()), rd(sc.size());
+  std::vector<conveyor::datatype_part> sp(sc.size()), rp(sc.size());
+  int soff = 0, roff = 0;
+  for (int q = 0; q < P; ++q) {
+    const auto k = static_cast<std::size_t>(q);
+    sc[k] = static_cast<int>(bytes(r, q)), sd[k] = soff, soff += sc[k];
+    rc[k] = static_cast<int>(bytes(q, r)), rd[k] = roff, roff += rc[k];
+    sp[k] = {sc[k], sd[k], MPI_BYTE}, rp[k] = {rc[k], rd[k], MPI_BYTE};
+  }
+  if (in_place) {
+    EXPECT_EQ(sc, rc) << "an in-place call needs equal counts";
+  }
+  auto value = [&](int from, int to, int i) { return static_cast<unsigned char>(from * 37 + to * 11 + i % 251 + salt); };
+  std::vector<unsigned char> send(static_cast<std::size_t>(soff) + 1), got(static_cast<std::size_t>(roff) + 1, 0xEE);
+  for (int q = 0; q < P; ++q) {
+    for (int i = 0; i < sc[static_cast<std::size_t>(q)]; ++i) send[static_cast<std::size_t>(sd[static_cast<std::size_t>(q)] + i)] = value(r, q, i);
+  }
+  if (in_place) got = send;
+  vote_call out;
+  const void* from = in_place ? MPI_IN_PLACE : send.data();
+  out.rep = conveyor::alltoallw_auto(from, sp, got.data(), rp, comm, [&] {
+    ++out.library_runs;
+    if (sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+    if (PMPI_Alltoallv(from, sc.data(), sd.data(), MPI_BYTE, got.data(), rc.data(), rd.data(), MPI_BYTE, comm) != MPI_SUCCESS) {
+      throw conveyor::error(conveyor::errc::mpi, "PMPI_Alltoallv");
+    }
+  });
+  std::int64_t wrong = 0;
+  for (int q = 0; q < P; ++q) {
+    for (int i = 0; i < rc[static_cast<std::size_t>(q)]; ++i) wrong += got[static_cast<std::size_t>(rd[static_cast<std::size_t>(q)] + i)] != value(q, r, i);
+  }
+  EXPECT_EQ(wrong, 0) << "salt " << salt << (in_place ? ", in place" : "");
+  EXPECT_EQ(out.library_runs, out.rep.library ? 1 : 0);
+  int ran[2] = {out.rep.library, -out.rep.library};  // the same on every rank
+  MPI_Allreduce(MPI_IN_PLACE, ran, 2, MPI_INT, MPI_MAX, comm);
+  EXPECT_EQ(ran[0], -ran[1]) << "ranks disagree on the library's call, salt " << salt;
+  return out;
+}
+
+TEST(Alltoall, LibraryVoteAgreedByEveryRank) {
+  const int P = size_of();
+  MPI_Comm comm = comm_with_rule("auto");
+  const char* measure = std::getenv("CONVEYOR_ALLTOALL_MEASURE");
+  const char* rule = std::getenv("CONVEYOR_ALLTOALL_COPY");
+  const bool voting = senders_choose(comm) && !(measure && std::string(measure) == "0") &&
+                      (!rule || std::string(rule).empty() || std::string(rule) == "auto");
+  const std::int64_t A = 16 << 10, B = 96 << 10, C = 40 << 10, D = 64 << 10;
+  struct phase {
+    const char* name;
+    std::function<std::int64_t(int, int)> bytes;
+    int sleep_ms;
+    bool in_place_too;
+  };
+  const std::vector<phase> phases = {
+      {"A up to its first trial", [&](int, int) { return A; }, 0, false},
+      {"rank 0 at B, the others at A", [&](int from, int) { return from == 0 ? B : A; }, 0, false},
+      {"C, in place every other call", [&](int, int) { return C; }, 0, true},
+      {"D, a library that sleeps", [&](int, int) { return D; }, 30, false},
+  };
+  constexpr int kCopyTrials = 24;  // redistribute/alltoall_copy_choice.hpp: 6 calls x up to 4 ways
+  int salt = 0;
+  for (const phase& ph : phases) {
+    SCOPED_TRACE(ph.name);
+    std::int64_t largest = 0;
+    for (int q = 0; q < P; ++q) largest = std::max(largest, ph.bytes(0, q));
+    const bool first_only = &ph == &phases[0];
+    const int trials = trials_of_bytes(largest);
+    // Phase C's two plans (in place or not) time their ways in turn.
+    const int calls = !voting ? 3 : first_only ? kCopyTrials + 1 : 2 * kCopyTrials + 2 * trials + 4;
+    int trial_calls = 0, library_trials = 0, settled_library = 0, settled = 0;
+    for (int c = 0; c < calls; ++c) {
+      const vote_call v = call_with_vote(comm, ph.bytes, ph.in_place_too && c % 2 == 1, ++salt, ph.sleep_ms);
+      if (v.rep.library_trial) {
+        ++trial_calls, library_trials += v.rep.library;
+        EXPECT_EQ(settled, 0) << "a trial after the decision";
+      } else if (trial_calls > 0) {
+        ++settled, settled_library += v.rep.library;
+      }
+      if (first_only && trial_calls == 1) break;
+    }
+    if (!voting) {
+      EXPECT_EQ(trial_calls + settled_library, 0) << "no vote, never the library";
+    } else if (first_only) {
+      EXPECT_EQ(trial_calls, 1);
+      EXPECT_EQ(library_trials, 0) << "the exchange's trial runs first";
+    } else {
+      EXPECT_EQ(trial_calls, 2 * trials);
+      EXPECT_EQ(library_trials, trials);
+      EXPECT_GT(settled, 0);
+      EXPECT_TRUE(settled_library == 0 || settled_library == settled) << "one decision";
+      if (ph.sleep_ms) {
+        EXPECT_EQ(settled_library, 0) << "a library 30 ms slower was chosen";
+      }
+    }
+  }
+  // A rank whose ways are forced vetoes the vote: the exchange on every rank.
+  if (P > 1) {
+    MPI_Comm forced = comm_with_rule(rank_of() == P - 1 ? "slots" : "auto");
+    for (int c = 0; c < 4; ++c) {
+      const vote_call v = call_with_vote(forced, [&](int, int) { return B; }, false, ++salt, 0);
+      EXPECT_FALSE(v.rep.library_trial || v.rep.library);
+    }
+    MPI_Comm_free(&forced);
+  }
+  MPI_Comm_free(&comm);
 }
 
 #if MPI_VERSION >= 4
