@@ -5,6 +5,14 @@
  *   --call alltoall | alltoallv   contiguous MPI_BYTE parts, per-peer sizes 2^k and
  *                                 3*2^k from --min to --max bytes (alltoallv: the
  *                                 same counts, given as vectors, as FFT codes do)
+ *                                 --beside-library 1: every sample is two blocks of K
+ *                                 calls, one through MPI_ (Conveyor's when preloaded)
+ *                                 and one through PMPI_ (the library's own), in
+ *                                 alternating order, both printed (the PMPI_ block
+ *                                 as "library,bytes,microseconds_per_call"): the
+ *                                 same launch's buffers and placement on both
+ *                                 sides, where launches of a shared VM differ by
+ *                                 more than the gap measured
  *   --call slab --n N --type c128|f64
  *                                 mpi4py-fft's slab transfer: a local (N/P, N, N)
  *                                 C-order array sent as P subarrays (N/P, N/P, N)
@@ -34,7 +42,8 @@
  * memcpy of the bytes that cross ranks (the bound of a path that copies those
  * twice, as a shared-memory transfer does).
  *
- * usage: unmodified_alltoall --call C [--min B] [--max B] [--n N] [--type T] [--cold 0|1] [--alloc-mem 0|1|2] [--samples S]
+ * usage: unmodified_alltoall --call C [--min B] [--max B] [--n N] [--type T] [--cold 0|1] [--alloc-mem 0|1|2]
+ *                            [--samples S] [--beside-library 0|1]
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -64,7 +73,14 @@ static void exchange(int v, unsigned char* send, unsigned char* recv, int n, con
   else MPI_Alltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, MPI_COMM_WORLD);
 }
 
-static void contiguous(const char* call, size_t min_bytes, size_t max_bytes, int samples) {
+/* The same call through the profiling interface: the MPI library's own. */
+static void library_exchange(int v, unsigned char* send, unsigned char* recv, int n, const int* counts,
+                             const int* displs) {
+  if (v) PMPI_Alltoallv(send, counts, displs, MPI_BYTE, recv, counts, displs, MPI_BYTE, MPI_COMM_WORLD);
+  else PMPI_Alltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, MPI_COMM_WORLD);
+}
+
+static void contiguous(const char* call, size_t min_bytes, size_t max_bytes, int samples, int beside) {
   int rank, P;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
@@ -90,17 +106,26 @@ static void contiguous(const char* call, size_t min_bytes, size_t max_bytes, int
      * communicator; the calls per sample come from 4 calls after that, and the
      * samples are the settled loop. */
     for (int w = 0; w < 64; ++w) exchange(v, send, recv, (int)n, counts, displs);
+    for (int w = 0; beside && w < 8; ++w) library_exchange(v, send, recv, (int)n, counts, displs);
     double t0 = MPI_Wtime();
     for (int w = 0; w < 4; ++w) exchange(v, send, recv, (int)n, counts, displs);
     const int k = calls_per_sample(slowest(MPI_Wtime() - t0, MPI_COMM_WORLD) / 4);
     for (int s = 0; s < samples; ++s) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      t0 = MPI_Wtime();
-      for (int c = 0; c < k; ++c) exchange(v, send, recv, (int)n, counts, displs);
-      const double t = slowest(MPI_Wtime() - t0, MPI_COMM_WORLD);
+      double t = 0, lib = 0;
+      for (int half = 0; half < 1 + beside; ++half) {
+        const int through_library = beside && (half + s) % 2 == 1;
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        for (int c = 0; c < k; ++c) {
+          if (through_library) library_exchange(v, send, recv, (int)n, counts, displs);
+          else exchange(v, send, recv, (int)n, counts, displs);
+        }
+        *(through_library ? &lib : &t) = slowest(MPI_Wtime() - t0, MPI_COMM_WORLD);
+      }
       int any = 0;
       MPI_Reduce(&wrong, &any, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
       if (rank == 0) printf("%zu,%.3f,%d\n", n, t / k * 1e6, any);
+      if (rank == 0 && beside) printf("library,%zu,%.3f\n", n, lib / k * 1e6);
     }
     fflush(stdout);
     /* 2^k, 3*2^(k-1), 2^(k+1), ... */
@@ -353,7 +378,7 @@ int main(int argc, char** argv) {
   const char* call = "alltoall";
   const char* type = "c128";
   size_t min_bytes = 8, max_bytes = (size_t)16 << 20;
-  int samples = 7, n = 64, cold = 0, alloc_mem = 0;
+  int samples = 7, n = 64, cold = 0, alloc_mem = 0, beside = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--call") == 0) call = argv[i + 1];
     else if (strcmp(argv[i], "--min") == 0) min_bytes = strtoull(argv[i + 1], NULL, 10);
@@ -363,11 +388,12 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--type") == 0) type = argv[i + 1];
     else if (strcmp(argv[i], "--cold") == 0) cold = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--alloc-mem") == 0) alloc_mem = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--beside-library") == 0) beside = atoi(argv[i + 1]) != 0;
   }
   MPI_Init(&argc, &argv);
   if (strcmp(call, "slab") == 0) slab(n, type, samples, cold, alloc_mem);
   else if (strcmp(call, "pencil") == 0) pencil(n, type, samples);
-  else contiguous(call, min_bytes, max_bytes, samples);
+  else contiguous(call, min_bytes, max_bytes, samples, beside);
   MPI_Finalize();
   return 0;
 }
