@@ -58,20 +58,15 @@ std::optional<pass_reason> screen_parts(const std::vector<part>& parts) {
   return std::nullopt;
 }
 
-// The served call: conveyor::alltoallw's datatype form; alltoallw_auto where
-// `pass` (the library's call on the caller's arguments) is given.
+// The served call: conveyor::alltoallw_auto (the datatype form, timed against
+// `pass`, the library's call on the caller's arguments, where the vote runs).
 template <class Pass>
 int serve_alltoall(thread_state& state, call which, const char* name, const void* send, const std::vector<part>& sp,
-                   void* recv, const std::vector<part>& rp, MPI_Comm comm, const Pass* pass) {
+                   void* recv, const std::vector<part>& rp, MPI_Comm comm, const Pass& pass) {
   return serve(state, name, comm, [&] {
-    alltoallw_report rep;
-    if (pass) {
-      rep = alltoallw_auto(send, sp, recv, rp, comm, [&] {
-        if ((*pass)() != MPI_SUCCESS) throw error(errc::mpi, std::string(name) + " failed");
-      });
-    } else {
-      rep = alltoallw(send, sp, recv, rp, comm);
-    }
+    const alltoallw_report rep = alltoallw_auto(send, sp, recv, rp, comm, [&] {
+      if (pass() != MPI_SUCCESS) throw error(errc::mpi, std::string(name) + " failed");
+    });
     if (rep.library && !rep.library_trial) count_passed(which, pass_reason::measured);
     else count_served(which, static_cast<std::size_t>(rep.sent_bytes + rep.self_bytes), rep.staged_parts > 0);
     count_decoded(rep.types_decoded);
@@ -139,7 +134,7 @@ int alltoall_entry(const void* send, Count scount, MPI_Datatype stype, void* rec
   parts(rcount, rtype, c.rp);
   if (in_place) c.sp.clear();
   else parts(scount, stype, c.sp);
-  return serve_alltoall(state, call::alltoall, "MPI_Alltoall", send, c.sp, recv, c.rp, comm, &pass);
+  return serve_alltoall(state, call::alltoall, "MPI_Alltoall", send, c.sp, recv, c.rp, comm, pass);
 }
 
 // MPI_Alltoallv (displacements in extents of the one type) and MPI_Alltoallw
@@ -183,7 +178,7 @@ int alltoallv_entry(call which, const char* name, const void* send, const Count*
     count_passed(which, *why);
     return pass();
   }
-  return serve_alltoall(state, which, name, send, sp, recv, rp, comm, &pass);
+  return serve_alltoall(state, which, name, send, sp, recv, rp, comm, pass);
 }
 
 }  // namespace
