@@ -20,10 +20,14 @@
 #      rank on 64-byte SVE.
 # Emulation is for correctness only: nothing here is timed.
 #
-# usage: aarch64.sh <work-dir>
+# usage: aarch64.sh [--build-only] <work-dir>
 # Prints one line per check and "N passed, M failed" last; exits non-zero on failure.
+# --build-only: steps 1 and 2 alone (scripts/test runs them early, in the
+# background; the later full run finds them done).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+build_only=0
+[ "${1:-}" = --build-only ] && { build_only=1; shift; }
 work=$(mkdir -p "$1" && cd "$1" && pwd)
 passed=0
 failed=0
@@ -78,6 +82,7 @@ if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/tests
 fi
 passed=$((passed + 1))
 echo "  ok      cross build"
+[ "$build_only" -eq 0 ] || exit 0
 
 # check <name> <command...>: passes when the command exits 0 and prints GoogleTest's PASSED.
 check() {
