@@ -119,4 +119,23 @@ CONVEYOR_API void apply_plan_points(const float* X, std::size_t n, const float* 
                                     const float* log_u, const float* log_v, double eps, const float* V, std::size_t k,
                                     float* out, MPI_Comm comm, const plan_apply_options& opts = {});
 
+/// The softmin behind entropic OT's dual updates (GeomLoss's and the symmetric
+/// eps-scaling loop's), and averages under it, without forming a matrix: for each
+/// of this rank's points x_i,
+///   lse_i = LSE_j (h_j - C(x_i, y_j) / eps)           over every rank's y_j,
+///   avg_i = sum_j w_ij V_j,  w_ij = exp(h_j - C(x_i, y_j) / eps - lse_i)
+/// (k values per point, row-major; nothing with k = 0). h: this rank's Y points'
+/// potentials (-Inf: a point left out). The softmin of GeomLoss is -eps lse_i
+/// with h_j = log b_j + g_j / eps; with V = Y and the squared Euclidean cost,
+/// 2 (x_i - avg_i) is its gradient in x_i (the w_ij of a row sum to 1). Each row is
+/// folded in double with a running maximum (no overflow for any h or eps); a row
+/// whose every h_j is -Inf gets lse_i = -Inf and avg_i = NaN. opts.transpose must
+/// be false (swap the sides instead). Collective over `comm`; one solver pass.
+CONVEYOR_API void softmin_points(const double* X, std::size_t n, const double* Y, std::size_t m, std::size_t dim,
+                                 const double* h, double eps, const double* V, std::size_t k, double* lse, double* avg,
+                                 MPI_Comm comm, const plan_apply_options& opts = {});
+CONVEYOR_API void softmin_points(const float* X, std::size_t n, const float* Y, std::size_t m, std::size_t dim,
+                                 const float* h, double eps, const float* V, std::size_t k, float* lse, float* avg,
+                                 MPI_Comm comm, const plan_apply_options& opts = {});
+
 }  // namespace conveyor::sinkhorn

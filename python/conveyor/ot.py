@@ -10,7 +10,8 @@ and return what they return, computed by Conveyor's Sinkhorn engine;
 ``ot.unbalanced`` (``_ot_unbalanced.py``); ``barycenter`` and
 ``free_support_sinkhorn_barycenter`` those of ``ot.bregman``'s barycenters
 (``_ot_barycenter.py``); ``solve`` and ``solve_sample`` POT 0.9's unified ``ot.solve`` and
-``ot.solve_sample`` for entropic problems (``_ot_solve.py``).
+``ot.solve_sample`` for entropic problems (``_ot_solve.py``); ``SamplesLoss``
+GeomLoss's Sinkhorn divergence between point clouds (``_ot_samples_loss.py``).
 
 The contract followed is POT's (0.9): the iteration starts with the column update
 (v = b / K^T u, then u = a / K v; for ``method="sinkhorn_log"`` the same on log
@@ -42,7 +43,7 @@ the converged loss with respect to ``M``, ``a`` and ``b`` by implicit
 differentiation of the fixed point (``_ot_gradients.py``; the weights' gradients
 centred), with ``comm`` too (``backward()`` is then collective, as the solve is).
 The other results of this module come back as values: no gradient flows through
-them yet (``solve`` and ``solve_sample`` aside).
+them yet (``solve``, ``solve_sample`` and ``SamplesLoss`` aside).
 """
 import sys
 import warnings
@@ -59,12 +60,13 @@ from ._ot_points import (METRICS, empirical_barycentric_mapping, empirical_plan_
 from ._ot_barycenter import BARYCENTER_METHODS, barycenter, free_support_sinkhorn_barycenter
 from ._ot_unbalanced import UNBALANCED_METHODS, sinkhorn_unbalanced, sinkhorn_unbalanced2
 from ._ot_solve import OTResult, solve, solve_sample
+from ._ot_samples_loss import SamplesLoss
 
 __all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS", "empirical_sinkhorn", "empirical_sinkhorn2",
            "empirical_sinkhorn_divergence", "empirical_plan_apply", "empirical_barycentric_mapping",
            "empirical_plan_rows", "METRICS", "sinkhorn_unbalanced", "sinkhorn_unbalanced2",
            "UNBALANCED_METHODS", "barycenter", "free_support_sinkhorn_barycenter", "BARYCENTER_METHODS", "solve",
-           "solve_sample", "OTResult"]
+           "solve_sample", "OTResult", "SamplesLoss"]
 
 #: The ``method`` values Conveyor runs (POT's names).
 IMPLEMENTED_METHODS = ("sinkhorn", "sinkhorn_log")

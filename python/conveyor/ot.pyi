@@ -220,3 +220,23 @@ def solve_sample(X_a: npt.ArrayLike, X_b: npt.ArrayLike, a: Optional[npt.ArrayLi
                  potentials_init: Optional[Sequence[npt.ArrayLike]] = ..., X_init: Optional[npt.ArrayLike] = ...,
                  tol: Optional[float] = ..., verbose: bool = ..., grad: str = ..., comm: Optional[MPI.Comm] = ...,
                  **kwargs: Any) -> OTResult: ...
+
+class SamplesLoss:
+    loss: str
+    p: int
+    blur: float
+    reach: Optional[float]
+    diameter: Optional[float]
+    scaling: float
+    debias: bool
+    potentials: bool
+    backend: str
+    truncate: Optional[float]
+    verbose: bool
+    comm: Optional[MPI.Comm]
+    def __init__(self, loss: str = ..., p: int = ..., blur: float = ..., reach: Optional[float] = ...,
+                 diameter: Optional[float] = ..., scaling: float = ..., truncate: Optional[float] = ...,
+                 cost: None = ..., kernel: None = ..., cluster_scale: None = ..., debias: bool = ...,
+                 potentials: bool = ..., verbose: bool = ..., backend: str = ...,
+                 comm: Optional[MPI.Comm] = ...) -> None: ...
+    def __call__(self, *args: Any) -> Any: ...

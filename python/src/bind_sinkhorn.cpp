@@ -252,6 +252,49 @@ nb::object run_apply(apply_args& s, MPI_Comm cm) {
   return s.out;
 }
 
+// softmin_points: apply_args with h in log_v, no log_u, V optional (k = 0), and
+// the rows' log-sum-exps beside the averages.
+struct softmin_args : apply_args {
+  nb::object lse;
+  void* lse_data = nullptr;
+};
+
+void convert_softmin(softmin_args& s, nb::handle X, nb::handle Y, nb::handle h, nb::handle eps, nb::handle V,
+                     nb::handle options) {
+  option_reader opt(options);
+  opt.read_with("metric", [&](nb::handle m) { s.o.metric = sk::parse_metric(value<std::string>(m, "metric", "a string")); });
+  opt.read("threads", s.o.threads, "an int");
+  opt.finish();
+  const nb::object dtype = convert_clouds(s, X, Y);
+  s.log_v = input(h, "h", dtype);
+  require_shape(s.log_v.a, {s.m}, "h");
+  s.eps = value<double>(eps, "eps", "a number");
+  const nb::module_ np = nb::module_::import_("numpy");
+  if (!V.is_none()) {
+    s.V = input(V, "V", dtype);
+    if (s.V.a.ndim() != 2 || s.V.a.shape(0) != s.m) {
+      fail(errc::invalid_argument, "V must be 2-D with a row per Y point of this rank (" + std::to_string(s.m) + " rows)");
+    }
+    s.k = s.V.a.shape(1);
+  }
+  s.out = np.attr("empty")(nb::make_tuple(s.n, s.k), nb::arg("dtype") = dtype);
+  s.out_data = output(s.out, "avg").data();
+  s.lse = np.attr("empty")(nb::make_tuple(s.n), nb::arg("dtype") = dtype);
+  s.lse_data = output(s.lse, "lse").data();
+}
+
+template <class T>
+nb::object run_softmin(softmin_args& s, MPI_Comm cm) {
+  {
+    nb::gil_scoped_release unlocked;
+    sk::softmin_points(static_cast<const T*>(s.X.a.data()), s.n, static_cast<const T*>(s.Y.a.data()), s.m, s.dim,
+                       static_cast<const T*>(s.log_v.a.data()), s.eps,
+                       s.k ? static_cast<const T*>(s.V.a.data()) : nullptr, s.k, static_cast<T*>(s.lse_data),
+                       static_cast<T*>(s.out_data), cm, s.o);
+  }
+  return nb::make_tuple(s.lse, s.out);
+}
+
 // The arguments of a barycenter call after conversion: this rank's rows of C
 // (rows x dim), A (dim x hists, whole), the weights (None: uniform).
 struct barycenter_args {
@@ -397,6 +440,16 @@ void bind_point_solvers(nb::module_& m) {
       },
       nb::arg("X").none(), nb::arg("Y").none(), nb::arg("log_u").none(), nb::arg("log_v").none(),
       nb::arg("eps").none(), nb::arg("V").none(), nb::arg("comm").none(), nb::arg("options").none());
+
+  m.def(
+      "softmin_points",
+      [](nb::handle X, nb::handle Y, nb::handle h, nb::handle eps, nb::handle V, nb::handle comm, nb::handle options) {
+        return solver_call<softmin_args>(
+            "sinkhorn::softmin_points", comm, [&](softmin_args& s) { convert_softmin(s, X, Y, h, eps, V, options); },
+            [](softmin_args& s, MPI_Comm cm) { return s.single ? run_softmin<float>(s, cm) : run_softmin<double>(s, cm); });
+      },
+      nb::arg("X").none(), nb::arg("Y").none(), nb::arg("h").none(), nb::arg("eps").none(), nb::arg("V").none(),
+      nb::arg("comm").none(), nb::arg("options").none());
 }
 
 }  // namespace

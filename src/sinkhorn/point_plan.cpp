@@ -1,5 +1,8 @@
 // What users do with the plan of a point-cloud solve without forming it
-// (conveyor/sinkhorn_points.hpp): apply_plan_points, out = P V or P^T V.
+// (conveyor/sinkhorn_points.hpp): apply_plan_points, out = P V or P^T V; and
+// softmin_points, the same pass with a column of ones put before V: its sum
+// gives each row's log-sum-exp and divides the others (a row of weights that
+// sums to 1, whatever the scale of the potentials).
 //
 // Steps, on every rank r (rows: its X points with log_u, or its Y points with
 // log_v under transpose; the other side carries V):
@@ -32,6 +35,7 @@ namespace detail {
 namespace {
 
 constexpr const char* kApply = "sinkhorn::apply_plan_points";
+constexpr const char* kSoftmin = "sinkhorn::softmin_points";
 
 template <class T>
 struct apply_problem {
@@ -39,6 +43,8 @@ struct apply_problem {
   T* out;
   std::size_t n, m, dim, k;
   double eps;
+  bool softmin = false;  // softmin_points: log_u unused, lse the rows' log-sum-exps, out their averages
+  T* lse = nullptr;
 };
 
 // One side of the product: the points and potentials of the rows (out's), and
@@ -73,7 +79,7 @@ void product(const run_context& ctx, const apply_problem<T>& p, const plan_apply
 
 template <class T>
 void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_options& o) {
-  collective_call call(kApply, comm);
+  collective_call call(p.softmin ? kSoftmin : kApply, comm);
   const bool eps_valid = std::isfinite(p.eps) && p.eps > 0;
   const std::size_t own = o.transpose ? p.m : p.n, other = o.transpose ? p.n : p.m;
   call.check([&] {
@@ -84,14 +90,20 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
       bad("unknown metric " + std::to_string(static_cast<int>(o.metric)));
     }
     if (o.threads < 0) bad("threads must be >= 0");
-    if ((!p.X && p.n > 0) || (!p.log_u && p.n > 0)) bad("X or log_u is null");
-    if ((!p.Y && p.m > 0) || (!p.log_v && p.m > 0)) bad("Y or log_v is null");
+    if (p.softmin) {
+      if (o.transpose) bad("transpose must be false (swap X and Y)");
+      if ((!p.X && p.n > 0) || (!p.lse && p.n > 0)) bad("X or lse is null");
+      if ((!p.Y && p.m > 0) || (!p.log_v && p.m > 0)) bad("Y or h is null");
+    } else {
+      if ((!p.X && p.n > 0) || (!p.log_u && p.n > 0)) bad("X or log_u is null");
+      if ((!p.Y && p.m > 0) || (!p.log_v && p.m > 0)) bad("Y or log_v is null");
+    }
     if (!p.V && other > 0 && p.k > 0) bad("V is null");
-    if (!p.out && own > 0 && p.k > 0) bad("out is null");
+    if (!p.out && own > 0 && p.k > 0) bad(p.softmin ? "avg is null" : "out is null");
   });
   call.must_match("dims", static_cast<std::int64_t>(p.dim)).must_match("value counts (k)", static_cast<std::int64_t>(p.k));
   call.must_match("dtypes", dtype_of_v<T>).must_match("metrics", o.metric, metric_name);
-  call.must_match("transpose flags", o.transpose ? 1 : 0);
+  call.must_match("transpose flags", o.transpose ? 1 : 0).must_match("calls (softmin_points: 1)", p.softmin ? 1 : 0);
   if (eps_valid) call.must_match_real("eps values", p.eps);
   run_context ctx = agreed_context(call);
   const apply_sides<T> s = sides_of(p, gather_shares(ctx.comm, ctx.size, p.n, p.m), o.transpose);
@@ -104,11 +116,11 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
   agree_on_data(ctx, kApply, [&] {
     check_rows_finite(s.row_points, s.rows, p.dim, row_name, first_row);
     check_rows_finite(s.col_points, s.cols, p.dim, col_name, first_col);
-    check_potentials(s.row_potential, s.rows, o.transpose ? "log_v" : "log_u", first_row);
-    check_potentials(s.col_potential, s.cols, o.transpose ? "log_u" : "log_v", first_col);
+    if (!p.softmin) check_potentials(s.row_potential, s.rows, o.transpose ? "log_v" : "log_u", first_row);
+    check_potentials(s.col_potential, s.cols, p.softmin ? "h" : o.transpose ? "log_u" : "log_v", first_col);
     check_rows_finite(p.V, p.k > 0 ? s.cols : 0, p.k, "V", first_col, "values");
   });
-  if (p.k == 0) return;  // (k is the same on every rank; a rank without rows still serves the ring)
+  if (p.k == 0 && !p.softmin) return;  // (k is the same on every rank; a rank without rows still serves the ring)
 
   // The dot-product path (as the solver's): on points centered on their common box.
   if (p.dim >= dot_min_dim()) {
@@ -124,32 +136,44 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
 // Steps 1-3 on checked arguments.
 template <class T>
 void product(const run_context& ctx, const apply_problem<T>& p, const plan_apply_options& o, const apply_sides<T>& s) {
-  // 1. The home block: potentials, points transposed, values transposed.
-  const std::size_t per_point = 1 + p.dim + p.k;
+  // 1. The home block: potentials, points transposed, values transposed (after
+  // a column of ones for softmin_points).
+  const std::size_t ones = p.softmin ? 1 : 0, k = ones + p.k;
+  const std::size_t per_point = 1 + p.dim + k;
   std::vector<T> home(per_point * s.cols);
   std::copy(s.col_potential, s.col_potential + s.cols, home.begin());
   for (std::size_t j = 0; j < s.cols; ++j) {
     for (std::size_t d = 0; d < p.dim; ++d) home[s.cols * (1 + d) + j] = s.col_points[j * p.dim + d];
-    for (std::size_t c = 0; c < p.k; ++c) home[s.cols * (1 + p.dim + c) + j] = p.V[j * p.k + c];
+    if (ones) home[s.cols * (1 + p.dim) + j] = T(1);
+    for (std::size_t c = 0; c < p.k; ++c) home[s.cols * (1 + p.dim + ones + c) + j] = p.V[j * p.k + c];
   }
   // 2. Round the ring.
   const point_kernels<T>& kernels = active_point_kernels<T>();
   const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(s.rows, 1)));
   std::vector<T> scratch(static_cast<std::size_t>(nt) * point_kernels<T>::kScratch);
-  std::vector<double> acc(s.rows * (p.k + 1), 0.0);
-  for (std::size_t i = 0; i < s.rows; ++i) acc[i * (p.k + 1)] = -std::numeric_limits<double>::infinity();
+  std::vector<double> acc(s.rows * (k + 1), 0.0);
+  for (std::size_t i = 0; i < s.rows; ++i) acc[i * (k + 1)] = -std::numeric_limits<double>::infinity();
   const T inv_eps = static_cast<T>(1 / p.eps);
   block_ring<T> ring(ctx.comm, ctx.rank, s.col_counts, per_point);
   ring.circulate(home.data(), [&](const T* block, std::size_t count, int) {
     ring.in_slabs(s.rows, nt, [&](std::size_t r0, std::size_t r1, int tid) {
       kernels.apply_block(s.row_points + r0 * p.dim, r1 - r0, p.dim, block + count, count, block, inv_eps, o.metric,
-                          block + count * (1 + p.dim), p.k, acc.data() + r0 * (p.k + 1),
+                          block + count * (1 + p.dim), k, acc.data() + r0 * (k + 1),
                           scratch.data() + static_cast<std::size_t>(tid) * point_kernels<T>::kScratch);
     });
   });
-  // 3. The rows' own potentials.
+  // 3. The rows' own potentials (softmin_points: the log of the ones' sum, which
+  // divides the others).
+  if (p.softmin) {
+    for (std::size_t i = 0; i < s.rows; ++i) {
+      const double* a = acc.data() + i * (k + 1);
+      p.lse[i] = static_cast<T>(a[0] + std::log(a[1]));  // -Inf + log(0) for a row that meets no point
+      for (std::size_t c = 0; c < p.k; ++c) p.out[i * p.k + c] = static_cast<T>(a[2 + c] / a[1]);
+    }
+    return;
+  }
   for (std::size_t i = 0; i < s.rows; ++i) {
-    const double* a = acc.data() + i * (p.k + 1);
+    const double* a = acc.data() + i * (k + 1);
     const double scale = std::exp(static_cast<double>(s.row_potential[i]) + a[0]);  // 0 for an empty row or column set
     for (std::size_t c = 0; c < p.k; ++c) p.out[i * p.k + c] = static_cast<T>(scale * a[1 + c]);
   }
@@ -157,6 +181,18 @@ void product(const run_context& ctx, const apply_problem<T>& p, const plan_apply
 
 }  // namespace
 }  // namespace detail
+
+void softmin_points(const double* X, std::size_t n, const double* Y, std::size_t m, std::size_t dim, const double* h,
+                    double eps, const double* V, std::size_t k, double* lse, double* avg, MPI_Comm comm,
+                    const plan_apply_options& opts) {
+  detail::apply_entry<double>({X, Y, nullptr, h, V, avg, n, m, dim, k, eps, true, lse}, comm, opts);
+}
+
+void softmin_points(const float* X, std::size_t n, const float* Y, std::size_t m, std::size_t dim, const float* h,
+                    double eps, const float* V, std::size_t k, float* lse, float* avg, MPI_Comm comm,
+                    const plan_apply_options& opts) {
+  detail::apply_entry<float>({X, Y, nullptr, h, V, avg, n, m, dim, k, eps, true, lse}, comm, opts);
+}
 
 void apply_plan_points(const double* X, std::size_t n, const double* Y, std::size_t m, std::size_t dim,
                        const double* log_u, const double* log_v, double eps, const double* V, std::size_t k,

@@ -74,6 +74,9 @@ fi
 # NumPy stays Debian's (pip would otherwise bring NumPy 2 over the system SciPy and POT).
 echo "numpy==$("$python" -c 'import numpy; print(numpy.__version__)')" >"$work/constraints.txt"
 "${pip[@]}" install --quiet -c "$work/constraints.txt" "jax[cpu]==0.4.30" || fail "pip install jax[cpu]==0.4.30 failed"
+# GeomLoss 0.3.1 (pure Python, over Debian's PyTorch): tests/python/test_ot_samples_loss.py
+# compares conveyor.ot.SamplesLoss with its SamplesLoss.
+"${pip[@]}" install --quiet --no-deps "geomloss==0.3.1" || fail "pip install geomloss==0.3.1 failed"
 
 # The installed copy, imported from outside the source tree.
 installed=$(cd "$work" && "$python" -c "import conveyor, mpi4py; print(conveyor.__file__, mpi4py.__version__)") ||

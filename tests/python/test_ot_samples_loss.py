@@ -1,0 +1,186 @@
+"""conveyor.ot.SamplesLoss, GeomLoss's Sinkhorn divergence between point clouds
+on the point-cloud engine (issue "Optimal transport inside training loops").
+
+Checked against GeomLoss's own SamplesLoss (its "tensorized" backend, the dense
+reference) where GeomLoss is installed (tests/python/installed_package.sh
+installs 0.3.1 into the package's venv; CTest's runs on the build tree have no
+GeomLoss and skip those cases, saying so): values and every gradient, balanced
+and unbalanced, with and without debiasing, float32 and float64, batches. Without
+GeomLoss too: every rank holding a share of the clouds (uneven, one rank empty)
+gets the one-process value and its rows of the one-process gradients; S(a, a) =
+0; the softmin itself against NumPy; bad arguments."""
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import conveyor
+import conveyor.ot
+from conveyor import _conveyor
+from conveyor._mpi import comm_address
+
+torch = pytest.importorskip("torch")  # (Debian's python3-torch: scripts/setup installs it)
+
+COMM = MPI.COMM_WORLD
+RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+
+try:
+    import geomloss
+except ImportError:  # CTest's runs on the build tree
+    geomloss = None
+needs_geomloss = pytest.mark.skipif(geomloss is None, reason="GeomLoss is not installed here (the installed "
+                                    "package's venv has it: tests/python/installed_package.sh)")
+
+CASES = [dict(), dict(debias=False), dict(reach=0.5), dict(reach=0.3, debias=False), dict(blur=0.01, scaling=0.8),
+         dict(blur=0.2, scaling=0.3)]
+
+
+def clouds(n=23, m=17, d=3, dtype=torch.float64, seed=0, batch=None):
+    g = torch.Generator().manual_seed(seed)
+    shape = (batch,) if batch else ()
+    x = torch.randn(shape + (n, d), generator=g, dtype=dtype)
+    y = torch.randn(shape + (m, d), generator=g, dtype=dtype) + 0.4
+    a = torch.rand(shape + (n,), generator=g, dtype=dtype) + 0.2
+    b = torch.rand(shape + (m,), generator=g, dtype=dtype) + 0.2
+    return a / a.sum(-1, keepdim=True), x, b / b.sum(-1, keepdim=True), y
+
+
+def value_and_grads(loss, a, x, b, y):
+    leaves = [t.clone().requires_grad_() for t in (a, x, b, y)]
+    value = loss(*leaves)
+    return value, torch.autograd.grad(value, leaves)
+
+
+def close(ours, ref, rtol):
+    scale = max(float(ref.abs().max()), 1e-30)
+    assert ours.dtype == ref.dtype and ours.shape == ref.shape
+    assert float((ours - ref).abs().max()) <= rtol * scale, (float((ours - ref).abs().max()) / scale)
+
+
+@needs_geomloss
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) or "default")
+def test_matches_geomloss(case, dtype):
+    a, x, b, y = clouds(dtype=dtype)
+    rtol = 1e-11 if dtype == torch.float64 else 2e-3
+    ref, ref_grads = value_and_grads(geomloss.SamplesLoss("sinkhorn", backend="tensorized", **case), a, x, b, y)
+    ours, our_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", **case), a, x, b, y)
+    close(ours, ref, rtol)
+    for o, r in zip(our_grads, ref_grads):
+        close(o, r, rtol)
+
+
+@needs_geomloss
+def test_matches_geomloss_batch_uniform_and_potentials():
+    _, x, _, y = clouds(batch=3)
+    ref = geomloss.SamplesLoss("sinkhorn", blur=0.1, backend="tensorized")(x, y)
+    ours = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1)(x, y)
+    close(ours, ref, 1e-11)
+    F, G = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1, potentials=True)(x[0], y[0])
+    F_ref, G_ref = geomloss.SamplesLoss("sinkhorn", blur=0.1, potentials=True, backend="tensorized")(x[0], y[0])
+    close(F, F_ref.reshape(-1), 1e-11)  # (GeomLoss's are (1, N) for one problem: its batch of one)
+    close(G, G_ref.reshape(-1), 1e-11)
+
+
+@needs_geomloss
+def test_p1_values_and_weight_gradients():
+    """p = 1: |x - y| exactly (GeomLoss floors it at 1e-4): values and weight
+    gradients to 1e-3; point gradients are refused."""
+    a, x, b, y = clouds()
+
+    def weight_grads(loss):
+        a_, b_ = a.clone().requires_grad_(), b.clone().requires_grad_()
+        value = loss(a_, x, b_, y)
+        return value, torch.autograd.grad(value, [a_, b_])
+
+    ref, ref_grads = weight_grads(geomloss.SamplesLoss("sinkhorn", p=1, backend="tensorized"))
+    ours, our_grads = weight_grads(conveyor.ot.SamplesLoss("sinkhorn", p=1))
+    close(ours, ref, 1e-3)
+    for o, r in zip(our_grads, ref_grads):
+        close(o, r, 1e-3)
+    with pytest.raises(NotImplementedError, match="p=2"):
+        conveyor.ot.SamplesLoss("sinkhorn", p=1)(a, x.clone().requires_grad_(), b, y)
+
+
+def share(count, first_empty):
+    """This rank's slice: rank 0 none (with several ranks), the others balanced."""
+    if SIZE == 1 or not first_empty:
+        base, extra = divmod(count, SIZE)
+        first = RANK * base + min(RANK, extra)
+        return slice(first, first + base + (RANK < extra))
+    if RANK == 0:
+        return slice(0, 0)
+    base, extra = divmod(count, SIZE - 1)
+    first = (RANK - 1) * base + min(RANK - 1, extra)
+    return slice(first, first + base + (RANK - 1 < extra))
+
+
+@pytest.mark.parametrize("case", [dict(), dict(reach=0.5, debias=False)], ids=["balanced", "unbalanced"])
+@pytest.mark.parametrize("first_empty", [False, True])
+def test_shares_over_ranks_give_the_one_process_result(case, first_empty):
+    a, x, b, y = clouds()
+    whole, whole_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", **case), a, x, b, y)
+    sx, sy = share(len(x), first_empty), share(len(y), first_empty)
+    part, part_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", comm=COMM, **case), a[sx], x[sx], b[sy],
+                                       y[sy])
+    assert abs(float(part) - float(whole)) <= 1e-12 * abs(float(whole))
+    assert len(set(COMM.allgather(float(part)))) == 1  # the same bits on every rank
+    for got, full, s in zip(part_grads, whole_grads, (sx, sx, sy, sy)):
+        close(got, full[s], 1e-11) if got.numel() else None
+
+
+def test_numpy_inputs_and_uniform_weights_over_ranks():
+    _, x, _, y = clouds()
+    whole = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1)(x.numpy(), y.numpy())
+    sx, sy = share(len(x), False), share(len(y), False)
+    part = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1, comm=COMM)(x.numpy()[sx], y.numpy()[sy])
+    assert isinstance(whole, np.floating) and whole.dtype == np.float64
+    assert abs(part - whole) <= 1e-12 * abs(whole)
+
+
+def test_divergence_of_a_measure_with_itself_is_zero():
+    a, x, _, _ = clouds()
+    value, grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn"), a, x, a, x)
+    assert float(value) == 0.0
+    assert all(float(g.abs().max()) < 1e-12 for g in grads)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_softmin_points_against_numpy(dtype):
+    rng = np.random.default_rng(1)
+    X, Y = rng.standard_normal((11, 4)).astype(dtype), rng.standard_normal((9, 4)).astype(dtype)
+    h = (rng.standard_normal(9) * 50).astype(dtype)  # far beyond exp's range once divided by eps
+    h[3] = -np.inf  # a point left out
+    eps = 0.05
+    lse, avg = _conveyor.softmin_points(X, Y, h, eps, Y, comm_address(MPI.COMM_SELF), {})
+    z = h[None].astype(np.float64) - ((X[:, None].astype(np.float64) - Y[None]) ** 2).sum(-1) / eps
+    ref = z.max(1) + np.log(np.exp(z - z.max(1, keepdims=True)).sum(1))
+    w = np.exp(z - ref[:, None])
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    assert np.abs(lse - ref).max() <= tol * np.abs(ref).max()
+    assert np.abs(avg - w @ Y.astype(np.float64)).max() <= tol * 10
+    lse_only, none = _conveyor.softmin_points(X, Y, h, eps, None, comm_address(MPI.COMM_SELF), {})
+    assert none.shape == (11, 0) and np.array_equal(lse_only, lse)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(loss="energy"), NotImplementedError, "sinkhorn"),
+    (dict(p=3), ValueError, "p must be 1 or 2"),
+    (dict(blur=0.0), ValueError, "blur"),
+    (dict(scaling=1.5), ValueError, "scaling"),
+    (dict(reach=-1.0), ValueError, "reach"),
+    (dict(cost=lambda x, y: x), NotImplementedError, "cost"),
+])
+def test_bad_settings(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        conveyor.ot.SamplesLoss(**kwargs)
+
+
+def test_bad_shapes():
+    a, x, b, y = clouds()
+    loss = conveyor.ot.SamplesLoss()
+    with pytest.raises(ValueError, match="must be"):
+        loss(x, y[:, :2])
+    with pytest.raises(ValueError, match="one weight per point"):
+        loss(a[:-1], x, b, y)
+    with pytest.raises(ValueError, match=r"\(x, y\) or \(a, x, b, y\)"):
+        loss(x, y, x)
