@@ -45,8 +45,6 @@ from mpi4py import MPI
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._mpi import comm_address
 
-__all__ = ["SamplesLoss"]
-
 _METRIC = {1: "euclidean", 2: "sqeuclidean"}
 _KERNEL_EPS = {1: 1.0, 2: 2.0}  # the engine's cost is |x - y|^p: C / eps = |x - y|^p / (p eps)
 _LOG_ZERO = -100000.0  # GeomLoss's log of a zero weight
