@@ -43,7 +43,7 @@ import numpy as np
 from mpi4py import MPI
 
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
-from ._mpi import comm_address
+from ._mpi import agree, comm_address
 
 _METRIC = {1: "euclidean", 2: "sqeuclidean"}
 _KERNEL_EPS = {1: 1.0, 2: 2.0}  # the engine's cost is |x - y|^p: C / eps = |x - y|^p / (p eps)
@@ -156,10 +156,8 @@ def _torch_call(torch, loss, a, x, b, y):
 def _batched(loss, a, x, b, y, grads, point_grads=True):
     """(values, (da, dx, db, dy)) over a batch (B, N, D) or one problem (N, D);
     with loss.potentials, (F, G) instead."""
-    if x.ndim not in (2, 3) or y.ndim != x.ndim or x.shape[-1] != y.shape[-1]:
-        raise ValueError(f"x and y must be (N, D) and (M, D), or (B, N, D) and (B, M, D); got {x.shape} and {y.shape}")
-    if x.ndim == 3 and x.shape[0] != y.shape[0]:
-        raise ValueError(f"x and y hold {x.shape[0]} and {y.shape[0]} problems")
+    # Bad arguments on any one rank: the same error on every rank (before any collective).
+    agree(_comm_of(loss), lambda: _check_shapes(a, x, b, y))
     batch = x.ndim == 3
     xs, ys = (x, y) if batch else (x[None], y[None])
     as_ = [None] * len(xs) if a is None else (a if batch else a[None])
@@ -185,6 +183,16 @@ def _batched(loss, a, x, b, y, grads, point_grads=True):
         return np.stack(parts) if batch else parts[0]
 
     return value, tuple(stacked(k) for k in range(4))
+
+
+def _check_shapes(a, x, b, y):
+    if x.ndim not in (2, 3) or y.ndim != x.ndim or x.shape[-1] != y.shape[-1]:
+        raise ValueError(f"x and y must be (N, D) and (M, D), or (B, N, D) and (B, M, D); got {x.shape} and {y.shape}")
+    if x.ndim == 3 and x.shape[0] != y.shape[0]:
+        raise ValueError(f"x and y hold {x.shape[0]} and {y.shape[0]} problems")
+    for w, points, name in ((a, x, "a"), (b, y, "b")):
+        if w is not None and np.shape(w) != points.shape[:-1]:
+            raise ValueError(f"{name} must hold one weight per point ({points.shape[:-1]}), got shape {np.shape(w)}")
 
 
 class _Problem:

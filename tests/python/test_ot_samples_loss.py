@@ -184,3 +184,14 @@ def test_bad_shapes():
         loss(a[:-1], x, b, y)
     with pytest.raises(ValueError, match=r"\(x, y\) or \(a, x, b, y\)"):
         loss(x, y, x)
+
+
+@pytest.mark.parametrize("bad_rank", range(SIZE))
+def test_bad_weights_on_one_rank_raise_on_every_rank(bad_rank):
+    a, x, b, y = clouds()
+    sx, sy = share(len(x), False), share(len(y), False)
+    a_mine = a[sx][:-1] if RANK == bad_rank else a[sx]
+    if RANK == bad_rank and len(a[sx]) == 0:
+        a_mine = a[:1]
+    with pytest.raises(ValueError, match="one weight per point"):
+        conveyor.ot.SamplesLoss(comm=COMM)(a_mine, x[sx], b[sy], y[sy])
