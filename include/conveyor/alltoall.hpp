@@ -186,15 +186,24 @@ CONVEYOR_API alltoallw_report alltoallw(const void* send, const std::vector<data
 /// on one node (at most 16): MPI_Alltoallv / w give no size that every rank
 /// knows, so each rank adds the size class (two per octave) of the largest
 /// package it sends to the headers the exchange hands over anyway, and every
-/// rank takes the largest as the call's class. Per class from 8 KiB, the first calls alternate
+/// rank takes the largest as the call's class. Per class, the first calls alternate
 /// the exchange and `library()` (the MPI library's own call on the caller's
 /// arguments), then one MPI_Allreduce of the slowest rank's medians decides
-/// alike on every rank (as alltoall_auto). Below 8 KiB, across nodes, with
+/// alike on every rank (as alltoall_auto). Across nodes, with
 /// CONVEYOR_ALLTOALL_MEASURE=0 or a forced CONVEYOR_ALLTOALL_COPY on any rank:
 /// the exchange. A rank whose own class runs the library sends its pairs as
-/// messages, so the hand-off is the library call's only extra cost.
+/// messages, so the hand-off is the library call's only extra cost; after a call
+/// whose class went to the library, alltoallw_ahead skips even that.
 CONVEYOR_API alltoallw_report alltoallw_auto(const void* send, const std::vector<datatype_part>& send_parts,
                                              void* recv, const std::vector<datatype_part>& recv_parts, MPI_Comm comm,
                                              const std::function<void()>& library);
+
+/// Whether this alltoallw_auto call on `comm` runs the library's own call at once,
+/// without the vote's hand-off: true for up to 63 calls after one whose agreed
+/// class the measurement gave to the library, then false for one call, which
+/// votes again. Every rank must ask it before each alltoallw_auto call on
+/// `comm` (it counts the calls; every rank answers alike); on true, the caller
+/// runs the library's call instead. Collective on a communicator's first use.
+CONVEYOR_API bool alltoallw_ahead(MPI_Comm comm);
 
 }  // namespace conveyor

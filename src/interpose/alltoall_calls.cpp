@@ -50,6 +50,19 @@ int nodes_of(thread_state& state, MPI_Comm comm) {
   }
 }
 
+// Whether MPI_Alltoallv / w on `comm` goes to the library's call ahead of the
+// vote (alltoallw_ahead; false if Conveyor failed to find out, on every rank:
+// the communicator's context is what failed).
+bool library_ahead(thread_state& state, MPI_Comm comm) {
+  try {
+    inside_conveyor guard(state);
+    return alltoallw_ahead(comm);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "conveyor_mpi: all-to-all: %s\n", e.what());
+    return false;
+  }
+}
+
 // Why the parts cannot be served (nullopt: they can).
 std::optional<pass_reason> screen_parts(const std::vector<part>& parts) {
   for (const part& p : parts) {
@@ -85,6 +98,19 @@ bool contiguous(MPI_Datatype t) {
   return lb == 0 && tlb == 0 && extent == size && textent == size;
 }
 
+// rtype's size and whether items of both types are contiguous (stype
+// MPI_DATATYPE_NULL in place), from this thread's last pair when it was this one.
+void screen_types(thread_state& state, MPI_Datatype stype, MPI_Datatype rtype, int& rsize, bool& both) {
+  screened_alltoall_types& last = state.last_alltoall_types;
+  if (!last.valid || last.s != stype || last.r != rtype) {
+    int size = 0;
+    PMPI_Type_size(rtype, &size);
+    const bool c = contiguous(rtype) && (stype == MPI_DATATYPE_NULL || contiguous(stype));
+    last = {predefined(rtype) && (stype == MPI_DATATYPE_NULL || predefined(stype)), stype, rtype, size, c};
+  }
+  rsize = last.rsize, both = last.contiguous;
+}
+
 // pass(): the library's call on the caller's arguments; pass_with(in, out): the
 // same from `in` to `out` (alltoall_auto's trials).
 template <class Count, class Pass, class PassWith>
@@ -98,15 +124,14 @@ int alltoall_entry(const void* send, Count scount, MPI_Datatype stype, void* rec
   }
   if (!why) why = screen_comm(comm);
   int rsize = 0;
-  if (!why) PMPI_Type_size(rtype, &rsize);
+  bool measured = false;  // contiguous types on both sides (size = extent = true extent, lower bounds 0):
+                          // alltoall_auto measures Conveyor's exchange against the library's own call
+  if (!why) screen_types(state, in_place ? MPI_DATATYPE_NULL : stype, rtype, rsize, measured);
   if (!why) why = screen_bytes(state, static_cast<std::size_t>(rcount) * static_cast<std::size_t>(rsize));
   if (why) {
     count_passed(call::alltoall, *why);
     return pass();
   }
-  // Contiguous types on both sides (size = extent = true extent, lower bounds 0):
-  // alltoall_auto measures Conveyor's exchange against the library's own call.
-  const bool measured = contiguous(rtype) && (in_place || contiguous(stype));
   if (!measured && nodes_of(state, comm) != 1) {
     count_passed(call::alltoall, pass_reason::nodes);
     return pass();
@@ -153,6 +178,7 @@ int alltoallv_entry(call which, const char* name, const void* send, const Count*
   }
   if (!why) why = screen_comm(comm);
   if (!why && nodes_of(state, comm) != 1) why = pass_reason::nodes;
+  if (!why && library_ahead(state, comm)) why = pass_reason::measured;
   call_parts& c = t_parts;
   std::vector<part>& sp = c.sp;
   std::vector<part>& rp = c.rp;

@@ -58,12 +58,6 @@ std::optional<pass_reason> screen_reduction_uncached(MPI_Datatype t, MPI_Op mop,
   return std::nullopt;
 }
 
-bool predefined(MPI_Datatype t) {
-  int integers = 0, addresses = 0, types = 0, combiner = 0;
-  return PMPI_Type_get_envelope(t, &integers, &addresses, &types, &combiner) == MPI_SUCCESS &&
-         combiner == MPI_COMBINER_NAMED;
-}
-
 std::optional<pass_reason> screen_reduction(thread_state& state, MPI_Datatype t, MPI_Op mop, reduction& r) {
   screened_pair& last = state.last_pair;
   if (last.valid && t == last.t && mop == last.mop) {

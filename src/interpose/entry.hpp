@@ -56,6 +56,23 @@ struct screened_pair {
   std::optional<pass_reason> why;
 };
 
+// The last pair of types MPI_Alltoall screened on this thread, kept when both
+// are predefined (as screened_pair): the receive type's size, and whether items
+// of both are their size in contiguous bytes. `s` is MPI_DATATYPE_NULL in place.
+struct screened_alltoall_types {
+  bool valid = false;
+  MPI_Datatype s{}, r{};
+  int rsize = 0;
+  bool contiguous = false;
+};
+
+// Whether `t` is a predefined datatype (its handle is never freed).
+inline bool predefined(MPI_Datatype t) {
+  int integers = 0, addresses = 0, types = 0, combiner = 0;
+  return PMPI_Type_get_envelope(t, &integers, &addresses, &types, &combiner) == MPI_SUCCESS &&
+         combiner == MPI_COMBINER_NAMED;
+}
+
 // Per thread, in one thread_local: in a shared library each thread_local access
 // is a TLS lookup (a call), so an entry point looks this up once (this_thread())
 // and passes it on.
@@ -63,6 +80,7 @@ struct thread_state {
   int inside = 0;  // > 0 while this thread runs Conveyor: its own MPI calls pass through
   const policy* settings = nullptr;  // current_policy(), once this thread has read it
   screened_pair last_pair;
+  screened_alltoall_types last_alltoall_types;
 
   const policy& settings_read() {
     if (!settings) settings = &current_policy();

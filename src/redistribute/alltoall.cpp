@@ -70,6 +70,7 @@ struct alltoall_state final : detail::engine_state {
   // alltoallw_auto on one node: per agreed vote (the class of the largest pair of
   // any rank), Conveyor's exchange against the library's call.
   std::vector<detail::measured_choice<alltoall_path>> library_measured;
+  unsigned library_ahead = 0;  // calls left that run the library's call before any vote (alltoallw_ahead)
   std::vector<char> trial_out;
   std::vector<byte_map> even_maps;  // the contiguous maps of alltoall_auto's last size
   std::int64_t even_bytes = -1;
@@ -205,12 +206,24 @@ detail::measuring copy_measuring() {
 // exchange or the library's own call.
 // A rank without a library call to hand to, or whose ways are forced
 // (CONVEYOR_ALLTOALL_COPY) or not measured, votes kNoLibrary, which keeps every
-// rank on Conveyor's exchange. Below kMidMinBytes every pair goes through the
-// slots, which beat the libraries' small calls (docs/results.md): not measured.
+// rank on Conveyor's exchange. Every class is measured, the smallest too: which
+// of the slots and the library's small call is faster differs from CPU to CPU
+// (docs/results.md). A library trial is timed from the agreed vote on, as a
+// call run ahead of the vote (alltoallw_ahead) runs it: without the hand-off.
 // A vote also says whether the call is one of the sender's copy trials
 // (kCopyTrial): a class's trials against the library wait until no rank is
 // still timing its ways, so that the exchange is timed as it will run.
 constexpr std::int32_t kNoLibrary = 0xFFFF;  // the class part's largest
+
+// Ahead of the vote: after a call whose agreed class the measurement gave to the
+// library, the next kAheadCalls calls on the communicator run the library's call
+// at once (alltoallw_ahead), skipping the hand-off, which costs about what a
+// small call of the library does. Every rank decides alike: each holds the same
+// agreed classes and decisions, in the same call order. Then one call votes
+// again, so a program whose sizes change is back on its class's choice within
+// kAheadCalls + 1 calls; a call of another size among them runs the library's
+// call, correct at every size, only perhaps slower.
+constexpr unsigned kAheadCalls = 63;
 constexpr std::int32_t kClassMask = 0xFFFF, kCopyTrial = 0x10000;
 
 std::int32_t library_vote(const alltoall_state& state, bool has_library, int me) {
@@ -229,9 +242,7 @@ std::int32_t library_vote(const alltoall_state& state, bool has_library, int me)
 // candidate (`which`: its index, -1 when the call is not a trial).
 alltoall_path library_choice(alltoall_state& state, std::int32_t cls, int& which) {
   which = -1;
-  if (cls == kNoLibrary || cls < detail::size_class(static_cast<std::size_t>(redistribute::detail::kMidMinBytes))) {
-    return alltoall_path::conveyor;
-  }
+  if (cls == kNoLibrary) return alltoall_path::conveyor;
   auto& classes = state.library_measured;
   if (classes.size() <= static_cast<std::size_t>(cls)) classes.resize(static_cast<std::size_t>(cls) + 1);
   auto& m = classes[static_cast<std::size_t>(cls)];
@@ -584,6 +595,7 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
     int which = -1;
     alltoall_path action = library_choice(state, agreed_vote, which);
     if (which >= 0 && copy_trials) action = alltoall_path::conveyor, which = -1;  // the trial waits
+    state.library_ahead = action == alltoall_path::mpi && which < 0 ? kAheadCalls : 0;
     if (action == alltoall_path::mpi) {
       // What the peers sent ahead is answered first: each attached pair's descriptor taken, and its done.
       for (int i = 1; i < P; ++i) {
@@ -594,6 +606,7 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
         reply_done(q);
       }
       const int rc = MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE);
+      if (start >= 0) start = MPI_Wtime();  // a trial times the library's call alone
       std::exception_ptr failed;
       try {
         library();
@@ -778,11 +791,39 @@ alltoallw_report alltoall_by_nodes(const void* send, void* recv, std::int64_t by
   return run_by_nodes(state, ctx, layout, send, recv, bytes);
 }
 
+bool alltoallw_ahead(MPI_Comm comm) {
+  auto& state = detail::context_for(comm).state<alltoall_state>(kAlltoallSlot);
+  if (state.library_ahead == 0) return false;
+  --state.library_ahead;
+  return true;
+}
+
+namespace {
+// This thread's last alltoall_auto call whose class had been decided for the
+// library: a loop repeating it skips the lookups (context, class, maps) and runs
+// the library's call at once. The context generation changes whenever a
+// communicator's context is freed (its handle may be reused).
+struct library_decided {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::int64_t bytes = -1;
+  std::uint64_t generation = 0;
+};
+thread_local library_decided t_library_decided;
+}  // namespace
+
 alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t bytes, MPI_Comm comm,
                                    const std::function<void(const void* in, void* out)>& library) {
   static const detail::measuring measuring = detail::measuring_setting("CONVEYOR_ALLTOALL_MEASURE");
   alltoall_auto_report rep;
   if (bytes < 0) throw error(errc::invalid_argument, "alltoall: negative bytes per peer");
+  const library_decided& last = t_library_decided;
+  if (comm == last.comm && bytes == last.bytes && last.generation == detail::context_generation() &&
+      comm != MPI_COMM_NULL) {
+    const void* in = send == MPI_IN_PLACE ? recv : send;
+    library(in == recv ? MPI_IN_PLACE : in, recv);
+    rep.library = true;
+    return rep;
+  }
   detail::comm_context* ctx = &detail::context_for(comm);  // alltoallw below makes the collective call
   auto& state = ctx->state<alltoall_state>(kAlltoallSlot);
   const int P = ctx->size;
@@ -833,6 +874,7 @@ alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t by
     return rep;
   }
   rep.library = m.decided == alltoall_path::mpi;
+  if (rep.library) t_library_decided = {comm, bytes, detail::context_generation()};
   run(m.decided, send, recv);
   return rep;
 }

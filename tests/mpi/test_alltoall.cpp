@@ -384,6 +384,50 @@ TEST(Alltoall, MeasuredChoiceEveryCallRight) {
   }
 }
 
+// MPI_Alltoallv is measured per agreed class (alltoallw_auto's vote), and a class
+// that went to the library runs later calls ahead of the vote
+// (alltoallw_ahead): a loop whose sizes change while calls run ahead (one size,
+// then two alternating, rank 0 sending more than the others, in place every
+// fifth call) gets every call's result right on every rank and never hangs.
+TEST(Alltoall, VMeasuredAndAheadEveryCallRight) {
+  const int P = size_of(), r = rank_of();
+  auto elements = [](int c, int from) {  // int32 items per pair in call c
+    if (c < 100) return 24;
+    if (c < 250) return c % 2 ? 24 : 3000 + (from == 0 ? 1000 : 0);
+    return 3000;
+  };
+  std::vector<int> sc(static_cast<std::size_t>(P)), sd(sc.size()), rc(sc.size()), rd(sc.size());
+  for (int c = 0; c < 300; ++c) {
+    int so = 0, ro = 0;
+    for (int q = 0; q < P; ++q) {
+      const auto k = static_cast<std::size_t>(q);
+      sc[k] = elements(c, r), sd[k] = so, so += sc[k];
+      rc[k] = elements(c, q), rd[k] = ro, ro += rc[k];
+    }
+    const bool in_place = c % 5 == 4 && r != 0 && elements(c, 0) == elements(c, 1 % P);
+    std::vector<std::int32_t> send(static_cast<std::size_t>(so)), got(static_cast<std::size_t>(ro), -1);
+    for (int q = 0; q < P; ++q) {
+      for (int i = 0; i < sc[static_cast<std::size_t>(q)]; ++i) send[static_cast<std::size_t>(sd[static_cast<std::size_t>(q)] + i)] = r * 1000003 + q * 1009 + i + c;
+    }
+    int all_in_place = in_place;  // in place needs every rank's counts equal: all or none
+    MPI_Allreduce(MPI_IN_PLACE, &all_in_place, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all_in_place && sc == rc) {
+      got = send;
+      ASSERT_EQ(MPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, got.data(), rc.data(), rd.data(),
+                              MPI_INT32_T, MPI_COMM_WORLD), MPI_SUCCESS);
+    } else {
+      ASSERT_EQ(MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_INT32_T, got.data(), rc.data(), rd.data(),
+                              MPI_INT32_T, MPI_COMM_WORLD), MPI_SUCCESS);
+    }
+    for (int q = 0; q < P; ++q) {
+      for (int i = 0; i < rc[static_cast<std::size_t>(q)]; ++i) {
+        ASSERT_EQ(got[static_cast<std::size_t>(rd[static_cast<std::size_t>(q)] + i)], q * 1000003 + r * 1009 + i + c)
+            << "call " << c;
+      }
+    }
+  }
+}
+
 // The node-aware exchange (alltoall_by_nodes) gives MPI_Alltoall's result at
 // every size (none; one byte; blocks through the node's shared slots; blocks of
 // 40 KB, read by cross-memory attach inside the node), in place too, each size
@@ -1138,6 +1182,58 @@ TEST(Alltoall, LibraryVoteAgreedByEveryRank) {
       EXPECT_FALSE(v.rep.library_trial || v.rep.library);
     }
     MPI_Comm_free(&forced);
+  }
+  MPI_Comm_free(&comm);
+}
+
+// Ahead of the vote (conveyor::alltoallw_ahead): once a class went to the
+// library, the next 63 calls ask nothing of the peers and run the library's call
+// (every rank answers alike), then one call votes again. A library that does
+// nothing beats any exchange, so the 1 KiB class (measured like every class)
+// goes to it; with the vote off, never ahead.
+TEST(Alltoall, AheadOfTheVoteAfterTheLibraryWins) {
+  const int P = size_of();
+  MPI_Comm comm = comm_with_rule("auto");
+  const char* measure = std::getenv("CONVEYOR_ALLTOALL_MEASURE");
+  const char* rule = std::getenv("CONVEYOR_ALLTOALL_COPY");
+  const bool voting = P > 1 && senders_choose(comm) && !(measure && std::string(measure) == "0") &&
+                      (!rule || std::string(rule).empty() || std::string(rule) == "auto");
+  const int n = 1024;
+  std::vector<conveyor::datatype_part> parts(static_cast<std::size_t>(P));
+  for (int q = 0; q < P; ++q) parts[static_cast<std::size_t>(q)] = {n, static_cast<std::int64_t>(q) * n, MPI_BYTE};
+  std::vector<char> send(static_cast<std::size_t>(P) * n, 1), recv(send.size());
+  auto agreed = [&](bool mine) {  // -1: the ranks disagree
+    int v[2] = {mine, -static_cast<int>(mine)};
+    MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, comm);
+    return v[0] == -v[1] ? v[0] : -1;
+  };
+  int library_runs = 0;
+  auto vote = [&] {
+    return conveyor::alltoallw_auto(send.data(), parts, recv.data(), parts, comm, [&] { ++library_runs; });
+  };
+  const int trials = trials_of_bytes(n);
+  int calls = 0;
+  while (calls < 2 * trials + 30 && agreed(conveyor::alltoallw_ahead(comm)) == 0) {
+    const conveyor::alltoallw_report rep = vote();
+    ++calls;
+    if (!voting) {
+      EXPECT_FALSE(rep.library || rep.library_trial);
+    }
+  }
+  if (!voting) {
+    EXPECT_EQ(calls, 2 * trials + 30) << "ahead without a vote";
+    EXPECT_EQ(library_runs, 0);
+  } else {
+    // The trials, then the first call of the decided class, then ahead.
+    EXPECT_EQ(calls, 2 * trials + 1) << "not ahead right after the library's class was decided";
+    int ahead = 1;  // the loop's last question said yes
+    while (ahead < 200 && agreed(conveyor::alltoallw_ahead(comm)) == 1) ++ahead;
+    EXPECT_EQ(ahead, 63) << "calls ahead before the next vote";
+    const int before = library_runs;
+    const conveyor::alltoallw_report rep = vote();  // votes again: the library, decided
+    EXPECT_TRUE(rep.library && !rep.library_trial);
+    EXPECT_EQ(library_runs, before + 1);
+    EXPECT_EQ(agreed(conveyor::alltoallw_ahead(comm)), 1) << "ahead again after the vote";
   }
   MPI_Comm_free(&comm);
 }
