@@ -38,29 +38,29 @@ struct call_parts {
 };
 thread_local call_parts t_parts;
 
-// The nodes `comm` spans (alltoall_nodes: collective on a communicator's first
-// use, whose MPI calls must pass through); 0 if Conveyor failed to find out.
-int nodes_of(thread_state& state, MPI_Comm comm) {
+// An engine's answer (`ask()`) with this thread inside Conveyor (its MPI calls
+// pass through: the engine's first call on a communicator is collective), or
+// `failed` with the message on stderr if Conveyor could not find out.
+template <class T, class Ask>
+T ask_engine(thread_state& state, T failed, const Ask& ask) {
   try {
     inside_conveyor guard(state);
-    return alltoall_nodes(comm);
+    return ask();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "conveyor_mpi: all-to-all: %s\n", e.what());
-    return 0;
+    return failed;
   }
 }
 
+// The nodes `comm` spans (alltoall_nodes); 0 if Conveyor failed to find out.
+int nodes_of(thread_state& state, MPI_Comm comm) {
+  return ask_engine(state, 0, [&] { return alltoall_nodes(comm); });
+}
+
 // Whether MPI_Alltoallv / w on `comm` goes to the library's call ahead of the
-// vote (alltoallw_ahead; false if Conveyor failed to find out, on every rank:
-// the communicator's context is what failed).
+// vote (alltoallw_ahead); false if Conveyor failed to find out.
 bool library_ahead(thread_state& state, MPI_Comm comm) {
-  try {
-    inside_conveyor guard(state);
-    return alltoallw_ahead(comm);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "conveyor_mpi: all-to-all: %s\n", e.what());
-    return false;
-  }
+  return ask_engine(state, false, [&] { return alltoallw_ahead(comm); });
 }
 
 // Why the parts cannot be served (nullopt: they can).
