@@ -15,7 +15,9 @@
 #      lower ones are the host's: every build's CTest runs every target the host
 #      has, and qemu64 here runs SSE2), and every compiled target it lacks refused
 #      with the runnable list;
-#   2. the allreduce, Sinkhorn, DSOP and Redistribute MPI tests at 2 and 3 ranks,
+#   2. the allreduce, Sinkhorn, DSOP and Redistribute MPI tests at 2 ranks (2 and 3
+#      with EMULATED_RANKS="2 3", which scripts/test --scale sets: the rank count
+#      changes the schedule, not the instructions, and every native CTest runs 1-6),
 #      every rank a qemu process (the host's launcher starts `qemu-x86_64 ... test`);
 #   3. CONVEYOR_SIMD_TARGET=AVX3 (compiled in, not on this CPU) on one rank: every
 #      rank reports the same error naming the runnable targets;
@@ -112,7 +114,7 @@ for cpu in "${cpus[@]}"; do
   lower=$(awk '{ for (i = 2; i <= NF; ++i) printf "%s*/%s", (i > 2 ? ":" : "-"), $i }' <<<"$runnable")
   check "$name unit tests" "PASSED" "${emu[@]}" "${guest_env[@]}" "$build/tests/conveyor_unit_tests" \
     ${lower:+"--gtest_filter=$lower"}
-  for np in 2 3; do
+  for np in ${EMULATED_RANKS:-2}; do
     for t in allreduce sinkhorn outer redistribute; do
       check "$name $t tests np$np" "PASSED" \
         "${launch[@]}" -n "$np" "${emu[@]}" "${guest_env[@]}" "$build/tests/conveyor_${t}_tests" $(emulated_filter "$t")

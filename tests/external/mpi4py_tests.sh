@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# mpi4py's own test suite, unmodified, with libconveyor_mpi preloaded, at 1-3 ranks.
+# mpi4py's own test suite, unmodified, with libconveyor_mpi preloaded, at 1-3 ranks
+# on Open MPI and 1-2 on MPICH.
 #
 # The suite comes from mpi4py's source distribution on PyPI at test time
 # (tests/external/pypi_sdist.sh), the
@@ -20,6 +21,10 @@
 # ERROR and the run then hangs, without the library (3 runs of 3 here; also with
 # nothing preloaded at all); no intercepted call is involved, and each hang would
 # cost two 15-minute timeouts.
+#
+# MPICH runs 1 and 2 ranks only: at 3 ranks on a 2-core machine its oversubscribed,
+# polling ranks took longer than the other two counts together (docs/testing.md);
+# the uneven count runs on Open MPI, and the interposer's code is the same under both.
 #
 # usage: mpi4py_tests.sh <openmpi|mpich> <build-dir> <work-dir>
 # Prints one line per rank count, and "N passed, M failed" last.
@@ -61,7 +66,9 @@ suite=(/usr/bin/python3 "$src/test/runtests.py" --no-builddir -v -e test_spawn -
 failures_of() { sed -nE 's/^(FAIL|ERROR): ([^ ]+) \(([^)]+)\).*/\3.\2/p' "$1" | sort -u; }
 
 passed=0 failed=0
-for np in 1 2 3; do
+ranks=(1 2 3)
+[ "$mpi" = mpich ] && ranks=(1 2)
+for np in "${ranks[@]}"; do
   log="$work/$mpi.np$np.log"
   (cd "$src" && timeout 900 "${with[@]}" -n "$np" "${suite[@]}") >"$log" 2>&1
   rc=$?
