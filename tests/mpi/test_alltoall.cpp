@@ -1191,9 +1191,9 @@ TEST(Alltoall, LibraryVoteAgreedByEveryRank) {
 // (every rank answers alike), then one call votes again. A library that does
 // nothing beats any exchange, so the 1 KiB class (measured like every class)
 // goes to it; with the vote off, never ahead.
-TEST(Alltoall, AheadOfTheVoteAfterTheLibraryWins) {
-  const int P = size_of();
-  MPI_Comm comm = comm_with_rule("auto");
+void expect_ahead_after_library_wins(MPI_Comm comm) {
+  int P = 1;
+  MPI_Comm_size(comm, &P);
   const char* measure = std::getenv("CONVEYOR_ALLTOALL_MEASURE");
   const char* rule = std::getenv("CONVEYOR_ALLTOALL_COPY");
   const bool voting = P > 1 && senders_choose(comm) && !(measure && std::string(measure) == "0") &&
@@ -1235,7 +1235,32 @@ TEST(Alltoall, AheadOfTheVoteAfterTheLibraryWins) {
     EXPECT_EQ(library_runs, before + 1);
     EXPECT_EQ(agreed(conveyor::alltoallw_ahead(comm)), 1) << "ahead again after the vote";
   }
+}
+
+TEST(Alltoall, AheadOfTheVoteAfterTheLibraryWins) {
+  MPI_Comm comm = comm_with_rule("auto");
+  expect_ahead_after_library_wins(comm);
   MPI_Comm_free(&comm);
+}
+
+// The same on each half of the ranks at once (a subset communicator, uneven at odd
+// P), beside a communicator of every rank created before: the halves' decisions
+// and calls ahead are theirs alone, and the whole one still votes.
+TEST(Alltoall, AheadOnEachHalfApartFromTheWhole) {
+  const int P = size_of(), r = rank_of();
+  MPI_Comm whole = comm_with_rule("auto");
+  MPI_Comm half = comm_with_rule("auto", [&] {
+    MPI_Comm c;
+    MPI_Comm_split(MPI_COMM_WORLD, r < (P + 1) / 2 ? 0 : 1, r, &c);
+    return c;
+  });
+  expect_ahead_after_library_wins(half);
+  int ahead_on_whole = conveyor::alltoallw_ahead(whole) ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &ahead_on_whole, 1, MPI_INT, MPI_MAX, whole);
+  EXPECT_EQ(ahead_on_whole, 0) << "a half's decision reached the communicator of every rank";
+  MPI_Comm_free(&half);
+  expect_ahead_after_library_wins(whole);  // (and the freed half's state does not linger)
+  MPI_Comm_free(&whole);
 }
 
 #if MPI_VERSION >= 4
