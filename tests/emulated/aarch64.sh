@@ -9,7 +9,7 @@
 #      with `apt-get download` through a private apt configuration (arm64 lists of
 #      its own, nothing installed on the host, the host's amd64 MPI untouched);
 #   2. configure (tests/emulated/aarch64-toolchain.cmake) and build the library,
-#      its tests and the tool;
+#      the tool and the test programs step 3 runs;
 #   3. on each CPU: NEON (`-cpu max,sve=off`), SVE with 16, 32, 64 and 256-byte
 #      vectors (`sve-default-vector-length`; QEMU's `max` has SVE2 too, so Highway
 #      runs SVE2_128 at 16 bytes and SVE_256 at 32): the unit tests (every op x
