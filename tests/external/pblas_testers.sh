@@ -53,7 +53,7 @@ grids_for() {  # number of grids, P values, Q values
 
 for t in $testers; do
   T=$(echo "$t" | tr a-z A-Z)
-  for np in 2 3 4 5; do
+  for np in "${tester_ranks[@]}"; do
     dir="$work/np$np-$t"; mkdir -p "$dir"
     awk -v g="$(grids_for "$np")" '
       BEGIN { split(g, parts, "|") }

@@ -74,14 +74,14 @@ run_one() {
 
 upstream="$work/upstream"; mkdir -p "$upstream"
 cp "$peers/GEMR2D.dat" "$peers/TRMR2D.dat" "$upstream/"
-for np in 2 3 4 5; do
+for np in "${tester_ranks[@]}"; do
   own="$work/own-np$np"; mkdir -p "$own"
   /usr/bin/python3 "$here/redist_inputs.py" gemr "$np" 60 >"$own/GEMR2D.dat"
   /usr/bin/python3 "$here/redist_inputs.py" trmr "$np" 60 >"$own/TRMR2D.dat"
 done
 for t in $names; do
-  for np in 4 5; do run_one "$work/bin/$t" "$upstream" "$np" upstream; done
-  for np in 2 3 4 5; do run_one "$work/bin/$t" "$work/own-np$np" "$np" own; done
+  for np in "${tester_ranks[@]}"; do [ "$np" -ge 4 ] && run_one "$work/bin/$t" "$upstream" "$np" upstream; done
+  for np in "${tester_ranks[@]}"; do run_one "$work/bin/$t" "$work/own-np$np" "$np" own; done
 done
 
 # Timing for docs/results.md (scripts/bench redist-testers): each tester's whole

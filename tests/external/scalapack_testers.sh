@@ -54,7 +54,7 @@ own_inputs() {
 names="xssvd xdsvd xssep xdsep xcsep xzsep xshseqr xdhseqr"
 passed=0 failed=0
 declare -A calls
-for np in 2 3 4 5; do
+for np in "${tester_ranks[@]}"; do
   dir=$run_dir
   if [ "$np" -lt 4 ]; then dir="$run_dir/own-np$np"; own_inputs "$np" "$dir"; fi
   for t in $names; do
