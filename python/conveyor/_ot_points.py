@@ -339,8 +339,10 @@ def _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, war
     # POT's niter: the 0-based index of the last iteration run.
     niter = iterations if status == "numerical_failure" else max(iterations - 1, 0)
     err = [float(history[k - 1]) for k in range(_CHECK_EVERY, iterations + 1, _CHECK_EVERY)]
+    with np.errstate(over="ignore"):  # (as conveyor.ot.sinkhorn's: inf where reg is small)
+        u, v = np.exp(log_u), np.exp(log_v)
     run = {"X_s": X, "X_t": Y, "log_u": log_u, "log_v": log_v, "cost": cost, "status": status,
-           "log": {"err": err, "niter": niter, "u": np.exp(log_u), "v": np.exp(log_v)}}
+           "log": {"err": err, "niter": niter, "u": u, "v": v}}
     if verbose:
         for k, e in enumerate(err):  # (POT prints every 100th iteration's)
             if (k + 1) * _CHECK_EVERY % 100 == 0:

@@ -268,7 +268,8 @@ def _run(a, b, M, reg, method, numItermax, stopThr, warmstart, comm, engine, wan
     log = {"err": [float(e) for e in history[:iterations:_CHECK_EVERY]], "niter": niter}
     if log_domain:
         log["log_u"], log["log_v"] = log_u, log_v
-    log["u"], log["v"] = np.exp(log_u), np.exp(log_v)
+    with np.errstate(over="ignore"):  # (u, v overflow to inf where reg is small; log_u, log_v hold them)
+        log["u"], log["v"] = np.exp(log_u), np.exp(log_v)
     out["log"] = log
     return out
 

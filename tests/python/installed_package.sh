@@ -13,7 +13,10 @@
 # version whose interface conveyor.ot follows (warmstart, sinkhorn2's warn=False),
 # which tests/python/test_ot*.py compare against and whose own test_bregman.py
 # and (0.9.4's) test_unbalanced.py then run with conveyor.ot substituted
-# (tests/external/pot_tests.sh; Open MPI's package only).
+# (tests/external/pot_tests.sh; Open MPI's package only). GeomLoss 0.3.1 (pure
+# Python) beside it: tests/python/test_ot_samples_loss.py's reference, and the
+# package whose own tests of geomloss.ot run with Conveyor's solvers
+# (tests/external/geomloss_tests.sh; Open MPI's package only).
 # Also checked: the wheel holds the extension and libconveyor; importing
 # conveyor with an mpi4py on the other MPI raises the ImportError that names both
 # libraries (not a crash).
@@ -83,6 +86,10 @@ echo "numpy==$("$python" -c 'import numpy; print(numpy.__version__)')" >"$work/c
 geomloss_dir="$work/geomloss-$mpi"
 rm -rf "$geomloss_dir"
 "${pip[@]}" install --quiet --no-deps --target "$geomloss_dir" "geomloss==0.3.1" || fail "pip install geomloss==0.3.1 failed"
+# pytest-check: GeomLoss's own tests use it (tests/external/geomloss_tests.sh).
+if [ "$mpi" = openmpi ]; then
+  "${pip[@]}" install --quiet "pytest-check==2.4.1" || fail "pip install pytest-check==2.4.1 failed"
+fi
 
 # The installed copy, imported from outside the source tree.
 installed=$(cd "$work" && "$python" -c "import conveyor, mpi4py; print(conveyor.__file__, mpi4py.__version__)") ||
@@ -114,8 +121,14 @@ fi
 # POT's own test files call conveyor.ot in one process: the same Python over
 # either MPI's extension, so they run with the Open MPI package only (~2.5 min);
 # tests/python (below, every MPI) compares conveyor.ot with POT under mpiexec.
+# GeomLoss's own tests of geomloss.ot with Conveyor's solvers, beside them (one
+# process; ~50 s here), on the same package: Open MPI's only as well.
 if [ "$mpi" = openmpi ]; then
+  "$root/tests/external/geomloss_tests.sh" "$python" "$work/geomloss-tests" "$geomloss_dir" >"$work/geomloss-tests.txt" 2>&1 &
+  geomloss_tests=$!
   "$root/tests/external/pot_tests.sh" "$python" "$work/pot" || status=1
+  wait "$geomloss_tests" || status=1
+  cat "$work/geomloss-tests.txt"
 fi
 # At 1 and 3 ranks on Open MPI; on MPICH at 1 (its CTest runs them at 2 and 4:
 # the Python layer's rank logic is the same over either MPI, and oversubscribed
