@@ -40,6 +40,7 @@ import numpy as np
 import pytest
 
 import conveyor.ot
+from outside_verdicts import excuse, fail_if_never_called, write_summary
 from geomloss._typing import SinkhornPotentials
 from geomloss.ot._implementations import matrix as _matrix
 from geomloss.ot._implementations import sample as _sample
@@ -272,13 +273,9 @@ def pytest_runtest_makereport(item, call):
     if report.passed:
         _verdicts[item.nodeid] = ("conveyor", f"{calls} calls") if calls else ("geomloss-only", "Conveyor not called")
     elif report.failed and name in GEOMLOSS_ONLY_FAILURES and _only_check(report, GEOMLOSS_ONLY_FAILURES[name][1]):
-        _verdicts[item.nodeid] = ("geomloss-only", GEOMLOSS_ONLY_FAILURES[name][0])
-        report.outcome = "skipped"
-        report.longrepr = (str(item.fspath), 0, f"fails with GeomLoss alone: {GEOMLOSS_ONLY_FAILURES[name][0]}")
+        excuse(item, report, _verdicts, "geomloss-only", GEOMLOSS_ONLY_FAILURES[name][0], "fails with GeomLoss alone")
     elif report.failed and name in KNOWN_DEVIATIONS:
-        _verdicts[item.nodeid] = ("deviation", KNOWN_DEVIATIONS[name])
-        report.outcome = "skipped"
-        report.longrepr = (str(item.fspath), 0, f"deviation: {KNOWN_DEVIATIONS[name]}")
+        excuse(item, report, _verdicts, "deviation", KNOWN_DEVIATIONS[name], "deviation")
     elif report.failed:
         _verdicts[item.nodeid] = ("FAILED", f"{calls} calls into Conveyor")
     elif report.skipped:
@@ -286,17 +283,9 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_terminal_summary(terminalreporter):
-    counts = {}
-    write = terminalreporter.write_line
-    write("")
-    write("GeomLoss's tests with Conveyor's solvers (verdict per test):")
-    for nodeid, (verdict, why) in sorted(_verdicts.items()):
-        counts[verdict] = counts.get(verdict, 0) + 1
-        write(f"  {verdict:13s} {nodeid.split('::', 1)[-1]}  ({why})")
-    write("GeomLoss with Conveyor: " + ", ".join(f"{v} {counts[v]}" for v in sorted(counts)))
+    write_summary(terminalreporter, _verdicts, "GeomLoss's tests with Conveyor's solvers (verdict per test):",
+                  "GeomLoss with Conveyor", 13)
 
 
 def pytest_sessionfinish(session, exitstatus):
-    verdicts = [v for v, _ in _verdicts.values()]
-    if "conveyor" not in verdicts and session.exitstatus == 0:
-        session.exitstatus = 1  # nothing reached Conveyor: the substitution did not happen
+    fail_if_never_called(session, _verdicts)

@@ -32,6 +32,7 @@ import functools
 import pytest
 
 import conveyor.ot
+from outside_verdicts import excuse, fail_if_never_called, write_summary
 from conveyor._ot_solve import GRAD_MODES
 import ot
 from ot.backend import get_backend_list
@@ -273,13 +274,9 @@ def pytest_runtest_makereport(item, call):
     if report.passed:
         _verdicts[item.nodeid] = ("conveyor", f"{calls} calls") if calls else ("pot-only", "Conveyor not called")
     elif report.failed and name in POT_ONLY_FAILURES and not calls:
-        _verdicts[item.nodeid] = ("pot-only", POT_ONLY_FAILURES[name])
-        report.outcome = "skipped"
-        report.longrepr = (str(item.fspath), 0, f"fails with POT alone: {POT_ONLY_FAILURES[name]}")
+        excuse(item, report, _verdicts, "pot-only", POT_ONLY_FAILURES[name], "fails with POT alone")
     elif report.failed and name in KNOWN_DEVIATIONS:
-        _verdicts[item.nodeid] = ("deviation", KNOWN_DEVIATIONS[name])
-        report.outcome = "skipped"
-        report.longrepr = (str(item.fspath), 0, f"deviation: {KNOWN_DEVIATIONS[name]}")
+        excuse(item, report, _verdicts, "deviation", KNOWN_DEVIATIONS[name], "deviation")
     elif report.failed:
         _verdicts[item.nodeid] = ("FAILED", f"{calls} calls into Conveyor")
     elif report.skipped:
@@ -287,17 +284,9 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_terminal_summary(terminalreporter):
-    counts = {}
-    write = terminalreporter.write_line
-    write("")
-    write("POT's tests with conveyor.ot (verdict per test):")
-    for nodeid, (verdict, why) in sorted(_verdicts.items()):
-        counts[verdict] = counts.get(verdict, 0) + 1
-        write(f"  {verdict:9s} {nodeid.split('::')[-1]}  ({why})" if why else f"  {verdict:9s} {nodeid.split('::')[-1]}")
-    write("POT with conveyor.ot: " + ", ".join(f"{v} {counts[v]}" for v in sorted(counts)))
+    write_summary(terminalreporter, _verdicts, "POT's tests with conveyor.ot (verdict per test):",
+                  "POT with conveyor.ot", 9)
 
 
 def pytest_sessionfinish(session, exitstatus):
-    verdicts = [v for v, _ in _verdicts.values()]
-    if "conveyor" not in verdicts and session.exitstatus == 0:
-        session.exitstatus = 1  # nothing reached Conveyor: the substitution did not happen
+    fail_if_never_called(session, _verdicts)
