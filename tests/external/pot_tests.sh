@@ -32,14 +32,18 @@ fi
 # with no call into Conveyor. TensorFlow and CuPy are not installed (switched off).
 # One test file of POT's with conveyor.ot substituted; prints its verdict line.
 # Left out as Gromov-Wasserstein is: solve_sample's low-rank and factored methods
-# (unregularized, never Conveyor's; 35 of the ~90 s of POT's tests here).
+# (unregularized, never Conveyor's; 35 of the ~90 s of POT's tests here), and
+# the unbalanced solvers that are not Sinkhorn's (majorization-minimization,
+# L-BFGS-B: 50 of test_unbalanced.py's 58 tests that never reach Conveyor, and
+# 58 of its 73 s).
 run_pot_tests() {  # <label> <log> <torch: on|off> <test file...> (one pytest process: POT and JAX imported once)
   local label=$1 log=$2 torch=(env)
   [ "$3" = off ] && torch+=(POT_BACKEND_DISABLE_PYTORCH=1)
   shift 3
   (cd "$work" && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "${torch[@]}" POT_BACKEND_DISABLE_TENSORFLOW=1 \
      POT_BACKEND_DISABLE_CUPY=1 PYTHONPATH="$here" timeout 900 \
-     "$python" -m pytest -q -p no:cacheprovider --color=no -o addopts="" -p pot_with_conveyor -k "not gromov and not lowrank and not factored" "$@") \
+     "$python" -m pytest -q -p no:cacheprovider --color=no -o addopts="" -p pot_with_conveyor \
+     -k "not gromov and not lowrank and not factored and not test_mm_ and not lbfgsb" "$@") \
      >"$log" 2>&1
   local rc=$?
   echo "  $label: $(grep -E '^POT with conveyor.ot:' "$log" | cut -d: -f2-)"

@@ -8,9 +8,10 @@
 #       for more ranks than cores (Open MPI --oversubscribe; MPICH with the test
 #       suite's yield shim preloaded, prepended to any LD_PRELOAD given), every
 #       VAR=VALUE exported to every rank.
-#   tester_ranks  the rank counts to run: 2-5 on Open MPI, 3 and 4 on MPICH (2-5
-#       on both under --scale, CONVEYOR_TEST_SCALE set). The drop-ins' code is the
-#       same over either MPI; each count run on both cost ~1 minute per MPI's run.
+#   tester_ranks  the rank counts to run: 2-5 on Open MPI, 3 on MPICH (the
+#       uneven grids; 2-5 on both under --scale, CONVEYOR_TEST_SCALE set). The
+#       drop-ins' code is the same over either MPI; each count run on both cost
+#       ~1 minute per MPI's run, and MPICH's steps run alone (scripts/test).
 #   peers_or_skip SUBDIR PROBE LABEL  sets `peers` to the absolute path of
 #       ../shared/peers/scalapack/SUBDIR; where PROBE is not in it (../shared not
 #       beside the project), says so in one line, reports nothing run and exits
@@ -22,7 +23,7 @@ mkdir -p "$3"
 build=$(cd "$2" && pwd) work=$(cd "$3" && pwd)
 testers_common_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 tester_ranks=(2 3 4 5)
-[ "$mpi" = mpich ] && [ -z "${CONVEYOR_TEST_SCALE:-}" ] && tester_ranks=(3 4)
+[ "$mpi" = mpich ] && [ -z "${CONVEYOR_TEST_SCALE:-}" ] && tester_ranks=(3)
 
 oversubscribed_launch() {
   local -n into=$1

@@ -44,8 +44,14 @@ rm -rf "$venv"
 log="$work/pip-$mpi.log"
 # pip wheel . (the build `pip install .` runs), then that wheel installed: one
 # build of the package instead of two (the second rebuilt nanobind, ~20 s).
+# The build is isolated, as a user's (pyproject.toml's requirements installed into
+# a fresh environment), but CMake is pointed at the same nanobind 2.9.2 the MPI
+# build uses (scripts/setup's, in the build tree; pyproject.toml pins that
+# version): the isolated copy's path is new each time, so the compiler cache
+# missed every binding and nanobind source (~90 s of CPU per MPI).
 rm -rf "$work/wheel-$mpi"
 MPICC=mpicc.$mpi "${pip[@]}" wheel --no-deps --config-settings=build-dir="$build_root/pip-$mpi" \
+  --config-settings=cmake.define.CONVEYOR_PYTHON_PATH="$build_root/pydeps/common" \
   -w "$work/wheel-$mpi" "$root" >"$log" 2>&1 || { tail -n 30 "$log"; fail "pip wheel . failed (see $log)"; }
 wheel=$(ls "$work"/wheel-"$mpi"/conveyor-*.whl 2>/dev/null | head -n 1)
 [ -n "$wheel" ] || fail "pip wheel . made no wheel (see $log)"
