@@ -98,8 +98,10 @@ for np in "${tester_ranks[@]}"; do
     fi
   done
 done
-# The interposition happened: every tester made Conveyor calls.
+# The interposition happened: every tester run made Conveyor calls (p?hseqr's
+# are not run where the only count is 3: MPICH's default).
 for t in $names; do
+  [ -n "${calls[$t]:-}" ] || continue
   if [ "${calls[$t]}" -gt 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $t: no call reached Conveyor"; fi
 done
 echo "$passed passed, $failed failed"
