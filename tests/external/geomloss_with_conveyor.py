@@ -40,7 +40,7 @@ import numpy as np
 import pytest
 
 import conveyor.ot
-from outside_verdicts import excuse, fail_if_never_called, write_summary
+from outside_verdicts import fail_if_never_called, record, write_summary
 from geomloss._typing import SinkhornPotentials
 from geomloss.ot._implementations import matrix as _matrix
 from geomloss.ot._implementations import sample as _sample
@@ -268,18 +268,12 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.when != "call":
         return
-    calls = getattr(item, "conveyor_calls", 0)
-    name = item.nodeid.split("::")[-1]
-    if report.passed:
-        _verdicts[item.nodeid] = ("conveyor", f"{calls} calls") if calls else ("geomloss-only", "Conveyor not called")
-    elif report.failed and name in GEOMLOSS_ONLY_FAILURES and _only_check(report, GEOMLOSS_ONLY_FAILURES[name][1]):
-        excuse(item, report, _verdicts, "geomloss-only", GEOMLOSS_ONLY_FAILURES[name][0], "fails with GeomLoss alone")
-    elif report.failed and name in KNOWN_DEVIATIONS:
-        excuse(item, report, _verdicts, "deviation", KNOWN_DEVIATIONS[name], "deviation")
-    elif report.failed:
-        _verdicts[item.nodeid] = ("FAILED", f"{calls} calls into Conveyor")
-    elif report.skipped:
-        _verdicts[item.nodeid] = ("skipped", "")
+    record(item, report, _verdicts, "GeomLoss", _geomloss_alone, KNOWN_DEVIATIONS)
+
+
+def _geomloss_alone(name, report, calls):
+    known = GEOMLOSS_ONLY_FAILURES.get(name)
+    return known[0] if known and _only_check(report, known[1]) else None
 
 
 def pytest_terminal_summary(terminalreporter):

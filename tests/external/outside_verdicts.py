@@ -17,6 +17,26 @@ def excuse(item, report, verdicts, verdict, why, prefix):
     report.longrepr = (str(item.fspath), 0, f"{prefix}: {why}")
 
 
+def record(item, report, verdicts, project, alone_failure, deviations):
+    """The verdict of a test's call phase (project: "POT", "GeomLoss"; its verdict
+    word is "pot-only", "geomloss-only"). alone_failure(name, report, calls):
+    (why) when the failure is one the project's tests have without Conveyor,
+    else None; deviations: test name -> reason."""
+    calls = getattr(item, "conveyor_calls", 0)
+    name = item.nodeid.split("::")[-1]
+    alone = alone_failure(name, report, calls) if report.failed else None
+    if report.passed:
+        verdicts[item.nodeid] = ("conveyor", f"{calls} calls") if calls else (f"{project.lower()}-only", "Conveyor not called")
+    elif alone is not None:
+        excuse(item, report, verdicts, f"{project.lower()}-only", alone, f"fails with {project} alone")
+    elif report.failed and name in deviations:
+        excuse(item, report, verdicts, "deviation", deviations[name], "deviation")
+    elif report.failed:
+        verdicts[item.nodeid] = ("FAILED", f"{calls} calls into Conveyor")
+    elif report.skipped:
+        verdicts[item.nodeid] = ("skipped", "")
+
+
 def write_summary(terminalreporter, verdicts, heading, total_label, width):
     """One line per test, then "<total_label>: <verdict> <count>, ..."."""
     counts = {}

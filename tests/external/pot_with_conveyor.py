@@ -32,7 +32,7 @@ import functools
 import pytest
 
 import conveyor.ot
-from outside_verdicts import excuse, fail_if_never_called, write_summary
+from outside_verdicts import fail_if_never_called, record, write_summary
 from conveyor._ot_solve import GRAD_MODES
 import ot
 from ot.backend import get_backend_list
@@ -269,18 +269,11 @@ def pytest_runtest_makereport(item, call):
             reason = str(report.longrepr[-1]) if report.longrepr else ""
             _verdicts[item.nodeid] = ("skipped", reason)
         return
-    calls = getattr(item, "conveyor_calls", 0)
-    name = item.nodeid.split("::")[-1]
-    if report.passed:
-        _verdicts[item.nodeid] = ("conveyor", f"{calls} calls") if calls else ("pot-only", "Conveyor not called")
-    elif report.failed and name in POT_ONLY_FAILURES and not calls:
-        excuse(item, report, _verdicts, "pot-only", POT_ONLY_FAILURES[name], "fails with POT alone")
-    elif report.failed and name in KNOWN_DEVIATIONS:
-        excuse(item, report, _verdicts, "deviation", KNOWN_DEVIATIONS[name], "deviation")
-    elif report.failed:
-        _verdicts[item.nodeid] = ("FAILED", f"{calls} calls into Conveyor")
-    elif report.skipped:
-        _verdicts[item.nodeid] = ("skipped", "")
+    record(item, report, _verdicts, "POT", _pot_alone, KNOWN_DEVIATIONS)
+
+
+def _pot_alone(name, report, calls):
+    return POT_ONLY_FAILURES.get(name) if not calls else None
 
 
 def pytest_terminal_summary(terminalreporter):
