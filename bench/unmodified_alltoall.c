@@ -338,7 +338,7 @@ static int check_pencil(const struct transfer* x, const char* b) {
 /* mpi4py-fft's pencil transfer: the ranks as a P0 x P1 grid (MPI_Dims_create, P1 >= P0),
  * each rank's (N/P0, N/P1, N) pencil turned into an (N/P0, N, N/P1) one by one
  * MPI_Alltoallw with subarray types on its row of the grid (P1 ranks). */
-static void pencil(int N, const char* type_name, int samples) {
+static void pencil(int N, const char* type_name, int samples, int cold) {
   int rank, P, d[2] = {0, 0}, periods[2] = {0, 0}, coords[2], keep[2] = {0, 1};
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
@@ -368,7 +368,7 @@ static void pencil(int N, const char* type_name, int samples) {
         for (size_t w = 0; w < words; ++w) {
           A[((i * m1 + j) * N + k) * words + w] = element(coords[0] * x.m + (int)i, coords[1] * x.m1 + (int)j, k, w);
         }
-  time_transfer(&x, a, b, bytes, samples, 0, check_pencil);
+  time_transfer(&x, a, b, bytes, samples, cold, check_pencil);
   free_types(&x);
   free(x.st), free(x.rt), free(a), free(b);
   MPI_Comm_free(&row), MPI_Comm_free(&grid);
@@ -392,7 +392,7 @@ int main(int argc, char** argv) {
   }
   MPI_Init(&argc, &argv);
   if (strcmp(call, "slab") == 0) slab(n, type, samples, cold, alloc_mem);
-  else if (strcmp(call, "pencil") == 0) pencil(n, type, samples);
+  else if (strcmp(call, "pencil") == 0) pencil(n, type, samples, cold);
   else contiguous(call, min_bytes, max_bytes, samples, beside);
   MPI_Finalize();
   return 0;
