@@ -101,6 +101,15 @@ struct plan_apply_options {
   bool transpose = false;
   /// OpenMP threads per rank; 0: as points_options::threads.
   int threads = 0;
+  /// Independent problems in one call (GeomLoss's batches (B, N, D)): every
+  /// array holds `batch` problems one after another, problem-major (X: batch x n
+  /// x dim, Y: batch x m x dim, potentials batch x n and batch x m, V and out
+  /// batch x count x k), each problem's points meeting only its own, with one eps
+  /// and metric. Each rank holds its share (n, m) of every problem's points. One
+  /// ring carries every problem's blocks at once and the threads share all the
+  /// problems' rows, so many small problems cost one call's latency, not batch's.
+  /// The indices in error messages are then flat over (problem, point). 0: nothing.
+  std::size_t batch = 1;
 };
 
 /// The plan of a point-cloud solve, P_ij = exp(log_u_i + log_v_j - C(x_i, y_j) / eps),

@@ -535,16 +535,19 @@ def apply_plan_points(X, Y, log_u, log_v, eps, V, comm=None, metric="sqeuclidean
     sinkhorn_points), returns P V for this rank's X points, V holding k values
     per Y point of this rank (every rank's Y points and V take part), or with
     ``transpose`` P^T V for this rank's Y points (V: a row per X point).
+    Batches: X, Y of shape (B, n, dim), (B, m, dim) are B independent problems
+    (the potentials (B, n), (B, m), V (B, m, k), the result (B, n, k)), each
+    problem's points meeting only its own, in one pass over all of them.
 
     Parameters
     ----------
-    X, Y : array_like, shape (n, dim), (m, dim)
+    X, Y : array_like, shape (n, dim), (m, dim), or (B, n, dim), (B, m, dim)
         This rank's points, as passed to sinkhorn_points.
-    log_u, log_v : array_like, shape (n,), (m,)
+    log_u, log_v : array_like, shape (n,), (m,), or (B, n), (B, m)
         This rank's potentials, as sinkhorn_points returned them.
     eps : float
         The solve's regularization.
-    V : array_like, shape (m, k), or (n, k) with transpose
+    V : array_like, shape (m, k), or (n, k) with transpose (batches: (B, m, k), (B, n, k))
         The values of the other side's points held by this rank.
     comm : mpi4py.MPI.Comm, optional
         Default MPI.COMM_WORLD. Collective.
@@ -557,7 +560,7 @@ def apply_plan_points(X, Y, log_u, log_v, eps, V, comm=None, metric="sqeuclidean
 
     Returns
     -------
-    ndarray, shape (n, k), or (m, k) with transpose
+    ndarray, shape (n, k), or (m, k) with transpose (batches: (B, n, k), (B, m, k))
         This rank's rows of the product, of X's dtype.
 
     Examples

@@ -155,34 +155,28 @@ def _torch_call(torch, loss, a, x, b, y):
 
 def _batched(loss, a, x, b, y, grads, point_grads=True):
     """(values, (da, dx, db, dy)) over a batch (B, N, D) or one problem (N, D);
-    with loss.potentials, (F, G) instead."""
+    with loss.potentials, (F, G) instead. A batch is solved in one pass per
+    softmin over all its problems (the engine's batched softmin_points)."""
     # Bad arguments on any one rank: the same error on every rank (before any collective).
     agree(_comm_of(loss), lambda: _check_shapes(a, x, b, y))
     batch = x.ndim == 3
     xs, ys = (x, y) if batch else (x[None], y[None])
-    as_ = [None] * len(xs) if a is None else (a if batch else a[None])
-    bs = [None] * len(ys) if b is None else (b if batch else b[None])
+    as_ = None if a is None else (a if batch else a[None])
+    bs = None if b is None else (b if batch else b[None])
     # One diameter for the batch (GeomLoss's: of every problem's points), unless given.
     diameter = _diameter(xs.reshape(-1, xs.shape[-1]), ys.reshape(-1, ys.shape[-1]), _comm_of(loss)) \
         if loss.diameter is None else float(loss.diameter)
-    results = [_one_problem(loss, ai, xi, bi, yi, diameter, grads, point_grads)
-               for ai, xi, bi, yi in zip(as_, xs, bs, ys)]
+    out = _problems(loss, as_, xs, bs, ys, diameter, grads, point_grads)
+
+    def one(v):  # (one problem: without the batch axis)
+        return v if batch or v is None else v[0]
+
     if loss.potentials:
-        F = np.stack([r[0] for r in results]) if batch else results[0][0]
-        G = np.stack([r[1] for r in results]) if batch else results[0][1]
-        return F, G
-    values = np.array([r[0] for r in results], dtype=x.dtype)
-    value = values if batch else values[0]
+        return one(out[0]), one(out[1])
+    value = one(out[0].astype(x.dtype))
     if not grads:
         return value, None
-
-    def stacked(k):
-        parts = [r[1][k] for r in results]
-        if any(p is None for p in parts):
-            return None
-        return np.stack(parts) if batch else parts[0]
-
-    return value, tuple(stacked(k) for k in range(4))
+    return value, tuple(one(g) for g in out[1])
 
 
 def _check_shapes(a, x, b, y):
@@ -195,25 +189,26 @@ def _check_shapes(a, x, b, y):
             raise ValueError(f"{name} must hold one weight per point ({points.shape[:-1]}), got shape {np.shape(w)}")
 
 
-class _Problem:
-    """One problem on this rank: its points and log weights, the engine's call."""
+class _Problems:
+    """A batch of B problems on this rank: their points (B, N, D) and log weights
+    (B, N), the engine's batched call."""
 
     def __init__(self, loss, a, x, b, y):
         self.p, self.comm = loss.p, _comm_of(loss)
         self.address = comm_address(self.comm)
         self.x = np.ascontiguousarray(x)
         self.y = np.ascontiguousarray(y, dtype=self.x.dtype)
-        self.a = self._weights(a, len(self.x), "a")
-        self.b = self._weights(b, len(self.y), "b")
+        self.a = self._weights(a, self.x.shape[:2], "a")
+        self.b = self._weights(b, self.y.shape[:2], "b")
         self.a_log, self.b_log = _log_weights(self.a), _log_weights(self.b)
 
-    def _weights(self, w, count, name):
+    def _weights(self, w, shape, name):
         if w is None:  # uniform over every rank's points, as GeomLoss's over its one array
-            total = self.comm.allreduce(count)
-            return np.full(count, 1.0 / max(total, 1), dtype=self.x.dtype)
-        w = np.ascontiguousarray(w, dtype=self.x.dtype).reshape(-1)
-        if w.shape != (count,):
-            raise ValueError(f"{name} must hold one weight per point ({count}), got shape {w.shape}")
+            total = self.comm.allreduce(shape[1])
+            return np.full(shape, 1.0 / max(total, 1), dtype=self.x.dtype)
+        w = np.ascontiguousarray(w, dtype=self.x.dtype)
+        if w.shape != shape:
+            raise ValueError(f"{name} must hold one weight per point ({shape}), got shape {w.shape}")
         return w
 
     def softmin(self, eps, rows, cols, h, values=None):
@@ -224,8 +219,12 @@ class _Problem:
         return -eps * lse.astype(np.float64), lse.astype(np.float64), avg
 
     def total(self, local):
-        """A sum over the ranks, the same bits on every rank (rank order)."""
-        return float(sum(self.comm.allgather(float(local))))
+        """Each problem's sum over the ranks, the same bits on every rank (rank order)."""
+        parts = self.comm.allgather(np.asarray(local, dtype=np.float64))
+        out = parts[0].copy()
+        for q in parts[1:]:
+            out += q
+        return out
 
 
 def _log_weights(w):
@@ -258,8 +257,10 @@ def _epsilons(p, diameter, blur, scaling):
     return [diameter ** p] + [float(np.exp(e)) for e in steps] + [blur ** p]
 
 
-def _one_problem(loss, a, x, b, y, diameter, grads, point_grads):
-    pr = _Problem(loss, a, x, b, y)
+def _problems(loss, a, x, b, y, diameter, grads, point_grads):
+    """The batch's values (B,) and gradients, or with loss.potentials (F, G); the
+    arrays carry the batch axis first."""
+    pr = _Problems(loss, a, x, b, y)
     p, rho, debias = loss.p, None if loss.reach is None else loss.reach ** loss.p, loss.debias
     eps_list = _epsilons(p, diameter, loss.blur, loss.scaling)
 
@@ -306,12 +307,12 @@ def _one_problem(loss, a, x, b, y, diameter, grads, point_grads):
 
     v_ba, c_ba = term(pr.a, f_ba)
     v_ab, c_ab = term(pr.b, g_ab)
-    local = v_ba.sum() + v_ab.sum()
+    local = v_ba.sum(axis=-1) + v_ab.sum(axis=-1)
     coefficients = [c_ba, c_ab]
     if debias:
         v_aa, c_aa = term(pr.a, f_aa)
         v_bb, c_bb = term(pr.b, g_bb)
-        local -= v_aa.sum() + v_bb.sum()
+        local -= v_aa.sum(axis=-1) + v_bb.sum(axis=-1)
         coefficients += [-c_aa, -c_bb]
     value = pr.total(local)
     if not grads:
@@ -337,5 +338,5 @@ def _one_problem(loss, a, x, b, y, diameter, grads, point_grads):
     dx = np.zeros(pr.x.shape, dtype=np.float64)
     dy = np.zeros(pr.y.shape, dtype=np.float64)
     for (rows, _, _), (_, _, avg), c, grad in zip(problems, last, coefficients, [dx, dy, dx, dy]):
-        grad += (d * c)[:, None] * (rows.astype(np.float64) - avg.astype(np.float64))
+        grad += (d * c)[..., None] * (rows.astype(np.float64) - avg.astype(np.float64))
     return value, (da, dx.astype(pr.x.dtype), db, dy.astype(pr.y.dtype))

@@ -139,25 +139,64 @@ nb::tuple run_transport(sinkhorn_args& s, MPI_Comm cm, T* plan) {
 struct clouds_args {
   py_input X, Y;
   std::size_t n = 0, m = 0, dim = 0;
-  bool single = false;  // float32
+  bool single = false;   // float32
+  bool batched = false;  // 3-D clouds: batch problems (plan_apply_options::batch)
+  std::size_t batch = 1;
 };
 
-// Returns X's dtype (the other arrays' conversions follow it).
-nb::object convert_clouds(clouds_args& s, nb::handle X, nb::handle Y) {
+// Returns X's dtype (the other arrays' conversions follow it). batch_ok: X and Y
+// may also be 3-D, (problems, points, dimensions), the same problem count.
+nb::object convert_clouds(clouds_args& s, nb::handle X, nb::handle Y, bool batch_ok = false) {
   s.X = input(X, "X");
-  if (s.X.a.ndim() != 2) fail(errc::invalid_argument, "X must be 2-D (points x dimensions)");
+  s.batched = batch_ok && s.X.a.ndim() == 3;
+  if (s.X.a.ndim() != 2 && !s.batched) {
+    fail(errc::invalid_argument, batch_ok ? "X must be 2-D (points x dimensions) or 3-D (problems x points x dimensions)"
+                                          : "X must be 2-D (points x dimensions)");
+  }
   if (s.X.type != conveyor::dtype::float32 && s.X.type != conveyor::dtype::float64) {
     fail(errc::invalid_type, "points dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.X.type)));
   }
   s.single = s.X.type == conveyor::dtype::float32;
   nb::object dtype = s.X.obj.attr("dtype");
   s.Y = input(Y, "Y", dtype);
-  if (s.Y.a.ndim() != 2) fail(errc::invalid_argument, "Y must be 2-D (points x dimensions)");
-  s.n = s.X.a.shape(0);
-  s.m = s.Y.a.shape(0);
-  s.dim = s.X.a.shape(1);
-  require_shape(s.Y.a, {s.m, s.dim}, "Y");
+  const std::size_t axis = s.batched ? 1 : 0;
+  if (s.Y.a.ndim() != s.X.a.ndim()) {
+    fail(errc::invalid_argument, s.batched ? "Y must be 3-D (problems x points x dimensions), as X"
+                                           : "Y must be 2-D (points x dimensions)");
+  }
+  s.batch = s.batched ? s.X.a.shape(0) : 1;
+  s.n = s.X.a.shape(axis);
+  s.m = s.Y.a.shape(axis);
+  s.dim = s.X.a.shape(axis + 1);
+  if (s.batched) require_shape(s.Y.a, {s.batch, s.m, s.dim}, "Y");
+  else require_shape(s.Y.a, {s.m, s.dim}, "Y");
   return dtype;
+}
+
+// One value per point of each problem: (count,), or (batch, count) for batched clouds.
+void require_per_point(const clouds_args& s, const py_input& in, std::size_t count, const char* name) {
+  if (s.batched) require_shape(in.a, {s.batch, count}, name);
+  else require_shape(in.a, {count}, name);
+}
+
+// k values per point of each problem (k from the array): (count, k), or (batch,
+// count, k). Returns k.
+std::size_t values_per_point(const clouds_args& s, const py_input& in, std::size_t count, const char* side) {
+  const std::size_t axis = s.batched ? 1 : 0;
+  if (in.a.ndim() != axis + 2 || in.a.shape(axis) != count || (s.batched && in.a.shape(0) != s.batch)) {
+    fail(errc::invalid_argument, std::string("V must be ") + (s.batched ? "3-D (problems x points x values)" : "2-D") +
+                                     " with a row per " + side + " point of this rank (" + std::to_string(count) +
+                                     " rows)");
+  }
+  return in.a.shape(axis + 1);
+}
+
+// An output array of `count` rows per problem, each of k values (k = 0: one value per row).
+nb::object rows_out(const clouds_args& s, std::size_t count, std::size_t k, bool with_k, const nb::object& dtype) {
+  const nb::module_ np = nb::module_::import_("numpy");
+  nb::object shape = s.batched ? (with_k ? nb::make_tuple(s.batch, count, k) : nb::make_tuple(s.batch, count))
+                               : (with_k ? nb::make_tuple(count, k) : nb::make_tuple(count));
+  return np.attr("empty")(shape, nb::arg("dtype") = dtype);
 }
 
 // The arguments of a point-cloud solve after conversion.
@@ -224,20 +263,17 @@ void convert_apply(apply_args& s, nb::handle X, nb::handle Y, nb::handle log_u, 
   opt.read("transpose", s.o.transpose, "a bool");
   opt.read("threads", s.o.threads, "an int");
   opt.finish();
-  const nb::object dtype = convert_clouds(s, X, Y);
+  const nb::object dtype = convert_clouds(s, X, Y, /*batch_ok=*/true);
+  s.o.batch = s.batch;
   s.log_u = input(log_u, "log_u", dtype);
-  require_shape(s.log_u.a, {s.n}, "log_u");
+  require_per_point(s, s.log_u, s.n, "log_u");
   s.log_v = input(log_v, "log_v", dtype);
-  require_shape(s.log_v.a, {s.m}, "log_v");
+  require_per_point(s, s.log_v, s.m, "log_v");
   s.eps = value<double>(eps, "eps", "a number");
   s.V = input(V, "V", dtype);
   const std::size_t others = s.o.transpose ? s.n : s.m, own = s.o.transpose ? s.m : s.n;
-  if (s.V.a.ndim() != 2 || s.V.a.shape(0) != others) {
-    fail(errc::invalid_argument, std::string("V must be 2-D with a row per ") + (s.o.transpose ? "X" : "Y") +
-                                     " point of this rank (" + std::to_string(others) + " rows)");
-  }
-  s.k = s.V.a.shape(1);
-  s.out = nb::module_::import_("numpy").attr("empty")(nb::make_tuple(own, s.k), nb::arg("dtype") = dtype);
+  s.k = values_per_point(s, s.V, others, s.o.transpose ? "X" : "Y");
+  s.out = rows_out(s, own, s.k, true, dtype);
   s.out_data = output(s.out, "out").data();
 }
 
@@ -265,21 +301,18 @@ void convert_softmin(softmin_args& s, nb::handle X, nb::handle Y, nb::handle h, 
   opt.read_with("metric", [&](nb::handle m) { s.o.metric = sk::parse_metric(value<std::string>(m, "metric", "a string")); });
   opt.read("threads", s.o.threads, "an int");
   opt.finish();
-  const nb::object dtype = convert_clouds(s, X, Y);
+  const nb::object dtype = convert_clouds(s, X, Y, /*batch_ok=*/true);
+  s.o.batch = s.batch;
   s.log_v = input(h, "h", dtype);
-  require_shape(s.log_v.a, {s.m}, "h");
+  require_per_point(s, s.log_v, s.m, "h");
   s.eps = value<double>(eps, "eps", "a number");
-  const nb::module_ np = nb::module_::import_("numpy");
   if (!V.is_none()) {
     s.V = input(V, "V", dtype);
-    if (s.V.a.ndim() != 2 || s.V.a.shape(0) != s.m) {
-      fail(errc::invalid_argument, "V must be 2-D with a row per Y point of this rank (" + std::to_string(s.m) + " rows)");
-    }
-    s.k = s.V.a.shape(1);
+    s.k = values_per_point(s, s.V, s.m, "Y");
   }
-  s.out = np.attr("empty")(nb::make_tuple(s.n, s.k), nb::arg("dtype") = dtype);
+  s.out = rows_out(s, s.n, s.k, true, dtype);
   s.out_data = output(s.out, "avg").data();
-  s.lse = np.attr("empty")(nb::make_tuple(s.n), nb::arg("dtype") = dtype);
+  s.lse = rows_out(s, s.n, 0, false, dtype);
   s.lse_data = output(s.lse, "lse").data();
 }
 

@@ -16,6 +16,10 @@
 //   3. out_ic = exp(row potential_i + max_i) sum_ic.
 // Work: one solver pass (n m pairs over the ranks) plus k FMAs per pair; bytes
 // per rank: (P - 1)/P of the other side's (1 + dim + k) N elements.
+// A batch of B problems (plan_apply_options::batch) is the same steps once: the
+// home block holds every problem's block one after another, the ring carries
+// them together (B times the bytes, the same P - 1 messages), and the threads
+// share the B n rows, each row meeting its own problem's part of the block.
 #include <mpi.h>
 
 #include <algorithm>
@@ -90,41 +94,51 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
       bad("unknown metric " + std::to_string(static_cast<int>(o.metric)));
     }
     if (o.threads < 0) bad("threads must be >= 0");
+    if (o.batch > (std::size_t{1} << 40)) bad("batch " + std::to_string(o.batch) + " is not a problem count");
+    // (arrays of no elements may be null: no points, or no problems)
+    const std::size_t n = p.n * o.batch, m = p.m * o.batch;
     if (p.softmin) {
       if (o.transpose) bad("transpose must be false (swap X and Y)");
-      if ((!p.X && p.n > 0) || (!p.lse && p.n > 0)) bad("X or lse is null");
-      if ((!p.Y && p.m > 0) || (!p.log_v && p.m > 0)) bad("Y or h is null");
+      if ((!p.X && n > 0) || (!p.lse && n > 0)) bad("X or lse is null");
+      if ((!p.Y && m > 0) || (!p.log_v && m > 0)) bad("Y or h is null");
     } else {
-      if ((!p.X && p.n > 0) || (!p.log_u && p.n > 0)) bad("X or log_u is null");
-      if ((!p.Y && p.m > 0) || (!p.log_v && p.m > 0)) bad("Y or log_v is null");
+      if ((!p.X && n > 0) || (!p.log_u && n > 0)) bad("X or log_u is null");
+      if ((!p.Y && m > 0) || (!p.log_v && m > 0)) bad("Y or log_v is null");
     }
-    if (!p.V && other > 0 && p.k > 0) bad("V is null");
-    if (!p.out && own > 0 && p.k > 0) bad(p.softmin ? "avg is null" : "out is null");
+    if (!p.V && other * o.batch > 0 && p.k > 0) bad("V is null");
+    if (!p.out && own * o.batch > 0 && p.k > 0) bad(p.softmin ? "avg is null" : "out is null");
   });
   call.must_match("dims", static_cast<std::int64_t>(p.dim)).must_match("value counts (k)", static_cast<std::int64_t>(p.k));
   call.must_match("dtypes", dtype_of_v<T>).must_match("metrics", o.metric, metric_name);
   call.must_match("transpose flags", o.transpose ? 1 : 0).must_match("calls (softmin_points: 1)", p.softmin ? 1 : 0);
+  call.must_match("batch sizes", static_cast<std::int64_t>(o.batch));
   if (eps_valid) call.must_match_real("eps values", p.eps);
   run_context ctx = agreed_context(call);
   const apply_sides<T> s = sides_of(p, gather_shares(ctx.comm, ctx.size, p.n, p.m), o.transpose);
-  const std::size_t first_row = first_of(s.row_counts, ctx.rank), first_col = first_of(s.col_counts, ctx.rank);
+  // (a batch: every array is batch problems of this rank's rows and columns, and
+  // the indices named in errors are flat over them)
+  const std::size_t B = o.batch, rows = B * s.rows, cols = B * s.cols;
+  const std::size_t first_row = B == 1 ? first_of(s.row_counts, ctx.rank) : 0;
+  const std::size_t first_col = B == 1 ? first_of(s.col_counts, ctx.rank) : 0;
   std::size_t total_cols = 0;
   for (std::size_t c : s.col_counts) total_cols += c;
-  ctx.threads = threads_for(call, o.threads, std::max<std::size_t>(s.rows, 1) * std::max<std::size_t>(total_cols, 1));
+  ctx.threads = threads_for(call, o.threads, std::max<std::size_t>(rows, 1) * std::max<std::size_t>(total_cols, 1));
   const char* row_name = o.transpose ? "Y" : "X";
   const char* col_name = o.transpose ? "X" : "Y";
   agree_on_data(ctx, kApply, [&] {
-    check_rows_finite(s.row_points, s.rows, p.dim, row_name, first_row);
-    check_rows_finite(s.col_points, s.cols, p.dim, col_name, first_col);
-    if (!p.softmin) check_potentials(s.row_potential, s.rows, o.transpose ? "log_v" : "log_u", first_row);
-    check_potentials(s.col_potential, s.cols, p.softmin ? "h" : o.transpose ? "log_u" : "log_v", first_col);
-    check_rows_finite(p.V, p.k > 0 ? s.cols : 0, p.k, "V", first_col, "values");
+    check_rows_finite(s.row_points, rows, p.dim, row_name, first_row);
+    check_rows_finite(s.col_points, cols, p.dim, col_name, first_col);
+    if (!p.softmin) check_potentials(s.row_potential, rows, o.transpose ? "log_v" : "log_u", first_row);
+    check_potentials(s.col_potential, cols, p.softmin ? "h" : o.transpose ? "log_u" : "log_v", first_col);
+    check_rows_finite(p.V, p.k > 0 ? cols : 0, p.k, "V", first_col, "values");
   });
-  if (p.k == 0 && !p.softmin) return;  // (k is the same on every rank; a rank without rows still serves the ring)
+  // (k and batch are the same on every rank; a rank without rows still serves the ring)
+  if ((p.k == 0 && !p.softmin) || B == 0) return;
 
-  // The dot-product path (as the solver's): on points centered on their common box.
+  // The dot-product path (as the solver's): on points centered on their common
+  // box (a batch's: of every problem's points).
   if (p.dim >= dot_min_dim()) {
-    const centered_points<T> c(ctx.comm, s.row_points, s.rows, s.col_points, s.cols, p.dim);
+    const centered_points<T> c(ctx.comm, s.row_points, rows, s.col_points, cols, p.dim);
     apply_sides<T> moved = s;
     moved.row_points = c.X.data();
     moved.col_points = c.Y.data();
@@ -136,43 +150,58 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
 // Steps 1-3 on checked arguments.
 template <class T>
 void product(const run_context& ctx, const apply_problem<T>& p, const plan_apply_options& o, const apply_sides<T>& s) {
-  // 1. The home block: potentials, points transposed, values transposed (after
-  // a column of ones for softmin_points).
+  // 1. The home block, a part per problem: potentials, points transposed, values
+  // transposed (after a column of ones for softmin_points).
+  const std::size_t B = o.batch, rows = B * s.rows;
   const std::size_t ones = p.softmin ? 1 : 0, k = ones + p.k;
   const std::size_t per_point = 1 + p.dim + k;
-  std::vector<T> home(per_point * s.cols);
-  std::copy(s.col_potential, s.col_potential + s.cols, home.begin());
-  for (std::size_t j = 0; j < s.cols; ++j) {
-    for (std::size_t d = 0; d < p.dim; ++d) home[s.cols * (1 + d) + j] = s.col_points[j * p.dim + d];
-    if (ones) home[s.cols * (1 + p.dim) + j] = T(1);
-    for (std::size_t c = 0; c < p.k; ++c) home[s.cols * (1 + p.dim + ones + c) + j] = p.V[j * p.k + c];
+  std::vector<T> home(per_point * s.cols * B);
+  for (std::size_t b = 0; b < B; ++b) {
+    T* part = home.data() + b * per_point * s.cols;
+    const T* points = s.col_points + b * s.cols * p.dim;
+    const T* values = p.k ? p.V + b * s.cols * p.k : nullptr;
+    std::copy(s.col_potential + b * s.cols, s.col_potential + (b + 1) * s.cols, part);
+    for (std::size_t j = 0; j < s.cols; ++j) {
+      for (std::size_t d = 0; d < p.dim; ++d) part[s.cols * (1 + d) + j] = points[j * p.dim + d];
+      if (ones) part[s.cols * (1 + p.dim) + j] = T(1);
+      for (std::size_t c = 0; c < p.k; ++c) part[s.cols * (1 + p.dim + ones + c) + j] = values[j * p.k + c];
+    }
   }
-  // 2. Round the ring.
+  // 2. Round the ring: each rank's block is its B parts (B times its count).
+  std::vector<std::size_t> block_counts = s.col_counts;
+  for (std::size_t& c : block_counts) c *= B;
   const point_kernels<T>& kernels = active_point_kernels<T>();
-  const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(s.rows, 1)));
+  const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(rows, 1)));
   std::vector<T> scratch(static_cast<std::size_t>(nt) * point_kernels<T>::kScratch);
-  std::vector<double> acc(s.rows * (k + 1), 0.0);
-  for (std::size_t i = 0; i < s.rows; ++i) acc[i * (k + 1)] = -std::numeric_limits<double>::infinity();
+  std::vector<double> acc(rows * (k + 1), 0.0);
+  for (std::size_t i = 0; i < rows; ++i) acc[i * (k + 1)] = -std::numeric_limits<double>::infinity();
   const T inv_eps = static_cast<T>(1 / p.eps);
-  block_ring<T> ring(ctx.comm, ctx.rank, s.col_counts, per_point);
+  block_ring<T> ring(ctx.comm, ctx.rank, std::move(block_counts), per_point);
   ring.circulate(home.data(), [&](const T* block, std::size_t count, int) {
-    ring.in_slabs(s.rows, nt, [&](std::size_t r0, std::size_t r1, int tid) {
-      kernels.apply_block(s.row_points + r0 * p.dim, r1 - r0, p.dim, block + count, count, block, inv_eps, o.metric,
-                          block + count * (1 + p.dim), k, acc.data() + r0 * (k + 1),
-                          scratch.data() + static_cast<std::size_t>(tid) * point_kernels<T>::kScratch);
+    const std::size_t part_count = count / B;  // the owner's points of each problem
+    ring.in_slabs(rows, nt, [&](std::size_t r0, std::size_t r1, int tid) {
+      // rows [r0, r1) of the flat (problem, row) range, a problem's run at a time
+      for (std::size_t r = r0; r < r1;) {
+        const std::size_t b = r / s.rows, end = std::min(r1, (b + 1) * s.rows);
+        const T* part = block + b * per_point * part_count;
+        kernels.apply_block(s.row_points + r * p.dim, end - r, p.dim, part + part_count, part_count, part, inv_eps,
+                            o.metric, part + part_count * (1 + p.dim), k, acc.data() + r * (k + 1),
+                            scratch.data() + static_cast<std::size_t>(tid) * point_kernels<T>::kScratch);
+        r = end;
+      }
     });
   });
   // 3. The rows' own potentials (softmin_points: the log of the ones' sum, which
   // divides the others).
   if (p.softmin) {
-    for (std::size_t i = 0; i < s.rows; ++i) {
+    for (std::size_t i = 0; i < rows; ++i) {
       const double* a = acc.data() + i * (k + 1);
       p.lse[i] = static_cast<T>(a[0] + std::log(a[1]));  // -Inf + log(0) for a row that meets no point
       for (std::size_t c = 0; c < p.k; ++c) p.out[i * p.k + c] = static_cast<T>(a[2 + c] / a[1]);
     }
     return;
   }
-  for (std::size_t i = 0; i < s.rows; ++i) {
+  for (std::size_t i = 0; i < rows; ++i) {
     const double* a = acc.data() + i * (k + 1);
     const double scale = std::exp(static_cast<double>(s.row_potential[i]) + a[0]);  // 0 for an empty row or column set
     for (std::size_t c = 0; c < p.k; ++c) p.out[i * p.k + c] = static_cast<T>(scale * a[1 + c]);

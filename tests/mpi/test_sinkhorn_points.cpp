@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mpi_test_util.hpp"
@@ -566,6 +567,107 @@ TEST(SinkhornPointsPlan, OnHalfTheRanksEqualsOneProcess) {
     for (std::size_t e = 0; e < out.size(); ++e) EXPECT_NEAR(out[e], whole_out[bx.first * c.d + e], 1e-12);
   }
   MPI_Comm_free(&half);
+}
+
+// A batch (plan_apply_options::batch): B problems in one call give what each
+// gives alone -- apply_plan_points both ways and softmin_points, uneven shares
+// with an empty rank, both metrics, d = 3 (differences) and d = 9 (dot products,
+// centered on the whole batch's box instead of each problem's: the tolerance).
+// Then no problems at all, and batch sizes that differ between ranks.
+TEST(SinkhornPointsPlan, ABatchEqualsEachProblemAlone) {
+  constexpr std::size_t B = 4, k = 2;
+  for (const std::size_t d : {std::size_t(3), std::size_t(9)}) {
+    const std::size_t n = 37, m = 29;
+    std::vector<clouds> problems;
+    for (std::size_t b = 0; b < B; ++b) problems.push_back(make_clouds(n, m, d, 70 + b + 10 * d, false));
+    const sk::row_block bx = share_of(n, true, 0), by = share_of(m, true, size_of() - 1);
+    // This rank's share of every problem, problem after problem; potentials and values drawn alike on every rank.
+    std::vector<double> X, Y, log_u, log_v, V_y, V_x;
+    testing::splitmix64 rng(99 + d);
+    for (std::size_t b = 0; b < B; ++b) {
+      std::vector<double> u(n), v(m), vy(m * k), vx(n * k);
+      for (auto& e : u) e = -testing::uniform01(rng);
+      for (auto& e : v) e = -testing::uniform01(rng);
+      v[m / 2] = -std::numeric_limits<double>::infinity();  // a point of weight 0
+      for (auto& e : vy) e = testing::uniform01(rng) - 0.25;
+      for (auto& e : vx) e = testing::uniform01(rng) - 0.25;
+      for (const auto& [to, from] : {std::pair{&X, slice<double>(problems[b].X, bx.first, bx.count, d)},
+                                     std::pair{&Y, slice<double>(problems[b].Y, by.first, by.count, d)},
+                                     std::pair{&log_u, slice<double>(u, bx.first, bx.count)},
+                                     std::pair{&log_v, slice<double>(v, by.first, by.count)},
+                                     std::pair{&V_y, slice<double>(vy, by.first, by.count, k)},
+                                     std::pair{&V_x, slice<double>(vx, bx.first, bx.count, k)}}) {
+        to->insert(to->end(), from.begin(), from.end());
+      }
+    }
+    const double tolerance = d >= 8 ? 1e-9 : 1e-12;
+    const auto expect_close = [&](const std::vector<double>& got, const std::vector<double>& want, const char* what) {
+      ASSERT_EQ(got.size(), want.size()) << what;
+      double largest = 0;
+      for (double w : want) largest = std::isfinite(w) ? std::max(largest, std::abs(w)) : largest;
+      for (std::size_t e = 0; e < want.size(); ++e) {
+        if (std::isinf(want[e])) EXPECT_EQ(got[e], want[e]) << what << " entry " << e;
+        else ASSERT_NEAR(got[e], want[e], tolerance * std::max(largest, 1.0)) << what << " entry " << e;
+      }
+    };
+    for (const sk::metric metric : {sk::metric::sqeuclidean, sk::metric::euclidean}) {
+      SCOPED_TRACE(std::string(sk::metric_name(metric)) + " d " + std::to_string(d));
+      const double eps = 0.07;
+      sk::plan_apply_options one;
+      one.metric = metric;
+      sk::plan_apply_options all = one;
+      all.batch = B;
+      for (const bool transpose : {false, true}) {
+        one.transpose = all.transpose = transpose;
+        const std::size_t own = transpose ? by.count : bx.count;
+        const std::vector<double>& V = transpose ? V_x : V_y;
+        const std::size_t other = transpose ? bx.count : by.count;
+        std::vector<double> batched(B * own * k, -7), alone(B * own * k, -7);
+        sk::apply_plan_points(X.data(), bx.count, Y.data(), by.count, d, log_u.data(), log_v.data(), eps, V.data(), k,
+                              batched.data(), MPI_COMM_WORLD, all);
+        for (std::size_t b = 0; b < B; ++b) {
+          sk::apply_plan_points(X.data() + b * bx.count * d, bx.count, Y.data() + b * by.count * d, by.count, d,
+                                log_u.data() + b * bx.count, log_v.data() + b * by.count, eps,
+                                V.data() + b * other * k, k, alone.data() + b * own * k, MPI_COMM_WORLD, one);
+        }
+        expect_close(batched, alone, transpose ? "P^T V" : "P V");
+      }
+      one.transpose = all.transpose = false;
+      for (const std::size_t values : {std::size_t(0), k}) {  // softmin alone, and with averages of V
+        std::vector<double> lse(B * bx.count, -7), avg(B * bx.count * values, -7);
+        std::vector<double> lse1(lse.size(), -7), avg1(avg.size(), -7);
+        sk::softmin_points(X.data(), bx.count, Y.data(), by.count, d, log_v.data(), eps, values ? V_y.data() : nullptr,
+                           values, lse.data(), avg.data(), MPI_COMM_WORLD, all);
+        for (std::size_t b = 0; b < B; ++b) {
+          sk::softmin_points(X.data() + b * bx.count * d, bx.count, Y.data() + b * by.count * d, by.count, d,
+                             log_v.data() + b * by.count, eps, values ? V_y.data() + b * by.count * k : nullptr, values,
+                             lse1.data() + b * bx.count, avg1.data() + b * bx.count * values, MPI_COMM_WORLD, one);
+        }
+        expect_close(lse, lse1, "softmin lse");
+        expect_close(avg, avg1, "softmin averages");
+      }
+    }
+  }
+  // No problems: nothing read or written, on every rank.
+  sk::plan_apply_options none;
+  none.batch = 0;
+  double untouched = -7;
+  sk::softmin_points(static_cast<const double*>(nullptr), 5, nullptr, 4, 3, nullptr, 0.1, nullptr, 0, &untouched,
+                     &untouched, MPI_COMM_WORLD, none);
+  EXPECT_EQ(untouched, -7);
+  if (size_of() > 1) {
+    for (int bad = 0; bad < size_of(); ++bad) {
+      sk::plan_apply_options o;
+      o.batch = rank_of() == bad ? 3 : 2;
+      std::vector<double> X(3 * 2, 0.5), h(3 * 2, 0.0), lse(3 * 2), avg;
+      expect_error_everywhere(
+          [&] {
+            sk::softmin_points(X.data(), 2, X.data(), 2, 1, h.data(), 0.1, nullptr, 0, lse.data(), nullptr,
+                               MPI_COMM_WORLD, o);
+          },
+          "different batch sizes");
+    }
+  }
 }
 
 TEST(SinkhornPointsPlan, BadInputOnAnyOneRankFailsEveryRank) {

@@ -214,7 +214,7 @@ ENGINES = {
                  "conveyor_sinkhorn_options", [conveyor.sinkhorn_scale, conveyor.sinkhorn_transport], {}),
     "points": ("sinkhorn_points.hpp", "points_options", {}, "conveyor_points_options", [conveyor.sinkhorn_points], {}),
     "plan_apply": ("sinkhorn_points.hpp", "plan_apply_options", {}, "conveyor_plan_apply_options",
-                   [conveyor.apply_plan_points], {}),
+                   [conveyor.apply_plan_points], {"batch": "Python: the arrays' shape, (B, n, dim) clouds"}),
     "barycenter": ("sinkhorn_barycenter.hpp", "barycenter_options", {"allreduce": INNER_ALLREDUCE},
                    "conveyor_barycenter_options", [conveyor.sinkhorn_barycenter], {}),
     "outer": ("outer.hpp", "outer_options", {"allreduce": INNER_ALLREDUCE}, "conveyor_outer_options",

@@ -162,6 +162,71 @@ def test_softmin_points_against_numpy(dtype):
     assert none.shape == (11, 0) and np.array_equal(lse_only, lse)
 
 
+@pytest.mark.parametrize("case", [dict(), dict(reach=0.5, debias=False), dict(p=1)], ids=["balanced", "unbalanced", "p1"])
+def test_a_batch_equals_each_problem_alone(case):
+    """(B, N, D): one engine call per softmin for the whole batch (the batched
+    softmin_points), each problem's value and gradients those of its own call
+    (one diameter given: a batch's default is that of all its problems)."""
+    a, x, b, y = clouds(batch=5, seed=3)
+    loss = conveyor.ot.SamplesLoss("sinkhorn", diameter=4.0, **case)
+    point_grads = case.get("p", 2) == 2
+    leaves = [t.clone().requires_grad_(point_grads or k % 2 == 0) for k, t in enumerate((a, x, b, y))]
+    values = loss(*leaves)
+    assert values.shape == (5,)
+    grads = torch.autograd.grad(values.sum(), [t for t in leaves if t.requires_grad])
+    for k in range(5):
+        one = [t[k].clone().requires_grad_(point_grads or j % 2 == 0) for j, t in enumerate((a, x, b, y))]
+        value = loss(*one)
+        assert abs(float(value) - float(values[k])) <= 1e-12 * max(abs(float(value)), 1e-30)
+        for got, want in zip(grads, torch.autograd.grad(value, [t for t in one if t.requires_grad])):
+            close(got[k], want, 1e-11)
+
+
+@pytest.mark.parametrize("first_empty", [False, True])
+def test_a_batch_over_ranks_gives_the_one_process_result(first_empty):
+    a, x, b, y = clouds(batch=3, seed=4)
+    whole, whole_grads = value_and_grads(lambda *t: conveyor.ot.SamplesLoss("sinkhorn")(*t).sum(), a, x, b, y)
+    sx, sy = share(x.shape[1], first_empty), share(y.shape[1], first_empty)
+    part, part_grads = value_and_grads(lambda *t: conveyor.ot.SamplesLoss("sinkhorn", comm=COMM)(*t).sum(),
+                                       a[:, sx], x[:, sx], b[:, sy], y[:, sy])
+    assert abs(float(part) - float(whole)) <= 1e-12 * abs(float(whole))
+    assert len(set(COMM.allgather(float(part)))) == 1
+    for got, full, s in zip(part_grads, whole_grads, (sx, sx, sy, sy)):
+        close(got, full[:, s], 1e-11) if got.numel() else None
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_batched_softmin_and_plan_against_each_problem(dtype):
+    rng = np.random.default_rng(2)
+    B = 4
+    X, Y = rng.standard_normal((B, 11, 3)).astype(dtype), rng.standard_normal((B, 9, 3)).astype(dtype)
+    h = rng.standard_normal((B, 9)).astype(dtype)
+    h[1, 3] = -np.inf
+    self_comm = comm_address(MPI.COMM_SELF)
+    lse, avg = _conveyor.softmin_points(X, Y, h, 0.05, Y, self_comm, {})
+    assert lse.shape == (B, 11) and avg.shape == (B, 11, 3) and lse.dtype == dtype
+    log_u = rng.standard_normal((B, 11)).astype(dtype)
+    out = conveyor.apply_plan_points(X, Y, log_u, h, 0.05, Y, comm=MPI.COMM_SELF)
+    out_t = conveyor.apply_plan_points(X, Y, log_u, h, 0.05, X, comm=MPI.COMM_SELF, transpose=True)
+    assert out.shape == (B, 11, 3) and out_t.shape == (B, 9, 3)
+    for k in range(B):
+        lse1, avg1 = _conveyor.softmin_points(X[k], Y[k], h[k], 0.05, Y[k], self_comm, {})
+        assert np.allclose(lse[k], lse1, rtol=1e-12 if dtype == np.float64 else 1e-6)
+        assert np.allclose(avg[k], avg1, rtol=1e-12 if dtype == np.float64 else 1e-6)
+        assert np.allclose(out[k], conveyor.apply_plan_points(X[k], Y[k], log_u[k], h[k], 0.05, Y[k],
+                                                              comm=MPI.COMM_SELF), rtol=1e-12, atol=0)
+        assert np.allclose(out_t[k], conveyor.apply_plan_points(X[k], Y[k], log_u[k], h[k], 0.05, X[k],
+                                                                comm=MPI.COMM_SELF, transpose=True), rtol=1e-12, atol=0)
+    with pytest.raises(ValueError, match=r"h has shape \(4, 8\), needs \(4, 9\)"):
+        _conveyor.softmin_points(X, Y, h[:, :8], 0.05, None, self_comm, {})
+    with pytest.raises(ValueError, match=r"Y has shape \(3, 9, 3\), needs \(4, 9, 3\)"):
+        _conveyor.softmin_points(X, Y[:3], h, 0.05, None, self_comm, {})
+    with pytest.raises(ValueError, match="3-D"):
+        _conveyor.softmin_points(X, Y[0], h, 0.05, None, self_comm, {})
+    empty_lse, empty_avg = _conveyor.softmin_points(X[:0], Y[:0], h[:0], 0.05, Y[:0], self_comm, {})
+    assert empty_lse.shape == (0, 11) and empty_avg.shape == (0, 11, 3)
+
+
 @pytest.mark.parametrize("kwargs, error, match", [
     (dict(loss="energy"), NotImplementedError, "sinkhorn"),
     (dict(p=3), ValueError, "p must be 1 or 2"),
