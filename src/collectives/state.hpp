@@ -15,6 +15,7 @@
 #include "collectives/shared_memory.hpp"
 #include "conveyor/collectives.hpp"
 #include "runtime/context.hpp"
+#include "runtime/buffer_pool.hpp"
 
 namespace conveyor::detail {
 
@@ -54,7 +55,7 @@ struct collectives_state final : engine_state {
   allreduce_algorithm env_algorithm = allreduce_algorithm::automatic;  // CONVEYOR_ALLREDUCE_ALGORITHM
   model_choice last_choice;
   schedule_cache schedules;
-  std::vector<char> trial_out;  // where auto's batched trials and in-place lead-ins write (kKeptTrialBuffer)
+  byte_buffer trial_out;  // where auto's batched trials and in-place lead-ins write (kKeptTrialBuffer)
   // The shared_memory algorithm's segment, mapped by the first call that runs it
   // (null if the ranks span several nodes or mapping failed: recursive doubling).
   std::unique_ptr<shm_allreduce> shared_segment;
@@ -82,18 +83,14 @@ struct collectives_state final : engine_state {
 
   /// Working memory of at least `bytes`: grows, never shrinks, so repeated calls
   /// do not fault in fresh pages (MPI forbids concurrent collectives on one
-  /// communicator).
+  /// communicator). Not zeroed (every use writes before it reads).
   char* scratch(std::size_t bytes) {
-    if (scratch_.size() < bytes) {
-      scratch_.clear();
-      scratch_.shrink_to_fit();
-      scratch_.resize(bytes);
-    }
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
     return scratch_.data();
   }
 
  private:
-  std::vector<char> scratch_;
+  byte_buffer scratch_;
 };
 
 /// The engine's slot in every context (registered at static initialization).

@@ -71,7 +71,7 @@ struct alltoall_state final : detail::engine_state {
   // any rank), Conveyor's exchange against the library's call.
   std::vector<detail::measured_choice<alltoall_path>> library_measured;
   unsigned library_ahead = 0;  // calls left that run the library's call before any vote (alltoallw_ahead)
-  std::vector<char> trial_out;
+  detail::byte_buffer trial_out;
   std::vector<byte_map> even_maps;  // the contiguous maps of alltoall_auto's last size
   std::int64_t even_bytes = -1;
   int nodes = 0;  // alltoall_nodes, once known

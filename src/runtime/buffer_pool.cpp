@@ -37,6 +37,7 @@ class pool {
   }
 
   void give(std::unique_ptr<char[]> data, std::size_t capacity) {
+    if (capacity > limit_) return;  // (freed here) keeping it would push out every other buffer
     std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back({capacity, std::move(data)});  // the newest at the back
     kept_ += capacity;

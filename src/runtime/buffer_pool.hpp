@@ -12,8 +12,9 @@
 //
 // Limits: keeps at most CONVEYOR_BUFFER_POOL_MB (default 1024) MiB and 256 free
 // buffers per process, dropping the ones given back longest ago beyond that (so
-// the buffers of the calls being repeated stay); a request takes the smallest
-// free buffer that holds it if that is at most twice its size.
+// the buffers of the calls being repeated stay; a buffer larger than the limit is
+// freed when given back); a request takes the smallest free buffer that holds it
+// if that is at most twice its size.
 // Thread-safe (one mutex; taken only when a buffer changes hands).
 #pragma once
 

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/buffer_pool.hpp"
 #include "runtime/context.hpp"
 
 namespace conveyor::detail {
@@ -117,7 +118,7 @@ bool record_trial(measured_choice<Candidate>& m, int cls, int which, double seco
 /// laid out as the call's). Decides as record_trial.
 template <class Candidate, class Run, class Decided>
 Candidate run_next_trial(measured_choice<Candidate>& m, int cls, const void* send, void* recv, std::size_t bytes,
-                         std::vector<char>& trial_out, const Run& run, MPI_Comm comm, const Decided& decided) {
+                         byte_buffer& trial_out, const Run& run, MPI_Comm comm, const Decided& decided) {
   const int which = next_trial(m);
   const Candidate trial = m.candidates[which];
   // The lead-in never touches the result: in place, it writes the trial buffer.
@@ -141,9 +142,7 @@ Candidate run_next_trial(measured_choice<Candidate>& m, int cls, const void* sen
     seconds = MPI_Wtime() - t0;
   }
   // A large in-place class's trial buffer is not kept once it is decided.
-  if (record_trial(m, cls, which, seconds, comm, decided) && trial_out.capacity() > kKeptTrialBuffer) {
-    std::vector<char>().swap(trial_out);
-  }
+  if (record_trial(m, cls, which, seconds, comm, decided) && trial_out.size() > kKeptTrialBuffer) trial_out.reset();
   return trial;
 }
 
