@@ -26,13 +26,11 @@
 #include <limits>
 #include <vector>
 
+#include "conveyor/point_metric.hpp"
 #include "conveyor/sinkhorn.hpp"
 #include "conveyor/types.hpp"
 
 namespace conveyor::sinkhorn {
-
-/// The ground cost: sqeuclidean (default), euclidean. Described in conveyor/enums.h.
-CONVEYOR_DECLARE_ENUM(metric, CONVEYOR_POINTS_METRIC_LIST, metric_name, parse_metric);
 
 /// How the other side's points reach every rank: automatic (default), ring,
 /// gather. Described in conveyor/enums.h; docs/algorithms.md, "Point clouds".

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "conveyor/sinkhorn_points.hpp"
+#include "conveyor/point_metric.hpp"
 
 namespace conveyor::sinkhorn::detail {
 
