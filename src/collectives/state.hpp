@@ -14,8 +14,8 @@
 #include "collectives/schedule.hpp"
 #include "collectives/shared_memory.hpp"
 #include "conveyor/collectives.hpp"
-#include "runtime/context.hpp"
 #include "runtime/buffer_pool.hpp"
+#include "runtime/context.hpp"
 
 namespace conveyor::detail {
 
