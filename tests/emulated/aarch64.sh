@@ -108,46 +108,82 @@ guest_env=(-E "LD_LIBRARY_PATH=$libs" -E CONVEYOR_TESTING=1 -E OMP_WAIT_POLICY=p
 cpus=("max,sve=off" "max,sve-default-vector-length=16" "max,sve-default-vector-length=32")
 [ -n "${CONVEYOR_TEST_SCALE:-}" ] && cpus+=("max,sve-default-vector-length=64")
 cpus+=("max,sve-default-vector-length=256")
-for cpu in "${cpus[@]}"; do
-  emu=(qemu-aarch64 -cpu "$cpu" -L /usr/aarch64-linux-gnu "${guest_env[@]}")
-  case $cpu in *sve=off) name=NEON ;; *) name="SVE ${cpu##*=} B" ;; esac
-  runnable=$("${emu[@]}" "$build/tools/conveyor" info 2>&1 | sed -n 's/^ *SIMD runnable *//p')
-  echo "== aarch64 $name: runnable targets: ${runnable:-none reported}"
-  [ -n "$runnable" ] || { fail "conveyor info under $cpu"; continue; }
-  # Under SVE, the NEON target's tests are left out (NEON's code does not change
-  # with the SVE vector length; the NEON CPU runs them), and LargeBuffers (2^21
-  # elements of every type; the kernels have no path of their own for long
-  # buffers, so it is memory size more than instructions) runs on one scalable
-  # target (SVE, at 16-byte vectors) and on SVE_256 at 32 (the only length it
-  # runs at).
-  # Every target's and length's tails are EveryPairEveryLengthUpTo1000's.
-  # Measured: the SVE unit tests took 221 s in a suite run with every target at
-  # every length (the sanitizer build beside), 84 s alone with LargeBuffers on
-  # all three targets at 16 bytes (~11 s each in a suite run).
-  unit_filter=()
-  case $name in
-    NEON) ;;
-    "SVE 16 B") unit_filter=(--gtest_filter=-*/NEON:*.LargeBuffers/SVE2:*.LargeBuffers/SVE2_128) ;;
-    "SVE 32 B") unit_filter=(--gtest_filter=-*/NEON:*.LargeBuffers/SVE:*.LargeBuffers/SVE2) ;;
-    *) unit_filter=(--gtest_filter=-*/NEON:*.LargeBuffers/*) ;;
-  esac
-  check "$name unit tests" "${emu[@]}" "$build/tests/conveyor_unit_tests" "${unit_filter[@]}"
-  ranks=()
-  case $name in NEON | "SVE 32 B") ranks=(2) ;; "SVE 64 B") ranks=(1) ;; esac
-  for np in "${ranks[@]}"; do
-    for t in allreduce sinkhorn outer redistribute; do
-      filter=()  # (the huge-page test is one of memory size, not of instructions: native runs have it)
-      [ "$t" = sinkhorn ] && filter=(--gtest_filter=-SinkhornTransport.KernelPastTheHugePageThreshold)
-      check "$name $t tests np$np" mpiexec.mpich -n "$np" "${emu[@]}" "$build/tests/conveyor_${t}_tests" "${filter[@]}"
-    done
+# The checks of one emulated process (the unit tests, 1-rank runs) run two at a
+# time (as many as there are cores), all before those at 2 ranks, which run one
+# at a time: MPICH's ranks poll, and slow 2-3x beside any other load. A single
+# emulated process leaves the other core idle (the step's one-process checks
+# took 117 s here, one after another).
+parallel=${CONVEYOR_JOBS:-$(nproc)}
+results="$work/one-process"
+pending=()
+# soon <name> <command...>: check in the background, at most $parallel at once;
+# its line and counts are printed by finish_soon, in order.
+soon() {
+  local id=${#pending[@]}
+  pending+=("$1")
+  ( passed=0 failed=0; check "$@" >"$results/$id.out" 2>&1; echo "$passed $failed" >"$results/$id.counts" ) &
+  while [ "$(jobs -pr | wc -l)" -ge "$parallel" ]; do wait -n; done
+}
+finish_soon() {
+  wait
+  local id p f
+  for id in "${!pending[@]}"; do
+    cat "$results/$id.out"
+    read -r p f <"$results/$id.counts" 2>/dev/null || { p=0 f=1; echo "  FAILED  ${pending[$id]}: no verdict"; }
+    passed=$((passed + p)) failed=$((failed + f))
   done
-  # The point-cloud kernels on every target this CPU runs (SVE2, SVE, NEON: its
-  # EverySimdTarget and FarFromTheOrigin tests switch targets); not the
-  # eps-scaling test (thousands of iterations: ~160 s emulated).
-  if [ "$name" = "SVE 32 B" ]; then
-    check "$name sinkhorn_points tests np1" mpiexec.mpich -n 1 "${emu[@]}" "$build/tests/conveyor_sinkhorn_points_tests" \
-      --gtest_filter=-*EpsScaling*
-  fi
+}
+rm -rf "$results" && mkdir -p "$results"
+declare -A runnable_on=()
+for phase in one-process ranks; do
+  for cpu in "${cpus[@]}"; do
+    emu=(qemu-aarch64 -cpu "$cpu" -L /usr/aarch64-linux-gnu "${guest_env[@]}")
+    case $cpu in *sve=off) name=NEON ;; *) name="SVE ${cpu##*=} B" ;; esac
+    if [ "$phase" = one-process ]; then
+      runnable=$("${emu[@]}" "$build/tools/conveyor" info 2>&1 | sed -n 's/^ *SIMD runnable *//p')
+      echo "== aarch64 $name: runnable targets: ${runnable:-none reported}"
+      [ -n "$runnable" ] || { fail "conveyor info under $cpu"; continue; }
+      runnable_on[$cpu]=$runnable
+    fi
+    [ -n "${runnable_on[$cpu]:-}" ] || continue
+    # Under SVE, the NEON target's tests are left out (NEON's code does not change
+    # with the SVE vector length; the NEON CPU runs them), and LargeBuffers (2^21
+    # elements of every type; the kernels have no path of their own for long
+    # buffers, so it is memory size more than instructions) runs on one scalable
+    # target (SVE, at 16-byte vectors) and on SVE_256 at 32 (the only length it
+    # runs at).
+    # Every target's and length's tails are EveryPairEveryLengthUpTo1000's.
+    # Measured: the SVE unit tests took 221 s in a suite run with every target at
+    # every length (the sanitizer build beside), 84 s alone with LargeBuffers on
+    # all three targets at 16 bytes (~11 s each in a suite run).
+    unit_filter=()
+    case $name in
+      NEON) ;;
+      "SVE 16 B") unit_filter=(--gtest_filter=-*/NEON:*.LargeBuffers/SVE2:*.LargeBuffers/SVE2_128) ;;
+      "SVE 32 B") unit_filter=(--gtest_filter=-*/NEON:*.LargeBuffers/SVE:*.LargeBuffers/SVE2) ;;
+      *) unit_filter=(--gtest_filter=-*/NEON:*.LargeBuffers/*) ;;
+    esac
+    [ "$phase" = one-process ] && soon "$name unit tests" "${emu[@]}" "$build/tests/conveyor_unit_tests" "${unit_filter[@]}"
+    ranks=()
+    case $name in NEON | "SVE 32 B") ranks=(2) ;; "SVE 64 B") ranks=(1) ;; esac
+    for np in "${ranks[@]}"; do
+      if [ "$np" -eq 1 ]; then run=soon; [ "$phase" = one-process ] || continue
+      else run=check; [ "$phase" = ranks ] || continue; fi
+      for t in allreduce sinkhorn outer redistribute; do
+        filter=()  # (the huge-page test is one of memory size, not of instructions: native runs have it)
+        [ "$t" = sinkhorn ] && filter=(--gtest_filter=-SinkhornTransport.KernelPastTheHugePageThreshold)
+        $run "$name $t tests np$np" mpiexec.mpich -n "$np" "${emu[@]}" "$build/tests/conveyor_${t}_tests" "${filter[@]}"
+      done
+    done
+    # The point-cloud kernels on every target this CPU runs (SVE2, SVE, NEON: its
+    # EverySimdTarget and FarFromTheOrigin tests switch targets); not the
+    # eps-scaling test (thousands of iterations: ~160 s emulated).
+    if [ "$name" = "SVE 32 B" ] && [ "$phase" = one-process ]; then
+      soon "$name sinkhorn_points tests np1" mpiexec.mpich -n 1 "${emu[@]}" "$build/tests/conveyor_sinkhorn_points_tests" \
+        --gtest_filter=-*EpsScaling*
+    fi
+  done
+  [ "$phase" = one-process ] && finish_soon
 done
 
 echo "$passed passed, $failed failed"

@@ -119,7 +119,8 @@ status=0
 # they describe are the same over either MPI.
 stubs=""
 if [ "$mpi" = openmpi ]; then
-  (cd "$work" && "$python" -m mypy.stubtest conveyor --allowlist "$root/tests/python/stubtest_allowlist.txt" >"$work/stubtest-$mpi.log" 2>&1 &&
+  (cd "$work" && "$python" -m mypy.stubtest conveyor --allowlist "$root/tests/python/stubtest_allowlist.txt" \
+     --mypy-config-file "$root/tests/python/stubtest_mypy.ini" >"$work/stubtest-$mpi.log" 2>&1 &&
     "$python" -m mypy --strict --no-incremental --cache-dir=/dev/null "$root/tests/python/test_typed_usage.py" \
       >"$work/mypy-$mpi.log" 2>&1) &
   stubs=$!
