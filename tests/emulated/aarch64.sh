@@ -111,8 +111,7 @@ cpus+=("max,sve-default-vector-length=256")
 # The checks of one emulated process (the unit tests, 1-rank runs) run two at a
 # time (as many as there are cores), all before those at 2 ranks, which run one
 # at a time: MPICH's ranks poll, and slow 2-3x beside any other load. A single
-# emulated process leaves the other core idle (the step's one-process checks
-# took 117 s here, one after another).
+# emulated process leaves the other core idle (docs/testing.md, session 42).
 parallel=${CONVEYOR_JOBS:-$(nproc)}
 results="$work/one-process"
 pending=()
