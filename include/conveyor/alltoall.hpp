@@ -124,6 +124,15 @@ CONVEYOR_API alltoall_auto_report alltoall_auto(const void* send, void* recv, st
 /// in self_bytes, what it moved inside its node.
 CONVEYOR_API alltoallw_report alltoall_by_nodes(const void* send, void* recv, std::int64_t bytes, MPI_Comm comm);
 
+/// alltoallw's byte-map form (parts of any size), node-aware as alltoall_by_nodes:
+/// one message per ordered pair of nodes that has bytes to move, after one
+/// allgather on the node of what its ranks send and receive. On one node,
+/// alltoallw. send may be MPI_IN_PLACE (pass the receive maps as send maps). The
+/// byte counts of a pair must agree (MPI's matching rule); where they do not, a
+/// rank the bytes pass through throws errc::invalid_argument. Collective.
+CONVEYOR_API alltoallw_report alltoallw_by_nodes(const void* send, const std::vector<byte_map>& send_maps, void* recv,
+                                                 const std::vector<byte_map>& recv_maps, MPI_Comm comm);
+
 /// The cost model's seconds (conveyor/cost_model.hpp's parameters) for one
 /// MPI_Alltoall of `bytes` per rank pair on `comm`'s node layout: [0] pairwise,
 /// [1] node-aware. Collective on a communicator's first use.
@@ -134,9 +143,7 @@ CONVEYOR_API std::array<double, 2> predict_alltoall(std::int64_t bytes, int node
 
 /// How many nodes the ranks of `comm` span (the runtime's node layout: the
 /// shared-memory domains MPI reports, or CONVEYOR_RANKS_PER_NODE). Collective on
-/// a communicator's first use; a lookup after. libconveyor_mpi serves
-/// MPI_Alltoallv / MPI_Alltoallw only within one node: across nodes Conveyor's
-/// exchange was measured slower than the libraries' (docs/results.md).
+/// a communicator's first use; a lookup after.
 CONVEYOR_API int alltoall_nodes(MPI_Comm comm);
 
 /// How alltoallw moves packages between ranks of one node on `comm`: "cross-memory
@@ -182,18 +189,24 @@ CONVEYOR_API alltoallw_report alltoallw(const void* send, const std::vector<data
                                         bool validate = false, std::int64_t send_size = -1,
                                         std::int64_t recv_size = -1);
 
-/// alltoallw's datatype form (no validate), `auto` where every rank of `comm` is
-/// on one node (at most 16): MPI_Alltoallv / w give no size that every rank
+/// alltoallw's datatype form (no validate), `auto`. Every rank of `comm` on one
+/// node (at most 16): MPI_Alltoallv / w give no size that every rank
 /// knows, so each rank adds the size class (two per octave) of the largest
 /// package it sends to the headers the exchange hands over anyway, and every
 /// rank takes the largest as the call's class. Per class, the first calls alternate
 /// the exchange and `library()` (the MPI library's own call on the caller's
 /// arguments), then one MPI_Allreduce of the slowest rank's medians decides
-/// alike on every rank (as alltoall_auto). Across nodes, with
-/// CONVEYOR_ALLTOALL_MEASURE=0 or a forced CONVEYOR_ALLTOALL_COPY on any rank:
-/// the exchange. A rank whose own class runs the library sends its pairs as
-/// messages, so the hand-off is the library call's only extra cost; after a call
-/// whose class went to the library, alltoallw_ahead skips even that.
+/// alike on every rank (as alltoall_auto). A rank whose own class runs the
+/// library sends its pairs as messages, so the hand-off is the library call's
+/// only extra cost; after a call whose class went to the library,
+/// alltoallw_ahead skips even that. Across nodes: one MPI_Allreduce agrees on
+/// the class of the largest pair; per class the first calls time the pairwise
+/// exchange, the library's call and alltoallw_by_nodes (Conveyor's with the
+/// vote they pay on every call; the library's ahead of the vote as on one
+/// node); with
+/// CONVEYOR_ALLTOALL_MEASURE=0 the cost model's choice of Conveyor's two for the
+/// largest pair, and with a forced CONVEYOR_ALLTOALL_COPY on any rank the
+/// pairwise exchange.
 CONVEYOR_API alltoallw_report alltoallw_auto(const void* send, const std::vector<datatype_part>& send_parts,
                                              void* recv, const std::vector<datatype_part>& recv_parts, MPI_Comm comm,
                                              const std::function<void()>& library);

@@ -6,13 +6,13 @@
 // every rank serves the call and decides alike.
 //
 // The decision reads only what every rank agrees on: the call, the communicator
-// (intra only; MPI_Alltoallv/w and non-contiguous MPI_Alltoall within one node,
-// conveyor::alltoall_nodes), and for MPI_Alltoall the bytes per peer (count x type size, equal
+// (intra only), and for MPI_Alltoall the bytes per peer (count x type size, equal
 // on every rank by MPI's matching rule), which CONVEYOR_MPI_MIN_BYTES compares;
 // alltoallv / alltoallw have no size all ranks share, so they are served at every
-// size, and alltoallw_auto agrees on one inside the exchange (the largest pair's
-// class, voted through its headers), per which it times the exchange against the
-// library's own call; a call the library then runs counts as passed, "measured".
+// size, and alltoallw_auto agrees on one (the largest pair's class: voted through
+// the exchange's headers on one node, by one MPI_Allreduce across nodes), per
+// which it times Conveyor's exchanges against the library's own call; a call the
+// library then runs counts as passed, "measured".
 // A negative count or a null type with items goes to the MPI library, which
 // reports it. MPI_IN_PLACE: the receive side is also the send side.
 #include <mpi.h>
@@ -50,11 +50,6 @@ T ask_engine(thread_state& state, T failed, const Ask& ask) {
     std::fprintf(stderr, "conveyor_mpi: all-to-all: %s\n", e.what());
     return failed;
   }
-}
-
-// The nodes `comm` spans (alltoall_nodes); 0 if Conveyor failed to find out.
-int nodes_of(thread_state& state, MPI_Comm comm) {
-  return ask_engine(state, 0, [&] { return alltoall_nodes(comm); });
 }
 
 // Whether MPI_Alltoallv / w on `comm` goes to the library's call ahead of the
@@ -132,10 +127,6 @@ int alltoall_entry(const void* send, Count scount, MPI_Datatype stype, void* rec
     count_passed(call::alltoall, *why);
     return pass();
   }
-  if (!measured && nodes_of(state, comm) != 1) {
-    count_passed(call::alltoall, pass_reason::nodes);
-    return pass();
-  }
   if (measured) {
     const std::int64_t bytes = static_cast<std::int64_t>(rcount) * rsize;
     return serve(state, "MPI_Alltoall", comm, [&] {
@@ -177,7 +168,6 @@ int alltoallv_entry(call which, const char* name, const void* send, const Count*
     why = pass_reason::arguments;
   }
   if (!why) why = screen_comm(comm);
-  if (!why && nodes_of(state, comm) != 1) why = pass_reason::nodes;
   if (!why && library_ahead(state, comm)) why = pass_reason::measured;
   call_parts& c = t_parts;
   std::vector<part>& sp = c.sp;

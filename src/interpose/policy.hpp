@@ -26,10 +26,9 @@ enum class pass_reason : int {
   intercomm,        // an intercommunicator
   arguments,        // a null handle, a negative count, mismatched sizes: MPI reports it
   internal,         // Conveyor's own call (not the program's)
-  measured,         // MPI_Alltoall: the library's own, measured faster for the size (alltoall_auto)
-  nodes,            // MPI_Alltoallv/w across nodes: Conveyor's exchange measured slower there
+  measured,         // the all-to-all family: the library's own, measured faster for the size
 };
-inline constexpr int pass_reason_count = 11;
+inline constexpr int pass_reason_count = 10;
 
 struct policy {
   bool on = true;

@@ -71,6 +71,9 @@ struct alltoall_state final : detail::engine_state {
   // any rank), Conveyor's exchange against the library's call.
   std::vector<detail::measured_choice<alltoall_path>> library_measured;
   unsigned library_ahead = 0;  // calls left that run the library's call before any vote (alltoallw_ahead)
+  // alltoallw_auto across nodes: per agreed class of the largest pair, the
+  // pairwise exchange, the library's call and the node-aware exchange.
+  std::vector<detail::measured_choice<alltoall_path>> across_measured;
   detail::byte_buffer trial_out;
   std::vector<byte_map> even_maps;  // the contiguous maps of alltoall_auto's last size
   std::int64_t even_bytes = -1;
@@ -334,10 +337,101 @@ alltoallw_report alltoallw(const void* send, const std::vector<byte_map>& send_m
   return redistribute::detail::alltoallw_maps(send, send_maps, recv, recv_maps, comm, validate, {}, {});
 }
 
+namespace {
+
+alltoallw_report run_by_nodes(alltoall_state& state, detail::comm_context& ctx, const detail::node_layout& layout,
+                              const void* send, const std::vector<byte_map>& send_maps, void* recv,
+                              const std::vector<byte_map>& recv_maps) {
+  if (!state.by_nodes) state.by_nodes = std::make_unique<redistribute::detail::by_nodes_exchange>();
+  return state.by_nodes->run(ctx, layout, send, send_maps, recv, recv_maps);
+}
+
+// alltoallw_auto when the ranks span several nodes. No size is shared there
+// for free (on one node the headers carry the vote), so a call votes with one
+// MPI_Allreduce: the largest pair any rank sends another, and whether any rank
+// has its ways forced (CONVEYOR_ALLTOALL_COPY: the pairwise exchange) or not
+// measured (CONVEYOR_ALLTOALL_MEASURE=0: the cost model's choice of Conveyor's
+// two for that pair size). Per agreed class, the first calls time the pairwise
+// exchange, the library's call and the node-aware exchange, as alltoall_auto
+// does: Conveyor's two with the vote, which each of their calls pays, the
+// library's without it, as it runs after a call of a class decided for it: the
+// next kAheadCalls calls run the library's call without a vote (alltoallw_ahead,
+// before the call's parts are decoded), as on one node.
+alltoallw_report alltoallw_across_nodes(alltoall_state& state, detail::comm_context& ctx,
+                                        const detail::node_layout& layout, const void* send,
+                                        const std::vector<byte_map>& send_maps, void* recv,
+                                        const std::vector<byte_map>& recv_maps, MPI_Comm comm,
+                                        const redistribute::detail::typed_parts& typed,
+                                        const std::function<void()>& library) {
+  const auto run = [&](alltoall_path path) {
+    if (path == alltoall_path::by_nodes) return run_by_nodes(state, ctx, layout, send, send_maps, recv, recv_maps);
+    if (path == alltoall_path::conveyor) return alltoallw_moves(send, send_maps, recv, recv_maps, comm, false, typed, {});
+    library();
+    alltoallw_report rep;
+    rep.library = true;
+    return rep;
+  };
+  prepare(state, ctx);  // (collective on the first call) the forced ways
+  const int me = ctx.rank;
+  std::int64_t vote[2] = {0, 0};  // the largest pair; 2: ways forced, 1: not measured
+  for (std::size_t q = 0; q < send_maps.size(); ++q) {
+    if (static_cast<int>(q) != me) vote[0] = std::max(vote[0], bytes_of(send_maps[q]));
+  }
+  if (state.attach.rule != redistribute::detail::sender_rule::measured) vote[1] = 2;
+  else if (copy_measuring() == detail::measuring::off) vote[1] = 1;
+  const double before_vote = MPI_Wtime();
+  detail::check_mpi(PMPI_Allreduce(MPI_IN_PLACE, vote, 2, MPI_INT64_T, MPI_MAX, ctx.comm), "MPI_Allreduce");
+  if (vote[1] == 2) return run(alltoall_path::conveyor);
+  if (vote[1] == 1) {
+    const auto predicted = redistribute::detail::predict_alltoall_paths(vote[0], ctx.size, layout.nodes,
+                                                                        layout.max_local, current_cost_model());
+    return run(predicted[1] < predicted[0] ? alltoall_path::by_nodes : alltoall_path::conveyor);
+  }
+  const int cls = detail::size_class(static_cast<std::size_t>(vote[0]));
+  if (state.across_measured.size() <= static_cast<std::size_t>(cls)) {
+    state.across_measured.resize(static_cast<std::size_t>(cls) + 1);
+  }
+  auto& m = state.across_measured[static_cast<std::size_t>(cls)];
+  if (m.decided != alltoall_path::automatic) {
+    if (m.decided == alltoall_path::mpi) state.library_ahead = kAheadCalls;
+    return run(m.decided);
+  }
+  if (m.count == 0) {
+    m.candidates[0] = alltoall_path::conveyor, m.candidates[1] = alltoall_path::mpi;
+    m.candidates[2] = alltoall_path::by_nodes, m.count = 3;
+  }
+  const int which = detail::next_trial(m);
+  const double start = m.candidates[which] == alltoall_path::mpi ? MPI_Wtime() : before_vote;
+  alltoallw_report rep = run(m.candidates[which]);
+  detail::record_trial(m, cls, which, MPI_Wtime() - start, ctx.comm, [&](const double* agreed, int trials) {
+    if (copy_measuring() != detail::measuring::traced || me != 0) return;
+    std::fprintf(stderr,
+                 "conveyor alltoallw auto: largest pair %lld B on %d ranks (%d nodes), %d trials each, median "
+                 "(spread) of the slowest rank: conveyor %.2f us (%.0f%%) mpi %.2f us (%.0f%%) by_nodes %.2f us "
+                 "(%.0f%%) -> %s\n",
+                 static_cast<long long>(vote[0]), ctx.size, layout.nodes, trials, agreed[0] * 1e6, agreed[3] * 100,
+                 agreed[1] * 1e6, agreed[4] * 100, agreed[2] * 1e6, agreed[5] * 100,
+                 m.decided == alltoall_path::mpi ? "mpi" : m.decided == alltoall_path::by_nodes ? "by_nodes" : "conveyor");
+  });
+  rep.library_trial = true;
+  return rep;
+}
+
+}  // namespace
+
 namespace redistribute::detail {
 alltoallw_report alltoallw_maps(const void* send, const std::vector<byte_map>& send_maps, void* recv,
                                 const std::vector<byte_map>& recv_maps, MPI_Comm comm, bool validate,
                                 const typed_parts& typed, const std::function<void()>& library) {
+  if (library && !validate && comm != MPI_COMM_NULL) {
+    conveyor::detail::comm_context& ctx = conveyor::detail::context_for(comm);
+    const conveyor::detail::node_layout& layout = ctx.layout(ctx.env_ranks_per_node);
+    if (layout.nodes > 1 && send_maps.size() == static_cast<std::size_t>(ctx.size) &&
+        recv_maps.size() == static_cast<std::size_t>(ctx.size)) {
+      return alltoallw_across_nodes(ctx.state<alltoall_state>(kAlltoallSlot), ctx, layout, send, send_maps, recv,
+                                    recv_maps, comm, typed, library);
+    }
+  }
   return alltoallw_moves(send, send_maps, recv, recv_maps, comm, validate, typed, library);
 }
 }  // namespace redistribute::detail
@@ -789,6 +883,18 @@ alltoallw_report alltoall_by_nodes(const void* send, void* recv, std::int64_t by
     return alltoallw(send, maps, recv, maps, comm);
   }
   return run_by_nodes(state, ctx, layout, send, recv, bytes);
+}
+
+alltoallw_report alltoallw_by_nodes(const void* send, const std::vector<byte_map>& send_maps, void* recv,
+                                    const std::vector<byte_map>& recv_maps, MPI_Comm comm) {
+  detail::comm_context& ctx = detail::context_for(comm);
+  const detail::node_layout& layout = ctx.layout(ctx.env_ranks_per_node);
+  if (send == MPI_IN_PLACE) send = recv;
+  const auto uP = static_cast<std::size_t>(ctx.size);
+  if (layout.nodes == 1 || send_maps.size() != uP || recv_maps.size() != uP) {
+    return alltoallw(send, send_maps, recv, recv_maps, comm);  // (which reports maps of the wrong count)
+  }
+  return run_by_nodes(ctx.state<alltoall_state>(kAlltoallSlot), ctx, layout, send, send_maps, recv, recv_maps);
 }
 
 bool alltoallw_ahead(MPI_Comm comm) {

@@ -199,6 +199,19 @@ bool senders_choose(MPI_Comm comm) {
          conveyor::alltoall_copy_path(comm).rfind("packed: CONVEYOR_ALLTOALL_COPY", 0) != 0;
 }
 
+// Whether alltoallw_auto measures its candidates on `comm` (every rank's ways
+// left to it, measuring on), and how many: on one node (senders_choose) the
+// exchange and the library's call; across nodes the node-aware exchange too.
+int measured_candidates(MPI_Comm comm) {
+  const char* measure = std::getenv("CONVEYOR_ALLTOALL_MEASURE");
+  const char* rule = std::getenv("CONVEYOR_ALLTOALL_COPY");
+  if ((measure && std::string(measure) == "0") || (rule && !std::string(rule).empty() && std::string(rule) != "auto")) {
+    return 0;
+  }
+  if (conveyor::alltoall_nodes(comm) > 1) return 3;
+  return senders_choose(comm) ? 2 : 0;
+}
+
 TEST(Alltoall, ContiguousEveryCountAndInPlace) {
   const int P = size_of(), r = rank_of();
   // The sizes cross the shared slots' size (32-512 KiB by rank count) into cross-memory attach.
@@ -472,6 +485,102 @@ TEST(Alltoall, ByNodesAsPairwise) {
   MPI_Comm sub = MPI_COMM_NULL;  // ranks 0, 2, 3, 4 (rank 1 alone)
   MPI_Comm_split(MPI_COMM_WORLD, rank_of() == 1, rank_of(), &sub);
   check_by_nodes(sub);
+  MPI_Comm_free(&sub);
+}
+
+// alltoallw_by_nodes (parts of any size) gives alltoallw's result: pairs of
+// unequal sizes, empty pairs and a node pair with nothing to move (no message
+// for it), receive parts strided (every other byte), parts of 40 KB, in place
+// (sizes symmetric), each layout twice, on the world and on a subset of it; one
+// message per ordered pair of nodes that has bytes to move. Layouts as
+// check_by_nodes's.
+void check_w_by_nodes(MPI_Comm comm) {
+  int P = 0, r = 0;
+  MPI_Comm_size(comm, &P), MPI_Comm_rank(comm, &r);
+  const int N = conveyor::alltoall_nodes(comm);
+  const auto value = [](int from, int to, std::int64_t k) { return static_cast<unsigned char>(from * 131 + to * 31 + k * 7 + 1); };
+  for (int round = 0; round < 6; ++round) {
+    const bool in_place = round % 3 == 2;
+    // round 0, 3: mixed sizes with empty pairs; 1, 4: rank 0 sends nothing and
+    // rank P-1 receives nothing, one pair 40 KB; 2, 5: in place, symmetric sizes.
+    auto size = [&](int from, int to) -> std::int64_t {
+      switch (round % 3) {
+        case 0: return (from * 7 + to * 3) % 5 == 0 ? 0 : (from + 2 * to) % 4 * 37 + 1;
+        case 1:
+          if (from == 0 || to == P - 1) return 0;
+          return from == 1 && to == 0 ? 40000 : (from * 5 + to) % 3 * 19;
+        default: return (std::min(from, to) * 3 + std::max(from, to)) % 4 * 23 + (from == to ? 5 : 0);
+      }
+    };
+    const bool strided = !in_place;
+    std::vector<conveyor::byte_map> send_maps(static_cast<std::size_t>(P)), recv_maps(static_cast<std::size_t>(P));
+    std::int64_t so = 0, ro = 0;
+    for (int q = P - 1; q >= 0; --q) {  // send parts in reverse rank order
+      const std::int64_t n = size(r, q);
+      if (n) send_maps[static_cast<std::size_t>(q)] = {conveyor::byte_box{so, n, 0, {}, {}}};
+      so += n;
+    }
+    for (int q = 0; q < P; ++q) {
+      const std::int64_t n = size(q, r);
+      if (n && strided) {
+        conveyor::byte_box b{ro, 1, 1, {}, {}};
+        b.count[0] = n, b.stride[0] = 2;
+        recv_maps[static_cast<std::size_t>(q)] = {b};
+        ro += 2 * n;
+      } else if (n) {
+        recv_maps[static_cast<std::size_t>(q)] = {conveyor::byte_box{ro, n, 0, {}, {}}};
+        ro += n;
+      }
+    }
+    std::vector<unsigned char> send(static_cast<std::size_t>(so)), got(static_cast<std::size_t>(ro), 0xEE);
+    for (int q = 0; q < P; ++q) {
+      for (const conveyor::byte_box& b : send_maps[static_cast<std::size_t>(q)]) {
+        for (std::int64_t k = 0; k < b.run; ++k) send[static_cast<std::size_t>(b.offset + k)] = value(r, q, k);
+      }
+    }
+    conveyor::alltoallw_report rep;
+    if (in_place) {
+      for (int q = 0; q < P; ++q) {  // the part for q where q's part will land
+        for (const conveyor::byte_box& b : recv_maps[static_cast<std::size_t>(q)]) {
+          for (std::int64_t k = 0; k < b.run; ++k) got[static_cast<std::size_t>(b.offset + k)] = value(r, q, k);
+        }
+      }
+      rep = conveyor::alltoallw_by_nodes(MPI_IN_PLACE, recv_maps, got.data(), recv_maps, comm);
+    } else {
+      rep = conveyor::alltoallw_by_nodes(send.data(), send_maps, got.data(), recv_maps, comm);
+    }
+    std::int64_t wrong = 0;
+    for (int q = 0; q < P; ++q) {
+      const std::int64_t n = size(q, r);
+      std::int64_t at = 0;
+      for (const conveyor::byte_box& b : recv_maps[static_cast<std::size_t>(q)]) at = b.offset;
+      for (std::int64_t k = 0; k < n; ++k) {
+        wrong += got[static_cast<std::size_t>(at + (strided ? 2 * k : k))] != value(q, r, k);
+        if (strided) wrong += got[static_cast<std::size_t>(at + 2 * k + 1)] != 0xEE;  // the gaps untouched
+      }
+    }
+    EXPECT_EQ(wrong, 0) << "round " << round;
+    // Messages between nodes: one per ordered node pair with bytes to move (at
+    // most N (N - 1); exactly the rank pairs with bytes when each node has one rank).
+    int mine = N > 1 ? rep.send_peers : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_SUM, comm);
+    if (N == P) {  // one rank per node: the pairs are the ranks'
+      int pairs = 0;
+      for (int a = 0; a < P; ++a) {
+        for (int b = 0; b < P; ++b) pairs += a != b && size(a, b) > 0;
+      }
+      EXPECT_EQ(mine, pairs) << "round " << round;
+    } else if (N > 1) {
+      EXPECT_LE(mine, N * (N - 1)) << "round " << round;
+    }
+  }
+}
+
+TEST(Alltoall, ByNodesAnySizesAsAlltoallw) {
+  check_w_by_nodes(MPI_COMM_WORLD);
+  MPI_Comm sub = MPI_COMM_NULL;  // ranks 0, 2, 3, 4 (rank 1 alone)
+  MPI_Comm_split(MPI_COMM_WORLD, rank_of() == 1, rank_of(), &sub);
+  check_w_by_nodes(sub);
   MPI_Comm_free(&sub);
 }
 
@@ -1121,10 +1230,8 @@ vote_call call_with_vote(MPI_Comm comm, const std::function<std::int64_t(int, in
 TEST(Alltoall, LibraryVoteAgreedByEveryRank) {
   const int P = size_of();
   MPI_Comm comm = comm_with_rule("auto");
-  const char* measure = std::getenv("CONVEYOR_ALLTOALL_MEASURE");
-  const char* rule = std::getenv("CONVEYOR_ALLTOALL_COPY");
-  const bool voting = senders_choose(comm) && !(measure && std::string(measure) == "0") &&
-                      (!rule || std::string(rule).empty() || std::string(rule) == "auto");
+  const int candidates = measured_candidates(comm);
+  const bool voting = candidates > 0;
   const std::int64_t A = 16 << 10, B = 96 << 10, C = 40 << 10, D = 64 << 10;
   struct phase {
     const char* name;
@@ -1147,7 +1254,7 @@ TEST(Alltoall, LibraryVoteAgreedByEveryRank) {
     const bool first_only = &ph == &phases[0];
     const int trials = trials_of_bytes(largest);
     // Phase C's two plans (in place or not) time their ways in turn.
-    const int calls = !voting ? 3 : first_only ? kCopyTrials + 1 : 2 * kCopyTrials + 2 * trials + 4;
+    const int calls = !voting ? 3 : first_only ? kCopyTrials + 1 : 2 * kCopyTrials + candidates * trials + 4;
     int trial_calls = 0, library_trials = 0, settled_library = 0, settled = 0;
     for (int c = 0; c < calls; ++c) {
       const vote_call v = call_with_vote(comm, ph.bytes, ph.in_place_too && c % 2 == 1, ++salt, ph.sleep_ms);
@@ -1165,7 +1272,7 @@ TEST(Alltoall, LibraryVoteAgreedByEveryRank) {
       EXPECT_EQ(trial_calls, 1);
       EXPECT_EQ(library_trials, 0) << "the exchange's trial runs first";
     } else {
-      EXPECT_EQ(trial_calls, 2 * trials);
+      EXPECT_EQ(trial_calls, candidates * trials);
       EXPECT_EQ(library_trials, trials);
       EXPECT_GT(settled, 0);
       EXPECT_TRUE(settled_library == 0 || settled_library == settled) << "one decision";
@@ -1194,10 +1301,8 @@ TEST(Alltoall, LibraryVoteAgreedByEveryRank) {
 void expect_ahead_after_library_wins(MPI_Comm comm) {
   int P = 1;
   MPI_Comm_size(comm, &P);
-  const char* measure = std::getenv("CONVEYOR_ALLTOALL_MEASURE");
-  const char* rule = std::getenv("CONVEYOR_ALLTOALL_COPY");
-  const bool voting = P > 1 && senders_choose(comm) && !(measure && std::string(measure) == "0") &&
-                      (!rule || std::string(rule).empty() || std::string(rule) == "auto");
+  const int candidates = P > 1 ? measured_candidates(comm) : 0;
+  const bool voting = candidates > 0;
   const int n = 1024;
   std::vector<conveyor::datatype_part> parts(static_cast<std::size_t>(P));
   for (int q = 0; q < P; ++q) parts[static_cast<std::size_t>(q)] = {n, static_cast<std::int64_t>(q) * n, MPI_BYTE};
@@ -1213,7 +1318,8 @@ void expect_ahead_after_library_wins(MPI_Comm comm) {
   };
   const int trials = trials_of_bytes(n);
   int calls = 0;
-  while (calls < 2 * trials + 30 && agreed(conveyor::alltoallw_ahead(comm)) == 0) {
+  const int limit = std::max(candidates, 2) * trials + 30;
+  while (calls < limit && agreed(conveyor::alltoallw_ahead(comm)) == 0) {
     const conveyor::alltoallw_report rep = vote();
     ++calls;
     if (!voting) {
@@ -1221,11 +1327,11 @@ void expect_ahead_after_library_wins(MPI_Comm comm) {
     }
   }
   if (!voting) {
-    EXPECT_EQ(calls, 2 * trials + 30) << "ahead without a vote";
+    EXPECT_EQ(calls, limit) << "ahead without a vote";
     EXPECT_EQ(library_runs, 0);
   } else {
     // The trials, then the first call of the decided class, then ahead.
-    EXPECT_EQ(calls, 2 * trials + 1) << "not ahead right after the library's class was decided";
+    EXPECT_EQ(calls, candidates * trials + 1) << "not ahead right after the library's class was decided";
     int ahead = 1;  // the loop's last question said yes
     while (ahead < 200 && agreed(conveyor::alltoallw_ahead(comm)) == 1) ++ahead;
     EXPECT_EQ(ahead, 63) << "calls ahead before the next vote";
