@@ -5,7 +5,10 @@ through PMPI_ (the MPI library's own call), in alternating order
 (bench/unmodified_alltoall.c --beside-library 1).
 
     alltoall_beside.py --config NAME --library LIB [--rounds R] --csv OUT --markdown OUT
-                       -- LAUNCHER... PROGRAM ARGS...
+                       [--stderr FILE] -- LAUNCHER... PROGRAM ARGS...
+
+--stderr: each launch's standard error is appended there (e.g. the decisions
+CONVEYOR_ALLTOALL_MEASURE=trace prints).
 
 Why: launches on a shared VM differ from each other by more than the gaps
 measured (a stock launch beside another stock launch: 0.72-1.35x per size on a
@@ -27,8 +30,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from preload_compare import human, machine_line  # noqa: E402
 
 
-def run(cmd, env):
+def run(cmd, env, stderr_file=None, label=""):
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if stderr_file:
+        with open(stderr_file, "a") as f:
+            f.write(f"--- {label}\n{done.stderr}")
     if done.returncode != 0:
         sys.exit(f"alltoall_beside: {' '.join(cmd)} failed (exit {done.returncode})\n{done.stderr[-2000:]}")
     served, library = [], []
@@ -50,6 +56,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--csv", required=True)
     ap.add_argument("--markdown", required=True)
+    ap.add_argument("--stderr")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.command[1:] if a.command and a.command[0] == "--" else a.command
@@ -60,7 +67,7 @@ def main():
             env.pop("LD_PRELOAD", None)
             if variant == "with":
                 env["LD_PRELOAD"] = a.library
-            for b, us, lib_us, wrong in run(cmd, env):
+            for b, us, lib_us, wrong in run(cmd, env, a.stderr, f"{a.config}: round {rnd} {variant}"):
                 rows.append([a.config, variant, rnd, b, us, lib_us, wrong])
             print(f"  {a.config}: round {rnd} {variant}", file=sys.stderr)
     with open(a.csv, "w", newline="") as f:
