@@ -449,11 +449,22 @@ TEST(Alltoall, VMeasuredAndAheadEveryCallRight) {
 // tests/CMakeLists.txt emulates nodes with CONVEYOR_RANKS_PER_NODE (2 + 2 + 1 at
 // 5 ranks, 3 + 1 at 4), scripts/test runs it on emulated clusters; on one node it
 // is the pairwise exchange (no message between nodes).
+// The byte at offset k of the part rank `from` sends rank `to`.
+unsigned char value(int from, int to, std::int64_t k) { return static_cast<unsigned char>(from * 131 + to * 31 + k * 7 + 1); }
+
+// check(comm) on the world, then on a subset of it: ranks 0, 2, 3, 4 (rank 1 alone).
+void on_world_and_a_subset(const std::function<void(MPI_Comm)>& check) {
+  check(MPI_COMM_WORLD);
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank_of() == 1, rank_of(), &sub);
+  check(sub);
+  MPI_Comm_free(&sub);
+}
+
 void check_by_nodes(MPI_Comm comm) {
   int P = 0, r = 0;
   MPI_Comm_size(comm, &P), MPI_Comm_rank(comm, &r);
   const int N = conveyor::alltoall_nodes(comm);
-  const auto value = [](int from, int to, std::int64_t k) { return static_cast<unsigned char>(from * 131 + to * 31 + k * 7 + 1); };
   for (int round = 0; round < 2; ++round) {
     for (std::int64_t b : {std::int64_t{0}, std::int64_t{1}, std::int64_t{24}, std::int64_t{4096}, std::int64_t{40000}}) {
       for (bool in_place : {false, true}) {
@@ -480,13 +491,7 @@ void check_by_nodes(MPI_Comm comm) {
   }
 }
 
-TEST(Alltoall, ByNodesAsPairwise) {
-  check_by_nodes(MPI_COMM_WORLD);
-  MPI_Comm sub = MPI_COMM_NULL;  // ranks 0, 2, 3, 4 (rank 1 alone)
-  MPI_Comm_split(MPI_COMM_WORLD, rank_of() == 1, rank_of(), &sub);
-  check_by_nodes(sub);
-  MPI_Comm_free(&sub);
-}
+TEST(Alltoall, ByNodesAsPairwise) { on_world_and_a_subset(check_by_nodes); }
 
 // alltoallw_by_nodes (parts of any size) gives alltoallw's result: pairs of
 // unequal sizes, empty pairs and a node pair with nothing to move (no message
@@ -498,7 +503,6 @@ void check_w_by_nodes(MPI_Comm comm) {
   int P = 0, r = 0;
   MPI_Comm_size(comm, &P), MPI_Comm_rank(comm, &r);
   const int N = conveyor::alltoall_nodes(comm);
-  const auto value = [](int from, int to, std::int64_t k) { return static_cast<unsigned char>(from * 131 + to * 31 + k * 7 + 1); };
   for (int round = 0; round < 6; ++round) {
     const bool in_place = round % 3 == 2;
     // round 0, 3: mixed sizes with empty pairs; 1, 4: rank 0 sends nothing and
@@ -576,13 +580,7 @@ void check_w_by_nodes(MPI_Comm comm) {
   }
 }
 
-TEST(Alltoall, ByNodesAnySizesAsAlltoallw) {
-  check_w_by_nodes(MPI_COMM_WORLD);
-  MPI_Comm sub = MPI_COMM_NULL;  // ranks 0, 2, 3, 4 (rank 1 alone)
-  MPI_Comm_split(MPI_COMM_WORLD, rank_of() == 1, rank_of(), &sub);
-  check_w_by_nodes(sub);
-  MPI_Comm_free(&sub);
-}
+TEST(Alltoall, ByNodesAnySizesAsAlltoallw) { on_world_and_a_subset(check_w_by_nodes); }
 
 // Every constructor, each on both sides against plain bytes on the other.
 TEST(Alltoall, WEveryConstructorAsMpiReadsIt) {
