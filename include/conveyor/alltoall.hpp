@@ -129,7 +129,9 @@ CONVEYOR_API alltoallw_report alltoall_by_nodes(const void* send, void* recv, st
 /// allgather on the node of what its ranks send and receive. On one node,
 /// alltoallw. send may be MPI_IN_PLACE (pass the receive maps as send maps). The
 /// byte counts of a pair must agree (MPI's matching rule); where they do not, a
-/// rank the bytes pass through throws errc::invalid_argument. Collective.
+/// rank that finds it (the receiver, or its node's leader for a pair between
+/// nodes) throws errc::invalid_argument after every step has run on every rank,
+/// so no rank waits for it. Collective.
 CONVEYOR_API alltoallw_report alltoallw_by_nodes(const void* send, const std::vector<byte_map>& send_maps, void* recv,
                                                  const std::vector<byte_map>& recv_maps, MPI_Comm comm);
 

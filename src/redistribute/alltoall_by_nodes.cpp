@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 
 namespace conveyor::redistribute::detail {
 namespace {
@@ -65,8 +66,11 @@ void by_nodes_exchange::plan(const conveyor::detail::comm_context& ctx, const no
   };
 
   // The stage: own blocks, then the pairs this rank sends, then those it receives.
+  // Every block is sized as its receiver expects it (where a program's counts do
+  // not match, the step that moves it finds the difference, and the later steps
+  // still match on every rank: run() then throws, and no rank waits for another).
   std::vector<std::int64_t> own_at(uL + 1, 0);
-  for (int s = 0; s < L; ++s) own_at[static_cast<std::size_t>(s) + 1] = own_at[static_cast<std::size_t>(s)] + sends(s, me);
+  for (int s = 0; s < L; ++s) own_at[static_cast<std::size_t>(s) + 1] = own_at[static_cast<std::size_t>(s)] + gets(mine, here[static_cast<std::size_t>(s)]);
   std::vector<std::int64_t> send_at(uN, -1), recv_at(uN, -1), send_total(uN, 0), recv_total(uN, 0);
   std::int64_t cursor = own_at[uL];
   for (int B = 0; B < l.nodes; ++B) {
@@ -103,7 +107,7 @@ void by_nodes_exchange::plan(const conveyor::detail::comm_context& ctx, const no
       }
     }
     send_part(out, here[static_cast<std::size_t>(t)]);
-    add_run(in, own_at[static_cast<std::size_t>(t)], sends(t, me));
+    add_run(in, own_at[static_cast<std::size_t>(t)], gets(mine, here[static_cast<std::size_t>(t)]));
   }
   // 2. cross: one message per node pair this rank leads, stage to stage (none
   // where the pair has nothing to move).
@@ -156,11 +160,26 @@ void by_nodes_exchange::split(const conveyor::detail::comm_context& ctx, const n
                               "MPI_Comm_split (node-aware all-to-all)");
 }
 
+// Every step runs on every rank even after an earlier one threw here (a count
+// that did not match: alltoallw completes its requests before it throws), so the
+// peers waiting in a later step are answered; the first error is thrown at the end.
 alltoallw_report by_nodes_exchange::steps(conveyor::detail::comm_context& ctx, const void* send, void* recv) {
   char* stage = stage_.data();
-  const alltoallw_report gathered = alltoallw(send, gather_send_, stage, gather_recv_, node_comm_);
-  alltoallw_report rep = alltoallw(stage, cross_send_, stage + recv_region_, cross_recv_, ctx.comm);
-  const alltoallw_report scattered = alltoallw(stage, scatter_send_, recv, scatter_recv_, node_comm_);
+  std::exception_ptr failed;
+  const auto step = [&](const void* from, const std::vector<byte_map>& out, void* to, const std::vector<byte_map>& in,
+                        MPI_Comm comm) {
+    try {
+      return alltoallw(from, out, to, in, comm);
+    } catch (const error& e) {
+      if (e.code() != errc::invalid_argument) throw;  // an MPI failure: nothing is left to answer
+      if (!failed) failed = std::current_exception();
+      return alltoallw_report{};
+    }
+  };
+  const alltoallw_report gathered = step(send, gather_send_, stage, gather_recv_, node_comm_);
+  alltoallw_report rep = step(stage, cross_send_, stage + recv_region_, cross_recv_, ctx.comm);
+  const alltoallw_report scattered = step(stage, scatter_send_, recv, scatter_recv_, node_comm_);
+  if (failed) std::rethrow_exception(failed);
   rep.self_bytes = gathered.sent_bytes + gathered.self_bytes + scattered.sent_bytes + scattered.self_bytes;
   return rep;
 }

@@ -582,6 +582,49 @@ void check_w_by_nodes(MPI_Comm comm) {
 
 TEST(Alltoall, ByNodesAnySizesAsAlltoallw) { on_world_and_a_subset(check_w_by_nodes); }
 
+// Counts that do not match (rank 0 expects one byte more from rank 1, on its
+// node in every layout run here, and from rank P - 1, on another node where the
+// ranks span several): a rank that finds it throws invalid_argument, rank 0
+// among them, no rank waits for another, and the next call is right.
+void check_w_by_nodes_mismatch(MPI_Comm comm) {
+  const int P = size_of(comm), r = rank_of(comm);
+  if (P < 2) return;
+  const std::int64_t n = 64;
+  auto maps = [&](bool receiving, bool mismatch) {
+    std::vector<conveyor::byte_map> m(static_cast<std::size_t>(P));
+    std::int64_t at = 0;
+    for (int q = 0; q < P; ++q) {
+      const std::int64_t b = n + (mismatch && receiving && r == 0 && (q == 1 || q == P - 1) ? 1 : 0);
+      m[static_cast<std::size_t>(q)] = {conveyor::byte_box{at, b, 0, {}, {}}};
+      at += b;
+    }
+    return m;
+  };
+  std::vector<unsigned char> send(static_cast<std::size_t>(P * n)), got(static_cast<std::size_t>(P * n + 2));
+  for (int q = 0; q < P; ++q) {
+    for (std::int64_t k = 0; k < n; ++k) send[static_cast<std::size_t>(q * n + k)] = value(r, q, k);
+  }
+  int threw = 0;
+  try {
+    conveyor::alltoallw_by_nodes(send.data(), maps(false, true), got.data(), maps(true, true), comm);
+  } catch (const conveyor::error& e) {
+    threw = 1;
+    EXPECT_EQ(e.code(), conveyor::errc::invalid_argument) << e.what();
+  }
+  if (r == 0) {
+    EXPECT_EQ(threw, 1) << "rank 0 expected bytes that never came";
+  }
+  std::fill(got.begin(), got.end(), 0);
+  conveyor::alltoallw_by_nodes(send.data(), maps(false, false), got.data(), maps(true, false), comm);
+  std::int64_t wrong = 0;
+  for (int q = 0; q < P; ++q) {
+    for (std::int64_t k = 0; k < n; ++k) wrong += got[static_cast<std::size_t>(q * n + k)] != value(q, r, k);
+  }
+  EXPECT_EQ(wrong, 0) << "the call after the mismatch";
+}
+
+TEST(Alltoall, ByNodesMismatchedCountsThrowNoHang) { on_world_and_a_subset(check_w_by_nodes_mismatch); }
+
 // Every constructor, each on both sides against plain bytes on the other.
 TEST(Alltoall, WEveryConstructorAsMpiReadsIt) {
   const int P = size_of();
