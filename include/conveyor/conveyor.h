@@ -225,6 +225,7 @@ typedef struct conveyor_plan_apply_options {
   int transpose; /* 0: out = P V (a row per X point); 1: out = P^T V (a row per Y point) */
   int threads;   /* OpenMP threads per rank; 0: automatic */
   size_t batch;  /* independent problems stored one after another (1: one; conveyor/sinkhorn_points.hpp) */
+  int cost_power; /* 0: the plan; 1: each entry times its cost; -1: divided by it (0 at cost 0) */
 } conveyor_plan_apply_options;
 
 /* The defaults of conveyor::sinkhorn::plan_apply_options. */

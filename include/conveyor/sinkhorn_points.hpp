@@ -108,6 +108,13 @@ struct plan_apply_options {
   /// problems' rows, so many small problems cost one call's latency, not batch's.
   /// The indices in error messages are then flat over (problem, point). 0: nothing.
   std::size_t batch = 1;
+  /// The entries used, (P o C^cost_power): 0 the plan itself; 1 each entry times
+  /// its cost C_ij (the rows' transport costs, sum_j P_ij C_ij); -1 divided by it,
+  /// 0 where C_ij = 0 (with the euclidean metric, sum_j P_ij (x_i - y_j) / C_ij is
+  /// the cost's gradient in x_i: a p = 1 loss's). softmin_points weighs its
+  /// averages so and keeps its log-sum-exps the plain ones. Costs near 0 are
+  /// computed by differences (exact at distance 0), also on the dot-product path.
+  int cost_power = 0;
 };
 
 /// The plan of a point-cloud solve, P_ij = exp(log_u_i + log_v_j - C(x_i, y_j) / eps),

@@ -528,7 +528,8 @@ def sinkhorn_barycenter(C, A, eps, weights=None, comm=None, tol=1e-4, max_iter=1
     return BarycenterResult(*_conveyor.sinkhorn_barycenter(C, A, weights, eps, comm_address(comm), options))
 
 
-def apply_plan_points(X, Y, log_u, log_v, eps, V, comm=None, metric="sqeuclidean", transpose=False, threads=0):
+def apply_plan_points(X, Y, log_u, log_v, eps, V, comm=None, metric="sqeuclidean", transpose=False, threads=0,
+                      cost_power=0):
     """The plan of a point-cloud solve applied to values, without forming it.
 
     With P_ij = exp(log_u_i + log_v_j - C(x_i, y_j) / eps) (the plan of
@@ -557,6 +558,11 @@ def apply_plan_points(X, Y, log_u, log_v, eps, V, comm=None, metric="sqeuclidean
         Apply P^T instead of P.
     threads : int
         OpenMP threads per rank (0: automatic).
+    cost_power : {0, 1, -1}
+        Apply P o C^cost_power: 1 each entry times its cost C(x_i, y_j) (the
+        rows' transport costs), -1 divided by it and 0 where the cost is 0 (with
+        ``metric="euclidean"``, sum_j P_ij (x_i - y_j) / C_ij is the cost's
+        gradient in x_i).
 
     Returns
     -------
@@ -573,7 +579,7 @@ def apply_plan_points(X, Y, log_u, log_v, eps, V, comm=None, metric="sqeuclidean
     >>> np.round(P_Y[:, 0] / 0.5, 6)  # each point sent to itself: the barycentric map is the identity
     array([0., 1.])
     """
-    options = dict(metric=metric, transpose=transpose, threads=threads)
+    options = dict(metric=metric, transpose=transpose, threads=threads, cost_power=cost_power)
     return _conveyor.apply_plan_points(X, Y, log_u, log_v, eps, V, comm_address(comm), options)
 
 

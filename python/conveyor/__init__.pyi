@@ -166,6 +166,7 @@ def apply_plan_points(
     metric: str = ...,
     transpose: bool = ...,
     threads: int = ...,
+    cost_power: int = ...,
 ) -> npt.NDArray[np.floating[Any]]: ...
 def outer_rows(N: int, comm: Optional[MPI.Comm] = ...) -> Tuple[int, int]: ...
 def outer_sum(

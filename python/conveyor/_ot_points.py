@@ -138,29 +138,29 @@ def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numI
 
 def _differentiable_sinkhorn2(lib, call):
     """empirical_sinkhorn2's loss in the arrays' own library (torch / JAX),
-    differentiable in X_s, X_t, a and b (_ot_points_gradients.py; sqeuclidean)."""
+    differentiable in X_s, X_t, a and b (_ot_points_gradients.py)."""
     comm = MPI.COMM_SELF if call["comm"] is None else call["comm"]
     reg, metric, kwargs = float(call["reg"]), str(call["metric"]).lower(), call["kwargs"]
 
     def check():
-        if metric != "sqeuclidean":
-            raise NotImplementedError(f"conveyor.ot.empirical_sinkhorn2: gradients for metric '{call['metric']}' "
-                                      "are not implemented (sqeuclidean only); use POT for them")
+        if metric not in METRICS:
+            raise NotImplementedError(f"conveyor.ot.empirical_sinkhorn2: metric '{call['metric']}' is not "
+                                      f"implemented (Conveyor computes {', '.join(METRICS)}); use POT for it")
 
     agree(comm, check)
 
     def applier(X, Y, f, g):
         X, Y, f, g = (np.ascontiguousarray(x, dtype=np.float64) for x in (X, Y, f, g))
-        return lambda V, transpose: _apply(X, Y, reg, f, g, V, metric, transpose, comm, kwargs)
+        return lambda V, transpose, power=0: _apply(X, Y, reg, f, g, V, metric, transpose, comm, kwargs, power)
 
     def solve(X, Y, a, b):
         run = _solve_points(X, Y, reg, a, b, metric, call["numIterMax"], call["stopThr"], call["verbose"],
                             call["warn"], call["warmstart"], comm, kwargs, "empirical_sinkhorn2")
         f, g = run["log_u"], run["log_v"]
-        return local_loss(applier(X, Y, f, g), X, Y), f, g
+        return local_loss(applier(X, Y, f, g), X, Y, metric), f, g
 
     def vjp(X, Y, f, g, w):
-        return points_vjp(applier(X, Y, f, g), X, Y, reg, w, comm)
+        return points_vjp(applier(X, Y, f, g), X, Y, reg, w, comm, metric=metric)
 
     X, Y, a, b = lib.inputs(call["X_s"], call["X_t"], call["a"], call["b"], comm)
     return lib.total(lib.loss(X, Y, a, b, solve, vjp, comm), comm)
@@ -187,8 +187,8 @@ def empirical_sinkhorn2(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", num
     ``ot.bregman.empirical_sinkhorn2`` (the arguments of
     :func:`empirical_sinkhorn`); with ``comm``, the total over all ranks.
     On PyTorch tensors or JAX arrays (``log=False``) the loss is differentiable
-    in the points and the weights (squared Euclidean cost; the n x m plan is
-    never formed; with ``comm``, ``backward()`` is collective).
+    in the points and the weights (either metric; the n x m plan is never
+    formed; with ``comm``, ``backward()`` is collective).
 
     Examples
     --------
@@ -303,13 +303,13 @@ def empirical_plan_rows(X_s, X_t, reg, f, g, rows=None, metric="sqeuclidean", co
 
 
 # ---------------------------------------------------------------------------
-def _apply(X_s, X_t, reg, f, g, V, metric, transpose, comm, kwargs):
+def _apply(X_s, X_t, reg, f, g, V, metric, transpose, comm, kwargs, power=0):
     X = np.asarray(X_s)
     dtype = np.float32 if X.dtype == np.float32 else np.float64
     return _conveyor.apply_plan_points(np.ascontiguousarray(X, dtype=dtype), np.ascontiguousarray(X_t, dtype=dtype),
                                        f, g, reg, np.ascontiguousarray(V, dtype=dtype),
                                        comm_address(MPI.COMM_SELF if comm is None else comm),
-                                       dict(metric=str(metric).lower(), transpose=bool(transpose),
+                                       dict(metric=str(metric).lower(), transpose=bool(transpose), cost_power=power,
                                             **{k: kwargs[k] for k in ("threads",) if k in kwargs}))
 
 

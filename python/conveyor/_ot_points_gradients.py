@@ -18,7 +18,8 @@ The sums of W need sum_j P_ij C_ij and sum_j P_ij C_ij y_j; with C_ij = |x_i|^2
 - 2 x_i.y_j + |y_j|^2 they come from P applied to [1, Y, |y|^2, |y|^2 Y, y y^T]
 (2 + 2d + d^2 columns; the transposed side likewise). Cost: two such
 applications, two per conjugate-gradient iteration, two at the end; no n x m
-array. Other metrics (the Euclidean distance) have no such expansion: refused.
+array. The Euclidean distance has no such expansion: its sums come from the
+engine's plan weighted by the cost or its inverse (_euclidean_vjp).
 """
 import types
 import warnings
@@ -65,11 +66,14 @@ def _cost_sums(U, m):
     return total, moment
 
 
-def local_loss(apply, X, Y):
-    """This rank's rows' share of <P, C>: sum_i sum_j P_ij |x_i - y_j|^2, from P
-    applied to [1, Y, |y|^2]."""
+def local_loss(apply, X, Y, metric="sqeuclidean"):
+    """This rank's rows' share of <P, C>: sum_i sum_j P_ij C(x_i, y_j), for the
+    squared distance from P applied to [1, Y, |y|^2], for the distance from P o C
+    applied to ones (the engine's cost_power=1)."""
     X = np.asarray(X, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
+    if metric == "euclidean":
+        return float(apply(np.ones((Y.shape[0], 1)), False, 1).sum())
     sums = apply(np.ascontiguousarray(np.concatenate([np.ones((Y.shape[0], 1)), Y, np.einsum("ij,ij->i", Y, Y)[:, None]],
                                                      axis=1)), False)
     d = X.shape[1]
@@ -77,19 +81,10 @@ def local_loss(apply, X, Y):
                   + sums[:, 1 + d]).sum())
 
 
-def points_vjp(apply, X, Y, reg, w, comm=None, tol=1e-10, max_iter=None):
-    """(dL/dX, dL/dY, dL/da, dL/db) for this rank's points and weights, L being
-    sum over ranks of w_r times rank r's share of <P, C>; `apply(V, transpose)`
-    applies this rank's view of the plan (collective with comm). float64."""
-    X = np.asarray(X, dtype=np.float64)
-    Y = np.asarray(Y, dtype=np.float64)
-    reg, w = float(reg), float(w)
-    rows = _moments(lambda V: apply(V, False), Y, None)                     # sums over targets
-    cols = _moments(lambda V: apply(V, True), X, np.full(X.shape[0], w))   # sums over sources, w-weighted
-    row_cost, row_moment = _cost_sums(X, rows)
-    col_cost, col_moment = _cost_sums(Y, cols)
-    s_rows, s_cols = w * row_cost, col_cost
-    p_r, p_c = rows.ones, cols.ones
+def _adjoint(apply, s_rows, s_cols, p_r, p_c, reg, comm, tol, max_iter, Y=None):
+    """The adjoint (alpha, beta) of H [alpha; beta] = [s_rows; s_cols] (on the
+    Schur complement of the source block, by conjugate gradients), and P applied
+    to [beta] (with Y: [beta, beta Y]) on the way."""
     inv_r = np.divide(1.0, p_r, out=np.zeros_like(p_r), where=p_r > 0)
     inv_c = np.divide(1.0, p_c, out=np.zeros_like(p_c), where=p_c > 0)
 
@@ -100,14 +95,33 @@ def points_vjp(apply, X, Y, reg, w, comm=None, tol=1e-10, max_iter=None):
         return p_c * beta - apply((inv_r * apply(beta[:, None], False)[:, 0])[:, None], True)[:, 0]
 
     rhs = s_cols - apply((inv_r * s_rows)[:, None], True)[:, 0]
-    total_targets = int(_summed(comm, np.array([float(Y.shape[0])]))[0])
+    total_targets = int(_summed(comm, np.array([float(p_c.shape[0])]))[0])
     limit = max_iter if max_iter is not None else max(100, 10 * total_targets)
     beta, residual = _conjugate_gradients(schur, rhs, inv_c, dot, tol, limit)
     if residual > max(tol, 1e-6):
         warnings.warn(f"conveyor.ot: the gradient's linear solve stopped at relative residual {residual:.1e} "
-                      f"(reg {reg} may be too small for this problem)", UserWarning, stacklevel=3)
-    forward = apply(np.ascontiguousarray(np.concatenate([beta[:, None], beta[:, None] * Y], axis=1)), False)
-    alpha = inv_r * (s_rows - forward[:, 0])
+                      f"(reg {reg} may be too small for this problem)", UserWarning, stacklevel=4)
+    columns = [beta[:, None]] if Y is None else [beta[:, None], beta[:, None] * Y]
+    forward = apply(np.ascontiguousarray(np.concatenate(columns, axis=1)), False)
+    return inv_r * (s_rows - forward[:, 0]), beta, forward
+
+
+def points_vjp(apply, X, Y, reg, w, comm=None, tol=1e-10, max_iter=None, metric="sqeuclidean"):
+    """(dL/dX, dL/dY, dL/da, dL/db) for this rank's points and weights, L being
+    sum over ranks of w_r times rank r's share of <P, C>; `apply(V, transpose,
+    cost_power=0)` applies this rank's view of the plan (collective with comm).
+    float64."""
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    reg, w = float(reg), float(w)
+    if metric == "euclidean":
+        return _euclidean_vjp(apply, X, Y, reg, w, comm, tol, max_iter)
+    rows = _moments(lambda V: apply(V, False), Y, None)                     # sums over targets
+    cols = _moments(lambda V: apply(V, True), X, np.full(X.shape[0], w))   # sums over sources, w-weighted
+    row_cost, row_moment = _cost_sums(X, rows)
+    col_cost, col_moment = _cost_sums(Y, cols)
+    p_r, p_c = rows.ones, cols.ones
+    alpha, beta, forward = _adjoint(apply, w * row_cost, col_cost, p_r, p_c, reg, comm, tol, max_iter, Y)
     back = apply(np.ascontiguousarray(np.concatenate([alpha[:, None], alpha[:, None] * X], axis=1)), True)
     # Row i: sum_j W_ij and sum_j W_ij y_j; column j: sum_i W_ij and sum_i W_ij x_i.
     row_w = w * p_r + (alpha * p_r + forward[:, 0] - w * row_cost) / reg
@@ -116,6 +130,38 @@ def points_vjp(apply, X, Y, reg, w, comm=None, tol=1e-10, max_iter=None):
     col_wx = cols.wZ + (back[:, 1:] + beta[:, None] * cols.Z - col_moment) / reg
     grad_X = 2 * (X * row_w[:, None] - row_wy)
     grad_Y = 2 * (Y * col_w[:, None] - col_wx)
+    return grad_X, grad_Y, _centred(alpha, comm), _centred(beta, comm)
+
+
+def _euclidean_vjp(apply, X, Y, reg, w, comm, tol, max_iter):
+    """points_vjp for C_ij = |x_i - y_j|, whose gradient (x_i - y_j) / C_ij has no
+    moment expansion: the sums come from the engine's P o C (cost_power=1) and
+    P o C^-1 (cost_power=-1, 0 at C_ij = 0, where x_i - y_j = 0 too). With
+    W_ij = P_ij (w + (alpha_i + beta_j - w C_ij) / reg) and Q = P o C^-1,
+      dL/dx_i = sum_j W_ij (x_i - y_j) / C_ij
+              = t_i (x_i Q1 - QY)_i + (x_i Q beta - Q (beta Y))_i / reg - w (x_i P1 - PY)_i / reg,
+    t_i = w + alpha_i / reg, and dL/dy_j alike with Q^T and P^T (the rows' w per
+    rank). Applications: four, two per conjugate-gradient iteration, three."""
+    n, m = X.shape[0], Y.shape[0]
+    wn = np.full(n, w)
+    plain_rows = apply(np.ascontiguousarray(np.concatenate([np.ones((m, 1)), Y], axis=1)), False)
+    plain_cols = apply(np.ascontiguousarray(np.concatenate([np.ones((n, 1)), wn[:, None], wn[:, None] * X], axis=1)),
+                       True)
+    row_cost = apply(np.ones((m, 1)), False, 1)[:, 0]
+    col_cost = apply(wn[:, None], True, 1)[:, 0]
+    p_r, p_c = plain_rows[:, 0], plain_cols[:, 0]
+    alpha, beta, _ = _adjoint(apply, w * row_cost, col_cost, p_r, p_c, reg, comm, tol, max_iter)
+    q = apply(np.ascontiguousarray(np.concatenate([np.ones((m, 1)), Y, beta[:, None], beta[:, None] * Y], axis=1)),
+              False, -1)
+    d = X.shape[1]
+    t = w + alpha / reg
+    grad_X = (t[:, None] * (X * q[:, :1] - q[:, 1:1 + d]) + (X * q[:, 1 + d:2 + d] - q[:, 2 + d:]) / reg
+              - w * (X * p_r[:, None] - plain_rows[:, 1:]) / reg)
+    tn = wn + alpha / reg
+    qt = apply(np.ascontiguousarray(np.concatenate([tn[:, None], tn[:, None] * X, np.ones((n, 1)), X], axis=1)),
+               True, -1)
+    grad_Y = ((Y * qt[:, :1] - qt[:, 1:1 + d]) + beta[:, None] * (Y * qt[:, 1 + d:2 + d] - qt[:, 2 + d:]) / reg
+              - (Y * plain_cols[:, 1:2] - plain_cols[:, 2:]) / reg)
     return grad_X, grad_Y, _centred(alpha, comm), _centred(beta, comm)
 
 

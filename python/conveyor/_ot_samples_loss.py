@@ -25,8 +25,8 @@ the gradient of OT_eps in x_i is a_i times that of its potential): in a weight,
 the potential it multiplies (or its unbalanced form); in a point x_i (p = 2),
 c_i d (x_i - sum_j w_ij y_j) from each softmin with x_i as a row, w its weights
 (softmin_points' averages of the columns' points, in the same pass) and c the
-derivative of the value in its output. p = 1 gives values and weight gradients;
-its point gradients are not computed (an error).
+derivative of the value in its output; for p = 1, c_i d sum_j w_ij (x_i - y_j) /
+|x_i - y_j| (the engine's averages under cost_power=-1, 0 at coincident points).
 
 Passes (each one engine pass over the n m pairs, split over the ranks): 2 per
 eps, 4 with debias, and as many for the last update (gradients included).
@@ -211,11 +211,12 @@ class _Problems:
             raise ValueError(f"{name} must hold one weight per point ({shape}), got shape {w.shape}")
         return w
 
-    def softmin(self, eps, rows, cols, h, values=None):
-        """(-eps LSE_j (h_j - C(rows_i, cols_j) / eps), lse, averages of `values`)."""
+    def softmin(self, eps, rows, cols, h, values=None, cost_power=0):
+        """(-eps LSE_j (h_j - C(rows_i, cols_j) / eps), lse, averages of `values`
+        (with cost_power -1: of values_j / |rows_i - cols_j|))."""
         lse, avg = _conveyor.softmin_points(rows, cols, np.ascontiguousarray(h, dtype=self.x.dtype),
                                            _KERNEL_EPS[self.p] * eps, values, self.address,
-                                           {"metric": _METRIC[self.p]})
+                                           {"metric": _METRIC[self.p], "cost_power": cost_power})
         return -eps * lse.astype(np.float64), lse.astype(np.float64), avg
 
     def total(self, local):
@@ -287,8 +288,9 @@ def _problems(loss, a, x, b, y, diameter, grads, point_grads):
     d = damping(eps)
     # The last update, not averaged: its weights' potentials are held fixed.
     held = [lw + pots[partner[k]] / eps for k, (r, c, lw) in enumerate(problems)]
-    want_rows = grads and point_grads and p == 2
-    last = [pr.softmin(eps, r, c, h, c if want_rows else None) for (r, c, lw), h in zip(problems, held)]
+    want_rows = grads and point_grads and not loss.potentials
+    last = [pr.softmin(eps, r, c, h, *_gradient_values(p, c) if want_rows else (None,))
+            for (r, c, lw), h in zip(problems, held)]
     pots = [d * s[0] for s in last]
     f_ba, g_ab = pots[0], pots[1]
     f_aa, g_bb = (pots[2], pots[3]) if debias else (None, None)
@@ -330,13 +332,24 @@ def _problems(loss, a, x, b, y, diameter, grads, point_grads):
     db = weight_grad(g_ab, g_bb).astype(pr.x.dtype)
     if not point_grads:
         return value, (da, None, db, None)
-    if p != 2:
-        raise NotImplementedError("conveyor.ot.SamplesLoss: gradients in the points need p=2 (p=1 gives values "
-                                  "and weight gradients)")
     # Points: each problem's rows alone (its columns held fixed, as GeomLoss's
-    # cost(x, y.detach())): c_i d (x_i - sum_j w_ij y_j).
+    # cost(x, y.detach())): c_i d sum_j w_ij grad C(x_i, y_j), which is
+    # c_i d (x_i - sum_j w_ij y_j) for p = 2 and, for p = 1,
+    # c_i d (x_i sum_j w_ij / C_ij - sum_j w_ij y_j / C_ij).
     dx = np.zeros(pr.x.shape, dtype=np.float64)
     dy = np.zeros(pr.y.shape, dtype=np.float64)
     for (rows, _, _), (_, _, avg), c, grad in zip(problems, last, coefficients, [dx, dy, dx, dy]):
-        grad += (d * c)[..., None] * (rows.astype(np.float64) - avg.astype(np.float64))
+        avg = avg.astype(np.float64)
+        x = rows.astype(np.float64)
+        direction = x - avg if p == 2 else x * avg[..., :1] - avg[..., 1:]
+        grad += (d * c)[..., None] * direction
     return value, (da, dx.astype(pr.x.dtype), db, dy.astype(pr.y.dtype))
+
+
+def _gradient_values(p, cols):
+    """The softmin's values and cost power whose averages give the point
+    gradients: the columns' points (p = 2), or [1, points] over |x - y| (p = 1)."""
+    if p == 2:
+        return cols, 0
+    ones = np.ones(cols.shape[:-1] + (1,), dtype=cols.dtype)
+    return np.ascontiguousarray(np.concatenate([ones, cols], axis=-1)), -1

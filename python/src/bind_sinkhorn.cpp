@@ -262,6 +262,7 @@ void convert_apply(apply_args& s, nb::handle X, nb::handle Y, nb::handle log_u, 
   opt.read_with("metric", [&](nb::handle h) { s.o.metric = sk::parse_metric(value<std::string>(h, "metric", "a string")); });
   opt.read("transpose", s.o.transpose, "a bool");
   opt.read("threads", s.o.threads, "an int");
+  opt.read("cost_power", s.o.cost_power, "an int");
   opt.finish();
   const nb::object dtype = convert_clouds(s, X, Y, /*batch_ok=*/true);
   s.o.batch = s.batch;
@@ -300,6 +301,7 @@ void convert_softmin(softmin_args& s, nb::handle X, nb::handle Y, nb::handle h, 
   option_reader opt(options);
   opt.read_with("metric", [&](nb::handle m) { s.o.metric = sk::parse_metric(value<std::string>(m, "metric", "a string")); });
   opt.read("threads", s.o.threads, "an int");
+  opt.read("cost_power", s.o.cost_power, "an int");
   opt.finish();
   const nb::object dtype = convert_clouds(s, X, Y, /*batch_ok=*/true);
   s.o.batch = s.batch;

@@ -356,7 +356,8 @@ int conveyor_sinkhorn_points(conveyor_dtype t, const void* X, size_t n, const vo
 void conveyor_plan_apply_options_init(conveyor_plan_apply_options* options) {
   if (!options) return;
   const sk::plan_apply_options d;
-  *options = conveyor_plan_apply_options{static_cast<int>(d.metric), d.transpose ? 1 : 0, d.threads, d.batch};
+  *options = conveyor_plan_apply_options{static_cast<int>(d.metric), d.transpose ? 1 : 0, d.threads, d.batch,
+                                         d.cost_power};
 }
 
 namespace {
@@ -383,6 +384,7 @@ int conveyor_apply_plan_points(conveyor_dtype t, const void* X, size_t n, const 
         o.transpose = options->transpose != 0;
         o.threads = options->threads;
         o.batch = options->batch;
+        o.cost_power = options->cost_power;
       }
       return o;
     });

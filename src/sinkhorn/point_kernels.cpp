@@ -10,8 +10,15 @@
 // Pass 1 has two forms: differences (exact for close points far from the origin)
 // below dot_min_dim(), and from it ||x||^2 + ||y||^2 - 2<x, y> with kDotRows rows
 // per load of the tile's coordinates (d FMAs per pair instead of d subtractions and
-// d FMAs; the callers center the points). One exp per pair. Applying a plan
-// (apply_block) runs the same pass 1 (either form), then k dot products per tile.
+// d FMAs; the callers center the points). Its cancellation leaves an absolute
+// error of a few ulps of |x|^2 + |y|^2: harmless in a squared distance, but a
+// square root turns it into sqrt(ulp) (1e-8 of the clouds' size in double, 3e-4
+// in float) where two points meet (every point of a debiasing problem), and a
+// 1 / C weight into a huge one. So for the distance and for 1 / C, the lanes
+// whose squared distance is below kNear (|x|^2 + |y|^2) are recomputed by
+// differences (rare but for such pairs). One exp per pair. Applying a plan
+// (apply_block) runs the same pass 1 (either form), then k dot products per tile;
+// with a power of the cost (its gradients' sums) pass 1 also keeps the costs.
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "sinkhorn/point_kernels.cpp"
@@ -154,9 +161,35 @@ void TileNorms(const T* HWY_RESTRICT yt, std::size_t dim, std::size_t stride, st
   for (; j < n; ++j) norms(d1, j);
 }
 
+// Below this fraction of |x|^2 + |y|^2 a squared distance by dot products is
+// recomputed by differences where its error would grow (the header): its
+// relative error is then at most ~2 ulp / kNear (2e-13 in double, 1e-4 in float).
+constexpr double kNear = 1.0 / 1024;
+
+// The lanes of sq (row x against the tile's columns [at, at + lanes)) below
+// kNear (|x|^2 + |y|^2), recomputed by differences.
+template <class D, class T>
+HWY_INLINE hn::Vec<D> NearByDifferences(D tag, hn::Vec<D> sq, const T* HWY_RESTRICT x, std::size_t dim,
+                                        const T* HWY_RESTRICT yt, std::size_t stride, std::size_t at, T xn,
+                                        const T* HWY_RESTRICT yn) {
+  T lanes[256 / sizeof(T)];  // (the widest vector: SVE's 2048 bits)
+  hn::StoreU(sq, tag, lanes);
+  for (std::size_t l = 0; l < hn::Lanes(tag); ++l) {
+    if (!(lanes[l] < static_cast<T>(kNear) * (xn + yn[at + l]))) continue;
+    T sum = 0;
+    for (std::size_t k = 0; k < dim; ++k) {
+      const T t = x[k] - yt[k * stride + at + l];
+      sum += t * t;
+    }
+    lanes[l] = sum;
+  }
+  return hn::LoadU(tag, lanes);
+}
+
 // Pass 1 for kRows rows (x: row-major, dim each) against the tile: values into
-// v + r * kTile (costs into c + r * kTile when kCost), maxima into m[r].
-template <class T, bool kEuclid, bool kCost, std::size_t kRows>
+// v + r * kTile (costs into c + r * kTile when kCost), maxima into m[r]. With
+// kExactNear, squared distances near 0 by differences (NearByDifferences).
+template <class T, bool kEuclid, bool kCost, std::size_t kRows, bool kExactNear = kEuclid>
 void TileValuesByDots(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRICT yt, std::size_t stride,
                       const T* HWY_RESTRICT h, const T* HWY_RESTRICT yn, std::size_t n, T inv_eps,
                       T* HWY_RESTRICT v, T* HWY_RESTRICT c, T* HWY_RESTRICT m) {
@@ -187,6 +220,12 @@ void TileValuesByDots(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RES
     const auto y_norm = hn::LoadU(tag, yn + at), h_j = hn::LoadU(tag, h + at);
     const auto finish = [&](std::size_t r, decltype(dot0) dot) {
       auto cost = hn::Max(hn::NegMulAdd(hn::Set(tag, T(2)), dot, hn::Add(hn::Set(tag, xn[r]), y_norm)), hn::Zero(tag));
+      if constexpr (kExactNear) {
+        const auto bound = hn::Mul(hn::Set(tag, static_cast<T>(kNear)), hn::Add(hn::Set(tag, xn[r]), y_norm));
+        if (!hn::AllFalse(tag, hn::Lt(cost, bound))) {
+          cost = NearByDifferences(tag, cost, x + r * dim, dim, yt, stride, at, xn[r], yn);
+        }
+      }
       if constexpr (kEuclid) cost = hn::Sqrt(cost);
       if constexpr (kCost) hn::StoreU(cost, tag, c + r * kTile + at);
       const auto val = hn::NegMulAdd(cost, hn::Set(tag, inv_eps), h_j);
@@ -257,20 +296,33 @@ void MergeBlock(const T* x, std::size_t rows, std::size_t dim, const T* yt, std:
 }
 
 // Applying a plan, one row and one tile, after pass 1 (the values v_j and their
-// max m, by either form): e_j = exp(v_j - m) in place, then for each of the k
-// values sum_j e_j vt[c][j], folded into the row's running (max, k sums) in
-// double as Fold does.
-template <class T>
-void FoldValuesTile(T* HWY_RESTRICT e, std::size_t n, T m, const T* HWY_RESTRICT vt, std::size_t stride, std::size_t k,
-                    double* HWY_RESTRICT acc) {
+// max m, by either form): e_j = exp(v_j - m) in place (and, with kCost, the
+// costs c_j replaced by e_j C_ij^power, 0 where C_ij = 0 and power < 0), then
+// for each of the k values sum_j e_j vt[c][j] (the first `plain` of them) or
+// sum_j e_j C_ij^power vt[c][j] (the others), folded into the row's running
+// (max, k sums) in double as Fold does.
+template <class T, bool kCost>
+void FoldValuesTile(T* HWY_RESTRICT e, T* HWY_RESTRICT c, int power, std::size_t plain, std::size_t n, T m,
+                    const T* HWY_RESTRICT vt, std::size_t stride, std::size_t k, double* HWY_RESTRICT acc) {
   if (!(m > -std::numeric_limits<T>::infinity())) return;
   const hn::ScalableTag<T> d;
   const hn::CappedTag<T, 1> d1;
   const std::size_t N = hn::Lanes(d);
-  const auto vm = hn::Set(d, m);
+  const auto weigh = [&](auto tag, std::size_t at) {
+    const auto ex = hn::Exp(tag, hn::Sub(hn::LoadU(tag, e + at), hn::Set(tag, m)));
+    hn::StoreU(ex, tag, e + at);
+    if constexpr (kCost) {
+      const auto cost = hn::LoadU(tag, c + at);
+      const auto zero = hn::Zero(tag);
+      // (a pair at distance 0 contributes 0 to an inverse-cost sum: the
+      // subgradient of |x - y| there, as GeomLoss's clamped distance gives)
+      const auto w = power > 0 ? hn::Mul(ex, cost) : hn::IfThenElseZero(hn::Gt(cost, zero), hn::Div(ex, cost));
+      hn::StoreU(w, tag, c + at);
+    }
+  };
   std::size_t j = 0;
-  for (; j + N <= n; j += N) hn::StoreU(hn::Exp(d, hn::Sub(hn::LoadU(d, e + j), vm)), d, e + j);
-  for (; j < n; ++j) e[j] = hn::GetLane(hn::Exp(d1, hn::Set(d1, e[j] - m)));
+  for (; j + N <= n; j += N) weigh(d, j);
+  for (; j < n; ++j) weigh(d1, j);
   double& running_max = acc[0];
   double scale_old = 1, scale_new = 1;  // the running sums' and this tile's factors to the new max
   if (static_cast<double>(m) > running_max) {
@@ -279,26 +331,27 @@ void FoldValuesTile(T* HWY_RESTRICT e, std::size_t n, T m, const T* HWY_RESTRICT
   } else {
     scale_new = std::exp(static_cast<double>(m) - running_max);
   }
-  for (std::size_t c = 0; c < k; ++c) {
-    const T* HWY_RESTRICT values = vt + c * stride;
+  for (std::size_t col = 0; col < k; ++col) {
+    const T* HWY_RESTRICT values = vt + col * stride;
+    const T* HWY_RESTRICT w = (kCost && col >= plain) ? c : e;
     auto s0 = hn::Zero(d), s1 = hn::Zero(d);
     j = 0;
     for (; j + 2 * N <= n; j += 2 * N) {
-      s0 = hn::MulAdd(hn::LoadU(d, e + j), hn::LoadU(d, values + j), s0);
-      s1 = hn::MulAdd(hn::LoadU(d, e + j + N), hn::LoadU(d, values + j + N), s1);
+      s0 = hn::MulAdd(hn::LoadU(d, w + j), hn::LoadU(d, values + j), s0);
+      s1 = hn::MulAdd(hn::LoadU(d, w + j + N), hn::LoadU(d, values + j + N), s1);
     }
-    for (; j + N <= n; j += N) s0 = hn::MulAdd(hn::LoadU(d, e + j), hn::LoadU(d, values + j), s0);
+    for (; j + N <= n; j += N) s0 = hn::MulAdd(hn::LoadU(d, w + j), hn::LoadU(d, values + j), s0);
     double sum = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1))));
-    for (; j < n; ++j) sum += static_cast<double>(e[j]) * static_cast<double>(values[j]);
-    acc[1 + c] = acc[1 + c] * scale_old + sum * scale_new;
+    for (; j < n; ++j) sum += static_cast<double>(w[j]) * static_cast<double>(values[j]);
+    acc[1 + col] = acc[1 + col] * scale_old + sum * scale_new;
   }
 }
 
 // The rows against the block a tile at a time, pass 1 by differences or (from
 // dot_min_dim(), on centered points) by dot products kDotRows rows at a time.
-template <class T, bool kEuclid>
+template <class T, bool kEuclid, bool kCost>
 void ApplyBlockFor(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h,
-                   T inv_eps, const T* vt, std::size_t k, double* acc, T* scratch) {
+                   T inv_eps, int power, std::size_t plain, const T* vt, std::size_t k, double* acc, T* scratch) {
   constexpr std::size_t kTile = point_kernels<T>::kTile, kRows = point_kernels<T>::kDotRows;
   const bool by_dots = dim >= dot_min_dim();
   for (std::size_t j0 = 0; j0 < cols; j0 += kTile) {
@@ -310,30 +363,43 @@ void ApplyBlockFor(const T* x, std::size_t rows, std::size_t dim, const T* yt, s
     if (by_dots) {
       T* yn = scratch;
       T* v = scratch + kTile;
+      T* c = v + kRows * kTile;
       T m[kRows];
       TileNorms(tile_y, dim, cols, n, yn);
+      // (an inverse cost also takes the exact small distances)
+      const auto values = power < 0 ? TileValuesByDots<T, kEuclid, kCost, kRows, true>
+                                    : TileValuesByDots<T, kEuclid, kCost, kRows, kEuclid>;
+      const auto value = power < 0 ? TileValuesByDots<T, kEuclid, kCost, 1, true>
+                                   : TileValuesByDots<T, kEuclid, kCost, 1, kEuclid>;
       for (; i + kRows <= rows; i += kRows) {
-        TileValuesByDots<T, kEuclid, false, kRows>(x + i * dim, dim, tile_y, cols, tile_h, yn, n, inv_eps, v, nullptr, m);
-        for (std::size_t r = 0; r < kRows; ++r) FoldValuesTile(v + r * kTile, n, m[r], tile_v, cols, k, acc + (i + r) * (k + 1));
+        values(x + i * dim, dim, tile_y, cols, tile_h, yn, n, inv_eps, v, c, m);
+        for (std::size_t r = 0; r < kRows; ++r) {
+          FoldValuesTile<T, kCost>(v + r * kTile, c + r * kTile, power, plain, n, m[r], tile_v, cols, k,
+                                   acc + (i + r) * (k + 1));
+        }
       }
       for (; i < rows; ++i) {
-        TileValuesByDots<T, kEuclid, false, 1>(x + i * dim, dim, tile_y, cols, tile_h, yn, n, inv_eps, v, nullptr, m);
-        FoldValuesTile(v, n, m[0], tile_v, cols, k, acc + i * (k + 1));
+        value(x + i * dim, dim, tile_y, cols, tile_h, yn, n, inv_eps, v, c, m);
+        FoldValuesTile<T, kCost>(v, c, power, plain, n, m[0], tile_v, cols, k, acc + i * (k + 1));
       }
       continue;
     }
+    T* v = scratch;
+    T* c = scratch + kTile;
     for (; i < rows; ++i) {
-      const T m = TileValuesAndMax<T, kEuclid, false>(x + i * dim, dim, tile_y, cols, tile_h, n, inv_eps, scratch, nullptr);
-      FoldValuesTile(scratch, n, m, tile_v, cols, k, acc + i * (k + 1));
+      const T m = TileValuesAndMax<T, kEuclid, kCost>(x + i * dim, dim, tile_y, cols, tile_h, n, inv_eps, v, c);
+      FoldValuesTile<T, kCost>(v, c, power, plain, n, m, tile_v, cols, k, acc + i * (k + 1));
     }
   }
 }
 
 template <class T>
 void ApplyBlock(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h, T inv_eps,
-                metric ground, const T* vt, std::size_t k, double* acc, T* scratch) {
-  (ground == metric::euclidean ? ApplyBlockFor<T, true> : ApplyBlockFor<T, false>)(x, rows, dim, yt, cols, h, inv_eps,
-                                                                                  vt, k, acc, scratch);
+                metric ground, int power, std::size_t plain, const T* vt, std::size_t k, double* acc, T* scratch) {
+  const bool euclid = ground == metric::euclidean;
+  auto* run = euclid ? (power ? ApplyBlockFor<T, true, true> : ApplyBlockFor<T, true, false>)
+                     : (power ? ApplyBlockFor<T, false, true> : ApplyBlockFor<T, false, false>);
+  run(x, rows, dim, yt, cols, h, inv_eps, power, plain, vt, k, acc, scratch);
 }
 
 // Built on the first lookup of this target (after the CPU check), never at load.

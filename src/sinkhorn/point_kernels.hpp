@@ -18,9 +18,11 @@ struct running_lse {
   double weighted;
 };
 
-/// From this dimension on, merge_block computes the costs as |x|^2 + |y|^2 -
-/// 2 <x, y> (kDotRows rows per load of the tile's coordinates) instead of from
-/// differences; the callers then pass centered points. CONVEYOR_POINTS_DOT_MIN_DIM
+/// From this dimension on, merge_block computes the costs from
+/// |x|^2 + |y|^2 - 2 <x, y> (kDotRows rows per load of the tile's coordinates)
+/// instead of from differences; the callers then pass centered points. Where a
+/// square root or 1 / C would magnify its cancellation (pairs near distance 0)
+/// the lanes are recomputed by differences (point_kernels.cpp). CONVEYOR_POINTS_DOT_MIN_DIM
 /// (read once per process) overrides the measured crossover.
 std::size_t dot_min_dim();
 
@@ -46,9 +48,12 @@ struct point_kernels {
   /// over the block's `cols` points into acc[i * (k + 1) ...]: the running
   /// maximum of the exponents (start: -Inf), then the k sums on its scale
   /// (start: 0). vt holds the values transposed (vt[c * cols + j]); yt and h as
-  /// merge_block. Each row visits its columns in index order.
+  /// merge_block. Each row visits its columns in index order. With power 1 or
+  /// -1 the columns from `plain` on sum exp(...) C_ij^power v_jc instead (0 for
+  /// a pair with C_ij = 0 under -1); power 0: every column plain.
   void (*apply_block)(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h,
-                      T inv_eps, metric ground, const T* vt, std::size_t k, double* acc, T* scratch);
+                      T inv_eps, metric ground, int power, std::size_t plain, const T* vt, std::size_t k, double* acc,
+                      T* scratch);
 };
 
 struct point_kernel_tables {

@@ -12,7 +12,8 @@
 //      row folds sum_j exp(h_j - C_ij / eps) V_jc into a running
 //      (max, k sums) in double (point_kernels' apply_block: the costs by
 //      differences, or from dot_min_dim() by dot products on points centered
-//      on their common bounding box, as the solver);
+//      on their common bounding box, as the solver), each term times C_ij^power
+//      under plan_apply_options::cost_power (softmin_points: not the ones);
 //   3. out_ic = exp(row potential_i + max_i) sum_ic.
 // Work: one solver pass (n m pairs over the ranks) plus k FMAs per pair; bytes
 // per rank: (P - 1)/P of the other side's (1 + dim + k) N elements.
@@ -94,6 +95,7 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
       bad("unknown metric " + std::to_string(static_cast<int>(o.metric)));
     }
     if (o.threads < 0) bad("threads must be >= 0");
+    if (o.cost_power < -1 || o.cost_power > 1) bad("cost_power must be -1, 0 or 1, got " + std::to_string(o.cost_power));
     if (o.batch > (std::size_t{1} << 40)) bad("batch " + std::to_string(o.batch) + " is not a problem count");
     // (arrays of no elements may be null: no points, or no problems)
     const std::size_t n = p.n * o.batch, m = p.m * o.batch;
@@ -111,7 +113,7 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
   call.must_match("dims", static_cast<std::int64_t>(p.dim)).must_match("value counts (k)", static_cast<std::int64_t>(p.k));
   call.must_match("dtypes", dtype_of_v<T>).must_match("metrics", o.metric, metric_name);
   call.must_match("transpose flags", o.transpose ? 1 : 0).must_match("calls (softmin_points: 1)", p.softmin ? 1 : 0);
-  call.must_match("batch sizes", static_cast<std::int64_t>(o.batch));
+  call.must_match("batch sizes", static_cast<std::int64_t>(o.batch)).must_match("cost powers", std::int64_t{o.cost_power});
   if (eps_valid) call.must_match_real("eps values", p.eps);
   run_context ctx = agreed_context(call);
   const apply_sides<T> s = sides_of(p, gather_shares(ctx.comm, ctx.size, p.n, p.m), o.transpose);
@@ -185,7 +187,7 @@ void product(const run_context& ctx, const apply_problem<T>& p, const plan_apply
         const std::size_t b = r / s.rows, end = std::min(r1, (b + 1) * s.rows);
         const T* part = block + b * per_point * part_count;
         kernels.apply_block(s.row_points + r * p.dim, end - r, p.dim, part + part_count, part_count, part, inv_eps,
-                            o.metric, part + part_count * (1 + p.dim), k, acc.data() + r * (k + 1),
+                            o.metric, o.cost_power, ones, part + part_count * (1 + p.dim), k, acc.data() + r * (k + 1),
                             scratch.data() + static_cast<std::size_t>(tid) * point_kernels<T>::kScratch);
         r = end;
       }

@@ -439,16 +439,19 @@ TEST(SinkhornPoints, EmptyAndZeroWeightPoints) {
 // ---------------------------------------------------------------------------
 // The plan applied without forming it: against the formed plan
 // ---------------------------------------------------------------------------
-// P V (or P^T V) from the gathered potentials, for the rows [first, first + count).
+// (P o C^power) V (or its transpose times V) from the gathered potentials, for
+// the rows [first, first + count); power -1 counts a pair at cost 0 as 0.
 std::vector<double> formed_product(const clouds& c, const distributed_run& run, double eps, sk::metric metric,
                                    const std::vector<double>& V, std::size_t k, bool transpose, std::size_t first,
-                                   std::size_t count) {
+                                   std::size_t count, int power) {
   std::vector<double> out(count * k, 0.0);
   for (std::size_t r = 0; r < count; ++r) {
     const std::size_t own = first + r;
     for (std::size_t o = 0; o < (transpose ? c.n : c.m); ++o) {
       const std::size_t i = transpose ? o : own, j = transpose ? own : o;
-      const double P = std::exp(run.log_u[i] + run.log_v[j] - ground(c, i, j, metric) / eps);
+      const double C = ground(c, i, j, metric);
+      const double factor = power == 0 ? 1.0 : power > 0 ? C : C > 0 ? 1 / C : 0.0;
+      const double P = factor * std::exp(run.log_u[i] + run.log_v[j] - C / eps);
       for (std::size_t q = 0; q < k; ++q) out[r * k + q] += P * V[o * k + q];
     }
   }
@@ -456,7 +459,8 @@ std::vector<double> formed_product(const clouds& c, const distributed_run& run, 
 }
 
 template <class T>
-void expect_apply_matches(const clouds& c, sk::metric metric, std::size_t k, bool transpose, double tolerance) {
+void expect_apply_matches(const clouds& c, sk::metric metric, std::size_t k, bool transpose, double tolerance,
+                          int power = 0) {
   const double eps = 0.05;
   auto o = fixed_iterations(15);
   o.metric = metric;
@@ -474,9 +478,10 @@ void expect_apply_matches(const clouds& c, sk::metric metric, std::size_t k, boo
   ao.metric = metric;
   ao.transpose = transpose;
   ao.threads = 1;
+  ao.cost_power = power;
   sk::apply_plan_points(X.data(), bx.count, Y.data(), by.count, c.d, log_u.data(), log_v.data(), eps, mine.data(), k,
                         out.data(), MPI_COMM_WORLD, ao);
-  const auto want = formed_product(c, run, eps, metric, V, k, transpose, own.first, own.count);
+  const auto want = formed_product(c, run, eps, metric, V, k, transpose, own.first, own.count, power);
   double largest = 0;
   for (double w : want) largest = std::max(largest, std::abs(w));
   for (std::size_t e = 0; e < want.size(); ++e) {
@@ -499,15 +504,22 @@ TEST(SinkhornPointsPlan, ApplyingThePlanEqualsTheFormedPlanTimesValues) {
   for (auto* points : {&far.X, &far.Y}) {
     for (double& x : *points) x += 1e4;
   }
-  for (const clouds& c : {make_clouds(37, 300, 3, 41, false), make_clouds(13, 300, 9, 42, false), far}) {
+  // Each cloud has a point of Y on a point of X (and, far away, on the last
+  // tile's): a cost of 0, which cost_power -1 must count as 0, not 1/0.
+  for (clouds c : {make_clouds(37, 300, 3, 41, false), make_clouds(13, 300, 9, 42, false), far}) {
     const bool is_far = c.X[0] > 1e3;
+    std::copy_n(c.X.begin() + 5 * c.d, c.d, c.Y.begin() + 7 * c.d);
+    std::copy_n(c.X.begin() + 2 * c.d, c.d, c.Y.begin() + 290 * c.d);
     for (const sk::metric metric : {sk::metric::sqeuclidean, sk::metric::euclidean}) {
-      for (const std::size_t k : {std::size_t(1), std::size_t(3)}) {
+      // (powers 1 and -1, the gradients' sums, at k = 3 only: the emulated CPUs' time)
+      for (const auto& [k, power] : {std::pair{std::size_t(1), 0}, std::pair{std::size_t(3), 0},
+                                     std::pair{std::size_t(3), 1}, std::pair{std::size_t(3), -1}}) {
         for (const bool transpose : {false, true}) {
           SCOPED_TRACE(std::string(sk::metric_name(metric)) + " d " + std::to_string(c.d) + (is_far ? " far" : "") +
-                       " k " + std::to_string(k) + (transpose ? " transposed" : ""));
-          expect_apply_matches<double>(c, metric, k, transpose, is_far ? 1e-9 : 1e-12);
-          if (!is_far) expect_apply_matches<float>(c, metric, k, transpose, 1e-4);
+                       " k " + std::to_string(k) + (transpose ? " transposed" : "") + " cost_power " +
+                       std::to_string(power));
+          expect_apply_matches<double>(c, metric, k, transpose, is_far ? 1e-9 : 1e-12, power);
+          if (!is_far) expect_apply_matches<float>(c, metric, k, transpose, 1e-4, power);
         }
       }
     }
@@ -723,6 +735,14 @@ TEST(SinkhornPointsPlan, BadInputOnAnyOneRankFailsEveryRank) {
       call_case u = fresh();
       if (me) u.o.transpose = true;
       expect_error_everywhere([&] { run(u); }, "different transpose flags");
+      call_case w = fresh();
+      if (me) w.o.cost_power = -1;
+      expect_error_everywhere([&] { run(w); }, "different cost powers");
+    }
+    {
+      call_case t = fresh();
+      if (me) t.o.cost_power = 2;
+      expect_error_everywhere([&] { run(t); }, "cost_power must be -1, 0 or 1, got 2");
     }
   }
 }
@@ -766,8 +786,10 @@ TEST(SinkhornPointsCApi, MatchesTheCppApi) {
   conveyor_plan_apply_options_init(&ao);
   EXPECT_EQ(ao.metric, CONVEYOR_POINTS_SQEUCLIDEAN);
   EXPECT_EQ(ao.transpose, 0);
+  EXPECT_EQ(ao.cost_power, 0);
   ao.metric = CONVEYOR_POINTS_EUCLIDEAN;
   ao.transpose = 1;
+  ao.cost_power = -1;
   const std::vector<float> W(bx.count * 2, 0.5f);
   std::vector<float> from_c(by.count * 2), from_cpp(by.count * 2);
   ASSERT_EQ(conveyor_apply_plan_points(CONVEYOR_FLOAT32, X.data(), bx.count, Y.data(), by.count, c.d, log_u.data(),
@@ -777,6 +799,7 @@ TEST(SinkhornPointsCApi, MatchesTheCppApi) {
   sk::plan_apply_options cpp_apply;
   cpp_apply.metric = sk::metric::euclidean;
   cpp_apply.transpose = true;
+  cpp_apply.cost_power = -1;
   sk::apply_plan_points(X.data(), bx.count, Y.data(), by.count, c.d, r.log_u.data(), r.log_v.data(), 0.05, W.data(), 2,
                         from_cpp.data(), MPI_COMM_WORLD, cpp_apply);
   EXPECT_EQ(from_c, from_cpp);

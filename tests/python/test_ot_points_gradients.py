@@ -50,29 +50,39 @@ def torch_grads(function, *arrays):
     return float(value), [t.grad.numpy() for t in tensors]
 
 
-def dense_loss(X, Y, a, b):
-    """The same loss through the cost matrix: conveyor.ot.sinkhorn2 on |x - y|^2."""
+def dense_loss(X, Y, a, b, metric="sqeuclidean"):
+    """The same loss through the cost matrix: conveyor.ot.sinkhorn2 on |x - y|^2,
+    or on |x - y| (its gradient taken as 0 where two points meet, as the engine's)."""
+    import torch
     M = ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
+    if metric == "euclidean":
+        M = torch.where(M > 0, M.clamp_min(1e-300).sqrt(), torch.zeros_like(M))
     return conveyor.ot.sinkhorn2(a, b, M, REG, stopThr=1e-14, numItermax=100000)
+
+
+METRICS = pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
 
 
 def centred(v):
     return v - v.mean()
 
 
-def test_torch_points_gradients_equal_the_cost_matrix_path():
+@METRICS
+def test_torch_points_gradients_equal_the_cost_matrix_path(metric):
     """Value and gradients in X, Y, a, b (the weights' centred) equal those of
     sinkhorn2 on the cost matrix made from the points in torch (each rank alone);
-    a loss of the value chains (loss**2)."""
+    a loss of the value chains (loss**2). The distance's sums come from the
+    engine's plan weighted by the cost and its inverse (cost_power)."""
     pytest.importorskip("torch")
     X, Y, a, b = clouds(seed=1)
-    value, grads = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], **TIGHT),
-                               X, Y, a, b)
-    ref_value, ref = torch_grads(dense_loss, X, Y, a, b)
+    value, grads = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], metric=metric,
+                                                                         **TIGHT), X, Y, a, b)
+    ref_value, ref = torch_grads(lambda *t: dense_loss(*t, metric=metric), X, Y, a, b)
     assert value == pytest.approx(ref_value, rel=1e-12)
     for mine, theirs, view in zip(grads, ref, [np.asarray, np.asarray, centred, centred]):
         np.testing.assert_allclose(view(mine), view(theirs), rtol=1e-8, atol=1e-12)
-    _, squared = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, a, b, **TIGHT) ** 2, X)
+    _, squared = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, a, b, metric=metric, **TIGHT) ** 2,
+                             X)
     np.testing.assert_allclose(squared[0], 2 * value * grads[0], rtol=1e-10)
 
 
@@ -91,11 +101,13 @@ def test_torch_points_gradients_match_pot():
         np.testing.assert_allclose(mine, theirs, rtol=1e-6, atol=1e-9)
 
 
-def test_points_gradients_match_finite_differences():
+@METRICS
+def test_points_gradients_match_finite_differences(metric):
     """Central differences of the NumPy solver's value in every coordinate of X and Y."""
     pytest.importorskip("torch")
     X, Y, a, b = clouds(n=5, m=4, d=2, seed=3)
-    _, grads = torch_grads(lambda X_, Y_: conveyor.ot.empirical_sinkhorn2(X_, Y_, REG, a, b, **TIGHT), X, Y)
+    _, grads = torch_grads(lambda X_, Y_: conveyor.ot.empirical_sinkhorn2(X_, Y_, REG, a, b, metric=metric, **TIGHT),
+                           X, Y)
     h = 1e-6
     for which, points in enumerate((X, Y)):
         fd = np.zeros_like(points)
@@ -103,32 +115,35 @@ def test_points_gradients_match_finite_differences():
             step = np.zeros_like(points)
             step[index] = h
             args = ((X + step, Y), (X - step, Y)) if which == 0 else ((X, Y + step), (X, Y - step))
-            plus, minus = (conveyor.ot.empirical_sinkhorn2(p[0], p[1], REG, a, b, **TIGHT) for p in args)
+            plus, minus = (conveyor.ot.empirical_sinkhorn2(p[0], p[1], REG, a, b, metric=metric, **TIGHT)
+                           for p in args)
             fd[index] = (plus - minus) / (2 * h)
         np.testing.assert_allclose(grads[which], fd, rtol=1e-6, atol=1e-8)
 
 
+@METRICS
 @pytest.mark.parametrize("first_empty", [False, True])
-def test_torch_points_split_over_ranks(first_empty):
+def test_torch_points_split_over_ranks(first_empty, metric):
     """With `comm` each rank holds a share of X (with a) and of Y (with b); the
     value is the total on every rank and backward() (collective) gives each rank
     its rows of the one-process gradients. Also with no points at all on rank 0,
     and with uniform weights (None)."""
     torch = pytest.importorskip("torch")
     X, Y, a, b = clouds(n=10, m=7, seed=4)
-    value, full = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], **TIGHT),
-                              X, Y, a, b)
+    value, full = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], metric=metric,
+                                                                        **TIGHT), X, Y, a, b)
     rx, ry = share(10, first_empty), share(7, first_empty)
     mine, grads = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], comm=COMM,
-                                                                        **TIGHT), X[rx], Y[ry], a[rx], b[ry])
+                                                                        metric=metric, **TIGHT),
+                              X[rx], Y[ry], a[rx], b[ry])
     assert mine == pytest.approx(value, rel=1e-11)
     np.testing.assert_allclose(grads[0], full[0][rx], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(grads[1], full[1][ry], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(grads[2], centred(full[2])[rx], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(grads[3], centred(full[3])[ry], rtol=1e-8, atol=1e-12)
-    _, uniform = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, **TIGHT), X)
+    _, uniform = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, metric=metric, **TIGHT), X)
     Xt = torch.tensor(X[rx], requires_grad=True)
-    conveyor.ot.empirical_sinkhorn2(Xt, torch.tensor(Y[ry]), REG, comm=COMM, **TIGHT).backward()
+    conveyor.ot.empirical_sinkhorn2(Xt, torch.tensor(Y[ry]), REG, comm=COMM, metric=metric, **TIGHT).backward()
     np.testing.assert_allclose(Xt.grad.numpy(), uniform[0][rx], rtol=1e-8, atol=1e-12)
 
 
@@ -195,18 +210,41 @@ def test_jax_points_value_and_grad():
     g32 = jax.grad(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, jnp.asarray(Y, jnp.float32), REG,
                                                              stopThr=1e-6))(jnp.asarray(X, jnp.float32))
     assert g32.dtype == jnp.float32
+    # the distance (cost_power sums) through the same custom VJP
+    _, ref = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, a, b, metric="euclidean", **TIGHT), X)
+    with enable_x64():
+        g = jax.grad(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, jnp.asarray(Y), REG, jnp.asarray(a), jnp.asarray(b),
+                                                               metric="euclidean", **TIGHT))(jnp.asarray(X))
+        np.testing.assert_allclose(np.asarray(g), ref[0], rtol=1e-8, atol=1e-12)
 
 
-def test_euclidean_gradients_refused_on_every_rank():
-    """metric="euclidean" (no expansion without the matrix) on tensors:
-    NotImplementedError on every rank, naming the metric; NumPy input still
-    solves it."""
+def test_euclidean_gradients_where_points_meet():
+    """metric="euclidean" with a point of Y on a point of X: |x - y| has no
+    gradient there; the engine's inverse cost counts that pair 0 (the
+    subgradient 0, as GeomLoss's clamped distance), so the gradients stay finite
+    and equal the dense path's with the same rule, and the divergence's
+    self-problems (every point on itself) differentiate too."""
     torch = pytest.importorskip("torch")
-    X, Y, a, b = clouds(n=4, m=3)
-    with pytest.raises(NotImplementedError, match="euclidean"):
-        conveyor.ot.empirical_sinkhorn2(torch.tensor(X, requires_grad=True), torch.tensor(Y), REG,
-                                        metric="euclidean", comm=COMM)
-    assert conveyor.ot.empirical_sinkhorn2(X, Y, REG, metric="euclidean") > 0
+    X, Y, a, b = clouds(n=6, m=5, seed=8)
+    Y[1] = X[3]
+    value, grads = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3],
+                                                                         metric="euclidean", **TIGHT), X, Y, a, b)
+    ref_value, ref = torch_grads(lambda *t: dense_loss(*t, metric="euclidean"), X, Y, a, b)
+    assert value == pytest.approx(ref_value, rel=1e-12)
+    for mine, theirs, view in zip(grads, ref, [np.asarray, np.asarray, centred, centred]):
+        assert np.isfinite(mine).all()
+        np.testing.assert_allclose(view(mine), view(theirs), rtol=1e-8, atol=1e-12)
+    loose = dict(stopThr=1e-8, numIterMax=100000)
+    _, div = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn_divergence(X_, Y, REG, a, b, metric="euclidean",
+                                                                              **loose), X)
+
+    def dense_divergence(X_):
+        Y_ = torch.tensor(Y)
+        return (dense_loss(X_, Y_, a, b, "euclidean")
+                - 0.5 * (dense_loss(X_, X_, a, a, "euclidean") + dense_loss(Y_, Y_, b, b, "euclidean")))
+
+    _, div_ref = torch_grads(dense_divergence, X)
+    np.testing.assert_allclose(div[0], div_ref[0], rtol=1e-5, atol=1e-7)
 
 
 def test_torch_tensor_off_the_cpu_refused_on_every_rank():

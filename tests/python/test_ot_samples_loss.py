@@ -82,23 +82,25 @@ def test_matches_geomloss_batch_uniform_and_potentials():
 
 
 @needs_geomloss
-def test_p1_values_and_weight_gradients():
-    """p = 1: |x - y| exactly (GeomLoss floors it at 1e-4): values and weight
-    gradients to 1e-3; point gradients are refused."""
-    a, x, b, y = clouds()
-
-    def weight_grads(loss):
-        a_, b_ = a.clone().requires_grad_(), b.clone().requires_grad_()
-        value = loss(a_, x, b_, y)
-        return value, torch.autograd.grad(value, [a_, b_])
-
-    ref, ref_grads = weight_grads(geomloss.SamplesLoss("sinkhorn", p=1, backend="tensorized"))
-    ours, our_grads = weight_grads(conveyor.ot.SamplesLoss("sinkhorn", p=1))
-    close(ours, ref, 1e-3)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("case", [dict(), dict(reach=0.5), dict(blur=0.2, debias=False),
+                                  dict(reach=0.3, debias=False)],
+                         ids=["default", "reach", "blur,no-debias", "reach,no-debias"])
+def test_p1_matches_geomloss(case, dtype):
+    """p = 1, the value and all four gradients, the points' from the engine's
+    averages over |x - y| (cost_power=-1). Without debiasing no two points meet
+    and float64 agrees to 1e-10; the debiasing problems meet every point with
+    itself, where GeomLoss's distance is at least 1e-4 and ours 0: 1e-3 there.
+    float32 against GeomLoss in float64 (1e-3): its float32 distances by
+    |x|^2 + |y|^2 - 2 <x, y> lose ~1e-3 near 0, ours (by differences) do not."""
+    a, x, b, y = clouds(dtype=dtype)
+    ref, ref_grads = value_and_grads(geomloss.SamplesLoss("sinkhorn", p=1, backend="tensorized", **case),
+                                     *(t.double() for t in (a, x, b, y)))
+    ours, our_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", p=1, **case), a, x, b, y)
+    rtol = 1e-10 if dtype == torch.float64 and case.get("debias") is False else 1e-3
+    close(ours, ref.to(dtype), rtol)
     for o, r in zip(our_grads, ref_grads):
-        close(o, r, 1e-3)
-    with pytest.raises(NotImplementedError, match="p=2"):
-        conveyor.ot.SamplesLoss("sinkhorn", p=1)(a, x.clone().requires_grad_(), b, y)
+        close(o, r.to(dtype), rtol)
 
 
 def share(count, first_empty):
@@ -114,7 +116,7 @@ def share(count, first_empty):
     return slice(first, first + base + (RANK - 1 < extra))
 
 
-@pytest.mark.parametrize("case", [dict(), dict(reach=0.5, debias=False)], ids=["balanced", "unbalanced"])
+@pytest.mark.parametrize("case", [dict(), dict(reach=0.5, debias=False), dict(p=1)], ids=["balanced", "unbalanced", "p1"])
 @pytest.mark.parametrize("first_empty", [False, True])
 def test_shares_over_ranks_give_the_one_process_result(case, first_empty):
     a, x, b, y = clouds()
@@ -160,6 +162,21 @@ def test_softmin_points_against_numpy(dtype):
     assert np.abs(avg - w @ Y.astype(np.float64)).max() <= tol * 10
     lse_only, none = _conveyor.softmin_points(X, Y, h, eps, None, comm_address(MPI.COMM_SELF), {})
     assert none.shape == (11, 0) and np.array_equal(lse_only, lse)
+    # cost_power: the averages weighted by C_ij^power, the log-sum-exps unchanged
+    # (a point of Y on a point of X: 0 under -1)
+    Y[5] = X[2]
+    C = ((X[:, None].astype(np.float64) - Y[None]) ** 2).sum(-1)
+    z = h[None].astype(np.float64) - C / eps
+    lse = z.max(1) + np.log(np.exp(z - z.max(1, keepdims=True)).sum(1))
+    w = np.exp(z - lse[:, None])
+    inverse = np.divide(1.0, C, out=np.zeros_like(C), where=C > 0)
+    for power, factor in ((1, C), (-1, inverse)):
+        got_lse, got = _conveyor.softmin_points(X, Y, h, eps, Y, comm_address(MPI.COMM_SELF), {"cost_power": power})
+        assert np.abs(got_lse - lse).max() <= tol * np.abs(lse).max()
+        want = (w * factor) @ Y.astype(np.float64)
+        assert np.abs(got - want).max() <= tol * 10 * np.abs(want).max()
+    with pytest.raises(ValueError, match="cost_power"):
+        _conveyor.softmin_points(X, Y, h, eps, Y, comm_address(MPI.COMM_SELF), {"cost_power": 2})
 
 
 @pytest.mark.parametrize("case", [dict(), dict(reach=0.5, debias=False), dict(p=1)], ids=["balanced", "unbalanced", "p1"])
@@ -169,16 +186,15 @@ def test_a_batch_equals_each_problem_alone(case):
     (one diameter given: a batch's default is that of all its problems)."""
     a, x, b, y = clouds(batch=5, seed=3)
     loss = conveyor.ot.SamplesLoss("sinkhorn", diameter=4.0, **case)
-    point_grads = case.get("p", 2) == 2
-    leaves = [t.clone().requires_grad_(point_grads or k % 2 == 0) for k, t in enumerate((a, x, b, y))]
+    leaves = [t.clone().requires_grad_() for t in (a, x, b, y)]
     values = loss(*leaves)
     assert values.shape == (5,)
-    grads = torch.autograd.grad(values.sum(), [t for t in leaves if t.requires_grad])
+    grads = torch.autograd.grad(values.sum(), leaves)
     for k in range(5):
-        one = [t[k].clone().requires_grad_(point_grads or j % 2 == 0) for j, t in enumerate((a, x, b, y))]
+        one = [t[k].clone().requires_grad_() for t in (a, x, b, y)]
         value = loss(*one)
         assert abs(float(value) - float(values[k])) <= 1e-12 * max(abs(float(value)), 1e-30)
-        for got, want in zip(grads, torch.autograd.grad(value, [t for t in one if t.requires_grad])):
+        for got, want in zip(grads, torch.autograd.grad(value, one)):
             close(got[k], want, 1e-11)
 
 
