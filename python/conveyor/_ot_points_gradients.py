@@ -1,5 +1,5 @@
 """Gradients of the point-cloud loss L = <P, C(X, Y)> (``empirical_sinkhorn2``,
-squared Euclidean cost) with respect to the points and the weights, by implicit
+squared Euclidean cost or the distance) with respect to the points and the weights, by implicit
 differentiation of the Sinkhorn fixed point (docs/algorithms.md, "Gradients of
 point-cloud losses"), without forming the n x m plan or cost: every sum over a
 row or column of P is one application of the plan (``apply(V, transpose)``,
