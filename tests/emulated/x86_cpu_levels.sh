@@ -133,8 +133,19 @@ for cpu in "${cpus[@]}"; do
   fi
 
   if [ -d "$build/python/conveyor" ]; then
+    # NumPy's import runs a BLAS dot product, and Debian's OpenBLAS (0.3.21, kernels
+    # chosen at load) picked its Haswell kernels under qemu64 on an AMD EPYC host
+    # (OPENBLAS_VERBOSE=2: "Core: Haswell", then SIGILL; on Intel hosts it had not):
+    # its kernels are pinned to the emulated level, which is NumPy's business, not
+    # this check's.
+    case $name in
+      qemu64) blas_core=Opteron ;;    # SSE2
+      Westmere) blas_core=Nehalem ;;  # SSE4.2
+      *) blas_core=Haswell ;;         # AVX2
+    esac
     check "$name python: import conveyor + allreduce np2" "python ok .* 2 ranks" \
-      "${launch[@]}" -n 2 "${emu[@]}" "${guest_env[@]}" -E "PYTHONPATH=$pypath" /usr/bin/python3 -c "
+      "${launch[@]}" -n 2 "${emu[@]}" "${guest_env[@]}" -E "PYTHONPATH=$pypath" -E "OPENBLAS_CORETYPE=$blas_core" \
+      /usr/bin/python3 -c "
 import numpy as np, conveyor
 from mpi4py import MPI
 comm = MPI.COMM_WORLD
