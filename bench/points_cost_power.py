@@ -14,13 +14,10 @@ its parent by passing both builds' python/ directories:
     taskset -c 0 python3 bench/points_cost_power.py --builds parent=OLD/python,new=build/openmpi/python
 """
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
 
-from point_bench_args import add_point_arguments  # (bench/, the script's directory)
+from point_bench_args import add_point_arguments, alternating_children  # (bench/, the script's directory)
 
 CHILD = r"""
 import json, sys, time
@@ -69,14 +66,13 @@ def main():
     print("| dtype | d | build | solve iteration (s) | apply plain (s) | apply o C (s) | apply o C^-1 (s) |")
     print("|---|---:|---|---:|---:|---:|---:|")
     for dtype in args.dtypes.split(","):
+        path = os.environ.get("PYTHONPATH", "")
+        runs = alternating_children(CHILD, args, dtype,
+                                    {name: {"PYTHONPATH": os.pathsep.join([where, path])} for name, where in builds.items()})
         times = {name: {} for name in builds}
-        for r in range(args.rounds):
-            for name in (list(builds) if r % 2 == 0 else list(reversed(list(builds)))):
-                env = dict(os.environ, PYTHONPATH=os.pathsep.join([builds[name], os.environ.get("PYTHONPATH", "")]),
-                           OMP_NUM_THREADS="1")
-                res = subprocess.run([sys.executable, "-c", CHILD, str(args.n), args.dims, dtype, str(args.lo),
-                                      str(args.hi)], env=env, check=True, capture_output=True, text=True)
-                for d, row in json.loads(res.stdout).items():
+        for name, outputs in runs.items():
+            for output in outputs:
+                for d, row in output.items():
                     for key, t in row.items():
                         times[name].setdefault((int(d), key), []).append(t)
         for d in sorted({d for d, _ in next(iter(times.values()))}):

@@ -10,13 +10,9 @@ setting is read once per process); median of the rounds. Per iteration =
     PYTHONPATH=build/openmpi/python taskset -c 0 python3 bench/points_dot_crossover.py
 """
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
 
-from point_bench_args import add_point_arguments  # (bench/, the script's directory)
+from point_bench_args import add_point_arguments, alternating_children  # (bench/, the script's directory)
 
 CHILD = r"""
 import json, sys, time
@@ -49,13 +45,12 @@ def main():
     print("| dtype | d | differences (s) | dot products (s) | dots / differences |")
     print("|---|---:|---:|---:|---:|")
     for dtype in args.dtypes.split(","):
+        runs = alternating_children(CHILD, args, dtype,
+                                    {name: {"CONVEYOR_POINTS_DOT_MIN_DIM": v} for name, v in paths.items()})
         times = {name: {} for name in paths}
-        for r in range(args.rounds):
-            for name in (list(paths) if r % 2 == 0 else list(reversed(list(paths)))):
-                env = dict(os.environ, CONVEYOR_POINTS_DOT_MIN_DIM=paths[name], OMP_NUM_THREADS="1")
-                res = subprocess.run([sys.executable, "-c", CHILD, str(args.n), args.dims, dtype, str(args.lo),
-                                      str(args.hi)], env=env, check=True, capture_output=True, text=True)
-                for d, t in json.loads(res.stdout).items():
+        for name, outputs in runs.items():
+            for output in outputs:
+                for d, t in output.items():
                     times[name].setdefault(int(d), []).append(t)
         for d in sorted(times["differences"]):
             diff, dots = (statistics.median(times[name][d]) for name in paths)
