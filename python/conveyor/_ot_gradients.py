@@ -71,11 +71,13 @@ def _conjugate_gradients(apply, rhs, preconditioner, dot, tol, max_iter):
     return y, float(np.sqrt(dot(r, r)) / norm)
 
 
-def plan_vjp(P, G, reg, comm=None, tol=1e-10, max_iter=None):
+def plan_vjp(P, G, reg, comm=None, tol=1e-10, max_iter=None, marginals=None):
     """The gradients of <P, G> (G held constant) with respect to `M` (this rank's
-    rows), `a` (this rank's rows; centred over all ranks) and `b` (whole;
-    centred), P being the entropic optimum for (a, b, M): the plan's
-    vector-Jacobian product. float64 throughout."""
+    rows), `a` (this rank's rows) and `b` (whole), P being the entropic optimum
+    for (a, b, M): the plan's vector-Jacobian product. Balanced (`marginals`
+    None): the weights' gradients centred over all ranks. Unbalanced:
+    `marginals` = (reg_m_rows, reg_m_cols, reference, a, b) of the problem
+    solved (_ot_unbalanced; reference "kl" or "entropy"). float64 throughout."""
     P = np.asarray(P, dtype=np.float64)
     G = np.asarray(G, dtype=np.float64)
     reg = float(reg)
@@ -84,11 +86,17 @@ def plan_vjp(P, G, reg, comm=None, tol=1e-10, max_iter=None):
     PG = P * G
     r = PG.sum(axis=1) / reg
     c = _summed(comm, PG.sum(axis=0)) / reg
-    inv_rows = np.divide(1.0, rows, out=np.zeros_like(rows), where=rows > 0)
-    inv_cols = np.divide(1.0, cols, out=np.zeros_like(cols), where=cols > 0)
+    # A KL penalty of weight reg_m on a marginal adds reg / reg_m to its block of H
+    # (1 + reg / reg_m times the marginal): nonsingular unless both are constraints.
+    diag_rows, diag_cols = rows, cols
+    if marginals is not None:
+        diag_rows = rows * (1.0 + reg / float(marginals[0]))
+        diag_cols = cols * (1.0 + reg / float(marginals[1]))
+    inv_rows = np.divide(1.0, diag_rows, out=np.zeros_like(rows), where=diag_rows > 0)
+    inv_cols = np.divide(1.0, diag_cols, out=np.zeros_like(cols), where=diag_cols > 0)
 
     def schur(y):
-        return cols * y - _summed(comm, P.T @ (inv_rows * (P @ y)))
+        return diag_cols * y - _summed(comm, P.T @ (inv_rows * (P @ y)))
 
     rhs = c - _summed(comm, P.T @ (inv_rows * r))
     limit = max_iter if max_iter is not None else max(100, 10 * cols.size)
@@ -96,12 +104,21 @@ def plan_vjp(P, G, reg, comm=None, tol=1e-10, max_iter=None):
     if residual > max(tol, 1e-6):
         warnings.warn(f"conveyor.ot: the gradient's linear solve stopped at relative residual {residual:.1e} "
                       f"(reg {reg} may be too small for this problem)", UserWarning, stacklevel=3)
-    x = inv_rows * (r - P @ y)
+    Py = P @ y
+    x = inv_rows * (r - Py)
     grad_M = P * (x[:, None] + y[None, :] - G / reg)
-    total_rows = _summed(comm, np.array([float(x.size)]))[0]
-    grad_a = reg * (x - _summed(comm, np.array([x.sum()]))[0] / total_rows)
-    grad_b = reg * (y - y.mean())
-    return grad_M, grad_a, grad_b
+    if marginals is None:
+        total_rows = _summed(comm, np.array([float(x.size)]))[0]
+        grad_a = reg * (x - _summed(comm, np.array([x.sum()]))[0] / total_rows)
+        grad_b = reg * (y - y.mean())
+        return grad_M, grad_a, grad_b
+    a, b = (np.asarray(w, dtype=np.float64) for w in marginals[3:5])
+    if marginals[2] == "kl":  # the reference a b^T moves with the weights
+        num_a, num_b = reg * (r - Py), reg * (c - _summed(comm, P.T @ x))
+    else:
+        num_a, num_b = reg * x * rows, reg * y * cols
+    return (grad_M, np.divide(num_a, a, out=np.zeros_like(a), where=a > 0),
+            np.divide(num_b, b, out=np.zeros_like(b), where=b > 0))
 
 
 def sinkhorn2_gradients(P, M, reg, comm=None, tol=1e-10, max_iter=None):
@@ -117,9 +134,10 @@ def is_jax(*arrays):
     return any(type(x).__module__.split(".")[0] in ("jax", "jaxlib") for x in arrays)
 
 
-def jax_plan(a, b, M, reg, solve, comm):
+def jax_plan(a, b, M, reg, solve, comm, penalties=None):
     """The entropic plan and its log potentials as a JAX function of (a, b, M)
-    with a custom VJP (plan_vjp; the potentials' cotangents are not used: callers
+    with a custom VJP (plan_vjp; `penalties`: None for the balanced problem, else
+    (reg_m_rows, reg_m_cols, reference) of the unbalanced one; the potentials' cotangents are not used: callers
     hand the potentials out through jax.lax.stop_gradient). The forward pass solves
     on NumPy copies (solve(a, b, M) -> (this rank's plan, log u, log v)), the
     backward pass is one implicit solve; both are host callbacks, so jax.grad,
@@ -139,14 +157,15 @@ def jax_plan(a, b, M, reg, solve, comm):
 
     def solution_forward(a_, b_, M_):
         out = jax.pure_callback(forward, shapes, a_, b_, M_)
-        return out, out[0]
+        return out, (out[0], a_, b_)
 
-    def solution_backward(P, cotangents):
-        def gradients(P_, G_):
-            gM, ga, gb = plan_vjp(P_, G_, reg, comm)
+    def solution_backward(residuals, cotangents):
+        def gradients(P_, a_, b_, G_):
+            marginals = None if penalties is None else (*penalties, a_, b_)
+            gM, ga, gb = plan_vjp(P_, G_, reg, comm, marginals=marginals)
             return ga.astype(dtype), gb.astype(dtype), gM.astype(dtype)
 
-        return jax.pure_callback(gradients, (shapes[1], shapes[2], shapes[0]), P, cotangents[0])
+        return jax.pure_callback(gradients, (shapes[1], shapes[2], shapes[0]), *residuals, cotangents[0])
 
     solution.defvjp(solution_forward, solution_backward)
     return solution(a, b, M)
@@ -176,6 +195,41 @@ def total_over_ranks(local, comm):
     rest = jax.pure_callback(lambda x: np.asarray(_summed(comm, np.array([float(x)]))[0] - float(x), dtype=x.dtype),
                              jax.ShapeDtypeStruct((), local.dtype), jax.lax.stop_gradient(local))
     return local + rest
+
+
+def jax_vector_total(local, comm):
+    """A JAX vector summed over `comm`, differentiable in this rank's term."""
+    if comm is None or comm.Get_size() == 1:
+        return local
+    import jax
+
+    def rest(x):
+        mine = np.asarray(x, dtype=np.float64)
+        return (_summed(comm, mine) - mine).astype(x.dtype)
+
+    return local + jax.pure_callback(rest, jax.ShapeDtypeStruct(local.shape, local.dtype),
+                                     jax.lax.stop_gradient(local))
+
+
+def jax_shared(x, comm):
+    """x (the same on every rank of `comm`, as b) unchanged, its cotangent summed
+    over the ranks: where each rank's term of a total uses it, every rank gets
+    the whole gradient (collective in the backward pass)."""
+    if comm is None or comm.Get_size() == 1:
+        return x
+    import jax
+
+    @jax.custom_vjp
+    def shared(x_):
+        return x_
+
+    def backward(_, cotangent):
+        summed = jax.pure_callback(lambda g: _summed(comm, np.asarray(g, dtype=np.float64)).astype(g.dtype),
+                                   jax.ShapeDtypeStruct(cotangent.shape, cotangent.dtype), cotangent)
+        return (summed,)
+
+    shared.defvjp(lambda x_: (x_, None), backward)
+    return shared(x)
 
 
 def is_torch(*arrays):
@@ -213,9 +267,9 @@ def _numpy_of(t):
     return t.detach().numpy()
 
 
-def torch_plan(a, b, M, reg, solve, comm):
+def torch_plan(a, b, M, reg, solve, comm, penalties=None):
     """The entropic plan and its log potentials as a torch.autograd.Function of
-    (a, b, M), as jax_plan: the forward pass solves on NumPy views (solve(a, b,
+    (a, b, M), as jax_plan (`penalties` likewise): the forward pass solves on NumPy views (solve(a, b,
     M) -> (this rank's plan, log u, log v)), the backward pass is plan_vjp (the
     potentials are marked non-differentiable). With comm, backward() is
     collective, as the solve is."""
@@ -229,12 +283,14 @@ def torch_plan(a, b, M, reg, solve, comm):
         arrays = convert() if comm is None else agree(comm, convert)
         out = tuple(torch.from_numpy(np.ascontiguousarray(np.asarray(x))).to(M_.dtype) for x in solve(*arrays))
         ctx.save_for_backward(out[0])
+        ctx.weights = arrays[:2]
         ctx.mark_non_differentiable(out[1], out[2])
         return out
 
     def backward(ctx, grad_plan, _grad_log_u, _grad_log_v):
         (P,) = ctx.saved_tensors
-        gM, ga, gb = plan_vjp(P.numpy(), _numpy_of(grad_plan), reg, comm)
+        marginals = None if penalties is None else (*penalties, *ctx.weights)
+        gM, ga, gb = plan_vjp(P.numpy(), _numpy_of(grad_plan), reg, comm, marginals=marginals)
         return tuple(torch.from_numpy(np.ascontiguousarray(g)).to(P.dtype) for g in (ga, gb, gM))
 
     # The Function made with type(): a class statement here would be a nested class
@@ -250,6 +306,30 @@ def torch_total_over_ranks(local, comm):
         return local
     value = float(local.detach())
     return local + (float(_summed(comm, np.array([value]))[0]) - value)
+
+
+def torch_vector_total(local, comm):
+    """A tensor summed over `comm`, differentiable in this rank's term."""
+    if comm is None or comm.Get_size() == 1:
+        return local
+    import torch
+
+    mine = local.detach().numpy().astype(np.float64)
+    return local + torch.from_numpy(_summed(comm, mine) - mine).to(local.dtype)
+
+
+def torch_shared(x, comm):
+    """x unchanged, its cotangent summed over the ranks (as jax_shared)."""
+    if comm is None or comm.Get_size() == 1:
+        return x
+    import torch
+
+    def backward(ctx, grad):
+        return torch.from_numpy(_summed(comm, grad.detach().numpy().astype(np.float64))).to(grad.dtype)
+
+    Shared = type("Shared", (torch.autograd.Function,), {"forward": staticmethod(lambda ctx, x_: x_.clone()),
+                                                          "backward": staticmethod(backward)})
+    return Shared.apply(x)
 
 
 def _jax_stop(x):
@@ -268,10 +348,13 @@ def _torch_math():
 
 
 # What solve and sinkhorn2 differentiate with: the inputs' conversion, the
-# differentiable plan, the total over ranks, stop-gradient and the array module.
-_JAX_OPS = types.SimpleNamespace(inputs=jax_inputs, plan=jax_plan, total=total_over_ranks, stop=_jax_stop, math=_jax_math)
+# differentiable plan, the totals over ranks (a scalar's, a vector's), an input
+# whole on every rank (b: its gradient summed), stop-gradient and the array module.
+_JAX_OPS = types.SimpleNamespace(inputs=jax_inputs, plan=jax_plan, total=total_over_ranks,
+                                 vector_total=jax_vector_total, shared=jax_shared, stop=_jax_stop, math=_jax_math)
 _TORCH_OPS = types.SimpleNamespace(inputs=torch_inputs, plan=torch_plan, total=torch_total_over_ranks,
-                                   stop=lambda x: x.detach(), math=_torch_math)
+                                   vector_total=torch_vector_total, shared=torch_shared, stop=lambda x: x.detach(),
+                                   math=_torch_math)
 
 
 def autodiff_ops(*arrays, jax_ops=_JAX_OPS, torch_ops=_TORCH_OPS):

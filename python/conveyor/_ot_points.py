@@ -139,6 +139,13 @@ def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numI
 def _differentiable_sinkhorn2(lib, call):
     """empirical_sinkhorn2's loss in the arrays' own library (torch / JAX),
     differentiable in X_s, X_t, a and b (_ot_points_gradients.py)."""
+    return differentiable_sinkhorn2_potentials(lib, call)[0]
+
+
+def differentiable_sinkhorn2_potentials(lib, call):
+    """(_differentiable_sinkhorn2's loss, this rank's log potentials f and g without
+    gradients) in the arrays' own library; `call`: empirical_sinkhorn2's arguments
+    by name."""
     comm = MPI.COMM_SELF if call["comm"] is None else call["comm"]
     reg, metric, kwargs = float(call["reg"]), str(call["metric"]).lower(), call["kwargs"]
 
@@ -163,7 +170,8 @@ def _differentiable_sinkhorn2(lib, call):
         return points_vjp(applier(X, Y, f, g), X, Y, reg, w, comm, metric=metric)
 
     X, Y, a, b = lib.inputs(call["X_s"], call["X_t"], call["a"], call["b"], comm)
-    return lib.total(lib.loss(X, Y, a, b, solve, vjp, comm), comm)
+    value, f, g = lib.loss(X, Y, a, b, solve, vjp, comm)
+    return lib.total(value, comm), f, g
 
 
 def _differentiable_divergence(lib, call):
@@ -177,6 +185,23 @@ def _differentiable_divergence(lib, call):
     X, Y, a, b = call["X_s"], call["X_t"], call["a"], call["b"]
     value = loss(X, Y, a, b, start) - 0.5 * (loss(X, X, a, a, start_a) + loss(Y, Y, b, b, start_b))
     return lib.clip(value)
+
+
+def differentiable_with_potentials(X_s, X_t, reg, a=None, b=None, **kwargs):
+    """On torch tensors or JAX arrays: (empirical_sinkhorn2's differentiable loss,
+    (f, g) this rank's log potentials without gradients, POT's LazyTensor of the
+    plan or None); None on other arrays. The arguments of empirical_sinkhorn2."""
+    lib = points_autodiff(X_s, X_t, a, b)
+    if lib is None:
+        return None
+    call = inspect.signature(empirical_sinkhorn2.__wrapped__).bind(X_s, X_t, reg, a, b, **kwargs)
+    call.apply_defaults()
+    value, f, g = differentiable_sinkhorn2_potentials(lib, call.arguments)
+    try:  # (concrete values only: under jax.jit the potentials are tracers)
+        run = {"X_s": np.asarray(X_s), "X_t": np.asarray(X_t), "log_u": np.asarray(f), "log_v": np.asarray(g)}
+    except Exception:  # noqa: BLE001  (JAX's TracerArrayConversionError and its kin)
+        return value, (f, g), None
+    return value, (f, g), _lazy_plan(run, str(call.arguments["metric"]).lower(), float(reg), call.arguments["comm"])
 
 
 @_on_numpy_copies(differentiable=_differentiable_sinkhorn2)

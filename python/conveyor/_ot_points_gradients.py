@@ -172,7 +172,7 @@ def _centred(v, comm):
 
 
 # ---------------------------------------------------------------------------
-# The loss as a function of (X, Y, a, b) in the caller's library. solve(X, Y, a, b)
+# The loss (and the log potentials) as a function of (X, Y, a, b) in the caller's library. solve(X, Y, a, b)
 # (NumPy arrays) -> (this rank's share of the loss, f, g); vjp(X, Y, f, g, w) ->
 # (dX, dY, da, db); both collective with comm.
 
@@ -198,16 +198,19 @@ def torch_inputs(X, Y, a, b, comm):
 
 
 def torch_loss(X, Y, a, b, solve, vjp, comm):
-    """This rank's share of the loss as a torch.autograd.Function of (X, Y, a, b)."""
+    """This rank's share of the loss as a torch.autograd.Function of (X, Y, a, b),
+    and this rank's log potentials (f, g), not differentiable."""
     import torch
 
     def forward(ctx, X_, Y_, a_, b_):
         arrays = agree(comm, lambda: tuple(_numpy_of(t) for t in (X_, Y_, a_, b_)))
         value, f, g = solve(*arrays)
         ctx.state = (arrays[0], arrays[1], f, g)
-        return torch.tensor(value, dtype=X_.dtype)
+        f_, g_ = (torch.from_numpy(np.ascontiguousarray(p)).to(X_.dtype) for p in (f, g))
+        ctx.mark_non_differentiable(f_, g_)
+        return torch.tensor(value, dtype=X_.dtype), f_, g_
 
-    def backward(ctx, grad_value):
+    def backward(ctx, grad_value, _grad_f, _grad_g):
         grads = vjp(*ctx.state, float(grad_value))
         return tuple(torch.from_numpy(np.ascontiguousarray(g_)).to(grad_value.dtype) for g_ in grads)
 
@@ -231,7 +234,8 @@ def jax_inputs(X, Y, a, b, comm):
 
 def jax_loss(X, Y, a, b, solve, vjp, comm):
     """This rank's share of the loss as a JAX function of (X, Y, a, b) with a
-    custom VJP; forward and backward are host callbacks (jax.grad and jax.jit work)."""
+    custom VJP, and this rank's log potentials (f, g) (through stop_gradient);
+    forward and backward are host callbacks (jax.grad and jax.jit work)."""
     import jax
 
     dtype = X.dtype
@@ -249,17 +253,18 @@ def jax_loss(X, Y, a, b, solve, vjp, comm):
 
     @jax.custom_vjp
     def loss(X_, Y_, a_, b_):
-        return jax.pure_callback(run, outputs, X_, Y_, a_, b_)[0]
+        return jax.pure_callback(run, outputs, X_, Y_, a_, b_)
 
     def loss_forward(X_, Y_, a_, b_):
         value, f, g = jax.pure_callback(run, outputs, X_, Y_, a_, b_)
-        return value, (X_, Y_, f, g)
+        return (value, f, g), (X_, Y_, f, g)
 
-    def loss_backward(residuals, w):
-        return jax.pure_callback(gradients, inputs, *residuals, w)
+    def loss_backward(residuals, cotangents):  # (the potentials' cotangents are zero: stop_gradient below)
+        return jax.pure_callback(gradients, inputs, *residuals, cotangents[0])
 
     loss.defvjp(loss_forward, loss_backward)
-    return loss(X, Y, a, b)
+    value, f, g = loss(X, Y, a, b)
+    return value, jax.lax.stop_gradient(f), jax.lax.stop_gradient(g)
 
 
 def _torch_clip(x):

@@ -2,23 +2,26 @@
 Conveyor solves: entropic optimal transport between two histograms (``reg``
 given, ``reg_type`` "KL" or "entropy", balanced), by the log-domain Sinkhorn
 solver as POT's ``ot.solve`` uses it (its defaults: 1000 iterations, tolerance
-1e-9). The others (exact OT, quadratic regularization, unbalanced marginals, a
-reference measure ``c``) raise NotImplementedError naming what is missing.
+1e-9), and with ``unbalanced`` (KL marginals, ``reg_type`` "KL") as POT's
+Sinkhorn branch (``conveyor.ot.sinkhorn_unbalanced``: ``value`` its total cost,
+``potentials`` its log scalings). The others (exact OT, quadratic
+regularization, other marginal penalties, a reference measure ``c``) raise
+NotImplementedError naming what is missing.
 
 ``grad`` (on JAX arrays and PyTorch CPU tensors; NumPy has no gradients): "autodiff"
-makes ``value`` and ``value_linear`` differentiable (``value`` by the envelope
-theorem, exact at convergence; ``value_linear`` by implicit differentiation,
-``_ot_gradients.py``), "envelope" ``value`` alone, "detach" neither. The plan and
-the potentials carry no gradient: differentiating through them raises JAX's
-error for host callbacks or PyTorch's for a tensor without a gradient (where
-POT's autodiff would differentiate the iterations), and under JAX they cost a
-second solve.
+makes ``value``, ``value_linear`` and ``plan`` differentiable, through the plan's
+implicit differentiation (``_ot_gradients.py``; with ``unbalanced``, its fixed
+point with the KL penalties); "envelope" ``value`` alone, by the envelope theorem
+(balanced; unbalanced, through the plan: POT's total cost leaves out the KL mass
+terms, so the envelope theorem's gradients are not its gradients); "detach"
+none. The potentials carry no gradient.
 """
 import numpy as np
 
 from ._backends import foreign_backend, is_foreign
 from ._mpi import agree
 from ._ot_gradients import _summed, autodiff_ops, is_jax, is_torch
+from ._ot_unbalanced import autodiff_unbalanced, sinkhorn_unbalanced
 
 GRAD_MODES = ("autodiff", "envelope", "detach")
 
@@ -151,15 +154,21 @@ def _check(M, reg, c, reg_type, unbalanced, unbalanced_type, grad):
                                   "'entropy'); use POT's ot.solve for it")
     if c is not None:
         raise NotImplementedError("conveyor.ot.solve: a reference measure c is not implemented; use POT's ot.solve")
-    if unbalanced is not None and not np.all(np.isinf(np.asarray(unbalanced, dtype=float))):
-        raise NotImplementedError(f"conveyor.ot.solve: unbalanced={unbalanced!r} ({unbalanced_type}) is not "
-                                  "implemented in solve yet; conveyor.ot.sinkhorn_unbalanced solves KL-relaxed "
-                                  "problems")
+    if _penalized(unbalanced) and (str(unbalanced_type).lower() != "kl" or str(reg_type).lower() != "kl"):
+        raise NotImplementedError(f"conveyor.ot.solve: unbalanced={unbalanced!r} with unbalanced_type="
+                                  f"{unbalanced_type!r} and reg_type={reg_type!r} is not implemented (Conveyor "
+                                  "solves KL marginals with reg_type 'KL', by Sinkhorn as POT does); use POT's "
+                                  "ot.solve for it")
     if np.ndim(M) != 2:
         raise ValueError(f"conveyor.ot.solve: M must be 2-D, got shape {np.shape(M)}")
 
 
-def _solve_numpy(M, a, b, reg, reg_type, max_iter, tol, verbose, warmstart, comm, engine):
+def _penalized(unbalanced):
+    """Whether `unbalanced` relaxes a marginal (None and infinite penalties keep both)."""
+    return unbalanced is not None and not np.all(np.isinf(np.asarray(unbalanced, dtype=float)))
+
+
+def _solve_numpy(M, a, b, reg, reg_type, max_iter, tol, verbose, warmstart, comm, engine, unbalanced=None):
     """Values on NumPy arrays: (value, value_linear, plan, (log_u, log_v), log)."""
     from .ot import sinkhorn  # (ot.py imports this module)
 
@@ -168,6 +177,11 @@ def _solve_numpy(M, a, b, reg, reg_type, max_iter, tol, verbose, warmstart, comm
     n, m = M.shape
     a = np.full(n, 1.0 / (comm.allreduce(n) if comm is not None else n), dtype) if a is None else a
     b = np.full(m, 1.0 / m, dtype) if b is None else b
+    if _penalized(unbalanced):  # POT's sinkhorn_knopp_unbalanced branch: its total cost and log potentials
+        plan, log = sinkhorn_unbalanced(a, b, M, reg, unbalanced, reg_type="kl", warmstart=warmstart,
+                                        numItermax=max_iter, stopThr=tol, verbose=verbose, log=True, comm=comm,
+                                        **{k: engine[k] for k in ("threads",) if k in engine})
+        return dtype(log["total_cost"]), dtype(log["cost"]), plan, (log["logu"], log["logv"]), log
     plan, log = sinkhorn(a, b, M, reg, method="sinkhorn_log", numItermax=max_iter, stopThr=tol, verbose=verbose,
                          log=True, warn=True, warmstart=warmstart, comm=comm, **engine)
     P = plan.astype(np.float64)
@@ -219,12 +233,12 @@ def solve(M, a=None, b=None, reg=None, c=None, reg_type="KL", unbalanced=None, u
     ops = autodiff_ops(M, a, b)
     if ops is not None:
         return _solve_autodiff(ops, M, a, b, reg, reg_type, max_iter, tol, verbose, potentials_init, comm, engine,
-                               grad)
+                               grad, unbalanced)
     nx = foreign_backend(M, a, b)
     if nx is None:
         start = None if potentials_init is None else tuple(np.asarray(p) for p in potentials_init)
         value, value_linear, plan, potentials, log = _solve_numpy(M, a, b, reg, reg_type, max_iter, tol, verbose,
-                                                                   start, comm, engine)
+                                                                   start, comm, engine, unbalanced)
         return OTResult(value, value_linear, plan, potentials, None, log)
 
     def to_numpy(x):
@@ -232,7 +246,7 @@ def solve(M, a=None, b=None, reg=None, c=None, reg_type="KL", unbalanced=None, u
 
     start = None if potentials_init is None else tuple(to_numpy(p) for p in potentials_init)
     value, value_linear, plan, potentials, log = _solve_numpy(to_numpy(M), to_numpy(a), to_numpy(b), reg, reg_type,
-                                                               max_iter, tol, verbose, start, comm, engine)
+                                                               max_iter, tol, verbose, start, comm, engine, unbalanced)
 
     def back(x):
         return nx.from_numpy(np.asarray(x), type_as=M)
@@ -240,22 +254,34 @@ def solve(M, a=None, b=None, reg=None, c=None, reg_type="KL", unbalanced=None, u
     return OTResult(back(value), back(value_linear), back(plan), tuple(back(p) for p in potentials), None, log)
 
 
-def _solve_autodiff(ops, M, a, b, reg, reg_type, max_iter, tol, verbose, potentials_init, comm, engine, grad):
+def _solve_autodiff(ops, M, a, b, reg, reg_type, max_iter, tol, verbose, potentials_init, comm, engine, grad,
+                    unbalanced=None):
     """solve on JAX arrays or PyTorch tensors (`ops`, _ot_gradients.autodiff_ops):
     the plan (and potentials) from one solve, differentiable through the plan
     (jax_plan's custom VJP, torch_plan's autograd Function); the values computed
     from it in the arrays' library, so "autodiff" differentiates them through the
     plan; "envelope" gives the value the envelope theorem's gradients (the plan
     for M, the centred potentials times reg for the weights, as POT's) and
-    detaches the rest."""
+    detaches the rest. Unbalanced, "envelope" differentiates the value through
+    the plan too (POT's total cost leaves out the KL mass terms, so the envelope
+    theorem's gradients are not its gradients)."""
     xp, sg = ops.math(), ops.stop
-    a, b, M = ops.inputs(a, b, M, comm)
     start = None if potentials_init is None else tuple(np.asarray(p) for p in potentials_init)
 
     def numpy_solve(a_, b_, M_):
         _, _, plan, (log_u, log_v), _ = _solve_numpy(M_, a_, b_, reg, reg_type, max_iter, tol, verbose, start, comm,
-                                                     engine)
+                                                     engine, unbalanced)
         return plan, log_u, log_v
+
+    if _penalized(unbalanced):
+        if grad == "detach":
+            a, b, M = (None if x is None else sg(x) for x in ops.inputs(a, b, M, comm))
+        P, log_u, log_v, value_linear, value = autodiff_unbalanced(ops, a, b, M, reg, unbalanced, "kl", None,
+                                                                   numpy_solve, comm)
+        if grad != "autodiff":
+            value_linear, P = sg(value_linear), sg(P)
+        return OTResult(value, value_linear, P, (sg(log_u), sg(log_v)), None, None)
+    a, b, M = ops.inputs(a, b, M, comm)
 
     inputs = (a, b, M) if grad == "autodiff" else (sg(a), sg(b), sg(M))
     P, log_u, log_v = ops.plan(*inputs, reg, numpy_solve, comm)
@@ -266,7 +292,7 @@ def _solve_autodiff(ops, M, a, b, reg, reg_type, max_iter, tol, verbose, potenti
         if str(reg_type).lower() == "entropy":
             term = xp.sum(P_ * xp.log(P_ + 1e-16))
         else:
-            term = xp.sum(P_ * xp.log(P_ / (A[:, None] * B[None, :]) + 1e-16))
+            term = xp.sum(P_ * xp.log(P_ / (A[:, None] * ops.shared(B, comm)[None, :]) + 1e-16))
         return linear + reg * ops.total(term, comm), linear
 
     value, value_linear = objective(P)
@@ -316,7 +342,10 @@ def solve_sample(X_a, X_b, a=None, b=None, metric="sqeuclidean", reg=None, c=Non
     gradient reaches the points through the cost). ``lazy=True``: Conveyor's
     point-cloud solver without the matrix (:func:`conveyor.ot.empirical_sinkhorn2`,
     every metric it has), as POT's lazy branch: ``value_linear``, the log
-    potentials and ``lazy_plan``, ``value`` None; values only (no gradient yet).
+    potentials and ``lazy_plan``, ``value`` None; on torch tensors and JAX
+    arrays ``value_linear`` is differentiable in the points and weights unless
+    ``grad="detach"`` (POT's lazy branch differentiates it whatever ``grad``;
+    with ``grad="envelope"`` it is the value there is), and ``log`` is None.
     POT's other methods ("1d", "gaussian", "factored", "lowrank", "geomloss*"),
     exact and unbalanced problems raise NotImplementedError. ``comm``: with
     ``lazy=False`` as :func:`solve` (X_a and a this rank's rows, X_b whole); with
@@ -344,18 +373,25 @@ def solve_sample(X_a, X_b, a=None, b=None, metric="sqeuclidean", reg=None, c=Non
                                       f"implemented ({', '.join(_DENSE_METRICS)}; lazy=True takes more)")
         if lazy:
             _check(np.zeros((1, 1)), reg, c, "KL", unbalanced, unbalanced_type, grad)
+            if _penalized(unbalanced):
+                raise NotImplementedError("conveyor.ot.solve_sample: unbalanced problems with lazy=True are not "
+                                          "implemented (as in POT); lazy=False solves them")
 
     _agreed(comm, checks)
     if not lazy:
         return solve(_cost_matrix(X_a, X_b, metric), a, b, reg, c, reg_type, unbalanced, unbalanced_type, None,
                      n_threads, max_iter, plan_init, potentials_init, tol, verbose, grad, comm=comm, **kwargs)
-    from ._ot_points import empirical_sinkhorn2  # (ot.py imports this module)
+    from ._ot_points import differentiable_with_potentials, empirical_sinkhorn2  # (ot.py imports this module)
 
-    value_linear, log = empirical_sinkhorn2(X_a, X_b, float(reg), a, b, metric=metric,
-                                            numIterMax=1000 if max_iter is None else int(max_iter),
-                                            stopThr=1e-9 if tol is None else float(tol),
-                                            isLazy=True, batchSize=100 if batch_size is None else batch_size,
-                                            verbose=verbose, log=True, comm=comm, **kwargs)
+    arguments = dict(metric=metric, numIterMax=1000 if max_iter is None else int(max_iter),
+                     stopThr=1e-9 if tol is None else float(tol), isLazy=True,
+                     batchSize=100 if batch_size is None else batch_size, verbose=verbose, comm=comm, **kwargs)
+    if grad != "detach":
+        differentiable = differentiable_with_potentials(X_a, X_b, float(reg), a, b, **arguments)
+        if differentiable is not None:
+            value_linear, potentials, lazy_plan = differentiable
+            return OTResult(None, value_linear, None, potentials, None, None, lazy_plan)
+    value_linear, log = empirical_sinkhorn2(X_a, X_b, float(reg), a, b, log=True, **arguments)
     nx = foreign_backend(X_a, X_b)
     log_of = (lambda x: nx.log(x)) if nx is not None else np.log
     return OTResult(None, value_linear, None, (log_of(log["u"]), log_of(log["v"])), None, log, log["lazy_plan"])

@@ -22,6 +22,7 @@ from mpi4py import MPI
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._backends import foreign_backend, is_foreign
 from ._mpi import agree, comm_address
+from ._ot_gradients import autodiff_ops
 
 __all__ = ["sinkhorn_unbalanced", "sinkhorn_unbalanced2", "UNBALANCED_METHODS"]
 
@@ -116,6 +117,15 @@ def _pair(reg_m):
 
 def _solve(a, b, M, reg, reg_m, method, reg_type, c, warmstart, numItermax, stopThr, verbose, log, comm, kwargs,
            return_cost, want_plan):
+    ops = autodiff_ops(a, b, M)
+    if ops is not None and not log and np.ndim(b) <= 1:
+        def solve_plan(a_, b_, M_):
+            plan, log_ = _solve(a_, b_, M_, reg, reg_m, method, reg_type, _numpy(c), _numpy(warmstart), numItermax,
+                                stopThr, verbose, True, comm, kwargs, "linear", True)
+            return plan, log_["logu"], log_["logv"]
+
+        P, _, _, linear, total = autodiff_unbalanced(ops, a, b, M, reg, reg_m, reg_type, c, solve_plan, comm)
+        return P if want_plan else linear if return_cost == "linear" else total
     nx = foreign_backend(a, b, M, c)
     if nx is not None:
         def to_numpy(x):
@@ -181,6 +191,50 @@ def _solve(a, b, M, reg, reg_m, method, reg_type, c, warmstart, numItermax, stop
         return (run["plan"], run["log"]) if log else run["plan"]
     cost = run["log"]["cost"] if return_cost == "linear" else run["log"]["total_cost"]
     return (cost, run["log"]) if log else cost
+
+
+def _numpy(x):
+    """A tensor's or JAX array's values as NumPy's (held constant); tuples element-wise."""
+    if x is None:
+        return None
+    if isinstance(x, tuple):
+        return tuple(_numpy(y) for y in x)
+    return np.asarray(x.detach().cpu() if hasattr(x, "detach") else x)
+
+
+def autodiff_unbalanced(ops, a, b, M, reg, reg_m, reg_type, c, solve_plan, comm):
+    """The unbalanced plan in the arrays' own library (`ops`: _ot_gradients'
+    JAX or PyTorch ops), differentiable in a, b and M by implicit
+    differentiation of its fixed point (plan_vjp with the marginal penalties; a
+    reference `c` held constant), and the values computed from it there, so
+    that they are differentiable too: returns (P, log u, log v, <P, M>, total
+    cost), the costs summed over `comm`, as _run's."""
+    xp, sg = ops.math(), ops.stop
+    rho_rows, rho_cols = _pair(reg_m)
+    kind = str(reg_type).lower()
+    a, b, M = ops.inputs(a, b, M, comm)
+    penalties = (rho_rows, rho_cols, "entropy" if c is not None else kind)
+    P, log_u, log_v = ops.plan(a, b, M, reg, solve_plan, comm, penalties=penalties)
+
+    def kl(p, q):  # POT 0.9.5's kl_div, 0 where p is (as _kl_div)
+        safe = xp.where(q > 0, q, xp.ones_like(q))
+        return xp.sum(xp.where(p > 0, p * xp.log(p / safe + 1e-16), xp.zeros_like(p)))
+
+    if c is not None:
+        reference = xp.asarray(_numpy(c), dtype=M.dtype)
+    else:
+        # (b is whole on every rank and each rank's rows use it: its gradient summed over the ranks)
+        reference = a[:, None] * ops.shared(b, comm)[None, :] if kind == "kl" else xp.ones_like(M)
+    linear = xp.sum(P * M)
+    local = linear + reg * kl(P, reference)
+    if rho_rows != float("inf"):
+        local = local + rho_rows * kl(xp.sum(P, 1), a)
+    if rho_cols != float("inf"):
+        # The columns' term is one for all ranks: counted once, differentiated by each in its rows.
+        term = rho_cols * kl(ops.vector_total(xp.sum(P, 0), comm), b)
+        first = comm is None or comm.Get_rank() == 0
+        local = local + (term if first else term - sg(term))
+    return P, log_u, log_v, ops.total(linear, comm), ops.total(local, comm)
 
 
 def _kl_div(p, q):

@@ -11,8 +11,8 @@ in place of POT's Sinkhorn (tests/external/pot_tests.sh loads it with -p).
    (conveyor.ot.UNBALANCED_METHODS); ot.bregman.barycenter (also as ot.barycenter) by
    method (conveyor.ot.BARYCENTER_METHODS) and
    ot.bregman.free_support_sinkhorn_barycenter; ot.solve and ot.solve_sample (POT >= 0.9)
-   for the problems conveyor.ot.solve implements (entropic, KL or entropy, balanced,
-   no reference measure, POT's default method; solve_sample also by metric). Each
+   for the problems conveyor.ot.solve implements (entropic, KL or entropy, balanced
+   or with KL marginals, no reference measure, POT's default method; solve_sample also by metric). Each
    test's calls into Conveyor are counted.
 2. What POT's test modules take from POT's repository-level conftest.py, which
    its source distribution leaves out: the `nx` fixture (one run per backend
@@ -114,10 +114,12 @@ def _barycenter_dispatcher(pot_function):
 _POT_ONLY_BARYCENTER_METHODS = ("sinkhorn_stabilized",)
 
 
-def _entropic_between_histograms(reg=None, c=None, reg_type="KL", unbalanced=None, method=None, **_):
+def _entropic_between_histograms(reg=None, c=None, reg_type="KL", unbalanced=None, unbalanced_type="KL",
+                                  method=None, lazy=False, **_):
     """Whether an ot.solve / ot.solve_sample call is a problem conveyor.ot.solve
-    implements (entropic, KL or entropy, balanced, no reference measure, POT's
-    default method); the others stay POT's."""
+    implements (entropic, KL or entropy, balanced or with KL marginals and
+    reg_type KL (not lazy), no reference measure, POT's default method); the
+    others stay POT's."""
     import numpy as np
     if reg is None or isinstance(reg_type, tuple) or str(reg_type).lower() not in ("kl", "entropy"):
         return False
@@ -127,7 +129,8 @@ def _entropic_between_histograms(reg=None, c=None, reg_type="KL", unbalanced=Non
     except TypeError:
         return False
     balanced = unbalanced is None or bool(np.all(np.isinf(np.asarray(unbalanced, dtype=float))))
-    return c is None and balanced and method is None
+    kl_marginals = str(unbalanced_type).lower() == "kl" and str(reg_type).lower() == "kl" and not lazy
+    return c is None and (balanced or kl_marginals) and method is None
 
 
 _SOLVE_ARGS = ("a", "b", "reg", "c", "reg_type", "unbalanced", "unbalanced_type", "method", "n_threads",

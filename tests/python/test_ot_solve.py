@@ -67,7 +67,8 @@ def test_defaults_uniform_and_float32():
     (dict(), "exact OT"),
     (dict(reg=REG, reg_type="L2"), "reg_type='L2'"),
     (dict(reg=REG, c=np.ones((4, 3))), "reference measure"),
-    (dict(reg=REG, unbalanced=1.0), "unbalanced=1.0"),
+    (dict(reg=REG, unbalanced=1.0, unbalanced_type="TV"), "unbalanced_type='TV'"),
+    (dict(reg=REG, unbalanced=1.0, reg_type="entropy"), "reg_type='entropy'"),
 ])
 def test_what_is_not_implemented_says_so(kwargs, words):
     M, a, b = problem(4, 3)
@@ -192,6 +193,27 @@ def test_jax_split_over_ranks():
             np.testing.assert_allclose(np.asarray(gM), whole.plan[rows], rtol=1e-7, atol=1e-12)
 
 
+def test_torch_split_over_ranks_weights_gradients():
+    """With comm, backward() of the total value gives each rank its rows of the
+    one-process gradients for M and a, and b's whole gradient (b is whole on
+    every rank and enters each rank's KL term: its gradient is summed over the
+    ranks), under "autodiff" and "envelope"."""
+    torch = pytest.importorskip("torch")
+    M, a, b = problem(SIZE + 3, 5, seed=6)
+    first, count = conveyor.balanced_rows(a.size, COMM)
+    rows = slice(first, first + count)
+    for grad in ("autodiff", "envelope"):
+        grads = []
+        for take, comm in ((slice(None), None), (rows, COMM)):
+            Mt, at, bt = (torch.tensor(x, requires_grad=True) for x in (M[take], a[take], b))
+            conveyor.ot.solve(Mt, at, bt, reg=REG, tol=1e-13, max_iter=100000, grad=grad, comm=comm).value.backward()
+            grads.append([t.grad.numpy() for t in (Mt, at, bt)])
+        (gM, ga, gb), (mM, ma, mb) = grads
+        np.testing.assert_allclose(mM, gM[rows], rtol=1e-7, atol=1e-12)
+        np.testing.assert_allclose(ma, ga[rows], rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(mb, gb, rtol=1e-6, atol=1e-9)
+
+
 # --- solve_sample -------------------------------------------------------------------
 
 def clouds(n=14, m=10, seed=7):
@@ -260,3 +282,63 @@ def test_jax_gradient_reaches_the_points():
         mine = jax.grad(lambda X_: conveyor.ot.solve_sample(X_, Yj, reg=REG, tol=1e-13, max_iter=100000).value_linear)(Xj)
         ref = jax.grad(lambda X_: jnp.sum(unrolled_plan(u, v, cost(X_), REG) * cost(X_)))(Xj)
         np.testing.assert_allclose(np.asarray(mine), np.asarray(ref), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
+def test_lazy_value_linear_differentiable(metric):
+    """solve_sample(lazy=True) on tensors: value_linear is empirical_sinkhorn2's
+    loss with its gradients (points and weights), the potentials those of the
+    NumPy call, without gradients; "detach" gives no gradient. With comm (each
+    rank its share of both clouds, one rank possibly none), the same as
+    empirical_sinkhorn2 split alike."""
+    torch = pytest.importorskip("torch")
+    X, Y = clouds(SIZE + 4, 6, seed=9)
+    b = np.random.default_rng(2).random(6) + 0.5
+    b /= b.sum()
+    numpy = conveyor.ot.solve_sample(X, Y, b=b, reg=REG, lazy=True, metric=metric, tol=1e-13, max_iter=100000)
+    first, count = conveyor.balanced_rows(X.shape[0], COMM)
+    mine_rows = slice(first, first + count)
+    cols_first, cols_count = conveyor.balanced_rows(Y.shape[0], COMM)
+    mine_cols = slice(cols_first, cols_first + cols_count)
+    for comm, rows, cols in ((None, slice(None), slice(None)), (COMM, mine_rows, mine_cols)):
+        grads = []
+        for route in ("solve_sample", "empirical_sinkhorn2"):
+            Xt, Yt, bt = (torch.tensor(x, requires_grad=True) for x in (X[rows], Y[cols], b[cols]))
+            if route == "solve_sample":
+                res = conveyor.ot.solve_sample(Xt, Yt, b=bt, reg=REG, lazy=True, metric=metric, tol=1e-13,
+                                               max_iter=100000, comm=comm)
+                value = res.value_linear
+                assert res.value is None and res.log is None and not res.potentials[0].requires_grad
+                if comm is None:
+                    np.testing.assert_allclose(res.potentials[0].numpy(), numpy.potentials[0], rtol=1e-10,
+                                               atol=1e-12)
+            else:
+                value = conveyor.ot.empirical_sinkhorn2(Xt, Yt, REG, b=bt, metric=metric, stopThr=1e-13,
+                                                        numIterMax=100000, comm=comm)
+            value.backward()
+            assert float(value) == pytest.approx(float(numpy.value_linear), rel=1e-10)
+            grads.append([t.grad.numpy() for t in (Xt, Yt, bt)])
+        for g, h in zip(*grads):
+            np.testing.assert_allclose(g, h, rtol=1e-12, atol=1e-15)
+    detached = conveyor.ot.solve_sample(torch.tensor(X, requires_grad=True), torch.tensor(Y), reg=REG, lazy=True,
+                                        metric=metric, grad="detach")
+    assert not detached.value_linear.requires_grad
+
+
+def test_jax_lazy_grad_and_jit():
+    """jax.grad of solve_sample(lazy=True).value_linear, also under jax.jit: the
+    gradient of empirical_sinkhorn2 on the same points."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax.experimental import enable_x64
+
+    X, Y = clouds(9, 7, seed=10)
+    with enable_x64():
+        Xj, Yj = jnp.asarray(X), jnp.asarray(Y)
+
+        def lazy(X_):
+            return conveyor.ot.solve_sample(X_, Yj, reg=REG, lazy=True, tol=1e-13, max_iter=100000).value_linear
+
+        ref = jax.grad(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Yj, REG, stopThr=1e-13, numIterMax=100000))(Xj)
+        for grad in (jax.grad(lazy), jax.jit(jax.grad(lazy))):
+            np.testing.assert_allclose(np.asarray(grad(Xj)), np.asarray(ref), rtol=1e-12, atol=1e-15)
