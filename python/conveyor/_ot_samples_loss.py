@@ -37,13 +37,16 @@ against the gradient's 0 / 0; values differ by ~1e-4 relative); one backend
 rounding; cluster labels and ``cost`` callables are not accepted, ``truncate``
 changes nothing); losses other than "sinkhorn" raise NotImplementedError; with
 ``potentials=True`` one problem's potentials are (N,) and (M,) (GeomLoss's
-tensorized backend gives (1, N) and (1, M)).
+tensorized backend gives (1, N) and (1, M)). Beyond GeomLoss (PyTorch only):
+JAX arrays, under ``jax.grad``, ``jax.value_and_grad`` and ``jax.jit`` (host
+callbacks; the gradients are made in the forward pass, whether asked for or not).
 """
 import numpy as np
 from mpi4py import MPI
 
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._mpi import agree, comm_address
+from ._ot_gradients import is_jax
 
 _METRIC = {1: "euclidean", 2: "sqeuclidean"}
 _KERNEL_EPS = {1: 1.0, 2: 2.0}  # the engine's cost is |x - y|^p: C / eps = |x - y|^p / (p eps)
@@ -99,6 +102,8 @@ class SamplesLoss:
         torch = _torch_of(x, y, a, b)
         if torch is not None:
             return _torch_call(torch, self, a, x, b, y)
+        if is_jax(x, y, a, b):
+            return _jax_call(self, a, x, b, y)
         x, y = np.asarray(x), np.asarray(y)
         if x.dtype not in (np.float32, np.float64):
             x = x.astype(np.float64)
@@ -151,6 +156,50 @@ def _torch_call(torch, loss, a, x, b, y):
 
     value = _Loss.apply(a, x, b, y)
     return value
+
+
+def _jax_call(loss, a, x, b, y):
+    """The loss on JAX arrays: a function of the arrays given, with a custom VJP
+    whose gradients (the envelope theorem's, as the torch path's) come from the
+    forward pass; both are host callbacks, so jax.grad, jax.value_and_grad and
+    jax.jit work. With loss.potentials, (F, G) without gradients."""
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.asarray(x)
+    dtype = x.dtype if x.dtype in (jnp.float32, jnp.float64) else jnp.result_type(float)
+    given = {k: jnp.asarray(v, dtype) for k, v in zip("axby", (a, x, b, y)) if v is not None}
+    names = list(given)
+
+    def host(*values, grads=True):
+        named = {k: np.asarray(v) for k, v in zip(names, values)}
+        out = _batched(loss, named.get("a"), named["x"], named.get("b"), named["y"], grads=grads)
+        if loss.potentials:
+            return tuple(np.asarray(v, dtype) for v in out)
+        gradients = dict(zip("axby", out[1]))
+        return (np.asarray(out[0], dtype),) + tuple(np.asarray(gradients[k], dtype) for k in names)
+
+    if loss.potentials:
+        batch = given["x"].shape[:-2]
+        shapes = (jax.ShapeDtypeStruct(batch + given["x"].shape[-2:-1], dtype),
+                  jax.ShapeDtypeStruct(batch + given["y"].shape[-2:-1], dtype))
+        return jax.pure_callback(lambda *v: host(*v, grads=False), shapes, *given.values())
+    shapes = (jax.ShapeDtypeStruct(given["x"].shape[:-2], dtype),) + tuple(
+        jax.ShapeDtypeStruct(v.shape, dtype) for v in given.values())
+
+    @jax.custom_vjp
+    def value(*arrays):
+        return jax.pure_callback(host, shapes, *arrays)[0]
+
+    def forward(*arrays):
+        out = jax.pure_callback(host, shapes, *arrays)
+        return out[0], out[1:]
+
+    def backward(gradients, w):  # (w: the value's cotangent, one per problem of a batch)
+        return tuple(w.reshape(w.shape + (1,) * (g.ndim - w.ndim)) * g for g in gradients)
+
+    value.defvjp(forward, backward)
+    return value(*given.values())
 
 
 def _batched(loss, a, x, b, y, grads, point_grads=True):

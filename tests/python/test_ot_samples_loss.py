@@ -276,3 +276,58 @@ def test_bad_weights_on_one_rank_raise_on_every_rank(bad_rank):
         a_mine = a[:1]
     with pytest.raises(ValueError, match="one weight per point"):
         conveyor.ot.SamplesLoss(comm=COMM)(a_mine, x[sx], b[sy], y[sy])
+
+
+@pytest.mark.parametrize("case", [dict(), dict(reach=0.5, debias=False), dict(p=1)], ids=["balanced", "unbalanced", "p1"])
+def test_jax_gradients_equal_torch(case):
+    """On JAX arrays: jax.value_and_grad (and under jax.jit) gives the torch path's
+    value and the four gradients, weighted and unweighted, for one problem and a
+    batch (the batch's values summed), and over ranks (each its share, as torch)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax.experimental import enable_x64
+
+    loss = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1, **case)
+    for batch in (None, 3):
+        a, x, b, y = clouds(batch=batch, seed=4)
+        value, grads = value_and_grads(lambda *t: loss(*t).sum(), a, x, b, y)
+        with enable_x64():
+            args = tuple(jnp.asarray(t.numpy()) for t in (a, x, b, y))
+            f = jax.value_and_grad(lambda *v: loss(*v).sum(), argnums=(0, 1, 2, 3))
+            for mine, mine_grads in (f(*args), jax.jit(f)(*args)):
+                assert float(mine) == pytest.approx(float(value), rel=1e-12)
+                for g, t in zip(mine_grads, grads):
+                    np.testing.assert_allclose(np.asarray(g), t.numpy(), rtol=1e-10, atol=1e-14)
+            gx = jax.grad(lambda x_: loss(x_, args[3]).sum())(args[1])  # uniform weights
+            tx = x.clone().requires_grad_()
+            loss(tx, y).sum().backward()
+            np.testing.assert_allclose(np.asarray(gx), tx.grad.numpy(), rtol=1e-10, atol=1e-14)
+    # Shares over ranks, one rank possibly empty: each rank's value is the total.
+    a, x, b, y = clouds(n=SIZE + 2, m=SIZE + 1, seed=5)
+    shared = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1, comm=COMM, **case)
+    first, count = conveyor.balanced_rows(x.shape[0], COMM)
+    rows = slice(first, first + count)
+    first, count = conveyor.balanced_rows(y.shape[0], COMM)
+    cols = slice(first, first + count)
+    tx = x[rows].clone().requires_grad_()
+    torch_value = shared(a[rows], tx, b[cols], y[cols])
+    torch_value.backward()
+    with enable_x64():
+        v, gx = jax.value_and_grad(lambda x_: shared(jnp.asarray(a[rows].numpy()), x_, jnp.asarray(b[cols].numpy()),
+                                                     jnp.asarray(y[cols].numpy())))(jnp.asarray(x[rows].numpy()))
+    assert float(v) == pytest.approx(float(torch_value), rel=1e-12)
+    np.testing.assert_allclose(np.asarray(gx), tx.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_jax_potentials_equal_torch():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax.experimental import enable_x64
+
+    a, x, b, y = clouds(seed=6)
+    loss = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1, potentials=True)
+    F, G = loss(a, x, b, y)
+    with enable_x64():
+        Fj, Gj = loss(*(jnp.asarray(t.numpy()) for t in (a, x, b, y)))
+    np.testing.assert_allclose(np.asarray(Fj), F.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(np.asarray(Gj), G.numpy(), rtol=1e-12, atol=1e-14)

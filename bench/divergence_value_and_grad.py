@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Value and gradient of the debiased Sinkhorn divergence between two point
+clouds, the call a training loop makes (issue "Optimal transport inside
+training loops"), Conveyor beside what its users would otherwise call, in the
+same run, one core:
+
+- GeomLoss's loss (the same blur, scaling, p = 2, so the same eps schedule and
+  number of updates): conveyor.ot.SamplesLoss against geomloss.SamplesLoss with
+  backend="tensorized" (its N x M matrices in memory, where they fit) and
+  backend="online" (KeOps, where installed). Gradients: the envelope theorem's,
+  from the last update, in both.
+- A fixed eps and tolerance: conveyor.ot.empirical_sinkhorn_divergence (implicit
+  differentiation, no N x M matrix) against POT's on torch tensors (the cost
+  matrix formed, the iterations recorded and differentiated by autograd, where
+  they fit) and ott-jax's sinkhorn_divergence under jax.value_and_grad (its
+  implicit differentiation; dense geometry where it fits, else batch_size 1024).
+
+Clouds uniform in the unit cube scaled by sqrt(3 / d) (the same mean squared
+distance, 0.5, at every d). Each cell: the median over --rounds of one call
+(forward, then x's gradient), after a warm-up call (GeomLoss builds its KeOps
+kernels there, JAX compiles); the rounds alternate the implementations.
+Conveyor's forward and backward are also shown apart. Values are checked against
+each other (largest relative difference printed). One thread everywhere:
+threads=1, torch.set_num_threads(1), OMP_NUM_THREADS=1, XLA single-threaded;
+run it under `taskset -c 0` (scripts/bench divergence).
+
+usage: divergence_value_and_grad.py [--sizes 1000,10000] [--dims 3,64] [--dtypes float64,float32]
+                                    [--rounds 3] [--blur 0.05] [--scaling 0.5] [--reg 0.05] [--tol 1e-6]
+"""
+import argparse
+import os
+import platform
+import statistics
+import time
+
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import conveyor  # noqa: E402
+import conveyor.ot  # noqa: E402
+
+# Dense baselines run where their N x M arrays (a few of them) fit in this many bytes.
+DENSE_LIMIT = 3 * 2 ** 30
+
+
+def clouds(n, d, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    scale = np.sqrt(3.0 / d)
+    return (rng.random((n, d)) * scale).astype(dtype), (rng.random((n, d)) * scale).astype(dtype)
+
+
+def timed(function):
+    t0 = time.perf_counter()
+    out = function()
+    return time.perf_counter() - t0, out
+
+
+def imported(name):
+    try:
+        return __import__(name)
+    except ImportError:
+        return None
+
+
+# --- each implementation: run(X, Y) -> (forward s, backward s, value, x's gradient) ---
+def torch_call(loss_of):
+    def run(X, Y):
+        x, y = torch.tensor(X, requires_grad=True), torch.tensor(Y)
+        t_fwd, value = timed(lambda: loss_of(x, y))
+        t_bwd, _ = timed(value.backward)
+        return t_fwd, t_bwd, float(value), x.grad.numpy().copy()
+    return run
+
+
+def samples_loss(args, backend=None):
+    geomloss = imported("geomloss")
+    if backend is None:
+        loss = conveyor.ot.SamplesLoss("sinkhorn", p=2, blur=args.blur, scaling=args.scaling)  # (OMP_NUM_THREADS=1)
+    else:
+        loss = geomloss.SamplesLoss("sinkhorn", p=2, blur=args.blur, scaling=args.scaling, backend=backend)
+    return torch_call(loss)
+
+
+def conveyor_divergence(args):
+    return torch_call(lambda x, y: conveyor.ot.empirical_sinkhorn_divergence(
+        x, y, args.reg, stopThr=args.tol, numIterMax=100000, threads=1))
+
+
+def pot_divergence(args):
+    import ot
+    return torch_call(lambda x, y: ot.bregman.empirical_sinkhorn_divergence(
+        x, y, args.reg, stopThr=args.tol, numIterMax=100000))
+
+
+def ott_divergence(args, n, dtype):
+    import jax
+    jax.config.update("jax_enable_x64", dtype == np.float64)
+    import jax.numpy as jnp
+    from ott.geometry import pointcloud
+    from ott.tools import sinkhorn_divergence
+
+    batch = None if n * n * np.dtype(dtype).itemsize * 4 <= DENSE_LIMIT else 1024
+
+    def loss(x, y):
+        out = sinkhorn_divergence.sinkhorn_divergence(
+            pointcloud.PointCloud, x, y, epsilon=args.reg, batch_size=batch,
+            sinkhorn_kwargs={"threshold": args.tol, "max_iterations": 100000})
+        return out.divergence
+
+    value_and_grad = jax.jit(jax.value_and_grad(loss))
+
+    def run(X, Y):
+        x, y = jnp.asarray(X), jnp.asarray(Y)
+        t, (value, grad) = timed(lambda: jax.block_until_ready(value_and_grad(x, y)))
+        return t, 0.0, float(value), np.asarray(grad)
+    return run
+
+
+def fits_dense(n, dtype, copies=4):
+    return n * n * np.dtype(dtype).itemsize * copies <= DENSE_LIMIT
+
+
+def implementations(args, n, dtype):
+    """(table, name) -> run, for the installed baselines that fit."""
+    out = {("GeomLoss's loss", "conveyor"): samples_loss(args)}
+    if imported("geomloss") is not None:
+        if fits_dense(n, dtype):
+            out[("GeomLoss's loss", "geomloss-tensorized")] = samples_loss(args, "tensorized")
+        if imported("pykeops") is not None:
+            out[("GeomLoss's loss", "geomloss-online")] = samples_loss(args, "online")
+    out[("fixed eps, tol", "conveyor")] = conveyor_divergence(args)
+    pot = imported("ot")  # (0.8's divergence is not differentiable on tensors)
+    if pot is not None and tuple(int(v) for v in pot.__version__.split(".")[:2]) >= (0, 9) and \
+            fits_dense(n, dtype, copies=6):
+        out[("fixed eps, tol", "pot-torch")] = pot_divergence(args)
+    if imported("ott") is not None:
+        out[("fixed eps, tol", "ott-jax")] = ott_divergence(args, n, dtype)
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="1000,10000")
+    p.add_argument("--dims", default="3,64")
+    p.add_argument("--dtypes", default="float64,float32")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--blur", type=float, default=0.05)
+    p.add_argument("--scaling", type=float, default=0.5)
+    p.add_argument("--reg", type=float, default=0.05)
+    p.add_argument("--tol", type=float, default=1e-6)
+    p.add_argument("--only", default="", help="comma-separated implementation names to run (default: all)")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    only = [s for s in args.only.split(",") if s]
+    print(f"# {platform.machine()}, Conveyor's CPU target {conveyor.simd_target()}; one thread; "
+          f"GeomLoss's loss: blur {args.blur}, scaling {args.scaling}, p = 2; fixed: eps {args.reg}, "
+          f"tol {args.tol}; median of {args.rounds} rounds (s per value + gradient)")
+    print("| table | n = m | d | dtype | implementation | forward | backward | total | ÷ Conveyor | value rel. diff. "
+          "| gradient rel. diff. |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for n in (int(s) for s in args.sizes.split(",")):
+        for d in (int(s) for s in args.dims.split(",")):
+            for dtype in (np.dtype(s).type for s in args.dtypes.split(",")):
+                X, Y = clouds(n, d, dtype)
+                runs = {k: v for k, v in implementations(args, n, dtype).items()
+                        if not only or k[1] in only or k[1] == "conveyor"}
+                times = {k: [] for k in runs}
+                results = {}
+                for k, run in runs.items():  # warm-up (kernels built, JAX compiled)
+                    results[k] = run(X, Y)
+                for r in range(args.rounds):
+                    for k in (list(runs) if r % 2 == 0 else list(reversed(list(runs)))):
+                        t_fwd, t_bwd, value, grad = runs[k](X, Y)
+                        times[k].append((t_fwd, t_bwd))
+                        results[k] = (t_fwd, t_bwd, value, grad)
+                for k in runs:
+                    fwd = statistics.median(t[0] for t in times[k])
+                    bwd = statistics.median(t[1] for t in times[k])
+                    total = statistics.median(t[0] + t[1] for t in times[k])
+                    mine = (k[0], "conveyor")
+                    base = statistics.median(t[0] + t[1] for t in times[mine])
+                    value, grad = results[k][2], results[k][3]
+                    ref_value, ref_grad = results[mine][2], results[mine][3]
+                    dv = abs(value - ref_value) / max(abs(ref_value), 1e-30)
+                    dg = float(np.abs(grad - ref_grad).max() / max(np.abs(ref_grad).max(), 1e-30))
+                    split = (f"{fwd:.3g} | {bwd:.3g}" if k[1] != "ott-jax" else "(one call) | (one call)")
+                    print(f"| {k[0]} | {n} | {d} | {np.dtype(dtype).name} | {k[1]} | {split} | {total:.3g} | "
+                          f"{total / base:.2f} | {dv:.1e} | {dg:.1e} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
