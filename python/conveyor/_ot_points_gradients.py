@@ -14,12 +14,12 @@ the source block, by conjugate gradients, as _ot_gradients.plan_vjp), and
     dL/dx_i = 2 sum_j W_ij (x_i - y_j),   dL/dy_j = 2 sum_i W_ij (y_j - x_i),
     dL/da = alpha,  dL/db = beta  (each centred over all ranks).
 
-The sums of W need sum_j P_ij C_ij and sum_j P_ij C_ij y_j; with C_ij = |x_i|^2
-- 2 x_i.y_j + |y_j|^2 they come from P applied to [1, Y, |y|^2, |y|^2 Y, y y^T]
-(2 + 2d + d^2 columns; the transposed side likewise). Cost: two such
-applications, two per conjugate-gradient iteration, two at the end; no n x m
-array. The Euclidean distance has no such expansion: its sums come from the
-engine's plan weighted by the cost or its inverse (_euclidean_vjp).
+The sums of W need sum_j P_ij C_ij and sum_j P_ij C_ij y_j: the engine's plan
+weighted by the cost (cost_power=1) applied to [1, Y] (the transposed side
+likewise). Cost: four applications of 1 + d to 3 + 2d columns, two of one
+column per conjugate-gradient iteration, two at the end; no n x m array. The
+Euclidean distance's sums also need the plan weighted by the inverse cost
+(_euclidean_vjp).
 """
 import types
 import warnings
@@ -31,54 +31,10 @@ from ._ot_gradients import _conjugate_gradients, _is_empty, _numpy_of, _summed, 
 from ._ot_gradients import total_over_ranks, torch_total_over_ranks
 
 
-def _moments(apply, Z, weight):
-    """P applied to [1, Z, w, wZ, w|z|^2, w|z|^2 Z, w z z^T] (w = weight; None: 1,
-    and the weighted columns are the plain ones): the sums over the other side
-    that the gradients need, as a namespace of arrays (rows of this rank)."""
-    n, d = Z.shape
-    sq = np.einsum("ij,ij->i", Z, Z)
-    outer = np.einsum("ij,ik->ijk", Z, Z).reshape(n, d * d)
-    w = np.ones(n) if weight is None else weight
-    columns = [w[:, None], w[:, None] * Z, (w * sq)[:, None], (w * sq)[:, None] * Z, w[:, None] * outer]
-    if weight is not None:
-        columns = [np.ones((n, 1)), Z] + columns
-    out = apply(np.ascontiguousarray(np.concatenate(columns, axis=1)))
-    k = 0 if weight is None else 1 + d
-
-    def take(width):
-        nonlocal k
-        k += width
-        return out[:, k - width:k]
-
-    m = types.SimpleNamespace()
-    m.w, m.wZ, m.wsq, m.wsqZ, m.wZZ = take(1)[:, 0], take(d), take(1)[:, 0], take(d), take(d * d)
-    m.wZZ = m.wZZ.reshape(-1, d, d)
-    m.ones, m.Z = (m.w, m.wZ) if weight is None else (out[:, 0], out[:, 1:1 + d])
-    return m
-
-
-def _cost_sums(U, m):
-    """For each point u (row of U) against the other side's points z_j with
-    weights w_j folded into the moments m: sum_j w_j P C and sum_j w_j P C z_j."""
-    su = np.einsum("ij,ij->i", U, U)
-    total = su * m.w - 2 * np.einsum("ij,ij->i", U, m.wZ) + m.wsq
-    moment = su[:, None] * m.wZ - 2 * np.einsum("ikl,il->ik", m.wZZ, U) + m.wsqZ
-    return total, moment
-
-
 def local_loss(apply, X, Y, metric="sqeuclidean"):
-    """This rank's rows' share of <P, C>: sum_i sum_j P_ij C(x_i, y_j), for the
-    squared distance from P applied to [1, Y, |y|^2], for the distance from P o C
-    applied to ones (the engine's cost_power=1)."""
-    X = np.asarray(X, dtype=np.float64)
-    Y = np.asarray(Y, dtype=np.float64)
-    if metric == "euclidean":
-        return float(apply(np.ones((Y.shape[0], 1)), False, 1).sum())
-    sums = apply(np.ascontiguousarray(np.concatenate([np.ones((Y.shape[0], 1)), Y, np.einsum("ij,ij->i", Y, Y)[:, None]],
-                                                     axis=1)), False)
-    d = X.shape[1]
-    return float((np.einsum("ij,ij->i", X, X) * sums[:, 0] - 2 * np.einsum("ij,ij->i", X, sums[:, 1:1 + d])
-                  + sums[:, 1 + d]).sum())
+    """This rank's rows' share of <P, C>: sum_i sum_j P_ij C(x_i, y_j), from P o C
+    applied to ones (the engine's cost_power=1; either metric)."""
+    return float(apply(np.ones((np.shape(Y)[0], 1)), False, 1).sum())
 
 
 def _adjoint(apply, s_rows, s_cols, p_r, p_c, reg, comm, tol, max_iter, Y=None):
@@ -116,18 +72,27 @@ def points_vjp(apply, X, Y, reg, w, comm=None, tol=1e-10, max_iter=None, metric=
     reg, w = float(reg), float(w)
     if metric == "euclidean":
         return _euclidean_vjp(apply, X, Y, reg, w, comm, tol, max_iter)
-    rows = _moments(lambda V: apply(V, False), Y, None)                     # sums over targets
-    cols = _moments(lambda V: apply(V, True), X, np.full(X.shape[0], w))   # sums over sources, w-weighted
-    row_cost, row_moment = _cost_sums(X, rows)
-    col_cost, col_moment = _cost_sums(Y, cols)
-    p_r, p_c = rows.ones, cols.ones
+    # Row i: sum_j P_ij [1, y_j] plain and weighted by C_ij; column j: sum_i P_ij [1, x_i, w, w x_i]
+    # plain and sum_i P_ij C_ij [w, w x_i] (w per rank: each rank's rows carry their own).
+    n, m = X.shape[0], Y.shape[0]
+    wn = np.full(n, w)
+    ones_y = np.ascontiguousarray(np.concatenate([np.ones((m, 1)), Y], axis=1))
+    rows = apply(ones_y, False)
+    row_costs = apply(ones_y, False, 1)
+    cols = apply(np.ascontiguousarray(np.concatenate([np.ones((n, 1)), X, wn[:, None], wn[:, None] * X], axis=1)),
+                 True)
+    col_costs = apply(np.ascontiguousarray(np.concatenate([wn[:, None], wn[:, None] * X], axis=1)), True, 1)
+    d = X.shape[1]
+    p_r, PY, row_cost, row_moment = rows[:, 0], rows[:, 1:], row_costs[:, 0], row_costs[:, 1:]
+    p_c, PX, col_w_plain, col_wx_plain = cols[:, 0], cols[:, 1:1 + d], cols[:, 1 + d], cols[:, 2 + d:]
+    col_cost, col_moment = col_costs[:, 0], col_costs[:, 1:]
     alpha, beta, forward = _adjoint(apply, w * row_cost, col_cost, p_r, p_c, reg, comm, tol, max_iter, Y)
     back = apply(np.ascontiguousarray(np.concatenate([alpha[:, None], alpha[:, None] * X], axis=1)), True)
     # Row i: sum_j W_ij and sum_j W_ij y_j; column j: sum_i W_ij and sum_i W_ij x_i.
     row_w = w * p_r + (alpha * p_r + forward[:, 0] - w * row_cost) / reg
-    row_wy = w * rows.Z + (alpha[:, None] * rows.Z + forward[:, 1:] - w * row_moment) / reg
-    col_w = cols.w + (back[:, 0] + beta * p_c - col_cost) / reg
-    col_wx = cols.wZ + (back[:, 1:] + beta[:, None] * cols.Z - col_moment) / reg
+    row_wy = w * PY + (alpha[:, None] * PY + forward[:, 1:] - w * row_moment) / reg
+    col_w = col_w_plain + (back[:, 0] + beta * p_c - col_cost) / reg
+    col_wx = col_wx_plain + (back[:, 1:] + beta[:, None] * PX - col_moment) / reg
     grad_X = 2 * (X * row_w[:, None] - row_wy)
     grad_Y = 2 * (Y * col_w[:, None] - col_wx)
     return grad_X, grad_Y, _centred(alpha, comm), _centred(beta, comm)
