@@ -275,7 +275,7 @@ def _solve_autodiff(ops, M, a, b, reg, reg_type, max_iter, tol, verbose, potenti
 
     if _penalized(unbalanced):
         if grad == "detach":
-            a, b, M = (None if x is None else sg(x) for x in ops.inputs(a, b, M, comm))
+            a, b, M = (sg(x) for x in ops.inputs(a, b, M, comm))
         P, log_u, log_v, value_linear, value = autodiff_unbalanced(ops, a, b, M, reg, unbalanced, "kl", None,
                                                                    numpy_solve, comm)
         if grad != "autodiff":
