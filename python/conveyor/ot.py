@@ -61,12 +61,14 @@ from ._ot_barycenter import BARYCENTER_METHODS, barycenter, free_support_sinkhor
 from ._ot_unbalanced import UNBALANCED_METHODS, sinkhorn_unbalanced, sinkhorn_unbalanced2
 from ._ot_solve import OTResult, solve, solve_sample
 from ._ot_samples_loss import SamplesLoss
+from ._ot_batch import BatchResult, solve_batch, solve_sample_batch
+from . import _ot_batch as batch  # (POT's spelling: ot.batch.solve_batch)
 
 __all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS", "empirical_sinkhorn", "empirical_sinkhorn2",
            "empirical_sinkhorn_divergence", "empirical_plan_apply", "empirical_barycentric_mapping",
            "empirical_plan_rows", "METRICS", "sinkhorn_unbalanced", "sinkhorn_unbalanced2",
            "UNBALANCED_METHODS", "barycenter", "free_support_sinkhorn_barycenter", "BARYCENTER_METHODS", "solve",
-           "solve_sample", "OTResult", "SamplesLoss"]
+           "solve_sample", "OTResult", "SamplesLoss", "solve_batch", "solve_sample_batch", "BatchResult"]
 
 #: The ``method`` values Conveyor runs (POT's names).
 IMPLEMENTED_METHODS = ("sinkhorn", "sinkhorn_log")

@@ -10,6 +10,7 @@
 #include "bindings.hpp"
 #include "conveyor/sinkhorn.hpp"
 #include "conveyor/sinkhorn_barycenter.hpp"
+#include "conveyor/sinkhorn_batch.hpp"
 #include "conveyor/sinkhorn_points.hpp"
 #include "convert.hpp"
 
@@ -385,6 +386,73 @@ nb::tuple run_barycenter(barycenter_args& s, MPI_Comm cm) {
                         res.error, to_numpy(std::move(res.error_history)));
 }
 
+// The arguments of a batch of problems after conversion: costs (batch, n, m) or
+// clouds (batch, n, dim) and (batch, m, dim); weights (batch, n) and (batch, m) or None.
+struct batch_args : clouds_args {
+  py_input C, a, b;
+  bool points = false, a_given = false, b_given = false;
+  double eps = 0;
+  sk::batch_options o;
+};
+
+void convert_batch(batch_args& s, nb::handle C, nb::handle X, nb::handle Y, nb::handle a, nb::handle b,
+                   nb::handle eps, nb::handle options) {
+  option_reader opt(options);
+  nb::object dtype;
+  s.points = C.is_none();
+  if (s.points) {
+    dtype = convert_clouds(s, X, Y, /*batch_ok=*/true);
+    if (!s.batched) fail(errc::invalid_argument, "X and Y must be 3-D (problems x points x dimensions)");
+  } else {
+    s.C = input(C, "M");
+    if (s.C.a.ndim() != 3) fail(errc::invalid_argument, "M must be 3-D (problems x rows x columns)");
+    if (s.C.type != conveyor::dtype::float32 && s.C.type != conveyor::dtype::float64) {
+      fail(errc::invalid_type, "M's dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.C.type)));
+    }
+    s.single = s.C.type == conveyor::dtype::float32;
+    dtype = s.C.obj.attr("dtype");
+    s.batch = s.C.a.shape(0);
+    s.n = s.C.a.shape(1);
+    s.m = s.C.a.shape(2);
+  }
+  s.a_given = !a.is_none();
+  s.b_given = !b.is_none();
+  if (s.a_given) {
+    s.a = input(a, "a", dtype);
+    require_shape(s.a.a, {s.batch, s.n}, "a");
+  }
+  if (s.b_given) {
+    s.b = input(b, "b", dtype);
+    require_shape(s.b.a, {s.batch, s.m}, "b");
+  }
+  s.eps = value<double>(eps, "eps", "a number");
+  opt.read_with("metric", [&](nb::handle h) { s.o.metric = sk::parse_metric(value<std::string>(h, "metric", "a string")); });
+  read_iteration(opt, s.o);
+  opt.finish();
+}
+
+template <class T>
+nb::tuple run_batch(batch_args& s, MPI_Comm cm) {
+  sk::batch_result<T> res;
+  const auto* a = s.a_given ? static_cast<const T*>(s.a.a.data()) : nullptr;
+  const auto* b = s.b_given ? static_cast<const T*>(s.b.a.data()) : nullptr;
+  {
+    nb::gil_scoped_release unlocked;
+    res = s.points ? sk::transport_points_batch(static_cast<const T*>(s.X.a.data()), static_cast<const T*>(s.Y.a.data()),
+                                                s.batch, s.n, s.m, s.dim, a, b, s.eps, cm, s.o)
+                   : sk::transport_batch(static_cast<const T*>(s.C.a.data()), s.batch, s.n, s.m, a, b, s.eps, cm, s.o);
+  }
+  std::vector<std::string> states;
+  for (sk::status st : res.state) states.emplace_back(sk::status_name(st));
+  std::vector<double> iterations(res.iterations.begin(), res.iterations.end());
+  const auto per_problem = [&](std::vector<T> v, std::size_t count) {
+    return nb::cast(to_numpy(std::move(v))).attr("reshape")(s.batch, count);
+  };
+  return nb::make_tuple(per_problem(std::move(res.log_u), s.n), per_problem(std::move(res.log_v), s.m), states,
+                        to_numpy(std::move(iterations)), to_numpy(std::move(res.error)),
+                        to_numpy(std::move(res.cost)), to_numpy(std::move(res.entropy)), to_numpy(std::move(res.kl)));
+}
+
 // One solver call from Python: the arguments converted inside the collective
 // contract (`to_args`) and agreed over the ranks, then `run` for their dtype.
 template <class Args, class ToArgs, class Run>
@@ -463,6 +531,18 @@ void bind_point_solvers(nb::module_& m) {
       },
       nb::arg("X").none(), nb::arg("Y").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("eps").none(),
       nb::arg("comm").none(), nb::arg("options").none());
+
+  m.def(
+      "sinkhorn_batch",
+      [](nb::handle C, nb::handle X, nb::handle Y, nb::handle a, nb::handle b, nb::handle eps, nb::handle comm,
+         nb::handle options) {
+        return solver_call<batch_args>(
+            C.is_none() ? "sinkhorn::transport_points_batch" : "sinkhorn::transport_batch", comm,
+            [&](batch_args& s) { convert_batch(s, C, X, Y, a, b, eps, options); },
+            [](batch_args& s, MPI_Comm cm) { return s.single ? run_batch<float>(s, cm) : run_batch<double>(s, cm); });
+      },
+      nb::arg("C").none(), nb::arg("X").none(), nb::arg("Y").none(), nb::arg("a").none(), nb::arg("b").none(),
+      nb::arg("eps").none(), nb::arg("comm").none(), nb::arg("options").none());
 
   m.def(
       "apply_plan_points",

@@ -17,6 +17,7 @@
 
 #include "conveyor/contract.hpp"
 #include "conveyor/types.hpp"
+#include "runtime/context.hpp"
 
 namespace conveyor::sinkhorn::detail {
 

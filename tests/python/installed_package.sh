@@ -92,6 +92,13 @@ echo "numpy==$("$python" -c 'import numpy; print(numpy.__version__)')" >"$work/c
 geomloss_dir="$work/geomloss-$mpi"
 rm -rf "$geomloss_dir"
 "${pip[@]}" install --quiet --no-deps --target "$geomloss_dir" "geomloss==0.3.1" || fail "pip install geomloss==0.3.1 failed"
+# POT 0.9.6's ot.batch (the batch solvers conveyor.ot.solve_batch / solve_sample_batch
+# follow), in a directory of its own: tests/python/test_ot_batch.py's comparisons
+# run once with it on the path (below); every other run keeps POT 0.9.5, whose
+# test files pot_tests.sh runs (0.9.6's source distribution ships no batch tests).
+pot_batch_dir="$work/pot-batch-$mpi"
+rm -rf "$pot_batch_dir"
+"${pip[@]}" install --quiet --no-deps --target "$pot_batch_dir" "POT==0.9.6.post1" || fail "pip install POT==0.9.6.post1 failed"
 # pytest-check: GeomLoss's own tests use it (tests/external/geomloss_tests.sh).
 if [ "$mpi" = openmpi ]; then
   "${pip[@]}" install --quiet "pytest-check==2.4.1" || fail "pip install pytest-check==2.4.1 failed"
@@ -133,9 +140,19 @@ fi
 if [ "$mpi" = openmpi ]; then
   "$root/tests/external/geomloss_tests.sh" "$python" "$work/geomloss-tests" "$geomloss_dir" >"$work/geomloss-tests.txt" 2>&1 &
   geomloss_tests=$!
+  (cd "$work" && CONVEYOR_REQUIRE_POT_BATCH=1 OMP_NUM_THREADS=1 PYTHONPATH="$pot_batch_dir" timeout 600 \
+     "$python" -m pytest -q -p no:cacheprovider --color=no -k pot_batch "$root/tests/python/test_ot_batch.py") \
+    >"$work/pot-batch.log" 2>&1 &
+  pot_batch=$!
   "$root/tests/external/pot_tests.sh" "$python" "$work/pot" || status=1
   wait "$geomloss_tests" || status=1
   cat "$work/geomloss-tests.txt"
+  if wait "$pot_batch"; then
+    echo "  POT 0.9.6 ot.batch beside conveyor.ot's: $(grep -E '[0-9]+ passed' "$work/pot-batch.log")"
+  else
+    tail -n 30 "$work/pot-batch.log"
+    status=1
+  fi
 fi
 # At 1 and 3 ranks on Open MPI; on MPICH at 1 (its CTest runs them at 2 and 4:
 # the Python layer's rank logic is the same over either MPI, and oversubscribed
