@@ -31,16 +31,20 @@ rng = np.random.default_rng(0)
 X = rng.random((B, n, d)).astype(dtype)
 Y = (rng.random((B, n, d)) + 0.2).astype(dtype)
 
+def torch_value_and_grad(solve, iterations):  # (conveyor's and POT's: the values' sum backward in X)
+    import torch
+    Yt = torch.from_numpy(Y)
+    def run():
+        Xt = torch.from_numpy(X).requires_grad_(True)
+        res = solve(Xt, Yt, eps, tol=tol, max_iter=100000)
+        res.value.sum().backward()
+        return res.value.detach().numpy(), iterations(res.log["n_iter"])
+    return run
+
 if impl == "conveyor":
     import conveyor.ot
     if grad:
-        import torch
-        Yt = torch.from_numpy(Y)
-        def run():
-            Xt = torch.from_numpy(X).requires_grad_(True)
-            res = conveyor.ot.solve_sample_batch(Xt, Yt, eps, tol=tol, max_iter=100000)
-            res.value.sum().backward()
-            return res.value.detach().numpy(), int(res.log["n_iter"].max())
+        run = torch_value_and_grad(conveyor.ot.solve_sample_batch, lambda it: int(it.max()))
     else:
         def run():
             res = conveyor.ot.solve_sample_batch(X, Y, eps, tol=tol, max_iter=100000)
@@ -71,13 +75,7 @@ elif impl == "ott":
 else:  # POT's ot.batch
     import ot.batch
     if grad:
-        import torch
-        Yt = torch.from_numpy(Y)
-        def run():
-            Xt = torch.from_numpy(X).requires_grad_(True)
-            res = ot.batch.solve_sample_batch(Xt, Yt, eps, tol=tol, max_iter=100000)
-            res.value.sum().backward()
-            return res.value.detach().numpy(), int(res.log["n_iter"]) + 1
+        run = torch_value_and_grad(ot.batch.solve_sample_batch, lambda it: int(it) + 1)
     else:
         def run():
             res = ot.batch.solve_sample_batch(X, Y, eps, tol=tol, max_iter=100000, grad="detach")

@@ -181,7 +181,7 @@ def _engine_in_library(xp, C, X, Y, a, b, reg, max_iter, tol, metric, comm, thre
         out = _solve_concrete(*arrays, reg, max_iter, tol, metric, comm, threads, None)
         return tuple(np.asarray(v).astype(dtype) for v in (out[0], out[1], out[5], out[6], out[7]))
 
-    args = [v if v is not None else None for v in (C, X, Y, a, b)]
+    args = [C, X, Y, a, b]
     present = [i for i, v in enumerate(args) if v is not None]
 
     def call(*given):
