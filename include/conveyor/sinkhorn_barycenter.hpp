@@ -51,6 +51,10 @@ struct barycenter_result {
   double error = 0;                   // of the returned barycenter's iteration
   std::vector<double> error_history;  // one entry per iteration
   std::vector<T> barycenter;          // dim values, the same on every rank
+  /// hists x dim: log v_k, the column-side log scaling of plan k = diag(A_k / K v_k)
+  /// K diag(v_k) after the last iteration (what gradients through the barycenter
+  /// start from); the same on every rank.
+  std::vector<double> log_v;
   int threads = 0;
   timing time;
 };

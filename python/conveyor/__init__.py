@@ -273,7 +273,7 @@ def Allgather(sendbuf, recvbuf, comm=None):
 ScalingResult = namedtuple("ScalingResult", "u v status iterations error")
 TransportResult = namedtuple("TransportResult", "log_u log_v status iterations error cost plan history")
 PointsResult = namedtuple("PointsResult", "log_u log_v status iterations error cost history annealing_steps")
-BarycenterResult = namedtuple("BarycenterResult", "barycenter status iterations error history")
+BarycenterResult = namedtuple("BarycenterResult", "barycenter status iterations error history log_v")
 
 
 def _comm(comm):
@@ -510,7 +510,9 @@ def sinkhorn_barycenter(C, A, eps, weights=None, comm=None, tol=1e-4, max_iter=1
     -------
     BarycenterResult
         barycenter (the same on every rank), status, iterations, error, history
-        (the error of every iteration).
+        (the error of every iteration), log_v (n_hists x dim: the log of each
+        plan's column scaling after the last iteration, diag(A_k / K v_k) K
+        diag(v_k) being plan k; what gradients through the barycenter start from).
 
     Examples
     --------

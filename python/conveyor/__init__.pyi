@@ -150,6 +150,7 @@ class BarycenterResult(NamedTuple):
     iterations: int
     error: float
     history: npt.NDArray[np.float64]
+    log_v: npt.NDArray[np.float64]  # (n_hists, dim), the same on every rank
 
 def sinkhorn_barycenter(C: npt.ArrayLike, A: npt.ArrayLike, eps: float, weights: Optional[npt.ArrayLike] = ...,
                         comm: Optional[MPI.Comm] = ..., tol: float = ..., max_iter: int = ..., check_every: int = ...,

@@ -27,6 +27,8 @@ from mpi4py import MPI
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._backends import foreign_backend, on_numpy
 from ._mpi import agree, comm_address
+from ._ot_barycenter_gradients import jax_barycenter, torch_barycenter
+from ._ot_gradients import is_jax, is_torch
 from ._ot_points import _apply, _solve_points, warn_outcome
 
 __all__ = ["barycenter", "free_support_sinkhorn_barycenter", "BARYCENTER_METHODS"]
@@ -85,14 +87,50 @@ def barycenter(A, M, reg, weights=None, method="sinkhorn", numItermax=10000, sto
     >>> bool(abs(q.sum() - 1) < 1e-8), int(np.argmax(q))
     (True, 2)
     """
+    args = (method, numItermax, stopThr, verbose, warn, comm, kwargs)
+    if is_torch(A, M, weights) or (is_jax(A, M, weights) and not log):
+        # Differentiable (an autograd Function, a custom VJP): implicit
+        # differentiation of the fixed point (_ot_barycenter_gradients.py).
+        return _differentiable(A, M, reg, weights, log, args)
     nx = foreign_backend(A, M, weights)
     if nx is not None:
-        return on_numpy(nx, M, _barycenter, A, M, reg, weights, method, numItermax, stopThr, verbose, log, warn,
-                        comm, kwargs)
-    return _barycenter(A, M, reg, weights, method, numItermax, stopThr, verbose, log, warn, comm, kwargs)
+        return on_numpy(nx, M, _barycenter, A, M, reg, weights, log, args)
+    return _barycenter(A, M, reg, weights, log, args)
 
 
-def _barycenter(A, M, reg, weights, method, numItermax, stopThr, verbose, log, warn, comm, kwargs):
+def _differentiable(A, M, reg, weights, log, args):
+    torch = is_torch(A, M, weights)
+    uniform = weights is None  # (the engine's own uniform weights, exact in float32 too)
+    if torch:
+        import torch as xp
+        M = xp.as_tensor(M)
+        dtype = M.dtype if M.dtype in (xp.float32, xp.float64) else xp.float64
+        M, A = M.to(dtype), xp.as_tensor(A).to(dtype)
+        weights = xp.full((A.shape[1],), 1.0 / A.shape[1], dtype=dtype) if weights is None \
+            else xp.as_tensor(weights).to(dtype)
+    else:
+        import jax.numpy as xp
+        M = xp.asarray(M)
+        dtype = M.dtype if M.dtype in (xp.float32, xp.float64) else xp.result_type(float)
+        M, A = M.astype(dtype), xp.asarray(A, dtype)
+        weights = xp.full(A.shape[1], 1.0 / A.shape[1], dtype) if weights is None else xp.asarray(weights, dtype)
+    logs = {}
+
+    def solve(A_, M_, w_):
+        q, log_v, logs["log"] = _run(A_, M_, reg, None if uniform else w_, *args)
+        return q, log_v
+
+    q = (torch_barycenter if torch else jax_barycenter)(A, M, weights, reg, solve, args[5])
+    return (q, logs["log"]) if log else q
+
+
+def _barycenter(A, M, reg, weights, log, args):
+    q, _, log_ = _run(A, M, reg, weights, *args)
+    return (q, log_) if log else q
+
+
+def _run(A, M, reg, weights, method, numItermax, stopThr, verbose, warn, comm, kwargs):
+    """The engine's barycenter on NumPy arrays: (q, log_v, POT's log dict)."""
     comm = MPI.COMM_SELF if comm is None else comm
 
     def prepare():  # local conversions and checks, agreed over the ranks before the engine runs
@@ -114,7 +152,8 @@ def _barycenter(A, M, reg, weights, method, numItermax, stopThr, verbose, log, w
     name, M_, A_, w = agree(comm, prepare, ("methods and weights-given flags", (str(method), weights is None)))
     options = dict(tol=float(stopThr), max_iter=int(numItermax), check_every=_CHECK_EVERY, first_check=2,
                    log_domain=name == "sinkhorn_log", **{k: kwargs[k] for k in _ENGINE_KWARGS if k in kwargs})
-    q, status, iterations, _, history = _conveyor.sinkhorn_barycenter(M_, A_, w, reg, comm_address(comm), options)
+    q, status, iterations, _, history, log_v = _conveyor.sinkhorn_barycenter(M_, A_, w, reg, comm_address(comm),
+                                                                             options)
     # POT's niter: the 0-based index of the last iteration run.
     niter = iterations if status == "numerical_failure" else max(iterations - 1, 0)
     err = [float(e) for e in history[1:iterations:_CHECK_EVERY]]
@@ -124,7 +163,7 @@ def _barycenter(A, M, reg, weights, method, numItermax, stopThr, verbose, log, w
                 print(f"{'It.':>5s}|{'Err':>12s}\n" + "-" * 19)
             print(f"{1 + k * _CHECK_EVERY:5d}|{e:12e}|")
     warn_outcome("barycenter", status, iterations, warn, "barycenter")
-    return (q, {"err": err, "niter": niter}) if log else q
+    return q, log_v, {"err": err, "niter": niter}
 
 
 def free_support_sinkhorn_barycenter(measures_locations, measures_weights, X_init, reg, b=None, weights=None,

@@ -382,8 +382,10 @@ nb::tuple run_barycenter(barycenter_args& s, MPI_Comm cm) {
     res = sk::barycenter(static_cast<const T*>(s.C.a.data()), s.rows, s.dim, s.dim, static_cast<const T*>(s.A.a.data()),
                          s.hists, s.weights_given ? static_cast<const T*>(s.weights.a.data()) : nullptr, s.eps, cm, s.o);
   }
+  const std::size_t hists = s.hists, dim = s.dim;
+  nb::object log_v = nb::cast(to_numpy(std::move(res.log_v))).attr("reshape")(hists, dim);
   return nb::make_tuple(to_numpy(std::move(res.barycenter)), std::string(sk::status_name(res.state)), res.iterations,
-                        res.error, to_numpy(std::move(res.error_history)));
+                        res.error, to_numpy(std::move(res.error_history)), log_v);
 }
 
 // The arguments of a batch of problems after conversion: costs (batch, n, m) or

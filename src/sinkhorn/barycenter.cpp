@@ -111,6 +111,10 @@ class barycenter_solver {
     }
     res.barycenter.resize(dim_);
     for (std::size_t j = 0; j < dim_; ++j) res.barycenter[j] = static_cast<T>(good_q[j]);
+    res.log_v.resize(H_ * dim_);
+    for (std::size_t x = 0; x < res.log_v.size(); ++x) {
+      res.log_v[x] = o_.log_domain ? static_cast<double>(G_[x]) : std::log(static_cast<double>(u_[x]));
+    }
     return res;
   }
 
