@@ -188,9 +188,10 @@ def _solve_numpy(M, a, b, reg, reg_type, max_iter, tol, verbose, warmstart, comm
     value_linear = _summed(comm, np.array([float((P * M).sum())]))[0]
     if str(reg_type).lower() == "entropy":
         regularizer = float((P * np.log(P + 1e-16)).sum())
-    else:  # KL to a b^T, as POT's nx.kl_div(P, a b^T)
-        regularizer = float((P * np.log(P / (np.asarray(a, np.float64)[:, None] * np.asarray(b, np.float64)[None, :])
-                                        + 1e-16)).sum())
+    else:  # KL to a b^T, as POT's nx.kl_div(P, a b^T), with 0 log 0 = 0 where a weight is 0 (POT's: NaN)
+        reference = np.asarray(a, np.float64)[:, None] * np.asarray(b, np.float64)[None, :]
+        mass = P > 0
+        regularizer = float((P[mass] * np.log(P[mass] / reference[mass] + 1e-16)).sum())
     value = value_linear + reg * _summed(comm, np.array([regularizer]))[0]
     potentials = (log["log_u"], log["log_v"])
     return dtype(value), dtype(value_linear), plan, potentials, log
@@ -291,8 +292,10 @@ def _solve_autodiff(ops, M, a, b, reg, reg_type, max_iter, tol, verbose, potenti
         linear = ops.total(xp.sum(P_ * C), comm)
         if str(reg_type).lower() == "entropy":
             term = xp.sum(P_ * xp.log(P_ + 1e-16))
-        else:
-            term = xp.sum(P_ * xp.log(P_ / (A[:, None] * ops.shared(B, comm)[None, :]) + 1e-16))
+        else:  # 0 log 0 = 0 where a weight is 0; the reference replaced there so no NaN reaches the gradient
+            mass = P_ > 0
+            reference = xp.where(mass, A[:, None] * ops.shared(B, comm)[None, :], xp.ones_like(P_))
+            term = xp.sum(xp.where(mass, P_ * xp.log(P_ / reference + 1e-16), xp.zeros_like(P_)))
         return linear + reg * ops.total(term, comm), linear
 
     value, value_linear = objective(P)
