@@ -47,13 +47,60 @@ def _first_row(comm, rows):
     return comm.exscan(rows) or 0
 
 
-def _normalized_rows(M, log_v, reg):
-    """R_k for every histogram: the rows of exp(log_v_k - M / reg), each summing to 1."""
-    x = log_v[:, None, :] - M[None, :, :] / reg
-    x -= x.max(axis=2, keepdims=True)
-    np.exp(x, out=x)
-    x /= x.sum(axis=2, keepdims=True)
-    return x
+class _Rows:
+    """The plans' normalized rows R_k, each formed (H x rows x dim floats): for
+    any reg, as the log-domain iteration."""
+
+    def __init__(self, M, log_v, reg):
+        x = log_v[:, None, :] - M[None, :, :] / reg
+        x -= x.max(axis=2, keepdims=True)
+        np.exp(x, out=x)
+        x /= x.sum(axis=2, keepdims=True)
+        self.R = x
+
+    def apply(self, x):  # (R_k x_k)_i, H x rows (one gemv per histogram)
+        return np.matmul(self.R, x[:, :, None])[:, :, 0]
+
+    def apply_t(self, y):  # sum_i R_kil y_ki over this rank's rows, H x dim
+        return np.matmul(y[:, None, :], self.R)[:, 0, :]
+
+    def weighted(self, A, s, side):  # sum_k A_ki R_kil (s_kl - side_ki), rows x dim
+        out = np.zeros(self.R.shape[1:])
+        for k in range(len(self.R)):
+            out += (A[k][:, None] * self.R[k]) * (s[k][None, :] - side[k][:, None])
+        return out
+
+
+class _Kernel:
+    """R_k = diag(1 / d_k) K diag(v_k) through one K = exp(-M / reg) shared by
+    the H histograms (rows x dim floats; each product one GEMM over the H
+    columns, K read once for all of them). Exact where no entry of K or v
+    leaves the normal range: see fits()."""
+
+    def __init__(self, M, log_v, reg):
+        self.K = np.exp(-(M - M.min()) / reg)  # (constant factors cancel in each row's normalization)
+        self.V = np.exp(log_v - log_v.max(axis=1, keepdims=True))
+        self.D = self.K @ self.V.T  # rows x H: d_ik
+
+    @staticmethod
+    def fits(M, log_v, reg):
+        """Whether every product K_ij v_kj is a normal float64 (no underflow to
+        lose the rows' mass in): the spans of -M / reg and of each log_v add to
+        less than the exponent range."""
+        if M.size == 0:
+            return True
+        span = float(np.ptp(M)) / reg + float(np.ptp(log_v, axis=1).max(initial=0.0))
+        return np.isfinite(span) and span < 600.0
+
+    def apply(self, x):
+        return (self.K @ (self.V * x).T).T / self.D.T
+
+    def apply_t(self, y):
+        return self.V * ((y / self.D.T) @ self.K)
+
+    def weighted(self, A, s, side):
+        alpha = A / self.D.T  # H x rows
+        return self.K * (alpha.T @ (self.V * s) - (alpha * side).T @ self.V)
 
 
 def barycenter_vjp(A, M, weights, reg, log_v, q, g, comm=None, tol=1e-12, max_iter=100000):
@@ -69,13 +116,13 @@ def barycenter_vjp(A, M, weights, reg, log_v, q, g, comm=None, tol=1e-12, max_it
     rows = M.shape[0]
     first = _first_row(comm, rows)
     A_mine = A[first:first + rows].T  # H x rows
-    R = _normalized_rows(M, log_v, reg)  # H x rows x dim
+    plans = (_Kernel if _Kernel.fits(M, log_v, reg) else _Rows)(M, log_v, reg)
 
-    def row_side(mu):  # (R_k (mu_k / c_k))_i for this rank's rows, H x rows (BLAS: one gemv per histogram)
-        return np.matmul(R, (mu * inv_c)[:, :, None])[:, :, 0]
+    def row_side(mu):  # (R_k (mu_k / c_k))_i for this rank's rows, H x rows
+        return plans.apply(mu * inv_c)
 
     def column_side(x):  # R_k^T x_k over every rank's rows, H x dim
-        return _summed(comm, np.matmul(x[:, None, :], R)[:, 0, :])
+        return _summed(comm, plans.apply_t(x))
 
     c = column_side(A_mine)
     inv_c = np.divide(1.0, c, out=np.zeros_like(c), where=c > 0)  # (a column without mass moves nothing)
@@ -98,10 +145,7 @@ def barycenter_vjp(A, M, weights, reg, log_v, q, g, comm=None, tol=1e-12, max_it
     mu = w[:, None] * beta - adjoint
     side = row_side(mu)  # H x rows
     scaled = mu * inv_c
-    gM = np.zeros_like(M)
-    for k in range(H):
-        gM -= (A_mine[k][:, None] * R[k]) * (scaled[k][None, :] - side[k][:, None])
-    gM /= reg
+    gM = -plans.weighted(A_mine, scaled, side) / reg
     gA = np.zeros_like(A)
     gA[first:first + rows] = side.T
     gA = _summed(comm, gA)

@@ -51,12 +51,14 @@ def value(A, M, weights, g):
                                             comm=COMM, **TIGHT))
 
 
-@pytest.mark.parametrize("method", ["sinkhorn", "sinkhorn_log"])
-def test_gradients_equal_finite_differences(method):
+@pytest.mark.parametrize("method,scale", [("sinkhorn", 1), ("sinkhorn_log", 1), ("sinkhorn_log", 40)])
+def test_gradients_equal_finite_differences(method, scale):
     """Along directions that keep the problem valid: any change of M (not
     symmetric), changes of A that keep every column's mass equal, weights that
-    keep their sum."""
+    keep their sum. At scale 40 (M / reg spans 700) the backward forms each
+    plan's rows; at scale 1 it goes through the shared kernel."""
     A, M = problem()
+    M = scale * M
     rng = np.random.default_rng(7)
     g = rng.standard_normal(len(A))
     q, gA, gM, gw = torch_gradients(A, M, WEIGHTS, g, method)
@@ -76,12 +78,29 @@ def test_gradients_equal_finite_differences(method):
             analytic = COMM.allreduce(float((gM * dM[my_rows(len(M))]).sum()))
         else:
             analytic = float((gA * dA_).sum()) if dA_ is not None else float(gw @ dw)
-        assert analytic == pytest.approx(fd, rel=1e-6, abs=1e-9)
+        assert analytic == pytest.approx(fd, rel=1e-6 * scale, abs=1e-9)
     # A and the weights are whole on every rank: the same gradients everywhere.
     for other in COMM.allgather((gA, gw)):
         np.testing.assert_allclose(other[0], gA, rtol=0, atol=1e-13)
         np.testing.assert_allclose(other[1], gw, rtol=0, atol=1e-13)
     assert abs(gw.sum()) < 1e-12 and np.ptp(gA.sum(axis=0)) < 1e-12  # centred: only valid changes move q
+
+
+def test_shared_kernel_equals_formed_rows():
+    """The two ways through the plans (_Kernel where K and v stay normal floats,
+    _Rows otherwise) give the same products, and each is chosen where it should be."""
+    from conveyor._ot_barycenter_gradients import _Kernel, _Rows
+
+    A, M = problem()
+    log_v = np.random.default_rng(8).standard_normal((A.shape[1], len(A))) * 3
+    assert _Kernel.fits(M, log_v, REG) and not _Kernel.fits(40 * M, log_v, REG)
+    kernel, rows = _Kernel(M, log_v, REG), _Rows(M, log_v, REG)
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal(log_v.shape), rng.standard_normal(A.T.shape)
+    np.testing.assert_allclose(kernel.apply(x), rows.apply(x), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(kernel.apply_t(y), rows.apply_t(y), rtol=1e-12, atol=1e-14)
+    side = rows.apply(x)
+    np.testing.assert_allclose(kernel.weighted(A.T, x, side), rows.weighted(A.T, x, side), rtol=1e-11, atol=1e-14)
 
 
 def test_gradients_equal_pots_unrolled():
