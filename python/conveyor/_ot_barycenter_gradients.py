@@ -3,28 +3,33 @@ fixed-support barycenter q with respect to the histograms A, the cost M and the
 weights w, by implicit differentiation of the fixed point of the iteration
 (docs/algorithms.md, "Gradients of the barycenter"), not by storing iterations.
 
-The iteration (_ot_barycenter.py's engine) on the log column scalings G_k of
-the H plans P_k = diag(A_k) R_k, R_k the rows of exp(G_k - M / reg) normalized
-to sum 1, c_k = P_k^T 1 their column sums and phi_k = log c_k - G_k:
+The log-domain iteration (_ot_barycenter.py's engine) on the log column
+scalings G_k of the H plans P_k = diag(A_k) R_k, R_k the rows of
+exp(G_k - M / reg) normalized to sum 1, c_k = P_k^T 1 their column sums and
+phi_k = log c_k - G_k:
 
-    log q = sum_k w_k log c_k,    G_k <- log q - phi_k.
+    log q = sum_k w_k phi_k,    G_k <- log q - phi_k.
 
-Reverse mode through its fixed point, with gamma = g o q (g the gradient of the
+(Not the form log q = sum_k w_k log c_k, equal on the iterates: its fixed
+points are every common column marginal, and its weights' gradient vanishes.)
+Reverse mode through the fixed point, with gamma = g o q (g the gradient of the
 loss with respect to q) and one adjoint Lambda_k per histogram:
 
     beta = gamma + sum_k Lambda_k,   mu_k = w_k beta - Lambda_k,
-    Lambda_k <- w_k beta + J_k^T mu_k,   J_k^T mu = -R_k^T (A_k o R_k (mu / c_k)),
+    Lambda_k <- J_k^T mu_k,   J_k^T mu = -R_k^T (A_k o R_k (mu / c_k)),
 
 iterated from Lambda = 0 until it stops changing (it contracts at the rate of
-the forward iteration; one iteration: two products with each R_k, one allreduce
-of H x dim values with ``comm``). Then
+the forward iteration; one iteration: two products with the plans, one
+allreduce of H x dim values with ``comm``). Then
 
     dL/dA_ik = (R_k (mu_k / c_k))_i,
     dL/dM_il = -(1 / reg) sum_k A_ik R_kil ((mu_k / c_k)_l - (R_k (mu_k / c_k))_i),
-    dL/dw_k  = beta . log c_k.
+    dL/dw_k  = beta . phi_k.
 
-The shift G_k + t (one t per histogram) leaves every plan unchanged; the
-right-hand side has no component along it, so the adjoint does not grow there.
+Shifts G_k + t_k with sum_k w_k t_k = 0 leave the iteration's fixed point a
+fixed point (eigenvalue 1); the right-hand side is orthogonal to them
+(J_k 1 = -1), so the adjoint does not grow along them.
+
 The barycenter exists for weights summing to 1 and histograms of one mass, so
 only changes that keep those move q: the weights' gradient is returned centred,
 the histograms' with the column means' spread removed (every column's change of
