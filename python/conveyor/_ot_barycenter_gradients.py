@@ -83,8 +83,9 @@ class _Kernel:
     leaves the normal range: see fits()."""
 
     def __init__(self, M, log_v, reg):
-        self.K = np.exp(-(M - M.min()) / reg)  # (constant factors cancel in each row's normalization)
-        self.V = np.exp(log_v - log_v.max(axis=1, keepdims=True))
+        # (Constant factors cancel in each row's normalization; a rank may hold no rows, the support be empty.)
+        self.K = np.exp(-(M - (M.min() if M.size else 0.0)) / reg)
+        self.V = np.exp(log_v - log_v.max(axis=1, keepdims=True, initial=-np.inf))
         self.D = self.K @ self.V.T  # rows x H: d_ik
 
     @staticmethod

@@ -197,3 +197,43 @@ def test_jax_grad_equals_torch_backward():
         for result in (grad(*args), jax.jit(grad)(*args)):
             for mine, torch_ in zip(result, (gA, gM, gw)):
                 np.testing.assert_allclose(np.asarray(mine), torch_, rtol=0, atol=1e-12)
+
+
+def test_empty_support_and_ranks_without_rows():
+    """An empty support gives empty gradients; with 3 points over up to 5 ranks
+    some ranks hold no rows of M and still take part (the same gradients as one
+    process)."""
+    A = torch.zeros((0, 3), dtype=torch.float64, requires_grad=True)
+    M = torch.zeros((0, 0), dtype=torch.float64, requires_grad=True)
+    conveyor.ot.barycenter(A, M, REG, comm=COMM).sum().backward()
+    assert A.grad.shape == (0, 3) and M.grad.shape == (0, 0)
+    A, M = problem(dim=3, seed=11)
+    g = np.array([1.0, -2.0, 0.5])
+    _, gA, gM, gw = torch_gradients(A, M, WEIGHTS, g)
+    alone = [torch.tensor(x, requires_grad=True) for x in (A, M, WEIGHTS)]
+    q = conveyor.ot.barycenter(*alone[:2], REG, alone[2], method="sinkhorn_log", **TIGHT)
+    (q * torch.tensor(g)).sum().backward()
+    np.testing.assert_allclose(gA, alone[0].grad.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(gM, alone[1].grad.numpy()[my_rows(3)], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(gw, alone[2].grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_sub_communicator_and_reused_calls():
+    """Two halves of the ranks, each its own problem on its own communicator,
+    twice over: each half's gradients are its problem's alone."""
+    sub = COMM.Split(RANK % 2, RANK)
+    try:
+        A, M = problem(seed=20 + RANK % 2)
+        g = np.random.default_rng(RANK % 2).standard_normal(len(A))
+        first, count = conveyor.balanced_rows(len(M), sub)
+        mine = slice(first, first + count)
+        alone = [torch.tensor(x, requires_grad=True) for x in (A, M, WEIGHTS)]
+        (conveyor.ot.barycenter(*alone[:2], REG, alone[2], **TIGHT) * torch.tensor(g)).sum().backward()
+        for _ in range(2):
+            At, Mt, wt = (torch.tensor(x, requires_grad=True) for x in (A, M[mine], WEIGHTS))
+            (conveyor.ot.barycenter(At, Mt, REG, wt, comm=sub, **TIGHT) * torch.tensor(g)).sum().backward()
+            np.testing.assert_allclose(At.grad.numpy(), alone[0].grad.numpy(), rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(Mt.grad.numpy(), alone[1].grad.numpy()[mine], rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(wt.grad.numpy(), alone[2].grad.numpy(), rtol=1e-9, atol=1e-12)
+    finally:
+        sub.Free()
