@@ -10,7 +10,9 @@ same run, one core:
   backend="online" (KeOps, where installed). Gradients: the envelope theorem's,
   from the last update, in both.
 - A fixed eps and tolerance: conveyor.ot.empirical_sinkhorn_divergence (implicit
-  differentiation, no N x M matrix) against POT's on torch tensors (the cost
+  differentiation; its default forms the N x M cost matrix below
+  conveyor._ot_points_dense.DENSE_BYTES, and the other path is shown beside:
+  "conveyor-lazy", the point-cloud solver, or "conveyor-dense") against POT's on torch tensors (the cost
   matrix formed, the iterations recorded and differentiated by autograd, where
   they fit) and ott-jax's sinkhorn_divergence under jax.value_and_grad (its
   implicit differentiation; dense geometry where it fits, else batch_size 1024).
@@ -89,9 +91,15 @@ def samples_loss(args, backend=None):
     return torch_call(loss)
 
 
-def conveyor_divergence(args):
+def conveyor_divergence(args, dense="auto"):
     return torch_call(lambda x, y: conveyor.ot.empirical_sinkhorn_divergence(
-        x, y, args.reg, stopThr=args.tol, numIterMax=MAX_ITER, threads=1))
+        x, y, args.reg, stopThr=args.tol, numIterMax=MAX_ITER, threads=1, dense=dense))
+
+
+def conveyor_forms_matrix(n, dtype):
+    """Whether conveyor.ot's default (dense="auto") forms the cost matrix at this size."""
+    from conveyor import _ot_points_dense
+    return n * n * np.dtype(dtype).itemsize <= _ot_points_dense.DENSE_BYTES
 
 
 def pot_divergence(args):
@@ -137,6 +145,10 @@ def implementations(args, n, dtype):
         if imported("pykeops") is not None:
             out[("GeomLoss's loss", "geomloss-online")] = samples_loss(args, "online")
     out[("fixed eps, tol", "conveyor")] = conveyor_divergence(args)
+    if conveyor_forms_matrix(n, dtype):
+        out[("fixed eps, tol", "conveyor-lazy")] = conveyor_divergence(args, dense=False)
+    elif fits_dense(n, dtype):
+        out[("fixed eps, tol", "conveyor-dense")] = conveyor_divergence(args, dense=True)
     pot = imported("ot")  # (0.8's divergence is not differentiable on tensors)
     if pot is not None and tuple(int(v) for v in pot.__version__.split(".")[:2]) >= (0, 9) and \
             fits_dense(n, dtype, copies=6):

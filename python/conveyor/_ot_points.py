@@ -7,13 +7,18 @@ The contract followed is POT's lazy one (0.9, ``isLazy=True``): the iteration
 updates the source potential first (f = log a - LSE_j(g_j - M_ij / reg)), then
 the target's; the row-marginal error ``sum_i |rowsum_i - a_i|`` is tested after
 iterations 10, 20, ... against ``stopThr``; the potentials are log-scalings
-(f = log u). ``isLazy`` and ``batchSize`` are accepted and change nothing: every
-call takes the online path (the plan, when asked for with ``isLazy=False``, is
-formed from the potentials at the end). Deviations from POT, each on purpose:
-with ``isLazy=False`` POT runs its dense ``sinkhorn`` (column update first, L2
-column error tested at iterations 1, 11, ...) and its log holds that solver's
-``u``, ``v`` and ``err``; here the same lazy iteration runs and the log's
-``u``, ``v`` are exp(f), exp(g). Metrics: ``"sqeuclidean"`` and ``"euclidean"``.
+(f = log u). With ``isLazy=False`` (the default), where each rank's part of the
+cost matrix fits in ``_ot_points_dense.DENSE_BYTES``, the matrix is formed
+once and the dense engine runs this same iteration on it (_ot_points_dense.py:
+the error is then tested at iterations 1, 11, ...); with ``isLazy=True``, or
+the keyword ``dense=False``, or past that size, the point-cloud solver
+recomputes each cost where it is needed; ``dense=True`` forms the matrix at
+any size. ``batchSize`` is accepted and changes nothing. Deviations from POT,
+each on purpose: with ``isLazy=False`` POT runs its dense ``sinkhorn`` (column
+update first, L2 column error) and its log holds that solver's ``u``, ``v``
+and ``err``; here the lazy iteration and its rule run either way, and the
+log's ``u``, ``v`` are exp(f), exp(g). Metrics: ``"sqeuclidean"`` and
+``"euclidean"``.
 
 With ``comm`` (an mpi4py communicator) each rank passes its share of ``X_s``
 (with ``a``) and of ``X_t`` (with ``b``), any sizes; the potentials returned
@@ -30,6 +35,7 @@ from mpi4py import MPI
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._backends import foreign_backend, on_numpy
 from ._mpi import agree, comm_address
+from ._ot_points_dense import check_choice, dense_vjp, solve_dense, use_dense
 from ._ot_points_gradients import local_loss, points_autodiff, points_vjp
 
 __all__ = ["empirical_sinkhorn", "empirical_sinkhorn2", "empirical_sinkhorn_divergence", "empirical_plan_apply",
@@ -90,7 +96,8 @@ def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numI
     stopThr : float
         Stop when the L1 row-marginal error, tested every 10th iteration, is below it.
     isLazy : bool
-        Return the potentials (f, g) instead of the plan.
+        Return the potentials (f, g) instead of the plan, and solve without
+        forming the cost matrix.
     batchSize : int or tuple
         Accepted for POT's signature; the solver tiles the cost itself.
     verbose, log, warn : bool
@@ -104,7 +111,10 @@ def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numI
     **kwargs
         ``threads``: OpenMP threads per rank; ``eps_scaling``: anneal reg from the
         clouds' diameter; ``exchange``: ring, gather or auto (both
-        ``conveyor.sinkhorn_points``'s); anything else is ignored, as POT does.
+        ``conveyor.sinkhorn_points``'s, and both imply the point-cloud solver);
+        ``dense``: "auto" (default: form the cost matrix when not ``isLazy``
+        and it fits in 256 MiB per rank), True (always) or False (never);
+        anything else is ignored, as POT does.
 
     Returns
     -------
@@ -125,7 +135,7 @@ def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numI
     True
     """
     run = _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs,
-                        "empirical_sinkhorn")
+                        "empirical_sinkhorn", isLazy)
     f, g = run["log_u"], run["log_v"]
     if isLazy:
         if log:
@@ -156,17 +166,25 @@ def differentiable_sinkhorn2_potentials(lib, call):
 
     agree(comm, check)
 
+    dense = {}  # whether the solve formed the cost matrix (its backward then forms the plan)
+
     def applier(X, Y, f, g):
         X, Y, f, g = (np.ascontiguousarray(x, dtype=np.float64) for x in (X, Y, f, g))
         return lambda V, transpose, power=0: _apply(X, Y, reg, f, g, V, metric, transpose, comm, kwargs, power)
 
     def solve(X, Y, a, b):
         run = _solve_points(X, Y, reg, a, b, metric, call["numIterMax"], call["stopThr"], call["verbose"],
-                            call["warn"], call["warmstart"], comm, kwargs, "empirical_sinkhorn2")
+                            call["warn"], call["warmstart"], comm, kwargs, "empirical_sinkhorn2",
+                            call.get("isLazy", False))
         f, g = run["log_u"], run["log_v"]
+        dense["used"] = run["dense"]
+        if run["dense"] and comm.Get_size() == 1:  # (the engine's <P, C> is this rank's share)
+            return float(run["cost"]), f, g
         return local_loss(applier(X, Y, f, g), X, Y, metric), f, g
 
     def vjp(X, Y, f, g, w):
+        if dense["used"]:
+            return dense_vjp(X, Y, f, g, reg, w, comm, metric)
         return points_vjp(applier(X, Y, f, g), X, Y, reg, w, comm, metric=metric)
 
     X, Y, a, b = lib.inputs(call["X_s"], call["X_t"], call["a"], call["b"], comm)
@@ -212,8 +230,9 @@ def empirical_sinkhorn2(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", num
     ``ot.bregman.empirical_sinkhorn2`` (the arguments of
     :func:`empirical_sinkhorn`); with ``comm``, the total over all ranks.
     On PyTorch tensors or JAX arrays (``log=False``) the loss is differentiable
-    in the points and the weights (either metric; the n x m plan is never
-    formed; with ``comm``, ``backward()`` is collective).
+    in the points and the weights (either metric; the n x m plan is formed in
+    the backward only where the forward formed the cost matrix; with ``comm``,
+    ``backward()`` is collective).
 
     Examples
     --------
@@ -223,7 +242,7 @@ def empirical_sinkhorn2(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", num
     True
     """
     run = _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs,
-                        "empirical_sinkhorn2")
+                        "empirical_sinkhorn2", isLazy)
     loss = run["X_s"].dtype.type(run["cost"])
     if log and isLazy:
         run["log"]["lazy_plan"] = _lazy_plan(run, metric, reg, comm)
@@ -338,7 +357,8 @@ def _apply(X_s, X_t, reg, f, g, V, metric, transpose, comm, kwargs, power=0):
                                             **{k: kwargs[k] for k in ("threads",) if k in kwargs}))
 
 
-def _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs, caller):
+def _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, warn, warmstart, comm, kwargs, caller,
+                  lazy=False):
     comm = MPI.COMM_SELF if comm is None else comm
 
     def prepare():  # local conversions and checks, agreed over the ranks before the engine runs
@@ -351,22 +371,29 @@ def _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, war
         X = np.ascontiguousarray(X, dtype=dtype)
         Y = np.ascontiguousarray(X_t, dtype=dtype)
         weights = [None if w is None or np.size(w) == 0 else np.ascontiguousarray(w, dtype=dtype) for w in (a, b)]
-        return name, X, Y, weights[0], weights[1]
+        return name, X, Y, weights[0], weights[1], check_choice(kwargs.get("dense", "auto"))
 
-    name, X, Y, a_, b_ = agree(comm, prepare, ("metrics and warm-start flags", (str(metric), warmstart is None)))
+    name, X, Y, a_, b_, choice = agree(comm, prepare, ("metrics, warm-start flags and dense choices",
+                                                       (str(metric), warmstart is None, repr(kwargs.get("dense")))))
     options = dict(metric=name, tol=float(stopThr), max_iter=int(numIterMax), norm="l1", check_every=_CHECK_EVERY,
                    **{k: kwargs[k] for k in _ENGINE_KWARGS if k in kwargs})
-    if warmstart is not None:
-        options["init_log_u"] = np.asarray(warmstart[0], dtype=np.float64)
-        options["init_log_v"] = np.asarray(warmstart[1], dtype=np.float64)
-    log_u, log_v, status, iterations, _, cost, history, _ = _conveyor.sinkhorn_points(
-        X, Y, a_, b_, reg, comm_address(comm), options)
+    dense = use_dense(choice, lazy, kwargs, X, Y, comm)
+    if dense:
+        log_u, log_v, status, iterations, cost, history, first = solve_dense(X, Y, a_, b_, reg, name, options,
+                                                                            warmstart, comm)
+    else:
+        if warmstart is not None:
+            options["init_log_u"] = np.asarray(warmstart[0], dtype=np.float64)
+            options["init_log_v"] = np.asarray(warmstart[1], dtype=np.float64)
+        log_u, log_v, status, iterations, _, cost, history, _ = _conveyor.sinkhorn_points(
+            X, Y, a_, b_, reg, comm_address(comm), options)
+        first = _CHECK_EVERY
     # POT's niter: the 0-based index of the last iteration run.
     niter = iterations if status == "numerical_failure" else max(iterations - 1, 0)
-    err = [float(history[k - 1]) for k in range(_CHECK_EVERY, iterations + 1, _CHECK_EVERY)]
+    err = [float(history[k - 1]) for k in range(first, iterations + 1, _CHECK_EVERY)]
     with np.errstate(over="ignore"):  # (as conveyor.ot.sinkhorn's: inf where reg is small)
         u, v = np.exp(log_u), np.exp(log_v)
-    run = {"X_s": X, "X_t": Y, "log_u": log_u, "log_v": log_v, "cost": cost, "status": status,
+    run = {"X_s": X, "X_t": Y, "log_u": log_u, "log_v": log_v, "cost": cost, "status": status, "dense": dense,
            "log": {"err": err, "niter": niter, "u": u, "v": v}}
     if verbose:
         for k, e in enumerate(err):  # (POT prints every 100th iteration's)

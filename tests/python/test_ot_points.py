@@ -194,8 +194,9 @@ def test_applying_the_plan_with_a_bad_argument_on_one_rank_raises_on_every_rank(
     assert out.shape == (4, 2)
 
 
+@pytest.mark.parametrize("dense", [False, True], ids=["lazy", "dense"])
 @pytest.mark.parametrize("bad_rank", range(SIZE))
-def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
+def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank, dense):
     X, Y, a, b = clouds(4 * SIZE, 3 * SIZE, seed=6)
     sx, sy = slice(4 * RANK, 4 * RANK + 4), slice(3 * RANK, 3 * RANK + 3)
     nan_X = X[sx].copy()
@@ -216,9 +217,9 @@ def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
             args.update(override)
         with pytest.raises((ValueError, NotImplementedError), match=message):
             conveyor.ot.empirical_sinkhorn(args["X"], args["Y"], args["reg"], args["a"], b[sy], metric=args["metric"],
-                                           isLazy=True, comm=COMM)
+                                           isLazy=True, comm=COMM, dense=dense)
     # The communicator is still usable after the bad calls.
-    f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.1, a[sx], b[sy], isLazy=True, comm=COMM)
+    f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.1, a[sx], b[sy], isLazy=True, comm=COMM, dense=dense)
     assert f.shape == (4,) and g.shape == (3,)
 
 
@@ -234,3 +235,130 @@ def test_divergence_equals_pots_and_vanishes_between_equal_clouds():
     sx, sy = uneven(40, 0), uneven(35, SIZE - 1)
     spread = conveyor.ot.empirical_sinkhorn_divergence(X[sx], Y[sy], 0.1, a[sx], b[sy], comm=COMM)
     assert float(spread) == pytest.approx(float(mine), rel=1e-9)
+
+
+# ---------------------------------------------------------------------------
+# The cost matrix formed (isLazy=False, below conveyor._ot_points_dense.DENSE_BYTES):
+# the dense engine runs the point-cloud solver's iteration on it.
+
+def plan_of(f, g, X, Y, reg, metric):
+    C = ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
+    return np.exp(f[:, None] + g[None, :] - (np.sqrt(C) if metric == "euclidean" else C) / reg)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
+@pytest.mark.parametrize("empty_rank", [0, SIZE - 1])
+def test_the_formed_matrix_gives_the_lazy_solvers_results_over_ranks(dtype, metric, empty_rank):
+    """dense=True against the point-cloud solver (dense=False), every rank a share
+    of both clouds and one rank none: the same plan, loss and (to one test) the
+    same iteration count; the plan rows of empirical_sinkhorn are this rank's."""
+    X, Y, a, b = clouds(dtype=dtype)
+    sx, sy = uneven(len(X), empty_rank), uneven(len(Y), SIZE - 1 - empty_rank)
+    stop = 1e-12 if dtype == np.float64 else 1e-6
+    kw = dict(metric=metric, isLazy=True, log=True, comm=COMM, stopThr=stop)
+    f, g, log = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], dense=True, **kw)
+    lf, lg, lazy_log = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], dense=False, **kw)
+    assert f.dtype == g.dtype == dtype
+    assert abs(log["niter"] - lazy_log["niter"]) <= 10  # (the tests run at 1, 11, ... against 10, 20, ...)
+    tol = dict(rtol=1e-7, atol=1e-10) if dtype == np.float64 else dict(rtol=2e-3, atol=1e-6)
+    gather = lambda v: np.concatenate(COMM.allgather(v))  # noqa: E731
+    np.testing.assert_allclose(plan_of(gather(f), gather(g), X, Y, 0.05, metric),
+                               plan_of(gather(lf), gather(lg), X, Y, 0.05, metric), **tol)
+    loss = conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.05, a[sx], b[sy], metric=metric, comm=COMM, stopThr=stop)
+    lazy = conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.05, a[sx], b[sy], metric=metric, comm=COMM, stopThr=stop,
+                                           dense=False)
+    assert loss == pytest.approx(lazy, rel=tol["rtol"])
+    P = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], metric=metric, comm=COMM, stopThr=stop)
+    np.testing.assert_allclose(P, plan_of(gather(lf), gather(lg), X, Y, 0.05, metric)[sx], **tol)
+
+
+def test_auto_forms_the_matrix_only_below_the_limit_and_when_not_lazy(monkeypatch):
+    """dense="auto" (the default) is bitwise dense=True while the matrix fits and
+    the call is not lazy; bitwise dense=False with isLazy=True, with an option only
+    the point-cloud solver has, or past DENSE_BYTES."""
+    from conveyor import _ot_points_dense
+
+    X, Y, a, b = clouds()
+    sx, sy = uneven(len(X), -1), uneven(len(Y), -1)
+
+    def potentials(**kw):
+        f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM, stopThr=1e-9,
+                                              **dict(dict(isLazy=True), **kw))
+        return np.concatenate([f, g])
+
+    dense, lazy = potentials(dense=True), potentials(dense=False)
+    assert not np.array_equal(dense, lazy)
+    plan = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM, stopThr=1e-9)
+    np.testing.assert_array_equal(plan, conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM,
+                                                                       stopThr=1e-9, dense=True))
+    loss = lambda **kw: conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM,  # noqa: E731
+                                                        stopThr=1e-9, **kw)
+    assert loss() == loss(dense=True) != loss(dense=False)
+    assert loss(isLazy=True) == loss(dense=False)
+    assert loss(exchange="ring") == loss(dense=False, exchange="ring")
+    np.testing.assert_array_equal(potentials(), lazy)
+    largest = 8 * len(X) * COMM.allreduce(sy.stop - sy.start, op=MPI.MAX)  # (the largest rank's matrix, bytes)
+    monkeypatch.setattr(_ot_points_dense, "DENSE_BYTES", largest)
+    assert loss() == loss(dense=True)
+    monkeypatch.setattr(_ot_points_dense, "DENSE_BYTES", largest - 1)
+    assert loss() == loss(dense=False)
+
+
+def test_small_reg_iterates_on_log_potentials_and_a_failed_kernel_reruns():
+    """max(C) / reg past the kernel's range runs the engine's log-domain
+    iteration (exp(-C / reg) would underflow to 0); and where the kernel form is
+    tried anyway (the range raised) and fails, the solve reruns in the log
+    domain: both give the point-cloud solver's plan."""
+    from conveyor import _ot_points_dense
+
+    X, Y, a, b = clouds(n=30, m=20)
+    Y = Y + 1.0  # (every cost >= 0.5: exp(-C / 1e-3) is 0 in float64)
+    sx, sy = uneven(len(X), -1), uneven(len(Y), -1)
+    kw = dict(isLazy=True, comm=COMM, stopThr=1e-9, numIterMax=100000)
+    gather = lambda v: np.concatenate(COMM.allgather(v))  # noqa: E731
+    ref = plan_of(*(gather(v) for v in conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 1e-3, a[sx], b[sy], dense=False,
+                                                                      **kw)), X, Y, 1e-3, "sqeuclidean")
+    f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 1e-3, a[sx], b[sy], dense=True, **kw)
+    assert np.isfinite(f).all() and np.isfinite(g).all()
+    np.testing.assert_allclose(plan_of(gather(f), gather(g), X, Y, 1e-3, "sqeuclidean"), ref, rtol=1e-6, atol=1e-12)
+    range_ = dict(_ot_points_dense._KERNEL_RANGE)
+    try:
+        _ot_points_dense._KERNEL_RANGE.update({4: 1e300, 8: 1e300})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # (the failed kernel attempt is not reported)
+            f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 1e-3, a[sx], b[sy], dense=True, **kw)
+    finally:
+        _ot_points_dense._KERNEL_RANGE.update(range_)
+    np.testing.assert_allclose(plan_of(gather(f), gather(g), X, Y, 1e-3, "sqeuclidean"), ref, rtol=1e-6, atol=1e-12)
+
+
+def test_dense_warmstart_from_a_solution_stops_at_the_first_test():
+    X, Y, a, b = clouds()
+    f, g, log = conveyor.ot.empirical_sinkhorn(X, Y, 0.1, a, b, isLazy=True, log=True, dense=True)
+    f2, g2, log2 = conveyor.ot.empirical_sinkhorn(X, Y, 0.1, a, b, isLazy=True, log=True, dense=True,
+                                                  warmstart=(f, g))
+    assert log["niter"] > 10 and log2["niter"] == 0
+    np.testing.assert_allclose(f2, f, atol=1e-9)
+
+
+@pytest.mark.parametrize("bad_rank", range(SIZE))
+def test_a_bad_dense_choice_on_one_rank_raises_on_every_rank(bad_rank):
+    """dense= must be "auto", True or False; one rank's other value (or one rank's
+    other choice) raises on every rank instead of leaving the others waiting."""
+    X, Y, a, b = clouds()
+    sx, sy = uneven(len(X), -1), uneven(len(Y), -1)
+    with pytest.raises(ValueError, match="dense" if SIZE == 1 else f"rank {bad_rank}"):
+        conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.1, a[sx], b[sy], comm=COMM,
+                                        dense="yes" if RANK == bad_rank else True)
+    if SIZE > 1:
+        with pytest.raises(ValueError, match="dense"):
+            conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.1, a[sx], b[sy], comm=COMM, dense=RANK == bad_rank)
+
+
+def test_dense_with_empty_clouds_takes_the_point_cloud_solver():
+    X, _, _, _ = clouds()
+    empty = np.zeros((0, 3))
+    for dense in (True, "auto"):
+        assert conveyor.ot.empirical_sinkhorn2(X, empty, 0.1, dense=dense) == conveyor.ot.empirical_sinkhorn2(
+            X, empty, 0.1, dense=False)

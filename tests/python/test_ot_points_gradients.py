@@ -20,6 +20,13 @@ REG = 0.5
 TIGHT = dict(stopThr=1e-14, numIterMax=100000)
 
 
+@pytest.fixture(params=[True, False], ids=["dense", "lazy"])
+def tight(request):
+    """TIGHT with the cost matrix formed (the default at these sizes) or not (the
+    point-cloud solver and its plan applications): both paths differentiate."""
+    return dict(TIGHT, dense=request.param)
+
+
 def clouds(n=9, m=7, d=3, seed=0):
     """Two clouds with uneven weights (summing to 1)."""
     rng = np.random.default_rng(seed)
@@ -68,7 +75,7 @@ def centred(v):
 
 
 @METRICS
-def test_torch_points_gradients_equal_the_cost_matrix_path(metric):
+def test_torch_points_gradients_equal_the_cost_matrix_path(metric, tight):
     """Value and gradients in X, Y, a, b (the weights' centred) equal those of
     sinkhorn2 on the cost matrix made from the points in torch (each rank alone);
     a loss of the value chains (loss**2). The distance's sums come from the
@@ -76,23 +83,23 @@ def test_torch_points_gradients_equal_the_cost_matrix_path(metric):
     pytest.importorskip("torch")
     X, Y, a, b = clouds(seed=1)
     value, grads = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], metric=metric,
-                                                                         **TIGHT), X, Y, a, b)
+                                                                         **tight), X, Y, a, b)
     ref_value, ref = torch_grads(lambda *t: dense_loss(*t, metric=metric), X, Y, a, b)
     assert value == pytest.approx(ref_value, rel=1e-12)
     for mine, theirs, view in zip(grads, ref, [np.asarray, np.asarray, centred, centred]):
         np.testing.assert_allclose(view(mine), view(theirs), rtol=1e-8, atol=1e-12)
-    _, squared = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, a, b, metric=metric, **TIGHT) ** 2,
+    _, squared = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, a, b, metric=metric, **tight) ** 2,
                              X)
     np.testing.assert_allclose(squared[0], 2 * value * grads[0], rtol=1e-10)
 
 
-def test_torch_points_gradients_match_pot():
+def test_torch_points_gradients_match_pot(tight):
     """POT on torch tensors (ot.dist, then ot.sinkhorn2, differentiated through its
     iterations) gives the same gradients in the points at convergence."""
     torch = pytest.importorskip("torch")
     ot = pytest.importorskip("ot")
     X, Y, a, b = clouds(n=8, m=6, seed=2)
-    _, grads = torch_grads(lambda X_, Y_: conveyor.ot.empirical_sinkhorn2(X_, Y_, REG, a, b, **TIGHT), X, Y)
+    _, grads = torch_grads(lambda X_, Y_: conveyor.ot.empirical_sinkhorn2(X_, Y_, REG, a, b, **tight), X, Y)
     # (what POT's empirical_sinkhorn2 computes without isLazy; Debian's POT 0.8.2
     # returns that function's value detached from the points)
     _, ref = torch_grads(lambda X_, Y_: ot.sinkhorn2(torch.tensor(a), torch.tensor(b), ot.dist(X_, Y_), REG,
@@ -102,11 +109,11 @@ def test_torch_points_gradients_match_pot():
 
 
 @METRICS
-def test_points_gradients_match_finite_differences(metric):
+def test_points_gradients_match_finite_differences(metric, tight):
     """Central differences of the NumPy solver's value in every coordinate of X and Y."""
     pytest.importorskip("torch")
     X, Y, a, b = clouds(n=5, m=4, d=2, seed=3)
-    _, grads = torch_grads(lambda X_, Y_: conveyor.ot.empirical_sinkhorn2(X_, Y_, REG, a, b, metric=metric, **TIGHT),
+    _, grads = torch_grads(lambda X_, Y_: conveyor.ot.empirical_sinkhorn2(X_, Y_, REG, a, b, metric=metric, **tight),
                            X, Y)
     h = 1e-6
     for which, points in enumerate((X, Y)):
@@ -115,7 +122,7 @@ def test_points_gradients_match_finite_differences(metric):
             step = np.zeros_like(points)
             step[index] = h
             args = ((X + step, Y), (X - step, Y)) if which == 0 else ((X, Y + step), (X, Y - step))
-            plus, minus = (conveyor.ot.empirical_sinkhorn2(p[0], p[1], REG, a, b, metric=metric, **TIGHT)
+            plus, minus = (conveyor.ot.empirical_sinkhorn2(p[0], p[1], REG, a, b, metric=metric, **tight)
                            for p in args)
             fd[index] = (plus - minus) / (2 * h)
         np.testing.assert_allclose(grads[which], fd, rtol=1e-6, atol=1e-8)
@@ -123,7 +130,7 @@ def test_points_gradients_match_finite_differences(metric):
 
 @METRICS
 @pytest.mark.parametrize("first_empty", [False, True])
-def test_torch_points_split_over_ranks(first_empty, metric):
+def test_torch_points_split_over_ranks(first_empty, metric, tight):
     """With `comm` each rank holds a share of X (with a) and of Y (with b); the
     value is the total on every rank and backward() (collective) gives each rank
     its rows of the one-process gradients. Also with no points at all on rank 0,
@@ -131,23 +138,23 @@ def test_torch_points_split_over_ranks(first_empty, metric):
     torch = pytest.importorskip("torch")
     X, Y, a, b = clouds(n=10, m=7, seed=4)
     value, full = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], metric=metric,
-                                                                        **TIGHT), X, Y, a, b)
+                                                                        **tight), X, Y, a, b)
     rx, ry = share(10, first_empty), share(7, first_empty)
     mine, grads = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], comm=COMM,
-                                                                        metric=metric, **TIGHT),
+                                                                        metric=metric, **tight),
                               X[rx], Y[ry], a[rx], b[ry])
     assert mine == pytest.approx(value, rel=1e-11)
     np.testing.assert_allclose(grads[0], full[0][rx], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(grads[1], full[1][ry], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(grads[2], centred(full[2])[rx], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(grads[3], centred(full[3])[ry], rtol=1e-8, atol=1e-12)
-    _, uniform = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, metric=metric, **TIGHT), X)
+    _, uniform = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, metric=metric, **tight), X)
     Xt = torch.tensor(X[rx], requires_grad=True)
-    conveyor.ot.empirical_sinkhorn2(Xt, torch.tensor(Y[ry]), REG, comm=COMM, metric=metric, **TIGHT).backward()
+    conveyor.ot.empirical_sinkhorn2(Xt, torch.tensor(Y[ry]), REG, comm=COMM, metric=metric, **tight).backward()
     np.testing.assert_allclose(Xt.grad.numpy(), uniform[0][rx], rtol=1e-8, atol=1e-12)
 
 
-def test_torch_divergence_gradient():
+def test_torch_divergence_gradient(tight):
     """empirical_sinkhorn_divergence on tensors: value and gradient in X equal the
     same combination of the three cost-matrix losses; equal clouds give 0 with a
     zero gradient (the minimum)."""
@@ -155,7 +162,7 @@ def test_torch_divergence_gradient():
     X, Y, a, b = clouds(n=6, m=5, seed=5)
     # (Sinkhorn's alternating updates on the symmetric problem OT(a, a) creep here:
     # its marginal error is still 2.1e-9 after 10^5 iterations)
-    loose = dict(stopThr=1e-8, numIterMax=100000)
+    loose = dict(stopThr=1e-8, numIterMax=100000, dense=tight["dense"])
     value, grads = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn_divergence(X_, Y, REG, a, b, **loose), X)
 
     def dense_divergence(X_):
@@ -170,21 +177,21 @@ def test_torch_divergence_gradient():
     np.testing.assert_allclose(zero[0], 0.0, atol=1e-6)  # (to the solves' tolerance)
 
 
-def test_torch_float32_points():
+def test_torch_float32_points(tight):
     """float32 points give a float32 value and gradients close to float64's."""
     torch = pytest.importorskip("torch")
     X, Y, a, b = clouds(seed=6)
-    _, ref = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, a, b, **TIGHT), X)
+    _, ref = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, a, b, **tight), X)
     Xt = torch.tensor(X, dtype=torch.float32, requires_grad=True)
     value = conveyor.ot.empirical_sinkhorn2(Xt, torch.tensor(Y, dtype=torch.float32), REG,
                                             torch.tensor(a, dtype=torch.float32), torch.tensor(b, dtype=torch.float32),
-                                            stopThr=1e-6)
+                                            stopThr=1e-6, dense=tight["dense"])
     value.backward()
     assert value.dtype == torch.float32 and Xt.grad.dtype == torch.float32
     np.testing.assert_allclose(Xt.grad.numpy(), ref[0], rtol=1e-3, atol=1e-4)
 
 
-def test_jax_points_value_and_grad():
+def test_jax_points_value_and_grad(tight):
     """jax.value_and_grad (and under jax.jit) gives the torch path's value and
     gradients; float32 gives float32."""
     jax = pytest.importorskip("jax")
@@ -193,11 +200,11 @@ def test_jax_points_value_and_grad():
     from jax.experimental import enable_x64
 
     X, Y, a, b = clouds(seed=7)
-    value, ref = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], **TIGHT),
+    value, ref = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], **tight),
                              X, Y, a, b)
 
     def loss(*arrays):
-        return conveyor.ot.empirical_sinkhorn2(arrays[0], arrays[1], REG, arrays[2], arrays[3], **TIGHT)
+        return conveyor.ot.empirical_sinkhorn2(arrays[0], arrays[1], REG, arrays[2], arrays[3], **tight)
 
     with enable_x64():
         args = [jnp.asarray(x) for x in (X, Y, a, b)]
@@ -207,18 +214,18 @@ def test_jax_points_value_and_grad():
             np.testing.assert_allclose(np.asarray(g), r, rtol=1e-8, atol=1e-12)
         jitted = jax.jit(jax.grad(loss))(*args)
         np.testing.assert_allclose(np.asarray(jitted), ref[0], rtol=1e-8, atol=1e-12)
-    g32 = jax.grad(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, jnp.asarray(Y, jnp.float32), REG,
-                                                             stopThr=1e-6))(jnp.asarray(X, jnp.float32))
+    g32 = jax.grad(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, jnp.asarray(Y, jnp.float32), REG, stopThr=1e-6,
+                                                             dense=tight["dense"]))(jnp.asarray(X, jnp.float32))
     assert g32.dtype == jnp.float32
     # the distance (cost_power sums) through the same custom VJP
-    _, ref = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, a, b, metric="euclidean", **TIGHT), X)
+    _, ref = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, a, b, metric="euclidean", **tight), X)
     with enable_x64():
         g = jax.grad(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, jnp.asarray(Y), REG, jnp.asarray(a), jnp.asarray(b),
-                                                               metric="euclidean", **TIGHT))(jnp.asarray(X))
+                                                               metric="euclidean", **tight))(jnp.asarray(X))
         np.testing.assert_allclose(np.asarray(g), ref[0], rtol=1e-8, atol=1e-12)
 
 
-def test_euclidean_gradients_where_points_meet():
+def test_euclidean_gradients_where_points_meet(tight):
     """metric="euclidean" with a point of Y on a point of X: |x - y| has no
     gradient there; the engine's inverse cost counts that pair 0 (the
     subgradient 0, as GeomLoss's clamped distance), so the gradients stay finite
@@ -228,13 +235,13 @@ def test_euclidean_gradients_where_points_meet():
     X, Y, a, b = clouds(n=6, m=5, seed=8)
     Y[1] = X[3]
     value, grads = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3],
-                                                                         metric="euclidean", **TIGHT), X, Y, a, b)
+                                                                         metric="euclidean", **tight), X, Y, a, b)
     ref_value, ref = torch_grads(lambda *t: dense_loss(*t, metric="euclidean"), X, Y, a, b)
     assert value == pytest.approx(ref_value, rel=1e-12)
     for mine, theirs, view in zip(grads, ref, [np.asarray, np.asarray, centred, centred]):
         assert np.isfinite(mine).all()
         np.testing.assert_allclose(view(mine), view(theirs), rtol=1e-8, atol=1e-12)
-    loose = dict(stopThr=1e-8, numIterMax=100000)
+    loose = dict(stopThr=1e-8, numIterMax=100000, dense=tight["dense"])
     _, div = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn_divergence(X_, Y, REG, a, b, metric="euclidean",
                                                                               **loose), X)
 

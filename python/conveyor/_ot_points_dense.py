@@ -1,0 +1,192 @@
+"""The point-cloud losses through their cost matrix, where it fits in memory:
+what POT's ``empirical_sinkhorn`` family does with ``isLazy=False`` (its
+default) and GeomLoss's "tensorized" backend does below its size limit.
+
+Why: the point-cloud solver recomputes each cost (d multiply-adds) and its
+``exp`` on every pass; with the matrix formed once (one GEMM), the kernel
+K = exp(-C / reg) costs one multiply-add per entry and pass
+(docs/results.md, "Value and gradient of the debiased divergence").
+
+Steps, on every rank (each holding its share of both clouds, as the
+point-cloud solver's callers pass them):
+1. every source point and weight is gathered; the rank forms its target
+   points' rows against all sources, Ct (m_r x n), by one GEMM in float64
+   (|y|^2 + |x|^2 - 2 y.x, clipped at 0; the distance's square root after),
+   stored in the clouds' dtype;
+2. the dense engine (conveyor.ot.sinkhorn's, rows split over the ranks as
+   they are) iterates on Ct: its column update is the sources' potential f,
+   its row update the targets' g, in that order (columns_first), so its
+   column-marginal error after iteration k is the source-marginal error the
+   point-cloud solver tests after its iteration k. The kernel form runs while
+   max(C) / reg keeps K and the scalings in floating range (_KERNEL_RANGE),
+   else (or after a numerical failure) the engine's log-domain iteration.
+Bytes on the wire: the gathers (n (d + 1) values), then the engine's
+allreduce of n values per iteration.
+
+Deviations from the point-cloud solver: the error is tested on iterations
+1, 11, 21, ... (the dense engine's rule) instead of 10, 20, ...; the sums are
+in the kernel form's rounding.
+
+The gradients' plan applications (``apply(V, transpose, cost_power)`` of
+_ot_points_gradients) use this rank's Pt = exp(f_i + g_j - Ct_ji / reg),
+formed in float64: P @ V is a local product and an allreduce of n x k values,
+P^T @ U an allgather of U and a local product.
+
+Limits: DENSE_BYTES per rank for Ct (the engine's kernel as much again; the
+gradient's float64 plan and its cost-weighted copy besides).
+"""
+import numpy as np
+from mpi4py import MPI
+
+from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from ._mpi import agree, comm_address
+from ._ot_gradients import _summed
+from ._ot_points_gradients import _adjoint, _centred
+
+#: Bytes of one rank's cost matrix up to which ``dense="auto"`` forms it (2^28:
+#: 5792^2 float64 entries, near GeomLoss's 5000^2 for its tensorized backend).
+DENSE_BYTES = 1 << 28
+#: max(C) / reg up to which the kernel form runs, by itemsize: exp(-C / reg) stays
+#: normal and the scalings (up to about exp(max(C) / reg) n) finite.
+_KERNEL_RANGE = {4: 60.0, 8: 500.0}
+_CHOICES = ("auto", True, False)
+
+
+def check_choice(choice):
+    """The ``dense=`` keyword's value ("auto", True or False), or ValueError."""
+    if not any(choice is c or (isinstance(c, str) and choice == c) for c in _CHOICES):
+        raise ValueError(f"conveyor.ot: dense must be 'auto', True or False, got {choice!r}")
+    return choice
+
+
+def use_dense(choice, lazy, engine_kwargs, X, Y, comm):
+    """Whether the solve forms its cost matrix (collective; every rank returns
+    the same): True forces it, False forbids it; "auto" forms it unless the
+    caller asked for the lazy solver (``isLazy``, ``lazy``, or an option only
+    the point-cloud solver has) or a rank's matrix exceeds DENSE_BYTES. Empty
+    clouds, and points of different dimensions (which the point-cloud solver
+    refuses on every rank), always take the point-cloud solver."""
+    two_d = X.ndim == 2 and Y.ndim == 2
+    shapes = np.array(comm.allgather((len(X), len(Y), X.shape[-1] if two_d else -1, Y.shape[-1] if two_d else -2)),
+                      dtype=np.int64).reshape(-1, 4)
+    counts = shapes[:, :2]
+    n_total, m_total = int(counts[:, 0].sum()), int(counts[:, 1].sum())
+    if choice is False or n_total == 0 or m_total == 0 or len(np.unique(shapes[:, 2:])) > 1:
+        return False
+    if choice is True:
+        return True
+    if lazy or any(k in engine_kwargs for k in ("eps_scaling", "exchange")):
+        return False
+    return int(counts[:, 1].max()) * n_total * X.dtype.itemsize <= DENSE_BYTES
+
+
+def _counts(comm, k):
+    return [int(c) for c in comm.allgather(int(k))]
+
+
+def _gathered(comm, A, counts):
+    """Every rank's rows of A (same trailing shape and dtype), in rank order."""
+    A = np.ascontiguousarray(A)
+    if comm.Get_size() == 1:
+        return A
+    row = int(np.prod(A.shape[1:], dtype=np.int64))
+    out = np.empty((sum(counts),) + A.shape[1:], dtype=A.dtype)
+    comm.Allgatherv(A, [out, [c * row for c in counts]])
+    return out
+
+
+def cost_matrix(rows, cols, metric, dtype):
+    """C_ij = |rows_i - cols_j|^2 (or its square root, "euclidean"), formed in
+    float64 by one GEMM and stored as dtype."""
+    R = np.asarray(rows, dtype=np.float64)
+    Q = np.asarray(cols, dtype=np.float64)
+    C = R @ Q.T
+    C *= -2
+    C += (R * R).sum(axis=1)[:, None]
+    C += (Q * Q).sum(axis=1)[None, :]
+    np.maximum(C, 0, out=C)
+    if metric == "euclidean":
+        np.sqrt(C, out=C)
+    return C.astype(dtype, copy=False)
+
+
+def solve_dense(X, Y, a, b, reg, metric, options, warmstart, comm):
+    """The point-cloud solver's results on the formed matrix: (log_u for this
+    rank's sources, log_v for its targets, status, iterations, <P, C> over all
+    ranks, the error after each iteration, the iteration of the first test).
+    a, b: this rank's weights or None (uniform); options: the point-cloud
+    solver's (tol, max_iter, threads)."""
+    def finite():  # (the point-cloud solver's check and message: a NaN cost would name a matrix the caller never saw)
+        if not (np.isfinite(X).all() and np.isfinite(Y).all()):
+            raise ValueError("conveyor.ot: points must be finite")
+
+    agree(comm, finite)
+    counts = _counts(comm, X.shape[0])
+    n_total, m_total = sum(counts), comm.allreduce(Y.shape[0])
+    offset = sum(counts[:comm.Get_rank()])
+    dtype = X.dtype
+    # (a rank without points passes no weights while the others pass theirs: None is uniform, per rank)
+    a_mine = np.full(X.shape[0], 1.0 / n_total, dtype) if a is None else a
+    a_all = _gathered(comm, a_mine, counts)
+    b_mine = np.full(Y.shape[0], 1.0 / m_total, dtype) if b is None else b
+    Ct = cost_matrix(Y, _gathered(comm, X, counts), metric, dtype)
+    largest = comm.allreduce(float(Ct.max()) if Ct.size else 0.0, op=MPI.MAX)
+    engine = dict(tol=options["tol"], max_iter=options["max_iter"], norm="l1", check_every=options["check_every"],
+                  columns_first=True, **{k: options[k] for k in ("threads",) if k in options})
+    start = None if warmstart is None else np.asarray(warmstart[1], dtype=np.float64)
+    # (a bad reg goes to the engine, which raises on every rank)
+    log_domain = largest > _KERNEL_RANGE[dtype.itemsize] * abs(reg) or (
+        start is not None and comm.allreduce(float(np.abs(start).max()) if start.size else 0.0, op=MPI.MAX) > 500)
+    for attempt in (False, True):
+        log_domain = log_domain or attempt
+        if start is not None:
+            engine["init_u"] = start if log_domain else np.exp(start)
+        log_g, log_f_all, status, iterations, _, cost, _, history = _conveyor.sinkhorn_transport(
+            Ct, b_mine, a_all, reg, comm_address(comm), False, dict(engine, log_domain=log_domain))
+        if status != "numerical_failure" or log_domain:
+            break
+    return log_f_all[offset:offset + X.shape[0]], log_g, status, iterations, cost, history, 1
+
+
+def dense_vjp(X, Y, f, g, reg, w, comm, metric="sqeuclidean", tol=1e-10, max_iter=None):
+    """points_vjp's (dL/dX, dL/dY, dL/da, dL/db) on the formed plan: the same
+    adjoint (its products with P one column wide), then dL/dC = W formed, and
+    the points' gradients from W by two GEMMs of d columns (where
+    points_vjp's sums take 2 d + 5 columns of plan applications). Collective;
+    float64."""
+    comm = MPI.COMM_SELF if comm is None else comm
+    reg, w = float(reg), float(w)
+    X, Y = (np.asarray(p, dtype=np.float64) for p in (X, Y))
+    counts = _counts(comm, X.shape[0])
+    mine = slice(sum(counts[:comm.Get_rank()]), sum(counts[:comm.Get_rank() + 1]))
+    X_all = _gathered(comm, X, counts)
+    Ct = cost_matrix(Y, X_all, metric, np.float64)
+    Pt = np.exp(np.asarray(g, dtype=np.float64)[:, None]
+                + _gathered(comm, np.asarray(f, dtype=np.float64), counts)[None, :] - Ct / reg)
+    w_all = np.repeat(np.array(comm.allgather(w)), counts)  # (each rank's rows carry its own w)
+
+    def apply(V, transpose, power=0):  # P @ V (V: this rank's targets' rows) or P^T @ V (its sources')
+        if transpose:
+            return Pt @ _gathered(comm, np.asarray(V, dtype=np.float64), counts)
+        return _summed(comm, Pt.T @ V)[mine]
+
+    PCt = Pt * Ct
+    p_r, p_c = _summed(comm, Pt.sum(axis=0))[mine], Pt.sum(axis=1)
+    row_cost = _summed(comm, PCt.sum(axis=0))[mine]
+    col_cost = PCt @ w_all
+    del PCt
+    alpha, beta, _ = _adjoint(apply, w * row_cost, col_cost, p_r, p_c, reg, comm, tol, max_iter)
+    # W_ji = P_ij (w_i + (alpha_i + beta_j - w_i C_ij) / reg), this rank's targets' rows; the points'
+    # gradients are sums of W times dC/dx = 2 (x - y) (squared) or (x - y) / C (the distance).
+    factor = Ct * (-w_all / reg)[None, :]
+    factor += (w_all + _gathered(comm, alpha, counts) / reg)[None, :]
+    factor += beta[:, None] / reg
+    Pt *= factor  # (in place: the plan is not needed again)
+    Wt, factor = Pt, None
+    if metric == "euclidean":
+        Wt *= np.divide(1.0, Ct, out=np.zeros_like(Ct), where=Ct > 0)
+    scale = 1.0 if metric == "euclidean" else 2.0
+    grad_Y = scale * (Y * Wt.sum(axis=1)[:, None] - Wt @ X_all)
+    sums = _summed(comm, np.concatenate([Wt.sum(axis=0)[:, None], Wt.T @ Y], axis=1))[mine]
+    grad_X = scale * (X * sums[:, :1] - sums[:, 1:])
+    return grad_X, grad_Y, _centred(alpha, comm), _centred(beta, comm)
