@@ -8,7 +8,10 @@ same run, one core:
   number of updates): conveyor.ot.SamplesLoss against geomloss.SamplesLoss with
   backend="tensorized" (its N x M matrices in memory, where they fit) and
   backend="online" (KeOps, where installed). Gradients: the envelope theorem's,
-  from the last update, in both.
+  from the last update, in both. Conveyor's default ("auto": formed cost arrays
+  from conveyor._ot_samples_loss_formed.FORMED_MIN_DIM dimensions where they
+  fit, else the point-cloud engine) is shown with its other backend beside:
+  "conveyor-online" or "conveyor-tensorized".
 - A fixed eps and tolerance: conveyor.ot.empirical_sinkhorn_divergence (implicit
   differentiation; its default forms the N x M cost matrix below
   conveyor._ot_points_dense.DENSE_BYTES, and the other path is shown beside:
@@ -82,10 +85,10 @@ def torch_call(loss_of):
     return run
 
 
-def samples_loss(args, backend=None):
+def samples_loss(args, backend=None, ours="auto"):
     geomloss = imported("geomloss")
-    if backend is None:
-        loss = conveyor.ot.SamplesLoss("sinkhorn", p=2, blur=args.blur, scaling=args.scaling)  # (OMP_NUM_THREADS=1)
+    if backend is None:  # (OMP_NUM_THREADS=1)
+        loss = conveyor.ot.SamplesLoss("sinkhorn", p=2, blur=args.blur, scaling=args.scaling, backend=ours)
     else:
         loss = geomloss.SamplesLoss("sinkhorn", p=2, blur=args.blur, scaling=args.scaling, backend=backend)
     return torch_call(loss)
@@ -94,6 +97,13 @@ def samples_loss(args, backend=None):
 def conveyor_divergence(args, dense="auto"):
     return torch_call(lambda x, y: conveyor.ot.empirical_sinkhorn_divergence(
         x, y, args.reg, stopThr=args.tol, numIterMax=MAX_ITER, threads=1, dense=dense))
+
+
+def conveyor_forms_arrays(n, d, dtype):
+    """Whether SamplesLoss's default (backend="auto") forms its cost arrays here."""
+    from conveyor import _ot_samples_loss_formed as formed
+    return d >= formed.FORMED_MIN_DIM[np.dtype(dtype).itemsize] and \
+        4 * n * n * np.dtype(dtype).itemsize <= formed.DENSE_BYTES
 
 
 def conveyor_forms_matrix(n, dtype):
@@ -136,9 +146,13 @@ def fits_dense(n, dtype, copies=4):
     return n * n * np.dtype(dtype).itemsize * copies <= DENSE_LIMIT
 
 
-def implementations(args, n, dtype):
+def implementations(args, n, d, dtype):
     """(table, name) -> run, for the installed baselines that fit."""
     out = {("GeomLoss's loss", "conveyor"): samples_loss(args)}
+    if conveyor_forms_arrays(n, d, dtype):
+        out[("GeomLoss's loss", "conveyor-online")] = samples_loss(args, ours="online")
+    elif fits_dense(n, dtype):
+        out[("GeomLoss's loss", "conveyor-tensorized")] = samples_loss(args, ours="tensorized")
     if imported("geomloss") is not None:
         if fits_dense(n, dtype):
             out[("GeomLoss's loss", "geomloss-tensorized")] = samples_loss(args, "tensorized")
@@ -185,7 +199,7 @@ def main():
             for dtype in (np.dtype(s).type for s in args.dtypes.split(",")):
                 X, Y = clouds(n, d, dtype)
                 cell = argparse.Namespace(**dict(vars(args), tol=args.tol if dtype == np.float64 else args.tol32))
-                runs = {k: v for k, v in implementations(cell, n, dtype).items()
+                runs = {k: v for k, v in implementations(cell, n, d, dtype).items()
                         if not only or k[1] in only or k[1] == "conveyor"}
                 times = {k: [] for k in runs}
                 results = {}

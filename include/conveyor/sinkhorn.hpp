@@ -178,6 +178,23 @@ CONVEYOR_API transport_result<float> transport(const float* C, std::size_t rows,
                                                double eps, MPI_Comm comm, const options& opts = {},
                                                float* plan = nullptr, std::size_t plan_ld = 0);
 
+/// GeomLoss's softmin on a formed cost array (the dense counterpart of
+/// softmin_points): for each of this rank's rows i of C (batch x n x m, row-major,
+/// contiguous; every problem's m columns whole on every rank),
+///   lse_i = LSE_j (h_j - C_ij / eps)      (h: batch x m, the columns' potentials),
+/// and with W not null the row's weights W_ij = exp(h_j - C_ij / eps - lse_i),
+/// which sum to 1 (W: batch x n x m; GEMMs of W give the averages softmin_points
+/// folds into its pass). Each row is one exp_row of the dense solver's log domain
+/// (a running maximum, then the sum of exponentials in T). A row whose every h_j
+/// is -Inf gets lse_i = -Inf and a NaN row of W. NaN in C or h gives NaN. Rows go
+/// over the OpenMP threads (`threads`; 0: the solvers' automatic rule). Local
+/// work; collective over `comm` only for the contract (m, batch, eps and dtype
+/// must match), so a bad argument raises the same error on every rank.
+CONVEYOR_API void softmin(const double* C, std::size_t batch, std::size_t n, std::size_t m, const double* h,
+                          double eps, double* lse, double* W, MPI_Comm comm, int threads = 0);
+CONVEYOR_API void softmin(const float* C, std::size_t batch, std::size_t n, std::size_t m, const float* h,
+                          double eps, float* lse, float* W, MPI_Comm comm, int threads = 0);
+
 /// The rows [first, first + count) of an M-row matrix that `rank` of `size` holds
 /// under the balanced block partition (the first M % size ranks get one more).
 using row_block = row_range;

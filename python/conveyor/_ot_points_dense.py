@@ -95,15 +95,16 @@ def _gathered(comm, A, counts):
     return out
 
 
-def cost_matrix(rows, cols, metric, dtype):
+def cost_matrix(rows, cols, metric, dtype, precision=np.float64):
     """C_ij = |rows_i - cols_j|^2 (or its square root, "euclidean"), formed in
-    float64 by one GEMM and stored as dtype."""
-    R = np.asarray(rows, dtype=np.float64)
-    Q = np.asarray(cols, dtype=np.float64)
-    C = R @ Q.T
+    `precision` by one GEMM and stored as dtype; rows (..., n, d) and cols
+    (..., m, d) give (..., n, m)."""
+    R = np.asarray(rows, dtype=precision)
+    Q = np.asarray(cols, dtype=precision)
+    C = R @ np.swapaxes(Q, -1, -2)
     C *= -2
-    C += (R * R).sum(axis=1)[:, None]
-    C += (Q * Q).sum(axis=1)[None, :]
+    C += (R * R).sum(axis=-1)[..., :, None]
+    C += (Q * Q).sum(axis=-1)[..., None, :]
     np.maximum(C, 0, out=C)
     if metric == "euclidean":
         np.sqrt(C, out=C)

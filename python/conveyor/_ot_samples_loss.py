@@ -30,12 +30,18 @@ derivative of the value in its output; for p = 1, c_i d sum_j w_ij (x_i - y_j) /
 
 Passes (each one engine pass over the n m pairs, split over the ranks): 2 per
 eps, 4 with debias, and as many for the last update (gradients included).
+Where the problem's arrays fit and the dimension makes a pass cost more than
+an exp per pair (``backend="auto"``), or with ``backend="tensorized"``, the
+same softmins run on cost arrays formed once (_ot_samples_loss_formed.py;
+p = 2 only); "online" and "multiscale" are the engine's passes.
 Differences from GeomLoss, each on purpose: the engine folds every softmin in
-double; the p = 1 cost is |x - y| exactly (GeomLoss's is at least 1e-4, a floor
-against the gradient's 0 / 0; values differ by ~1e-4 relative); one backend
-(GeomLoss's "tensorized", "online" and "multiscale" give the same values up to
-rounding; cluster labels and ``cost`` callables are not accepted, ``truncate``
-changes nothing); losses other than "sinkhorn" raise NotImplementedError; with
+double (on the formed arrays, in the clouds' dtype, as GeomLoss's tensorized
+backend); the p = 1 cost is |x - y| exactly (GeomLoss's is at least 1e-4, a
+floor against the gradient's 0 / 0; values differ by ~1e-4 relative); the
+backends give the same values up to rounding (GeomLoss's "multiscale" is its
+own approximation; here it is "online"; cluster labels and ``cost`` callables
+are not accepted, ``truncate`` changes nothing); losses other than "sinkhorn"
+raise NotImplementedError; with
 ``potentials=True`` one problem's potentials are (N,) and (M,) (GeomLoss's
 tensorized backend gives (1, N) and (1, M)). Beyond GeomLoss (PyTorch only):
 JAX arrays, under ``jax.grad``, ``jax.value_and_grad`` and ``jax.jit`` (host
@@ -47,6 +53,7 @@ from mpi4py import MPI
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._mpi import agree, comm_address
 from ._ot_gradients import is_jax
+from ._ot_samples_loss_formed import FormedPair, use_formed
 
 _METRIC = {1: "euclidean", 2: "sqeuclidean"}
 _KERNEL_EPS = {1: 1.0, 2: 2.0}  # the engine's cost is |x - y|^p: C / eps = |x - y|^p / (p eps)
@@ -260,13 +267,12 @@ class _Problems:
             raise ValueError(f"{name} must hold one weight per point ({shape}), got shape {w.shape}")
         return w
 
-    def softmin(self, eps, rows, cols, h, values=None, cost_power=0):
-        """(-eps LSE_j (h_j - C(rows_i, cols_j) / eps), lse, averages of `values`
-        (with cost_power -1: of values_j / |rows_i - cols_j|))."""
-        lse, avg = _conveyor.softmin_points(rows, cols, np.ascontiguousarray(h, dtype=self.x.dtype),
-                                           _KERNEL_EPS[self.p] * eps, values, self.address,
-                                           {"metric": _METRIC[self.p], "cost_power": cost_power})
-        return -eps * lse.astype(np.float64), lse.astype(np.float64), avg
+    def pair(self, rows, cols, formed):
+        """The softmin of `rows` against `cols` (this rank's points of each side,
+        or their names "x", "y"): on the formed cost array or the engine's pass."""
+        if formed:
+            return FormedPair(self, rows, cols)
+        return _PointPair(self, getattr(self, rows), getattr(self, cols))
 
     def total(self, local):
         """Each problem's sum over the ranks, the same bits on every rank (rank order)."""
@@ -275,6 +281,30 @@ class _Problems:
         for q in parts[1:]:
             out += q
         return out
+
+
+class _PointPair:
+    """One of the loss's four problems on the point-cloud engine: each softmin
+    one engine pass over every rank's columns (softmin_points)."""
+
+    def __init__(self, pr, rows, cols):
+        self.pr, self.rows, self.cols = pr, rows, cols
+
+    def softmin(self, eps, h, grads=False):
+        """(-eps LSE_j (h_j - C(rows_i, cols_j) / eps), and with grads each row's
+        sum_j w_ij grad C(rows_i, cols_j) up to the factor p / 2 (float64)), h
+        this rank's columns' part."""
+        p = self.pr.p
+        values, power = _gradient_values(p, self.cols) if grads else (None, 0)
+        lse, avg = _conveyor.softmin_points(self.rows, self.cols, np.ascontiguousarray(h, dtype=self.pr.x.dtype),
+                                           _KERNEL_EPS[p] * eps, values, self.pr.address,
+                                           {"metric": _METRIC[p], "cost_power": power})
+        f = -eps * lse.astype(np.float64)
+        if not grads:
+            return f, None
+        avg = avg.astype(np.float64)
+        x = self.rows.astype(np.float64)
+        return f, (x - avg if p == 2 else x * avg[..., :1] - avg[..., 1:])
 
 
 def _log_weights(w):
@@ -313,33 +343,31 @@ def _problems(loss, a, x, b, y, diameter, grads, point_grads):
     pr = _Problems(loss, a, x, b, y)
     p, rho, debias = loss.p, None if loss.reach is None else loss.reach ** loss.p, loss.debias
     eps_list = _epsilons(p, diameter, loss.blur, loss.scaling)
+    formed = use_formed(loss.backend, p, debias, pr.x, pr.y, pr.comm)
 
     def damping(eps):
         return 1.0 if rho is None else 1.0 / (1.0 + eps / rho)
 
-    # The four problems: (rows, cols, the log weights of the columns, the name).
-    ab = (pr.x, pr.y, pr.b_log)  # f_ba, on x
-    ba = (pr.y, pr.x, pr.a_log)  # g_ab, on y
-    aa = (pr.x, pr.x, pr.a_log)  # f_aa
-    bb = (pr.y, pr.y, pr.b_log)  # g_bb
-    problems = [ab, ba] + ([aa, bb] if debias else [])
+    # The four problems, each with the log weights of its columns: f_ba on x
+    # against y, g_ab on y against x, f_aa and g_bb (the debiasing ones).
+    names = [("x", "y"), ("y", "x")] + ([("x", "x"), ("y", "y")] if debias else [])
+    pairs = [pr.pair(r, c, formed) for r, c in names]
+    col_logs = [pr.b_log if c == "y" else pr.a_log for _, c in names]
     # Which potential's columns each problem's update reads: f_ba reads g_ab, g_ab
     # reads f_ba, f_aa and g_bb read themselves.
     partner = [1, 0, 2, 3]
 
     eps = eps_list[0]
-    pots = [damping(eps) * pr.softmin(eps, r, c, lw)[0] for r, c, lw in problems]
+    pots = [damping(eps) * q.softmin(eps, lw)[0] for q, lw in zip(pairs, col_logs)]
     for eps in eps_list:
         d = damping(eps)
-        new = [d * pr.softmin(eps, r, c, lw + pots[partner[k]] / eps)[0] for k, (r, c, lw) in enumerate(problems)]
+        new = [d * q.softmin(eps, lw + pots[partner[k]] / eps)[0] for k, (q, lw) in enumerate(zip(pairs, col_logs))]
         pots = [0.5 * (old + nw) for old, nw in zip(pots, new)]
     eps = eps_list[-1]
     d = damping(eps)
     # The last update, not averaged: its weights' potentials are held fixed.
-    held = [lw + pots[partner[k]] / eps for k, (r, c, lw) in enumerate(problems)]
     want_rows = grads and point_grads and not loss.potentials
-    last = [pr.softmin(eps, r, c, h, *_gradient_values(p, c) if want_rows else (None,))
-            for (r, c, lw), h in zip(problems, held)]
+    last = [q.softmin(eps, lw + pots[partner[k]] / eps, want_rows) for k, (q, lw) in enumerate(zip(pairs, col_logs))]
     pots = [d * s[0] for s in last]
     f_ba, g_ab = pots[0], pots[1]
     f_aa, g_bb = (pots[2], pots[3]) if debias else (None, None)
@@ -384,13 +412,10 @@ def _problems(loss, a, x, b, y, diameter, grads, point_grads):
     # Points: each problem's rows alone (its columns held fixed, as GeomLoss's
     # cost(x, y.detach())): c_i d sum_j w_ij grad C(x_i, y_j), which is
     # c_i d (x_i - sum_j w_ij y_j) for p = 2 and, for p = 1,
-    # c_i d (x_i sum_j w_ij / C_ij - sum_j w_ij y_j / C_ij).
+    # c_i d (x_i sum_j w_ij / C_ij - sum_j w_ij y_j / C_ij): the pairs' directions.
     dx = np.zeros(pr.x.shape, dtype=np.float64)
     dy = np.zeros(pr.y.shape, dtype=np.float64)
-    for (rows, _, _), (_, _, avg), c, grad in zip(problems, last, coefficients, [dx, dy, dx, dy]):
-        avg = avg.astype(np.float64)
-        x = rows.astype(np.float64)
-        direction = x - avg if p == 2 else x * avg[..., :1] - avg[..., 1:]
+    for (_, direction), c, grad in zip(last, coefficients, [dx, dy, dx, dy]):
         grad += (d * c)[..., None] * direction
     return value, (da, dx.astype(pr.x.dtype), db, dy.astype(pr.y.dtype))
 

@@ -455,6 +455,57 @@ nb::tuple run_batch(batch_args& s, MPI_Comm cm) {
                         to_numpy(std::move(res.cost)), to_numpy(std::move(res.entropy)), to_numpy(std::move(res.kl)));
 }
 
+// softmin: a formed cost array (n, m) or (batch, n, m) and its columns'
+// potentials h (m,) or (batch, m); with `weights`, W of C's shape beside lse.
+struct softmin_dense_args {
+  py_input C, h;
+  nb::object lse, W;
+  std::size_t batch = 1, n = 0, m = 0;
+  int threads = 0;
+  double eps = 0;
+  bool single = false, batched = false;
+};
+
+void convert_softmin_dense(softmin_dense_args& s, nb::handle C, nb::handle h, nb::handle eps, nb::handle weights,
+                           nb::handle options) {
+  option_reader opt(options);
+  opt.read("threads", s.threads, "an int");
+  opt.finish();
+  s.C = input(C, "C");
+  s.batched = s.C.a.ndim() == 3;
+  if (s.C.a.ndim() != 2 && !s.batched) {
+    fail(errc::invalid_argument, "C must be 2-D (rows x columns) or 3-D (problems x rows x columns)");
+  }
+  if (s.C.type != conveyor::dtype::float32 && s.C.type != conveyor::dtype::float64) {
+    fail(errc::invalid_type,
+         "C's dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.C.type)));
+  }
+  s.single = s.C.type == conveyor::dtype::float32;
+  const nb::object dtype = s.C.obj.attr("dtype");
+  s.batch = s.batched ? s.C.a.shape(0) : 1;
+  s.n = s.C.a.shape(s.batched ? 1 : 0);
+  s.m = s.C.a.shape(s.batched ? 2 : 1);
+  s.h = input(h, "h", dtype);
+  if (s.batched) require_shape(s.h.a, {s.batch, s.m}, "h");
+  else require_shape(s.h.a, {s.m}, "h");
+  s.eps = value<double>(eps, "eps", "a number");
+  const nb::module_ np = nb::module_::import_("numpy");
+  s.lse = np.attr("empty")(s.batched ? nb::make_tuple(s.batch, s.n) : nb::make_tuple(s.n), nb::arg("dtype") = dtype);
+  s.W = value<bool>(weights, "weights", "a bool") ? np.attr("empty_like")(s.C.obj) : nb::none();
+}
+
+template <class T>
+nb::object run_softmin_dense(softmin_dense_args& s, MPI_Comm cm) {
+  T* lse = static_cast<T*>(output(s.lse, "lse").data());
+  T* W = s.W.is_none() ? nullptr : static_cast<T*>(output(s.W, "W").data());
+  {
+    nb::gil_scoped_release unlocked;
+    sk::softmin(static_cast<const T*>(s.C.a.data()), s.batch, s.n, s.m, static_cast<const T*>(s.h.a.data()), s.eps, lse,
+                W, cm, s.threads);
+  }
+  return nb::make_tuple(s.lse, s.W);
+}
+
 // One solver call from Python: the arguments converted inside the collective
 // contract (`to_args`) and agreed over the ranks, then `run` for their dtype.
 template <class Args, class ToArgs, class Run>
@@ -469,6 +520,18 @@ nb::object solver_call(const char* what, nb::handle comm, ToArgs&& to_args, Run&
 
 // The solvers on a dense matrix: scaling, OT, the fixed-support barycenter.
 void bind_dense_solvers(nb::module_& m) {
+  m.def(
+      "softmin",
+      [](nb::handle C, nb::handle h, nb::handle eps, nb::handle weights, nb::handle comm, nb::handle options) {
+        return solver_call<softmin_dense_args>(
+            "sinkhorn::softmin", comm,
+            [&](softmin_dense_args& s) { convert_softmin_dense(s, C, h, eps, weights, options); },
+            [](softmin_dense_args& s, MPI_Comm cm) {
+              return s.single ? run_softmin_dense<float>(s, cm) : run_softmin_dense<double>(s, cm);
+            });
+      },
+      nb::arg("C").none(), nb::arg("h").none(), nb::arg("eps").none(), nb::arg("weights").none(),
+      nb::arg("comm").none(), nb::arg("options").none());
   m.def(
       "sinkhorn_scale",
       [](nb::handle A, nb::handle r, nb::handle c, nb::handle comm, nb::handle in_place, nb::handle options) {

@@ -1,5 +1,6 @@
-"""conveyor.ot.SamplesLoss, GeomLoss's Sinkhorn divergence between point clouds
-on the point-cloud engine (issue "Optimal transport inside training loops").
+"""conveyor.ot.SamplesLoss, GeomLoss's Sinkhorn divergence between point clouds,
+on the point-cloud engine and on formed cost arrays (backend "online" and
+"tensorized"; issue "Optimal transport inside training loops").
 
 Checked against GeomLoss's own SamplesLoss (its "tensorized" backend, the dense
 reference) where GeomLoss is installed (tests/python/installed_package.sh
@@ -30,6 +31,10 @@ except ImportError:  # CTest's runs on the build tree
 needs_geomloss = pytest.mark.skipif(geomloss is None, reason="GeomLoss is not installed here (the installed "
                                     "package's venv has it: tests/python/installed_package.sh)")
 
+#: Both ways the softmins run: the point-cloud engine's passes and formed arrays.
+BACKENDS = ["online", "tensorized"]
+backends = pytest.mark.parametrize("backend", BACKENDS)
+
 CASES = [dict(), dict(debias=False), dict(reach=0.5), dict(reach=0.3, debias=False), dict(blur=0.01, scaling=0.8),
          dict(blur=0.2, scaling=0.3)]
 
@@ -57,25 +62,27 @@ def close(ours, ref, rtol):
 
 
 @needs_geomloss
+@backends
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) or "default")
-def test_matches_geomloss(case, dtype):
+def test_matches_geomloss(case, dtype, backend):
     a, x, b, y = clouds(dtype=dtype)
     rtol = 1e-11 if dtype == torch.float64 else 2e-3
     ref, ref_grads = value_and_grads(geomloss.SamplesLoss("sinkhorn", backend="tensorized", **case), a, x, b, y)
-    ours, our_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", **case), a, x, b, y)
+    ours, our_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", backend=backend, **case), a, x, b, y)
     close(ours, ref, rtol)
     for o, r in zip(our_grads, ref_grads):
         close(o, r, rtol)
 
 
 @needs_geomloss
-def test_matches_geomloss_batch_uniform_and_potentials():
+@backends
+def test_matches_geomloss_batch_uniform_and_potentials(backend):
     _, x, _, y = clouds(batch=3)
     ref = geomloss.SamplesLoss("sinkhorn", blur=0.1, backend="tensorized")(x, y)
-    ours = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1)(x, y)
+    ours = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1, backend=backend)(x, y)
     close(ours, ref, 1e-11)
-    F, G = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1, potentials=True)(x[0], y[0])
+    F, G = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1, potentials=True, backend=backend)(x[0], y[0])
     F_ref, G_ref = geomloss.SamplesLoss("sinkhorn", blur=0.1, potentials=True, backend="tensorized")(x[0], y[0])
     close(F, F_ref.reshape(-1), 1e-11)  # (GeomLoss's are (1, N) for one problem: its batch of one)
     close(G, G_ref.reshape(-1), 1e-11)
@@ -116,14 +123,15 @@ def share(count, first_empty):
     return slice(first, first + base + (RANK - 1 < extra))
 
 
+@backends
 @pytest.mark.parametrize("case", [dict(), dict(reach=0.5, debias=False), dict(p=1)], ids=["balanced", "unbalanced", "p1"])
 @pytest.mark.parametrize("first_empty", [False, True])
-def test_shares_over_ranks_give_the_one_process_result(case, first_empty):
+def test_shares_over_ranks_give_the_one_process_result(case, first_empty, backend):
     a, x, b, y = clouds()
-    whole, whole_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", **case), a, x, b, y)
+    whole, whole_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", backend=backend, **case), a, x, b, y)
     sx, sy = share(len(x), first_empty), share(len(y), first_empty)
-    part, part_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", comm=COMM, **case), a[sx], x[sx], b[sy],
-                                       y[sy])
+    part, part_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", comm=COMM, backend=backend, **case),
+                                       a[sx], x[sx], b[sy], y[sy])
     assert abs(float(part) - float(whole)) <= 1e-12 * abs(float(whole))
     assert len(set(COMM.allgather(float(part)))) == 1  # the same bits on every rank
     for got, full, s in zip(part_grads, whole_grads, (sx, sx, sy, sy)):
@@ -179,13 +187,14 @@ def test_softmin_points_against_numpy(dtype):
         _conveyor.softmin_points(X, Y, h, eps, Y, comm_address(MPI.COMM_SELF), {"cost_power": 2})
 
 
+@backends
 @pytest.mark.parametrize("case", [dict(), dict(reach=0.5, debias=False), dict(p=1)], ids=["balanced", "unbalanced", "p1"])
-def test_a_batch_equals_each_problem_alone(case):
+def test_a_batch_equals_each_problem_alone(case, backend):
     """(B, N, D): one engine call per softmin for the whole batch (the batched
     softmin_points), each problem's value and gradients those of its own call
     (one diameter given: a batch's default is that of all its problems)."""
     a, x, b, y = clouds(batch=5, seed=3)
-    loss = conveyor.ot.SamplesLoss("sinkhorn", diameter=4.0, **case)
+    loss = conveyor.ot.SamplesLoss("sinkhorn", diameter=4.0, backend=backend, **case)
     leaves = [t.clone().requires_grad_() for t in (a, x, b, y)]
     values = loss(*leaves)
     assert values.shape == (5,)
@@ -198,12 +207,15 @@ def test_a_batch_equals_each_problem_alone(case):
             close(got[k], want, 1e-11)
 
 
+@backends
 @pytest.mark.parametrize("first_empty", [False, True])
-def test_a_batch_over_ranks_gives_the_one_process_result(first_empty):
+def test_a_batch_over_ranks_gives_the_one_process_result(first_empty, backend):
     a, x, b, y = clouds(batch=3, seed=4)
-    whole, whole_grads = value_and_grads(lambda *t: conveyor.ot.SamplesLoss("sinkhorn")(*t).sum(), a, x, b, y)
+    whole, whole_grads = value_and_grads(lambda *t: conveyor.ot.SamplesLoss("sinkhorn", backend=backend)(*t).sum(),
+                                         a, x, b, y)
     sx, sy = share(x.shape[1], first_empty), share(y.shape[1], first_empty)
-    part, part_grads = value_and_grads(lambda *t: conveyor.ot.SamplesLoss("sinkhorn", comm=COMM)(*t).sum(),
+    part, part_grads = value_and_grads(lambda *t: conveyor.ot.SamplesLoss("sinkhorn", comm=COMM,
+                                                                          backend=backend)(*t).sum(),
                                        a[:, sx], x[:, sx], b[:, sy], y[:, sy])
     assert abs(float(part) - float(whole)) <= 1e-12 * abs(float(whole))
     assert len(set(COMM.allgather(float(part)))) == 1
@@ -243,6 +255,94 @@ def test_batched_softmin_and_plan_against_each_problem(dtype):
     assert empty_lse.shape == (0, 11) and empty_avg.shape == (0, 11, 3)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_softmin_on_a_formed_array_against_numpy(dtype):
+    """sinkhorn::softmin: each row's log-sum-exp and (asked for) its weights,
+    one problem and a batch; a row of -Inf potentials; no rows or no columns."""
+    rng = np.random.default_rng(7)
+    B, n, m, eps = 3, 11, 9, 0.05
+    C = (rng.random((B, n, m)) * 4).astype(dtype)
+    h = (rng.standard_normal((B, m)) * 50).astype(dtype)  # far beyond exp's range once divided by eps
+    h[1, 3] = -np.inf  # a point left out
+    self_comm = comm_address(MPI.COMM_SELF)
+    lse, W = _conveyor.softmin(C, h, eps, True, self_comm, {})
+    z = h[:, None, :].astype(np.float64) - C / eps
+    ref = z.max(-1) + np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1))
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    assert lse.dtype == dtype and W.dtype == dtype and lse.shape == (B, n) and W.shape == C.shape
+    assert np.abs(lse - ref).max() <= tol * np.abs(ref).max()
+    assert np.abs(W - np.exp(z - ref[..., None])).max() <= tol * 10
+    assert np.abs(W.sum(-1) - 1).max() <= tol * 10 and (W[1, :, 3] == 0).all()
+    for k in range(B):  # one problem alone: the same bits, and None without weights
+        one, none = _conveyor.softmin(C[k], h[k], eps, False, self_comm, {"threads": 1})
+        assert np.array_equal(one, lse[k]) and none is None
+    h_out = np.full((B, m), -np.inf, dtype)
+    lse_out, W_out = _conveyor.softmin(C, h_out, eps, True, self_comm, {})
+    assert (lse_out == -np.inf).all() and np.isnan(W_out).all()
+    no_cols, W0 = _conveyor.softmin(C[:, :, :0], h[:, :0], eps, True, self_comm, {})
+    assert (no_cols == -np.inf).all() and W0.shape == (B, n, 0)
+    no_rows, _ = _conveyor.softmin(C[:, :0], h, eps, False, self_comm, {})
+    assert no_rows.shape == (B, 0)
+    with pytest.raises(ValueError, match=r"h has shape \(3, 8\), needs \(3, 9\)"):
+        _conveyor.softmin(C, h[:, :8], eps, False, self_comm, {})
+    with pytest.raises(ValueError, match="eps must be finite and > 0"):
+        _conveyor.softmin(C, h, 0.0, False, self_comm, {})
+    with pytest.raises(TypeError, match="float32 or float64"):
+        _conveyor.softmin(C.astype(np.int32), h, eps, False, self_comm, {})
+    with pytest.raises(ValueError, match="2-D .* or 3-D"):
+        _conveyor.softmin(C[0, 0], h[0], eps, False, self_comm, {})
+    with pytest.raises(ValueError, match="unknown option"):
+        _conveyor.softmin(C, h, eps, False, self_comm, {"metric": "sqeuclidean"})
+
+
+@pytest.mark.parametrize("bad_rank", range(SIZE))
+def test_softmin_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
+    rng = np.random.default_rng(8)
+    C, h = rng.random((4 + RANK, 6)), rng.standard_normal(6)  # (rows may differ; columns must not)
+    eps = 0.0 if RANK == bad_rank else 0.1
+    with pytest.raises(ValueError, match="eps must be finite and > 0"):
+        _conveyor.softmin(C, h, eps, False, comm_address(COMM), {})
+    if SIZE > 1:  # columns that differ between ranks: named on every rank
+        m = 7 if RANK == bad_rank else 6
+        with pytest.raises(ValueError, match="column counts m"):
+            _conveyor.softmin(rng.random((3, m)), rng.standard_normal(m), 0.1, False, comm_address(COMM), {})
+
+
+def test_auto_backend_forms_the_arrays_where_the_rule_says():
+    """backend="auto" gives the formed arrays' bits from FORMED_MIN_DIM dimensions
+    (by itemsize) while a rank's arrays fit DENSE_BYTES, and the engine's
+    otherwise; p = 1 always the engine's, whatever the backend."""
+    from conveyor import _ot_samples_loss_formed as formed
+
+    def both(d, dtype=torch.float64, **case):
+        a, x, b, y = clouds(d=d, dtype=dtype, seed=9)
+        sx, sy = share(len(x), False), share(len(y), False)
+        out = {k: value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", backend=k, comm=COMM, **case),
+                                  a[sx], x[sx], b[sy], y[sy]) for k in ["auto"] + BACKENDS}
+
+        def same(u, v):
+            return float(u[0]) == float(v[0]) and all(torch.equal(g, h) for g, h in zip(u[1], v[1]))
+        return same(out["auto"], out["tensorized"]), same(out["auto"], out["online"])
+
+    for dtype, itemsize in ((torch.float64, 8), (torch.float32, 4)):
+        low = formed.FORMED_MIN_DIM[itemsize]
+        assert both(low, dtype) == (True, False)
+        assert both(low - 1, dtype) == (False, True)
+    assert both(16, p=1) == (True, True)
+    # The size limit: the four arrays (23 x 17 + 17 x 23 + 23^2 + 17^2 entries) at
+    # exactly DENSE_BYTES are formed, one byte less are not. (One rank holds them all.)
+    if SIZE == 1:
+        need = (2 * 23 * 17 + 23 * 23 + 17 * 17) * 8
+        saved = formed.DENSE_BYTES
+        try:
+            formed.DENSE_BYTES = need
+            assert both(16) == (True, False)
+            formed.DENSE_BYTES = need - 1
+            assert both(16) == (False, True)
+        finally:
+            formed.DENSE_BYTES = saved
+
+
 @pytest.mark.parametrize("kwargs, error, match", [
     (dict(loss="energy"), NotImplementedError, "sinkhorn"),
     (dict(p=3), ValueError, "p must be 1 or 2"),
@@ -267,15 +367,16 @@ def test_bad_shapes():
         loss(x, y, x)
 
 
+@backends
 @pytest.mark.parametrize("bad_rank", range(SIZE))
-def test_bad_weights_on_one_rank_raise_on_every_rank(bad_rank):
+def test_bad_weights_on_one_rank_raise_on_every_rank(bad_rank, backend):
     a, x, b, y = clouds()
     sx, sy = share(len(x), False), share(len(y), False)
     a_mine = a[sx][:-1] if RANK == bad_rank else a[sx]
     if RANK == bad_rank and len(a[sx]) == 0:
         a_mine = a[:1]
     with pytest.raises(ValueError, match="one weight per point"):
-        conveyor.ot.SamplesLoss(comm=COMM)(a_mine, x[sx], b[sy], y[sy])
+        conveyor.ot.SamplesLoss(comm=COMM, backend=backend)(a_mine, x[sx], b[sy], y[sy])
 
 
 @pytest.mark.parametrize("case", [dict(), dict(reach=0.5, debias=False), dict(p=1)], ids=["balanced", "unbalanced", "p1"])
