@@ -88,7 +88,7 @@ def barycenter(A, M, reg, weights=None, method="sinkhorn", numItermax=10000, sto
     (True, 2)
     """
     args = (method, numItermax, stopThr, verbose, warn, comm, kwargs)
-    if is_torch(A, M, weights) or (is_jax(A, M, weights) and not log):
+    if is_torch(A, M, weights) or is_jax(A, M, weights):
         # Differentiable (an autograd Function, a custom VJP): implicit
         # differentiation of the fixed point (_ot_barycenter_gradients.py).
         return _differentiable(A, M, reg, weights, log, args)
@@ -121,6 +121,10 @@ def _differentiable(A, M, reg, weights, log, args):
         return q, log_v
 
     q = (torch_barycenter if torch else jax_barycenter)(A, M, weights, reg, solve, args[5])
+    if log and "log" not in logs:  # (traced under jax.jit: the solve runs later, when the compiled call does)
+        raise NotImplementedError("conveyor.ot.barycenter: log=True under jax.jit is not supported (the log's "
+                                  "lengths are known only once the solve has run); call it without jit, or "
+                                  "with log=False")
     return (q, logs["log"]) if log else q
 
 

@@ -199,6 +199,37 @@ def test_jax_grad_equals_torch_backward():
                 np.testing.assert_allclose(np.asarray(mine), torch_, rtol=0, atol=1e-12)
 
 
+def test_jax_grad_with_log():
+    """log=True on JAX arrays: the same gradients as log=False and the NumPy
+    call's log; under jax.jit, a clear NotImplementedError (the log's length is
+    known only after the run)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax.experimental import enable_x64
+
+    A, M = problem()
+    g = np.random.default_rng(7).standard_normal(len(A))
+    M_mine = M[my_rows(len(M))]
+    _, log_numpy = conveyor.ot.barycenter(A, M_mine, REG, WEIGHTS, log=True, comm=COMM, **TIGHT)
+    with enable_x64():
+        logs = []
+
+        def loss(A_, with_log):
+            out = conveyor.ot.barycenter(A_, jnp.asarray(M_mine), REG, jnp.asarray(WEIGHTS), log=with_log,
+                                         comm=COMM, **TIGHT)
+            if with_log:
+                logs.append(out[1])
+                out = out[0]
+            return jnp.dot(jnp.asarray(g), out)
+
+        with_log = jax.grad(lambda A_: loss(A_, True))(jnp.asarray(A))
+        without = jax.grad(lambda A_: loss(A_, False))(jnp.asarray(A))
+        np.testing.assert_array_equal(np.asarray(with_log), np.asarray(without))
+        assert logs[0]["niter"] == log_numpy["niter"] and np.array_equal(logs[0]["err"], log_numpy["err"])
+        with pytest.raises(NotImplementedError, match="log=True under jax.jit"):
+            jax.jit(lambda A_: loss(A_, True))(jnp.asarray(A))
+
+
 def test_empty_support_and_ranks_without_rows():
     """An empty support gives empty gradients; with 3 points over up to 5 ranks
     some ranks hold no rows of M and still take part (the same gradients as one
