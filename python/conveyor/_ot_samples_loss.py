@@ -268,8 +268,8 @@ class _Problems:
         return w
 
     def pair(self, rows, cols, formed):
-        """The softmin of `rows` against `cols` (this rank's points of each side,
-        or their names "x", "y"): on the formed cost array or the engine's pass."""
+        """The softmin of `rows` against `cols` (each "x" or "y", this rank's
+        points of that side): on the formed cost array or the engine's pass."""
         if formed:
             return FormedPair(self, rows, cols)
         return _PointPair(self, getattr(self, rows), getattr(self, cols))
@@ -292,7 +292,7 @@ class _PointPair:
 
     def softmin(self, eps, h, grads=False):
         """(-eps LSE_j (h_j - C(rows_i, cols_j) / eps), and with grads each row's
-        sum_j w_ij grad C(rows_i, cols_j) up to the factor p / 2 (float64)), h
+        sum_j w_ij grad_x C(rows_i, cols_j), C = |x - y|^p / p (float64)), h
         this rank's columns' part."""
         p = self.pr.p
         values, power = _gradient_values(p, self.cols) if grads else (None, 0)
