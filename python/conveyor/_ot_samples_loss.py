@@ -53,7 +53,7 @@ from mpi4py import MPI
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._mpi import agree, comm_address
 from ._ot_gradients import is_jax
-from ._ot_samples_loss_formed import FormedPair, use_formed
+from ._ot_samples_loss_formed import FormedArrays, use_formed
 
 _METRIC = {1: "euclidean", 2: "sqeuclidean"}
 _KERNEL_EPS = {1: 1.0, 2: 2.0}  # the engine's cost is |x - y|^p: C / eps = |x - y|^p / (p eps)
@@ -269,9 +269,10 @@ class _Problems:
 
     def pair(self, rows, cols, formed):
         """The softmin of `rows` against `cols` (each "x" or "y", this rank's
-        points of that side): on the formed cost array or the engine's pass."""
-        if formed:
-            return FormedPair(self, rows, cols)
+        points of that side): on the formed cost arrays (formed: the call's
+        FormedArrays) or, with formed None, the engine's pass."""
+        if formed is not None:
+            return formed.pair(rows, cols)
         return _PointPair(self, getattr(self, rows), getattr(self, cols))
 
     def total(self, local):
@@ -343,7 +344,7 @@ def _problems(loss, a, x, b, y, diameter, grads, point_grads):
     pr = _Problems(loss, a, x, b, y)
     p, rho, debias = loss.p, None if loss.reach is None else loss.reach ** loss.p, loss.debias
     eps_list = _epsilons(p, diameter, loss.blur, loss.scaling)
-    formed = use_formed(loss.backend, p, debias, pr.x, pr.y, pr.comm)
+    formed = FormedArrays(pr) if use_formed(loss.backend, p, debias, pr.x, pr.y, pr.comm) else None
 
     def damping(eps):
         return 1.0 if rho is None else 1.0 / (1.0 + eps / rho)

@@ -55,36 +55,49 @@ def use_formed(backend, p, debias, x, y, comm):
     return bool(comm.allreduce(mine, op=MPI.LAND))
 
 
-def _all_points(pr, name):
-    """Every rank's points of one side, (B, total, D), in rank order (gathered
-    once per call and side), and this rank's counts of that side per rank."""
-    cache = pr.__dict__.setdefault("_formed_points", {})
-    if name not in cache:
-        mine = getattr(pr, name)
-        counts = [int(c) for c in pr.comm.allgather(mine.shape[1])]
-        everything = np.moveaxis(_gathered(pr.comm, np.moveaxis(mine, 1, 0), counts), 0, 1)
-        cache[name] = (np.ascontiguousarray(everything), counts)
-    return cache[name]
+class FormedArrays:
+    """One call's clouds, gathered once per side, and the pairs on their formed
+    arrays (`pair`); pr: the call's _Problems (points, comm)."""
 
+    def __init__(self, pr):
+        self.pr = pr
+        self.points = {name: self._gather(getattr(pr, name)) for name in ("x", "y")}
+        both = np.concatenate([self.points["x"][0], self.points["y"][0]], axis=1).astype(np.float64)
+        self.middle = 0.5 * (both.min(axis=1, keepdims=True) + both.max(axis=1, keepdims=True))
+        self.arrays = {}
 
-def _middle(pr):
-    """The middle of both clouds' bounding box, per problem (B, 1, D)."""
-    cache = pr.__dict__.setdefault("_formed_points", {})
-    if "middle" not in cache:
-        both = np.concatenate([_all_points(pr, "x")[0], _all_points(pr, "y")[0]], axis=1).astype(np.float64)
-        cache["middle"] = 0.5 * (both.min(axis=1, keepdims=True) + both.max(axis=1, keepdims=True))
-    return cache["middle"]
+    def _gather(self, mine):
+        """Every rank's points of one side, (B, total, D), in rank order, and each
+        rank's count of them."""
+        counts = [int(c) for c in self.pr.comm.allgather(mine.shape[1])]
+        everything = np.moveaxis(_gathered(self.pr.comm, np.moveaxis(mine, 1, 0), counts), 0, 1)
+        return np.ascontiguousarray(everything), counts
+
+    def pair(self, rows, cols):
+        """The softmin of this rank's `rows` ("x" or "y") against every rank's `cols`."""
+        return FormedPair(self.pr, getattr(self.pr, rows), *self.points[cols], self.cost(rows, cols))
+
+    def cost(self, rows, cols):
+        """|x_i - y_j|^2 for this rank's `rows` against every rank's `cols`, formed
+        in the clouds' dtype on points centred on the middle of both clouds'
+        bounding box (float32 as GeomLoss's tensorized backend forms it). On one
+        rank the y-x array is the x-y one transposed (a copy, not a second GEMM)."""
+        if self.pr.comm.Get_size() == 1 and (cols, rows) in self.arrays:
+            return np.ascontiguousarray(np.swapaxes(self.arrays[(cols, rows)], -1, -2))
+        mine = getattr(self.pr, rows)
+        middle = self.middle.astype(mine.dtype)
+        C = cost_matrix(mine - middle, self.points[cols][0] - middle, "sqeuclidean", mine.dtype, mine.dtype)
+        if rows != cols:
+            self.arrays[(rows, cols)] = C
+        return C
 
 
 class FormedPair:
     """One of the loss's four problems on its formed array: this rank's rows of
     C (B, n_r, m) against every rank's columns."""
 
-    def __init__(self, pr, rows, cols):
-        self.pr = pr
-        self.rows = getattr(pr, rows)
-        self.cols, self.counts = _all_points(pr, cols)
-        self.C = _cost(pr, rows, cols)
+    def __init__(self, pr, rows, cols, counts, C):
+        self.pr, self.rows, self.cols, self.counts, self.C = pr, rows, cols, counts, C
 
     def softmin(self, eps, h, grads=False):
         """_PointPair.softmin's results on the formed array."""
@@ -98,19 +111,3 @@ class FormedPair:
         if not grads:
             return f, None
         return f, self.rows.astype(np.float64) - np.matmul(W, self.cols).astype(np.float64)
-
-
-def _cost(pr, rows, cols):
-    """|x_i - y_j|^2 for this rank's `rows` against every rank's `cols`, formed in
-    the clouds' dtype on points centred on the middle of both clouds' bounding
-    box (float32 as GeomLoss's tensorized backend forms it). On one rank the
-    y-x array is the x-y one transposed (a copy, not a second GEMM)."""
-    cache = pr.__dict__.setdefault("_formed_points", {})
-    if pr.comm.Get_size() == 1 and (cols, rows) in cache:
-        return np.ascontiguousarray(np.swapaxes(cache[(cols, rows)], -1, -2))
-    dtype = getattr(pr, rows).dtype
-    middle = _middle(pr).astype(dtype)
-    C = cost_matrix(getattr(pr, rows) - middle, _all_points(pr, cols)[0] - middle, "sqeuclidean", dtype, dtype)
-    if rows != cols:
-        cache[(rows, cols)] = C
-    return C

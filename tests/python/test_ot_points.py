@@ -356,6 +356,25 @@ def test_a_bad_dense_choice_on_one_rank_raises_on_every_rank(bad_rank):
             conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.1, a[sx], b[sy], comm=COMM, dense=RANK == bad_rank)
 
 
+@pytest.mark.parametrize("dense", [True, False])
+def test_sub_communicators_and_reused_calls(dense):
+    """Two halves of the ranks (COMM.Split by parity), each solving its own
+    problem from its shares, twice: each half's value is its problem's
+    one-process value, on both paths."""
+    sub = COMM.Split(RANK % 2, RANK)
+    try:
+        X, Y, a, b = clouds(n=40, m=30, seed=RANK % 2)
+        mx = slice(sub.rank * 40 // sub.size, (sub.rank + 1) * 40 // sub.size)
+        my = slice(sub.rank * 30 // sub.size, (sub.rank + 1) * 30 // sub.size)
+        ref = conveyor.ot.empirical_sinkhorn2(X, Y, 0.05, a, b, comm=MPI.COMM_SELF, dense=dense, stopThr=1e-12)
+        for _ in range(2):
+            value = conveyor.ot.empirical_sinkhorn2(X[mx], Y[my], 0.05, a[mx], b[my], comm=sub, dense=dense,
+                                                    stopThr=1e-12)
+            assert abs(value - ref) <= 1e-10 * abs(ref)
+    finally:
+        sub.Free()
+
+
 def test_dense_with_empty_clouds_takes_the_point_cloud_solver():
     X, _, _, _ = clouds()
     empty = np.zeros((0, 3))

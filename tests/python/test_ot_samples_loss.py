@@ -138,6 +138,27 @@ def test_shares_over_ranks_give_the_one_process_result(case, first_empty, backen
         close(got, full[s], 1e-11) if got.numel() else None
 
 
+@backends
+def test_sub_communicators_and_a_reused_loss(backend):
+    """Two halves of the ranks (COMM.Split by parity), each with its own
+    clouds shared over its ranks, one loss object called twice: each half gets
+    its problem's one-process value and its rows of the gradients."""
+    sub = COMM.Split(RANK % 2, RANK)
+    try:
+        a, x, b, y = clouds(d=16, seed=10 + RANK % 2)
+        whole, whole_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", backend=backend), a, x, b, y)
+        loss = conveyor.ot.SamplesLoss("sinkhorn", backend=backend, comm=sub)
+        sx = slice(sub.rank * len(x) // sub.size, (sub.rank + 1) * len(x) // sub.size)
+        sy = slice(sub.rank * len(y) // sub.size, (sub.rank + 1) * len(y) // sub.size)
+        for _ in range(2):
+            part, part_grads = value_and_grads(loss, a[sx], x[sx], b[sy], y[sy])
+            assert abs(float(part) - float(whole)) <= 1e-12 * abs(float(whole))
+            for got, full, s in zip(part_grads, whole_grads, (sx, sx, sy, sy)):
+                close(got, full[s], 1e-11) if got.numel() else None
+    finally:
+        sub.Free()
+
+
 def test_numpy_inputs_and_uniform_weights_over_ranks():
     _, x, _, y = clouds()
     whole = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1)(x.numpy(), y.numpy())
