@@ -30,6 +30,7 @@
 #include <cmath>
 #include <limits>
 
+#include "sinkhorn/exp_normal-inl.h"
 #include "sinkhorn/point_kernels.hpp"
 #include "runtime/simd_targets.hpp"
 
@@ -104,8 +105,8 @@ void FoldTile(const T* HWY_RESTRICT v, const T* HWY_RESTRICT c, std::size_t n, T
   auto s0 = hn::Zero(d), s1 = hn::Zero(d), w0 = hn::Zero(d), w1 = hn::Zero(d);
   std::size_t j = 0;
   for (; j + 2 * N <= n; j += 2 * N) {
-    const auto e0 = hn::Exp(d, hn::Sub(hn::LoadU(d, v + j), vm));
-    const auto e1 = hn::Exp(d, hn::Sub(hn::LoadU(d, v + j + N), vm));
+    const auto e0 = ExpNormal(d, hn::Sub(hn::LoadU(d, v + j), vm));
+    const auto e1 = ExpNormal(d, hn::Sub(hn::LoadU(d, v + j + N), vm));
     s0 = hn::Add(s0, e0);
     s1 = hn::Add(s1, e1);
     if constexpr (kCost) {
@@ -114,14 +115,14 @@ void FoldTile(const T* HWY_RESTRICT v, const T* HWY_RESTRICT c, std::size_t n, T
     }
   }
   for (; j + N <= n; j += N) {
-    const auto e0 = hn::Exp(d, hn::Sub(hn::LoadU(d, v + j), vm));
+    const auto e0 = ExpNormal(d, hn::Sub(hn::LoadU(d, v + j), vm));
     s0 = hn::Add(s0, e0);
     if constexpr (kCost) w0 = hn::MulAdd(e0, hn::LoadU(d, c + j), w0);
   }
   double s = static_cast<double>(hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1))));
   double w = kCost ? static_cast<double>(hn::GetLane(hn::SumOfLanes(d, hn::Add(w0, w1)))) : 0.0;
   for (; j < n; ++j) {
-    const T e = hn::GetLane(hn::Exp(d1, hn::Set(d1, v[j] - m)));
+    const T e = hn::GetLane(ExpNormal(d1, hn::Set(d1, v[j] - m)));
     s += static_cast<double>(e);
     if constexpr (kCost) w += static_cast<double>(e) * static_cast<double>(c[j]);
   }
@@ -309,7 +310,7 @@ void FoldValuesTile(T* HWY_RESTRICT e, T* HWY_RESTRICT c, int power, std::size_t
   const hn::CappedTag<T, 1> d1;
   const std::size_t N = hn::Lanes(d);
   const auto weigh = [&](auto tag, std::size_t at) {
-    const auto ex = hn::Exp(tag, hn::Sub(hn::LoadU(tag, e + at), hn::Set(tag, m)));
+    const auto ex = ExpNormal(tag, hn::Sub(hn::LoadU(tag, e + at), hn::Set(tag, m)));
     hn::StoreU(ex, tag, e + at);
     if constexpr (kCost) {
       const auto cost = hn::LoadU(tag, c + at);

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "sinkhorn/exp_normal-inl.h"
 #include "sinkhorn/scaling_kernels.hpp"
 #include "runtime/simd_targets.hpp"
 
@@ -212,33 +213,43 @@ void ScaleColumnsBlock(T* A, std::size_t ld, std::size_t rows, std::size_t cols,
 template <class T>
 T ExpRow(const T* HWY_RESTRICT c, const T* HWY_RESTRICT log_v, T inv_eps, T* HWY_RESTRICT e, std::size_t n,
          T* max_out) {
-  // Pass 1: x_j = log_v_j - c_j / eps into e (one fused multiply-add), and its maximum.
-  T m = -std::numeric_limits<T>::infinity();
-  ForEachVector<T>(n, [&](auto d, std::size_t j) {
-    const auto x = hn::NegMulAdd(hn::LoadU(d, c + j), hn::Set(d, inv_eps), hn::LoadU(d, log_v + j));
+  // Pass 1: x_j = log_v_j - c_j / eps into e (one fused multiply-add), and its
+  // maximum, kept lane-wise and reduced once (a reduction per vector would cost
+  // as much as the pass).
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const std::size_t N = hn::Lanes(d);
+  const auto scale = hn::Set(d, inv_eps);
+  auto vmax = hn::Set(d, -std::numeric_limits<T>::infinity());
+  std::size_t j = 0;
+  for (; j + N <= n; j += N) {
+    const auto x = hn::NegMulAdd(hn::LoadU(d, c + j), scale, hn::LoadU(d, log_v + j));
     hn::StoreU(x, d, e + j);
-    m = std::max(m, hn::GetLane(hn::MaxOfLanes(d, x)));
-  });
+    vmax = hn::Max(vmax, x);
+  }
+  T m = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  for (; j < n; ++j) {
+    const auto x = hn::NegMulAdd(hn::LoadU(d1, c + j), hn::Set(d1, inv_eps), hn::LoadU(d1, log_v + j));
+    hn::StoreU(x, d1, e + j);
+    m = std::max(m, hn::GetLane(x));
+  }
   *max_out = m;
   if (!(m > -std::numeric_limits<T>::infinity())) {  // empty row, all -Inf, or NaN
-    ForEachVector<T>(n, [&](auto d, std::size_t j) { hn::StoreU(hn::Zero(d), d, e + j); });
+    std::fill(e, e + n, T(0));
     return 0;
   }
   // Pass 2 (on cached data): e_j = exp(x_j - m) in (0, 1], and their sum.
   T total = 0;
-  const hn::ScalableTag<T> d;
   auto acc = hn::Zero(d);
-  const std::size_t N = hn::Lanes(d);
-  std::size_t j = 0;
+  j = 0;
   for (; j + N <= n; j += N) {
-    const auto y = hn::Exp(d, hn::Sub(hn::LoadU(d, e + j), hn::Set(d, m)));
+    const auto y = ExpNormal(d, hn::Sub(hn::LoadU(d, e + j), hn::Set(d, m)));
     hn::StoreU(y, d, e + j);
     acc = hn::Add(acc, y);
   }
   total = hn::GetLane(hn::SumOfLanes(d, acc));
-  const hn::CappedTag<T, 1> d1;
   for (; j < n; ++j) {
-    const auto y = hn::Exp(d1, hn::Sub(hn::LoadU(d1, e + j), hn::Set(d1, m)));
+    const auto y = ExpNormal(d1, hn::Sub(hn::LoadU(d1, e + j), hn::Set(d1, m)));
     hn::StoreU(y, d1, e + j);
     total += hn::GetLane(y);
   }
@@ -261,7 +272,7 @@ void ColumnExpSum(T* HWY_RESTRICT s, const T* HWY_RESTRICT c, T log_u, T inv_eps
     const auto x = hn::NegMulAdd(hn::LoadU(d, c + j), hn::Set(d, inv_eps), hn::Set(d, log_u));
     // exp(-Inf - (-Inf)) would be NaN: a column whose maximum is -Inf adds 0.
     const auto finite = hn::Gt(mj, hn::Set(d, -std::numeric_limits<T>::infinity()));
-    const auto term = hn::IfThenElseZero(finite, hn::Exp(d, hn::Sub(x, mj)));
+    const auto term = hn::IfThenElseZero(finite, ExpNormal(d, hn::Sub(x, mj)));
     hn::StoreU(hn::Add(hn::LoadU(d, s + j), term), d, s + j);
   });
 }

@@ -316,6 +316,27 @@ def test_softmin_on_a_formed_array_against_numpy(dtype):
         _conveyor.softmin(C, h, eps, False, self_comm, {"metric": "sqeuclidean"})
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmin_terms_below_the_smallest_normal_are_zero(dtype):
+    """The exp of the row passes: a term whose true value is below the smallest
+    normal number is exactly 0 (a subnormal result costs a slow path on many
+    CPUs: src/sinkhorn/exp_normal-inl.h); the others are exp's, to rounding."""
+    tiny = np.finfo(dtype).tiny
+    floor = np.log(tiny)  # -87.3 (float32), -708.4 (double)
+    offsets = np.array([0.0, floor + 4, floor + 3, floor - 1, floor - 10, -1e4])  # the sum is 7: z = h - 1.95
+    m = 37  # a full vector and a tail on every target
+    h = np.resize(offsets, m).astype(dtype)
+    C = np.zeros((2, m), dtype)
+    lse, W = _conveyor.softmin(C, h, 1.0, True, comm_address(MPI.COMM_SELF), {"threads": 1})
+    z = h.astype(np.float64) - np.log(np.exp(h.astype(np.float64)).sum())
+    want = np.exp(z)
+    below = want < tiny
+    assert below.sum() == 3 * 6 and (W[:, below] == 0).all()
+    # (exp(x)'s relative error is x's absolute one: |x| ulps of 1)
+    assert np.abs(W[:, ~below] / want[~below] - 1).max() < 4 * abs(floor) * np.finfo(dtype).eps
+    assert np.abs(lse - np.log(np.exp(h.astype(np.float64)).sum())).max() < 10 * np.finfo(dtype).eps
+
+
 @pytest.mark.parametrize("bad_rank", range(SIZE))
 def test_softmin_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
     rng = np.random.default_rng(8)
