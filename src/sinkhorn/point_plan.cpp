@@ -15,6 +15,8 @@
 //      on their common bounding box, as the solver), each term times C_ij^power
 //      under plan_apply_options::cost_power (softmin_points: not the ones);
 //   3. out_ic = exp(row potential_i + max_i) sum_ic.
+// softmin_points without V takes the solver's pass instead (merge_block: no column
+// of ones, each row's exponentials summed as they are taken).
 // Work: one solver pass (n m pairs over the ranks) plus k FMAs per pair; bytes
 // per rank: (P - 1)/P of the other side's (1 + dim + k) N elements.
 // A batch of B problems (plan_apply_options::batch) is the same steps once: the
@@ -155,7 +157,11 @@ void product(const run_context& ctx, const apply_problem<T>& p, const plan_apply
   // 1. The home block, a part per problem: potentials, points transposed, values
   // transposed (after a column of ones for softmin_points).
   const std::size_t B = o.batch, rows = B * s.rows;
-  const std::size_t ones = p.softmin ? 1 : 0, k = ones + p.k;
+  // A softmin without V needs only each row's log-sum-exp: the solver's own pass
+  // (merge_block), which sums the exponentials as it takes them, where a column of
+  // ones would store them and read them back for a product.
+  const bool lse_only = p.softmin && p.k == 0;
+  const std::size_t ones = p.softmin && !lse_only ? 1 : 0, k = ones + p.k;
   const std::size_t per_point = 1 + p.dim + k;
   std::vector<T> home(per_point * s.cols * B);
   for (std::size_t b = 0; b < B; ++b) {
@@ -175,8 +181,9 @@ void product(const run_context& ctx, const apply_problem<T>& p, const plan_apply
   const point_kernels<T>& kernels = active_point_kernels<T>();
   const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(rows, 1)));
   std::vector<T> scratch(static_cast<std::size_t>(nt) * point_kernels<T>::kScratch);
-  std::vector<double> acc(rows * (k + 1), 0.0);
-  for (std::size_t i = 0; i < rows; ++i) acc[i * (k + 1)] = -std::numeric_limits<double>::infinity();
+  std::vector<double> acc(lse_only ? 0 : rows * (k + 1), 0.0);
+  for (std::size_t i = 0; i < acc.size(); i += k + 1) acc[i] = -std::numeric_limits<double>::infinity();
+  std::vector<running_lse> lse(lse_only ? rows : 0, running_lse{-std::numeric_limits<double>::infinity(), 0.0, 0.0});
   const T inv_eps = static_cast<T>(1 / p.eps);
   block_ring<T> ring(ctx.comm, ctx.rank, std::move(block_counts), per_point);
   ring.circulate(home.data(), [&](const T* block, std::size_t count, int) {
@@ -186,15 +193,25 @@ void product(const run_context& ctx, const apply_problem<T>& p, const plan_apply
       for (std::size_t r = r0; r < r1;) {
         const std::size_t b = r / s.rows, end = std::min(r1, (b + 1) * s.rows);
         const T* part = block + b * per_point * part_count;
-        kernels.apply_block(s.row_points + r * p.dim, end - r, p.dim, part + part_count, part_count, part, inv_eps,
-                            o.metric, o.cost_power, ones, part + part_count * (1 + p.dim), k, acc.data() + r * (k + 1),
-                            scratch.data() + static_cast<std::size_t>(tid) * point_kernels<T>::kScratch);
+        T* own_scratch = scratch.data() + static_cast<std::size_t>(tid) * point_kernels<T>::kScratch;
+        if (lse_only) {
+          kernels.merge_block(s.row_points + r * p.dim, end - r, p.dim, part + part_count, part_count, part, inv_eps,
+                              o.metric, false, lse.data() + r, own_scratch);
+        } else {
+          kernels.apply_block(s.row_points + r * p.dim, end - r, p.dim, part + part_count, part_count, part, inv_eps,
+                              o.metric, o.cost_power, ones, part + part_count * (1 + p.dim), k,
+                              acc.data() + r * (k + 1), own_scratch);
+        }
         r = end;
       }
     });
   });
   // 3. The rows' own potentials (softmin_points: the log of the ones' sum, which
   // divides the others).
+  if (lse_only) {
+    for (std::size_t i = 0; i < rows; ++i) p.lse[i] = static_cast<T>(lse[i].max + std::log(lse[i].sum));
+    return;
+  }
   if (p.softmin) {
     for (std::size_t i = 0; i < rows; ++i) {
       const double* a = acc.data() + i * (k + 1);

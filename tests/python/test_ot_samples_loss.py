@@ -244,6 +244,31 @@ def test_a_batch_over_ranks_gives_the_one_process_result(first_empty, backend):
         close(got, full[:, s], 1e-11) if got.numel() else None
 
 
+@pytest.mark.parametrize("dim", [3, 40])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_softmin_points_without_values_over_ranks(dtype, dim):
+    """softmin_points without V (the solver's pass, no column of ones) gives the
+    log-sum-exps the pass with V gives: rows of several tiles, a batch, the
+    difference and dot-product forms (d = 3, 40), the columns split over ranks."""
+    rng = np.random.default_rng(11)
+    B, n, m = 2, 5 + RANK, 300 + 200 * RANK  # every rank its own share; rows of 2 or more tiles
+    X = rng.standard_normal((B, n, dim)).astype(dtype)
+    Y = rng.standard_normal((B, m, dim)).astype(dtype)
+    h = (rng.standard_normal((B, m)) * 30).astype(dtype)
+    h[0, 7] = -np.inf
+    address = comm_address(COMM)
+    lse_only, none = _conveyor.softmin_points(X, Y, h, 0.5, None, address, {})
+    lse, _ = _conveyor.softmin_points(X, Y, h, 0.5, Y, address, {})
+    assert none.shape == (B, n, 0) and lse_only.shape == (B, n)
+    assert np.allclose(lse_only, lse, rtol=1e-13 if dtype == np.float64 else 1e-6, atol=0)
+    # against NumPy on every rank's columns
+    Y_all = np.concatenate(COMM.allgather(Y), axis=1).astype(np.float64)
+    h_all = np.concatenate(COMM.allgather(h), axis=1).astype(np.float64)
+    z = h_all[:, None, :] - ((X[:, :, None, :].astype(np.float64) - Y_all[:, None]) ** 2).sum(-1) / 0.5
+    ref = z.max(-1) + np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1))
+    assert np.abs(lse_only - ref).max() <= (1e-12 if dtype == np.float64 else 2e-5) * np.abs(ref).max()
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_batched_softmin_and_plan_against_each_problem(dtype):
     rng = np.random.default_rng(2)
