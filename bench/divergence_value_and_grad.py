@@ -31,6 +31,13 @@ each other (largest relative difference printed). One thread everywhere:
 threads=1, torch.set_num_threads(1), OMP_NUM_THREADS=1, XLA single-threaded;
 run it under `taskset -c 0` (scripts/bench divergence).
 
+Under mpiexec with R ranks (scripts/bench divergence-ranks: 2 ranks, Open MPI's
+`--bind-to none`, so that rank 0's baselines may use both cores): Conveyor's
+calls run on every rank, each holding its share of both clouds (comm =
+COMM_WORLD, one thread per rank), and the baselines on rank 0 alone with R
+threads (torch's, KeOps's OpenMP, XLA's) while the other ranks sleep; the same
+cores either way. Values and gathered gradients are compared as above.
+
 usage: divergence_value_and_grad.py [--sizes 1000,10000] [--dims 3,64] [--dtypes float64,float32]
                                     [--rounds 3] [--blur 0.05] [--scaling 0.5] [--reg 0.05] [--tol 1e-6]
                                     [--tol32 1e-4]
@@ -41,14 +48,24 @@ import platform
 import statistics
 import time
 
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import ctypes  # noqa: E402
+import ctypes.util  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from mpi4py import MPI  # noqa: E402
 
 import conveyor  # noqa: E402
 import conveyor.ot  # noqa: E402
+
+COMM = MPI.COMM_WORLD
+RANK, RANKS = COMM.Get_rank(), COMM.Get_size()
+# The baselines' threads: as many as Conveyor's ranks, on the same cores (JAX reads this at its import).
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" if RANKS == 1
+                      else f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={RANKS}")
+_GOMP = ctypes.util.find_library("gomp")
 
 # Iterations at most, for every implementation of the fixed-eps table.
 MAX_ITER = 5000
@@ -76,40 +93,67 @@ def imported(name):
 
 
 # --- each implementation: run(X, Y) -> (forward s, backward s, value, x's gradient) ---
-def torch_call(loss_of):
+def torch_call(loss_of, shared=False):
+    """run(X, Y) for a loss of torch tensors; shared: Conveyor's, on every rank
+    with its share of the points (the gradient gathered)."""
     def run(X, Y):
+        if shared:
+            X, Y = share(X), share(Y)
         x, y = torch.tensor(X, requires_grad=True), torch.tensor(Y)
         t_fwd, value = timed(lambda: loss_of(x, y))
         t_bwd, _ = timed(value.backward)
-        return t_fwd, t_bwd, float(value), x.grad.numpy().copy()
+        grad = x.grad.numpy().copy()
+        return t_fwd, t_bwd, float(value), np.concatenate(COMM.allgather(grad)) if shared else grad
     return run
+
+
+def share(A):
+    """This rank's rows of A (every rank holds all of A: the same seed)."""
+    lo, hi = (len(A) * RANK) // RANKS, (len(A) * (RANK + 1)) // RANKS
+    return np.ascontiguousarray(A[lo:hi])
+
+
+def baseline_threads(k):
+    """k threads for what the baselines call: torch, OpenMP (KeOps), BLAS through torch."""
+    torch.set_num_threads(k)
+    if _GOMP:
+        ctypes.CDLL(_GOMP).omp_set_num_threads(k)
+
+
+def sleeping_barrier():
+    """The ranks that wait while rank 0 runs a baseline, without spinning on a core it uses."""
+    request = COMM.Ibarrier()
+    while not request.Test():
+        time.sleep(1e-3)
 
 
 def samples_loss(args, backend=None, ours="auto"):
     geomloss = imported("geomloss")
     if backend is None:  # (OMP_NUM_THREADS=1)
-        loss = conveyor.ot.SamplesLoss("sinkhorn", p=2, blur=args.blur, scaling=args.scaling, backend=ours)
-    else:
-        loss = geomloss.SamplesLoss("sinkhorn", p=2, blur=args.blur, scaling=args.scaling, backend=backend)
+        loss = conveyor.ot.SamplesLoss("sinkhorn", p=2, blur=args.blur, scaling=args.scaling, backend=ours,
+                                       comm=COMM if RANKS > 1 else None)
+        return torch_call(loss, shared=True)
+    loss = geomloss.SamplesLoss("sinkhorn", p=2, blur=args.blur, scaling=args.scaling, backend=backend)
     return torch_call(loss)
 
 
 def conveyor_divergence(args, dense="auto"):
     return torch_call(lambda x, y: conveyor.ot.empirical_sinkhorn_divergence(
-        x, y, args.reg, stopThr=args.tol, numIterMax=MAX_ITER, threads=1, dense=dense))
+        x, y, args.reg, stopThr=args.tol, numIterMax=MAX_ITER, threads=1, dense=dense,
+        comm=COMM if RANKS > 1 else None), shared=True)
 
 
 def conveyor_forms_arrays(n, d, dtype):
     """Whether SamplesLoss's default (backend="auto") forms its cost arrays here."""
     from conveyor import _ot_samples_loss_formed as formed
     return d >= formed.FORMED_MIN_DIM[np.dtype(dtype).itemsize] and \
-        4 * n * n * np.dtype(dtype).itemsize <= formed.DENSE_BYTES
+        4 * n * n * np.dtype(dtype).itemsize <= formed.DENSE_BYTES * RANKS
 
 
 def conveyor_forms_matrix(n, dtype):
     """Whether conveyor.ot's default (dense="auto") forms the cost matrix at this size."""
     from conveyor import _ot_points_dense
-    return n * n * np.dtype(dtype).itemsize <= _ot_points_dense.DENSE_BYTES
+    return n * n * np.dtype(dtype).itemsize <= _ot_points_dense.DENSE_BYTES * RANKS
 
 
 def pot_divergence(args):
@@ -187,13 +231,15 @@ def main():
     args = p.parse_args()
     torch.set_num_threads(1)
     only = [s for s in args.only.split(",") if s]
-    print(f"# {platform.machine()}, Conveyor's CPU target {conveyor.simd_target()}; one thread; "
-          f"GeomLoss's loss: blur {args.blur}, scaling {args.scaling}, p = 2; fixed: eps {args.reg}, "
-          f"tol {args.tol} (float32: {args.tol32}), at most {MAX_ITER} iterations; median of {args.rounds} "
-          "rounds (s per value + gradient)", flush=True)
-    print("| table | n = m | d | dtype | implementation | forward | backward | total | ÷ Conveyor | value rel. diff. "
-          "| gradient rel. diff. |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    say = print if RANK == 0 else (lambda *a, **k: None)
+    who = "one thread" if RANKS == 1 else f"Conveyor on {RANKS} ranks of one thread, the baselines on {RANKS} threads"
+    say(f"# {platform.machine()}, Conveyor's CPU target {conveyor.simd_target()}; {who}; "
+        f"GeomLoss's loss: blur {args.blur}, scaling {args.scaling}, p = 2; fixed: eps {args.reg}, "
+        f"tol {args.tol} (float32: {args.tol32}), at most {MAX_ITER} iterations; median of {args.rounds} "
+        "rounds (s per value + gradient)", flush=True)
+    say("| table | n = m | d | dtype | implementation | forward | backward | total | ÷ Conveyor | value rel. diff. "
+        "| gradient rel. diff. |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|")
     for n in (int(s) for s in args.sizes.split(",")):
         for d in (int(s) for s in args.dims.split(",")):
             for dtype in (np.dtype(s).type for s in args.dtypes.split(",")):
@@ -203,13 +249,14 @@ def main():
                         if not only or k[1] in only or k[1] == "conveyor"}
                 times = {k: [] for k in runs}
                 results = {}
-                for k, run in runs.items():  # warm-up (kernels built, JAX compiled)
-                    results[k] = run(X, Y)
-                for r in range(args.rounds):
+                for r in range(-1, args.rounds):  # round -1: the warm-up (kernels built, JAX compiled)
                     for k in (list(runs) if r % 2 == 0 else list(reversed(list(runs)))):
-                        t_fwd, t_bwd, value, grad = runs[k](X, Y)
-                        times[k].append((t_fwd, t_bwd))
-                        results[k] = (t_fwd, t_bwd, value, grad)
+                        out = one_call(runs[k], k[1], X, Y)
+                        if r >= 0 and out is not None:
+                            times[k].append(out[:2])
+                        results[k] = out
+                if RANK != 0:
+                    continue
                 for k in runs:
                     fwd = statistics.median(t[0] for t in times[k])
                     bwd = statistics.median(t[1] for t in times[k])
@@ -221,8 +268,27 @@ def main():
                     dv = abs(value - ref_value) / max(abs(ref_value), 1e-30)
                     dg = float(np.abs(grad - ref_grad).max() / max(np.abs(ref_grad).max(), 1e-30))
                     split = (f"{fwd:.3g} | {bwd:.3g}" if k[1] != "ott-jax" else "(one call) | (one call)")
-                    print(f"| {k[0]} | {n} | {d} | {np.dtype(dtype).name} | {k[1]} | {split} | {total:.3g} | "
-                          f"{total / base:.2f} | {dv:.1e} | {dg:.1e} |", flush=True)
+                    say(f"| {k[0]} | {n} | {d} | {np.dtype(dtype).name} | {k[1]} | {split} | {total:.3g} | "
+                        f"{total / base:.2f} | {dv:.1e} | {dg:.1e} |", flush=True)
+
+
+def one_call(run, name, X, Y):
+    """One timed call: Conveyor's on every rank (its results on each), a baseline on
+    rank 0 with RANKS threads (None on the others)."""
+    if name.startswith("conveyor"):
+        COMM.Barrier()
+        return run(X, Y)
+    if RANKS == 1:
+        return run(X, Y)
+    out = None
+    if RANK == 0:
+        baseline_threads(RANKS)
+        try:
+            out = run(X, Y)
+        finally:
+            baseline_threads(1)
+    sleeping_barrier()
+    return out
 
 
 if __name__ == "__main__":
