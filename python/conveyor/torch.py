@@ -1,0 +1,417 @@
+"""``conveyor.torch``: Conveyor under ``torch.distributed``, for CPU tensors.
+
+Importing it registers the backend ``"conveyor"``:
+
+    import torch.distributed as dist
+    import conveyor.torch
+    dist.init_process_group("conveyor", init_method=..., rank=..., world_size=...)
+
+Launched by ``mpiexec``/``mpirun``, each process a rank of MPI's COMM_WORLD. A
+group (the default one or ``dist.new_group(ranks)``) maps its torch ranks to
+MPI ranks through the group's store (each member writes its COMM_WORLD rank)
+and runs on an MPI communicator of just its members (``Create_group``), in
+torch's rank order, so torch's ranks need not equal MPI's.
+
+Collectives: ``all_reduce`` (SUM, PRODUCT, MIN, MAX, BAND, BOR, BXOR, AVG),
+``reduce_scatter`` / ``_reduce_scatter_base``, ``all_gather`` /
+``_all_gather_base``, ``broadcast``, ``all_to_all_single`` (unequal splits
+too), ``all_to_all``, ``barrier``; float16, bfloat16, float32, float64 and
+the integer types. The reductions are Conveyor's (``conveyor.Allreduce``,
+``Reduce_scatter_block``: its algorithm selection, bfloat16 included, which
+Gloo refuses); gathers and all-to-all are Conveyor's; broadcast and barrier
+are MPI's own.
+
+The contract: before each collective every rank's call is agreed (the
+collective, dtype, element count, op, root) by one small allreduce, so a rank
+that passes another shape or dtype, a CUDA tensor, or an op its dtype does
+not support raises the same ``ValueError`` / ``TypeError`` on every rank
+instead of leaving the others waiting.
+
+Work objects are complete when returned: a collective runs in the calling
+thread (no progress thread spinning on a core the training needs), so
+``async_op=True`` gives a finished ``Work`` and DDP's buckets do not overlap
+the backward pass. For a model that keeps Gloo as its process group,
+``allreduce_hook`` and ``bf16_allreduce_hook`` are DDP communication hooks
+(``model.register_comm_hook(comm, conveyor.torch.allreduce_hook)``, comm an
+mpi4py communicator or None for COMM_WORLD).
+
+Limits: CPU tensors only; PREMUL_SUM is refused (torch 1.13 does not show a
+Python backend its factor); tested on Debian's torch 1.13, whose
+``ProcessGroup`` a Python class may extend.
+"""
+import numpy as np
+import torch
+import torch.distributed as dist
+from mpi4py import MPI
+from torch._C._distributed_c10d import _create_work_from_future  # type: ignore[attr-defined]  # (not in its stub)
+
+import conveyor
+
+__all__ = ["ProcessGroupConveyor", "allreduce_hook", "bf16_allreduce_hook", "BACKEND"]
+
+#: The name ``dist.init_process_group`` takes.
+BACKEND = "conveyor"
+
+_RED = dist.ReduceOp.RedOpType
+# (by integer code: comparing or hashing torch's pybind11 enums costs more than a
+# small allreduce; docs/results.md, "torch.distributed's collectives")
+_MPI_OPS = {int(_RED.SUM): MPI.SUM, int(_RED.AVG): MPI.SUM, int(_RED.PRODUCT): MPI.PROD, int(_RED.MIN): MPI.MIN,
+            int(_RED.MAX): MPI.MAX, int(_RED.BAND): MPI.BAND, int(_RED.BOR): MPI.BOR, int(_RED.BXOR): MPI.BXOR}
+_OP_NAMES = {int(v): v.name for v in (_RED.SUM, _RED.AVG, _RED.PRODUCT, _RED.MIN, _RED.MAX, _RED.BAND, _RED.BOR,
+                                      _RED.BXOR, _RED.PREMUL_SUM)}
+_BITWISE = {int(_RED.BAND), int(_RED.BOR), int(_RED.BXOR)}
+_AVG, _PREMUL_SUM = int(_RED.AVG), int(_RED.PREMUL_SUM)
+_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16,
+           torch.int32, torch.int64]
+_DTYPE_CODE = {t: k for k, t in enumerate(_DTYPES)}
+# The collectives, as the agreement names them.
+_CALLS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all", "barrier"]
+_ALL_REDUCE, _REDUCE_SCATTER, _ALL_GATHER, _BROADCAST, _ALL_TO_ALL, _BARRIER = range(len(_CALLS))
+_AGREED_ERRORS = {"TypeError": TypeError, "ValueError": ValueError}
+
+
+def _op_code(opts):
+    """The integer code of an options object's ReduceOp."""
+    op = opts.reduceOp
+    return int(op.op) if hasattr(op, "op") else int(op)
+
+
+def _done(result):
+    """A Work that has already completed with `result`."""
+    future = torch.futures.Future()
+    future.set_result(result)
+    return _create_work_from_future(future)
+
+
+def _checked(tensor, name="tensor"):
+    """The tensor, if Conveyor can serve it (else the error the contract shares)."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"conveyor.torch: {name} must be a torch.Tensor, got {type(tensor).__name__}")
+    if not tensor.is_cpu:
+        raise ValueError(f"conveyor.torch: {name} is on {tensor.device}; the conveyor backend serves CPU tensors only")
+    if tensor.dtype not in _DTYPE_CODE:
+        raise TypeError(f"conveyor.torch: {name} has dtype {tensor.dtype}; supported: "
+                        + ", ".join(str(t) for t in _DTYPES))
+    return tensor
+
+
+def _op_checked(code, dtype):
+    """`code` (a ReduceOp's), if it applies to this dtype."""
+    if code == _PREMUL_SUM:
+        raise NotImplementedError("conveyor.torch: PREMUL_SUM is not supported (torch 1.13 does not give a Python "
+                                  "backend its factor); scale the tensor and use SUM")
+    if code not in _MPI_OPS:
+        raise ValueError(f"conveyor.torch: unknown ReduceOp {code}")
+    if code in _BITWISE and dtype.is_floating_point:
+        raise TypeError(f"conveyor.torch: {_OP_NAMES[code]} needs an integer dtype, got {dtype}")
+    if code == _AVG and not dtype.is_floating_point:
+        raise TypeError(f"conveyor.torch: AVG needs a floating dtype, got {dtype}")
+    return code
+
+
+def _reduce_checked(tensor, code):
+    _op_checked(code, _checked(tensor).dtype)
+
+
+def _buffer(tensor):
+    """A contiguous tensor as what conveyor's mpi4py-style calls take: a NumPy
+    view where NumPy has the dtype, else the tensor itself (bfloat16, through DLPack)."""
+    if tensor.dtype == torch.bfloat16:
+        return tensor
+    return tensor.detach().numpy() if tensor.requires_grad else tensor.numpy()
+
+
+def _bytes(tensor):
+    """A contiguous tensor's bytes as a NumPy uint8 view (data movement only)."""
+    return tensor.detach().reshape(-1).view(torch.uint8).numpy()
+
+
+def _member_comm(store, rank, size):
+    """An MPI communicator of the group's members in torch's rank order: each
+    member writes its COMM_WORLD rank to the group's store and reads the others'."""
+    world = MPI.COMM_WORLD
+    if size == 1:
+        return MPI.COMM_SELF.Dup()
+    store.set(f"conveyor/mpi_rank/{rank}", str(world.Get_rank()))
+    ranks = [int(store.get(f"conveyor/mpi_rank/{r}")) for r in range(size)]
+    group = world.Get_group().Incl(ranks)
+    try:
+        return world.Create_group(group)
+    finally:
+        group.Free()
+
+
+class ProcessGroupConveyor(dist.ProcessGroup):
+    """The ``"conveyor"`` process group: torch's collectives on an MPI
+    communicator (``comm``) through Conveyor's engines. Made by
+    ``dist.init_process_group("conveyor")`` / ``dist.new_group(..., backend="conveyor")``."""
+
+    def __init__(self, rank, size, comm):
+        super().__init__(rank, size)
+        if comm.Get_size() != size or comm.Get_rank() != rank:
+            raise ValueError(f"conveyor.torch: the MPI communicator has rank {comm.Get_rank()} of {comm.Get_size()}, "
+                             f"torch's group rank {rank} of {size}")
+        self.comm, self._size = comm, size
+        self._signature = np.zeros(11, dtype=np.int64)
+
+    def getBackendName(self):  # noqa: N802 (torch's name)
+        return BACKEND
+
+    # --- the contract ------------------------------------------------------
+    def _agree(self, call, check, args=(), dtype=None, count=0, op=0, root=0):
+        """Runs check(*args) here and agrees the call with every rank (one
+        allreduce of 11 integers: a problem flag, then the collective, dtype,
+        count, op and root with their negatives under MAX): raises the first
+        failing rank's error, or a mismatch, on every rank; else check's result."""
+        problem = None
+        try:
+            out = check(*args)
+        except (TypeError, ValueError, NotImplementedError) as e:
+            problem, out = e, None
+        if self._size == 1:
+            if problem is not None:
+                raise type(problem)(f"rank 0: {problem}")
+            return out
+        fields = (call, -1 if dtype is None else _DTYPE_CODE.get(dtype, -1), count, op, root)
+        sig = self._signature
+        sig[0] = 0 if problem is None else 1
+        sig[1:11] = fields + (-call, -fields[1], -count, -op, -root)
+        conveyor.Allreduce(MPI.IN_PLACE, sig, MPI.MAX, self.comm)
+        v = sig.tolist()
+        if v[0]:
+            self._raise_agreed(problem)
+        if v[1:6] != [-x for x in v[6:11]]:
+            self._raise_mismatch(call, fields, v)
+        return out
+
+    def _raise_agreed(self, problem):
+        """The first failing rank's error, raised on every rank."""
+        bad = self.comm.allreduce(self.comm.Get_rank() if problem is not None else self._size, op=MPI.MIN)
+        kind, text = self.comm.bcast((type(problem).__name__, str(problem)) if problem is not None else None,
+                                     root=bad)
+        raise _AGREED_ERRORS.get(kind, NotImplementedError)(f"rank {bad}: {text}")
+
+    def _raise_mismatch(self, call, fields, v):
+        """ValueError on every rank, naming what differs and every rank's value."""
+        names = ["collective", "dtype", "element count", "op", "root"]
+        for k, name in enumerate(names):
+            if v[1 + k] != -v[6 + k]:
+                values = self.comm.allgather(fields[k])
+                if k == 0:
+                    values = [_CALLS[x] for x in values]
+                elif k == 1:
+                    values = [str(_DTYPES[x]) if 0 <= x < len(_DTYPES) else "?" for x in values]
+                elif k == 3:
+                    values = [_OP_NAMES.get(x, x) for x in values]
+                raise ValueError(f"conveyor.torch: ranks passed different {name}s to {_CALLS[call]}: {values}")
+
+    # --- collectives -------------------------------------------------------
+    def allreduce(self, tensors, opts=None):
+        code = _op_code(dist.AllreduceOptions() if opts is None else opts)
+        for t in tensors:
+            self._agree(_ALL_REDUCE, _reduce_checked, (t, code), t.dtype, t.numel(), code)
+            self._reduce_in_place(t, code)
+        return _done(tensors)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        opts = dist.AllreduceCoalescedOptions() if opts is None else opts
+        return self.allreduce(tensors, opts)
+
+    def _reduce_in_place(self, t, code):
+        work = t if t.is_contiguous() else t.contiguous()
+        if self._size > 1 and work.numel():
+            conveyor.Allreduce(MPI.IN_PLACE, _buffer(work), _MPI_OPS[code], self.comm)
+        if code == _AVG:
+            work.div_(self._size)
+        if work is not t:
+            t.copy_(work)
+
+    def broadcast(self, tensors, opts=None):
+        opts = dist.BroadcastOptions() if opts is None else opts
+        for t in tensors:
+            def check():
+                _checked(t)
+                if not 0 <= opts.rootRank < self._size:
+                    raise ValueError(f"conveyor.torch: broadcast root {opts.rootRank} is not a rank of the group")
+            self._agree(_BROADCAST, check, (), t.dtype, t.numel(), 0, opts.rootRank)
+            work = t if t.is_contiguous() else t.contiguous()
+            if self._size > 1 and work.numel():
+                self.comm.Bcast(_bytes(work), root=opts.rootRank)
+            if work is not t:
+                t.copy_(work)
+        return _done(tensors)
+
+    def _allgather_base(self, output, input, opts=None):  # noqa: A002 (torch's name)
+        def check():
+            _checked(input, "input")
+            _checked(output, "output")
+            if output.dtype != input.dtype or output.numel() != input.numel() * self._size:
+                raise ValueError(f"conveyor.torch: all_gather's output must hold {self._size} inputs of "
+                                 f"{input.numel()} {input.dtype}, got {output.numel()} {output.dtype}")
+        self._agree(_ALL_GATHER, check, (), input.dtype, input.numel())
+        out = output if output.is_contiguous() else torch.empty_like(output, memory_format=torch.contiguous_format)
+        conveyor.Allgather(_bytes(input.contiguous()), _bytes(out), self.comm)
+        if out is not output:
+            output.copy_(out)
+        return _done([output])
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        for outputs, t in zip(output_tensors, input_tensors):
+            def check():
+                _checked(t, "input")
+                if len(outputs) != self._size:
+                    raise ValueError(f"conveyor.torch: all_gather needs {self._size} output tensors, "
+                                     f"got {len(outputs)}")
+                for o in outputs:
+                    _checked(o, "output")
+                    if o.dtype != t.dtype or o.numel() != t.numel():
+                        raise ValueError(f"conveyor.torch: all_gather's outputs must match the input "
+                                         f"({t.numel()} {t.dtype}), got {o.numel()} {o.dtype}")
+            self._agree(_ALL_GATHER, check, (), t.dtype, t.numel())
+            flat = torch.empty((self._size, t.numel()), dtype=t.dtype)
+            conveyor.Allgather(_bytes(t.contiguous()), _bytes(flat), self.comm)
+            for o, row in zip(outputs, flat):
+                o.copy_(row.view(o.shape))
+        return _done(output_tensors)
+
+    def _reduce_scatter_base(self, output, input, opts=None):  # noqa: A002 (torch's name)
+        code = _op_code(dist.ReduceScatterOptions() if opts is None else opts)
+
+        def check():
+            _checked(input, "input")
+            _checked(output, "output")
+            if output.dtype != input.dtype or input.numel() != output.numel() * self._size:
+                raise ValueError(f"conveyor.torch: reduce_scatter's input must hold {self._size} outputs "
+                                 f"of {output.numel()} {output.dtype}, got {input.numel()} {input.dtype}")
+            _op_checked(code, input.dtype)
+        self._agree(_REDUCE_SCATTER, check, (), output.dtype, output.numel(), code)
+        self._reduce_scatter(output, input.contiguous(), code)
+        return _done([output])
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        code = _op_code(dist.ReduceScatterOptions() if opts is None else opts)
+        for out, inputs in zip(output_tensors, input_tensors):
+            def check():
+                _checked(out, "output")
+                if len(inputs) != self._size:
+                    raise ValueError(f"conveyor.torch: reduce_scatter needs {self._size} input tensors, "
+                                     f"got {len(inputs)}")
+                for t in inputs:
+                    _checked(t, "input")
+                    if t.dtype != out.dtype or t.numel() != out.numel():
+                        raise ValueError(f"conveyor.torch: reduce_scatter's inputs must match the output "
+                                         f"({out.numel()} {out.dtype}), got {t.numel()} {t.dtype}")
+                _op_checked(code, out.dtype)
+            self._agree(_REDUCE_SCATTER, check, (), out.dtype, out.numel(), code)
+            self._reduce_scatter(out, torch.cat([t.reshape(-1) for t in inputs]), code)
+        return _done(output_tensors)
+
+    def _reduce_scatter(self, output, flat_input, code):
+        out = output if output.is_contiguous() else torch.empty_like(output, memory_format=torch.contiguous_format)
+        if out.numel():
+            conveyor.Reduce_scatter_block(_buffer(flat_input), _buffer(out), _MPI_OPS[code], self.comm)
+        if code == _AVG:
+            out.div_(self._size)
+        if out is not output:
+            output.copy_(out)
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):  # noqa: A002
+        size = self._size
+
+        def counts(tensor, splits, name):
+            rows = tensor.shape[0] if tensor.dim() else 1
+            if not splits:
+                if rows % size:
+                    raise ValueError(f"conveyor.torch: all_to_all_single's {name} has {rows} rows, not a multiple of "
+                                     f"the group's {size} ranks; pass split sizes")
+                splits = [rows // size] * size
+            if len(splits) != size or sum(splits) != rows or min(splits) < 0:
+                raise ValueError(f"conveyor.torch: all_to_all_single's {name} split sizes {list(splits)} must be "
+                                 f"{size} counts summing to its {rows} rows")
+            row_bytes = tensor.element_size() * (tensor[0].numel() if tensor.dim() and rows else 1)
+            c = [int(s) * row_bytes for s in splits]
+            return c, [int(x) for x in np.cumsum([0] + c[:-1])]
+
+        equal = not input_split_sizes and not output_split_sizes
+
+        def check():
+            _checked(input, "input")
+            _checked(output, "output")
+            if output.dtype != input.dtype:
+                raise ValueError(f"conveyor.torch: all_to_all_single's output is {output.dtype}, its input "
+                                 f"{input.dtype}")
+            if equal:
+                if output.numel() != input.numel() or input.numel() % size:
+                    raise ValueError(f"conveyor.torch: all_to_all_single without split sizes needs an output of the "
+                                     f"input's {input.numel()} elements, a multiple of the group's {size} ranks; "
+                                     f"got {output.numel()}")
+                return None, None
+            return counts(input, input_split_sizes, "input"), counts(output, output_split_sizes, "output")
+        # (equal parts: the element count is agreed with the dtype, so every part matches its peer's)
+        sends, receives = self._agree(_ALL_TO_ALL, check, (), input.dtype, input.numel() if equal else -1)
+        out = output if output.is_contiguous() else torch.empty_like(output, memory_format=torch.contiguous_format)
+        if equal:
+            conveyor.Alltoall(_bytes(input.contiguous()), _bytes(out), self.comm)
+        else:
+            # (validate=True: the engine checks that what r sends to j is what j expects from r, on every rank)
+            conveyor.Alltoallv([_bytes(input.contiguous()), sends, MPI.BYTE], [_bytes(out), receives, MPI.BYTE],
+                               self.comm, validate=True)
+        if out is not output:
+            output.copy_(out)
+        return _done([output])
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        flat_in = torch.cat([t.reshape(-1) for t in input_tensors]) if input_tensors else torch.empty(0)
+        flat_out = torch.empty(sum(t.numel() for t in output_tensors), dtype=flat_in.dtype)
+        self.alltoall_base(flat_out, flat_in, [t.numel() for t in output_tensors],
+                           [t.numel() for t in input_tensors], opts)
+        at = 0
+        for t in output_tensors:
+            t.copy_(flat_out[at:at + t.numel()].view(t.shape))
+            at += t.numel()
+        return _done(output_tensors)
+
+    def barrier(self, opts=None):
+        self._agree(_BARRIER, lambda: None)
+        return _done(None)
+
+
+def _create(store, rank, size, timeout):
+    return ProcessGroupConveyor(rank, size, _member_comm(store, rank, size))
+
+
+def allreduce_hook(comm, bucket):
+    """DDP communication hook: the bucket's gradients averaged over `comm` (an
+    mpi4py communicator, None: COMM_WORLD) by Conveyor's allreduce, for a model
+    whose process group is another backend (Gloo). Register with
+    ``model.register_comm_hook(comm, conveyor.torch.allreduce_hook)``."""
+    comm = MPI.COMM_WORLD if comm is None else comm
+    buffer = bucket.buffer()
+    _checked(buffer, "the bucket")
+    if comm.Get_size() > 1:
+        conveyor.Allreduce(MPI.IN_PLACE, _buffer(buffer), MPI.SUM, comm)
+        buffer.div_(comm.Get_size())
+    future = torch.futures.Future()
+    future.set_result(buffer)
+    return future
+
+
+def bf16_allreduce_hook(comm, bucket):
+    """As allreduce_hook, with the bucket sent as bfloat16 (half the bytes):
+    divided by the ranks, rounded to bfloat16, summed, written back in the
+    bucket's dtype (the steps of PyTorch's bf16_compress_hook, whose name DDP
+    reserves for NCCL)."""
+    comm = MPI.COMM_WORLD if comm is None else comm
+    buffer = bucket.buffer()
+    _checked(buffer, "the bucket")
+    compressed = buffer.to(torch.bfloat16).div_(comm.Get_size())
+    if comm.Get_size() > 1:
+        conveyor.Allreduce(MPI.IN_PLACE, compressed, MPI.SUM, comm)
+    buffer.copy_(compressed)
+    future = torch.futures.Future()
+    future.set_result(buffer)
+    return future
+
+
+if BACKEND.upper() not in dist.Backend._plugins:  # (a second import of the module)
+    dist.Backend.register_backend(BACKEND, _create)

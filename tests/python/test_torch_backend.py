@@ -1,0 +1,284 @@
+"""conveyor.torch: the "conveyor" torch.distributed backend and the DDP hooks,
+against Gloo (PyTorch's CPU backend, in the same processes) and against values
+computed from what every rank passed: every collective, dtype and ReduceOp it
+serves, empty, non-contiguous and large tensors, unequal all-to-all splits,
+groups of a subset of the ranks (each call made twice), bad arguments on one
+rank at a time (every rank raises, and the group still works after), and a
+DDP training run: the same losses as with Gloo, bitwise the same parameters on
+every rank."""
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+torch = pytest.importorskip("torch")  # (scripts/test installs Debian's python3-torch)
+dist = pytest.importorskip("torch.distributed")
+import conveyor.torch  # noqa: E402  (registers the backend)
+
+COMM = MPI.COMM_WORLD
+RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+RED = dist.ReduceOp
+
+
+@pytest.fixture(scope="module", autouse=True)
+def process_group():
+    """The default group on the conveyor backend (a file store in a directory
+    rank 0 makes), and a Gloo group of every rank beside it; torn down after."""
+    where = COMM.bcast(tempfile.mkdtemp(prefix="conveyor-torch-") if RANK == 0 else None)
+    dist.init_process_group("conveyor", init_method="file://" + os.path.join(where, "store"), rank=RANK,
+                            world_size=SIZE)
+    gloo = dist.new_group(list(range(SIZE)), backend="gloo")
+    yield gloo
+    dist.destroy_process_group()
+    COMM.Barrier()
+    if RANK == 0:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+@pytest.fixture
+def gloo(process_group):
+    return process_group
+
+
+def mine(n, dtype, salt=0):
+    """This rank's tensor: small integers (exact in every dtype's sums)."""
+    return ((torch.arange(n) * 3 + 5 * RANK + salt) % 7 + 1).to(dtype)
+
+
+def of_rank(r, n, dtype, salt=0):
+    return ((torch.arange(n) * 3 + 5 * r + salt) % 7 + 1).to(dtype)
+
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
+
+
+def test_backend_name_and_the_group():
+    assert dist.get_backend() == "conveyor"
+    assert dist.get_rank() == RANK and dist.get_world_size() == SIZE
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS)
+@pytest.mark.parametrize("n", [0, 1, 1000])
+def test_all_reduce_sum_max_min_product(dtype, n):
+    everyone = [of_rank(r, n, torch.float64) for r in range(SIZE)]
+    for op, reference in [(RED.SUM, sum), (RED.MAX, lambda ts: torch.stack(ts).max(0).values),
+                          (RED.MIN, lambda ts: torch.stack(ts).min(0).values)]:
+        t = mine(n, dtype)
+        dist.all_reduce(t, op=op)
+        want = reference(everyone) if n else torch.empty(0)
+        if dtype in (torch.int8, torch.uint8) and op == RED.SUM:
+            want = want.to(torch.int64).to(dtype)  # (wraps as the dtype does)
+        assert torch.equal(t, want.to(dtype)), (op, t, want)
+    if n and SIZE <= 3 and dtype not in (torch.int8, torch.uint8, torch.bfloat16):  # (7^3 stays exact)
+        t = mine(n, dtype)
+        dist.all_reduce(t, op=RED.PRODUCT)
+        want = torch.stack(everyone).prod(0)
+        assert torch.equal(t, want.to(dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_all_reduce_avg(dtype):
+    t = mine(64, dtype)
+    dist.all_reduce(t, op=RED.AVG)
+    want = sum(of_rank(r, 64, torch.float64) for r in range(SIZE)) / SIZE
+    assert torch.allclose(t.double(), want, rtol=1e-2 if dtype == torch.bfloat16 else 1e-6)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_all_reduce_bitwise(dtype):
+    for salt, (op, fold) in enumerate([(RED.BAND, np.bitwise_and), (RED.BOR, np.bitwise_or),
+                                       (RED.BXOR, np.bitwise_xor)]):
+        t = mine(33, dtype, salt)
+        dist.all_reduce(t, op=op)
+        want = of_rank(0, 33, dtype, salt).numpy()
+        for r in range(1, SIZE):
+            want = fold(want, of_rank(r, 33, dtype, salt).numpy())
+        assert np.array_equal(t.numpy(), want)
+
+
+def test_all_reduce_against_gloo_on_the_same_tensors(gloo):
+    for n in (1, 1000, 1 << 20):
+        a = torch.randn(n, generator=torch.Generator().manual_seed(RANK))
+        b = a.clone()
+        dist.all_reduce(a)
+        dist.all_reduce(b, group=gloo)
+        assert torch.allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_non_contiguous_and_async():
+    base = mine(12, torch.float64).reshape(3, 4)
+    t = base.t()  # (a view, not contiguous)
+    assert not t.is_contiguous()
+    dist.all_reduce(t)
+    want = sum(of_rank(r, 12, torch.float64) for r in range(SIZE)).reshape(3, 4).t()
+    assert torch.equal(t, want) and torch.equal(base.t(), want)  # written through the view
+    work = dist.all_reduce(torch.ones(3), async_op=True)
+    assert work.wait() and work.is_completed()
+    fut = dist.all_reduce(torch.ones(3), async_op=True).get_future()
+    assert torch.equal(fut.wait()[0], torch.full((3,), float(SIZE)))
+
+
+@pytest.mark.parametrize("n", [0, 5])
+def test_all_gather_both_forms(gloo, n):
+    outs = [torch.full((n,), -1.0) for _ in range(SIZE)]
+    dist.all_gather(outs, mine(n, torch.float32))
+    for r in range(SIZE):
+        assert torch.equal(outs[r], of_rank(r, n, torch.float32))
+    flat = torch.empty(SIZE * n, dtype=torch.bfloat16)
+    dist._all_gather_base(flat, mine(n, torch.bfloat16))
+    assert torch.equal(flat, torch.cat([of_rank(r, n, torch.bfloat16) for r in range(SIZE)]))
+    if n:  # (Gloo 1.13 dies of SIGFPE on an empty all_gather on 2+ ranks)
+        via_gloo = [torch.empty(n) for _ in range(SIZE)]
+        dist.all_gather(via_gloo, mine(n, torch.float32), group=gloo)
+        assert all(torch.equal(a, b) for a, b in zip(outs, via_gloo))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16])
+def test_reduce_scatter_both_forms(dtype):
+    n = 6
+    inputs = [mine(n, dtype, salt=j) for j in range(SIZE)]
+    out = torch.empty(n, dtype=dtype)
+    dist.reduce_scatter(out, inputs)
+    want = sum(of_rank(r, n, torch.float64, salt=RANK) for r in range(SIZE))
+    assert torch.equal(out, want.to(dtype))
+    out2 = torch.empty(n, dtype=dtype)
+    dist._reduce_scatter_base(out2, torch.cat(inputs), op=RED.MAX)
+    want_max = torch.stack([of_rank(r, n, torch.float64, salt=RANK) for r in range(SIZE)]).max(0).values
+    assert torch.equal(out2, want_max.to(dtype))
+
+
+def test_broadcast_from_every_root(gloo):
+    for root in range(SIZE):
+        t = mine(9, torch.float64) if RANK == root else torch.zeros(9, dtype=torch.float64)
+        dist.broadcast(t, src=root)
+        assert torch.equal(t, of_rank(root, 9, torch.float64))
+
+
+def test_all_to_all_equal_and_unequal_splits():
+    rows = 2
+    inp = torch.arange(SIZE * rows * 3, dtype=torch.float32).reshape(SIZE * rows, 3) + 1000 * RANK
+    out = torch.empty_like(inp)
+    dist.all_to_all_single(out, inp)
+    want = torch.cat([(torch.arange(SIZE * rows * 3, dtype=torch.float32).reshape(SIZE * rows, 3) + 1000 * r)
+                      [RANK * rows:(RANK + 1) * rows] for r in range(SIZE)])
+    assert torch.equal(out, want)
+    # unequal: rank r sends (r + j) % 3 rows to rank j, each row tagged with (from, to)
+    send = [(RANK + j) % 3 for j in range(SIZE)]
+    recv = [(j + RANK) % 3 for j in range(SIZE)]
+    inp = torch.cat([torch.full((send[j], 2), float(100 * RANK + j)) for j in range(SIZE)])
+    out = torch.full((sum(recv), 2), -1.0)
+    dist.all_to_all_single(out, inp, output_split_sizes=recv, input_split_sizes=send)
+    want = torch.cat([torch.full((recv[j], 2), float(100 * j + RANK)) for j in range(SIZE)])
+    assert torch.equal(out, want)
+    outs = [torch.empty(2, dtype=torch.int64) for _ in range(SIZE)]
+    dist.all_to_all(outs, [torch.full((2,), 10 * RANK + j, dtype=torch.int64) for j in range(SIZE)])
+    assert all(torch.equal(outs[j], torch.full((2,), 10 * j + RANK, dtype=torch.int64)) for j in range(SIZE))
+
+
+def test_groups_of_a_subset_each_call_twice():
+    members = list(range(0, SIZE, 2)) if SIZE > 1 else [0]
+    group = dist.new_group(members)  # (every rank calls new_group; the others get no group)
+    others = dist.new_group([r for r in range(SIZE) if r not in members] or [0])
+    for _ in range(2):
+        if RANK in members:
+            t = torch.ones(4)
+            dist.all_reduce(t, group=group)
+            assert torch.equal(t, torch.full((4,), float(len(members))))
+            outs = [torch.empty(1) for _ in members]
+            dist.all_gather(outs, torch.tensor([float(RANK)]), group=group)
+            assert [o.item() for o in outs] == [float(r) for r in members]
+        elif SIZE > 1:
+            t = torch.full((2,), 2.0)
+            dist.all_reduce(t, group=others)
+            assert torch.equal(t, torch.full((2,), 2.0 * (SIZE - len(members))))
+    dist.barrier()
+
+
+@pytest.mark.parametrize("bad_rank", range(SIZE))
+def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
+    bad = RANK == bad_rank
+    cases = [
+        (lambda: dist.all_reduce(torch.ones(4 + bad)), ValueError, "different element counts"),
+        (lambda: dist.all_reduce(torch.ones(4, dtype=torch.float64 if bad else torch.float32)), ValueError,
+         "different dtypes"),
+        (lambda: dist.all_reduce(torch.ones(4, device="meta" if bad else "cpu")), ValueError,
+         f"rank {bad_rank}: .*on meta.*CPU tensors only"),
+        (lambda: dist.all_reduce(torch.ones(4, dtype=torch.bool if bad else torch.float32)), TypeError,
+         f"rank {bad_rank}: .*torch.bool"),
+        (lambda: dist.broadcast(torch.ones(3), src=SIZE if bad else 0), ValueError,
+         "different roots|not a rank of the group"),
+        (lambda: dist.all_gather([torch.empty(2) for _ in range(SIZE + bad)], torch.ones(2)), ValueError,
+         f"rank {bad_rank}: .*output tensors"),
+        (lambda: dist.all_reduce(torch.ones(3), op=RED.MAX if bad else RED.SUM), ValueError, "different ops"),
+    ]
+    if SIZE == 1:  # (one rank cannot disagree with itself)
+        cases = [c for c in cases if "different" not in c[2]]
+    for call, error, message in cases:
+        with pytest.raises(error, match=message):
+            call()
+        t = torch.ones(2)  # the group still works
+        dist.all_reduce(t)
+        assert torch.equal(t, torch.full((2,), float(SIZE)))
+
+
+def test_ops_a_dtype_does_not_take():
+    with pytest.raises(TypeError, match="AVG needs a floating dtype"):
+        dist.all_reduce(torch.ones(2, dtype=torch.int32), op=RED.AVG)
+    with pytest.raises(TypeError, match="BAND needs an integer dtype"):
+        dist.all_reduce(torch.ones(2), op=RED.BAND)
+    with pytest.raises(NotImplementedError, match="PREMUL_SUM"):
+        dist.all_reduce(torch.ones(2), op=dist._make_nccl_premul_sum(2.0))
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def train(group=None, hook=None, steps=6):
+    """A fixed-seed DDP run (each rank its own data); the losses and the final
+    parameters."""
+    torch.manual_seed(0)
+    model = MLP()
+    ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group, bucket_cap_mb=0.001)
+    if hook is not None:
+        ddp.register_comm_hook(None, hook)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = torch.Generator().manual_seed(100 + RANK)
+    losses = []
+    for _ in range(steps):
+        x, y = torch.randn(16, 8, generator=data), torch.randn(16, 4, generator=data)
+        loss = torch.nn.functional.mse_loss(ddp(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def test_ddp_training_matches_gloo_and_agrees_bitwise_over_ranks(gloo):
+    ours, ours_params = train()
+    theirs, theirs_params = train(group=gloo)
+    assert np.allclose(ours, theirs, rtol=1e-5, atol=1e-7)
+    assert torch.allclose(ours_params, theirs_params, rtol=1e-5, atol=1e-6)
+    everyone = COMM.allgather(ours_params.numpy())
+    assert all(np.array_equal(p, everyone[0]) for p in everyone)
+
+
+def test_ddp_hooks_on_a_gloo_group(gloo):
+    plain, plain_params = train(group=gloo)
+    hooked, hooked_params = train(group=gloo, hook=conveyor.torch.allreduce_hook)
+    assert np.allclose(plain, hooked, rtol=1e-5, atol=1e-7)
+    assert torch.allclose(plain_params, hooked_params, rtol=1e-5, atol=1e-6)
+    compressed, compressed_params = train(group=gloo, hook=conveyor.torch.bf16_allreduce_hook)
+    assert np.allclose(plain, compressed, rtol=2e-2, atol=1e-3)
+    everyone = COMM.allgather(compressed_params.numpy())
+    assert all(np.array_equal(p, everyone[0]) for p in everyone)
