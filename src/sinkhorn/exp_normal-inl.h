@@ -5,11 +5,11 @@
 // Why: those passes take exp(v_j - max), whose arguments reach -1000 and beyond
 // once eps is small against the costs. Highway's Exp builds such results as
 // subnormal numbers (then 0 below its own bound), and a CPU takes a slow
-// microcode path for every subnormal result: on an AMD EPYC (Zen) core a
-// float softmin at eps = 0.01 on costs in [0, 1] ran 2.5x slower than at eps = 1
-// (docs/results.md). Clamping the argument keeps every intermediate normal; the
-// terms dropped are below 1.2e-38 (float) or 2.2e-308 (double) against a largest
-// term of 1, far below the sums' rounding.
+// microcode path for every subnormal result: a float softmin at small eps ran
+// several times slower than at a large one (docs/results.md, "Value and
+// gradient of the debiased divergence"). Clamping the argument keeps every
+// intermediate normal; the terms dropped are below 1.2e-38 (float) or 2.2e-308
+// (double) against a largest term of 1, far below the sums' rounding.
 //
 // A Highway per-target inline header: included by files compiled once per target
 // (foreach_target.h), hence the toggle guard instead of a plain include guard.
