@@ -111,8 +111,9 @@ def main():
                             world_size=SIZE)
     gloo = dist.new_group(list(range(SIZE)), backend="gloo")
     say = print if RANK == 0 else (lambda *a, **k: None)
+    library = MPI.Get_library_version().replace(chr(0), "").splitlines()[0].strip()  # (Open MPI's ends in a NUL)
     say(f"# {platform.machine()}, Conveyor's CPU target {conveyor.simd_target()}, torch {torch.__version__}, "
-        f"{SIZE} ranks ({MPI.Get_library_version().replace(chr(0), '').splitlines()[0].strip()}); median of {args.reps} calls after "
+        f"{SIZE} ranks ({library}); median of {args.reps} calls after "
         f"{args.warmup} of the same size; µs per call; bytes: each rank's tensor (all_reduce), its part "
         "(reduce_scatter's output, all_gather's input), what it sends each rank (all_to_all)")
     say("| op | dtype | bytes | conveyor | gloo | mpi4py | gloo ÷ conveyor | mpi4py ÷ conveyor |")
