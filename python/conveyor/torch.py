@@ -255,19 +255,22 @@ class ProcessGroupConveyor(dist.ProcessGroup):
             output.copy_(out)
         return _done([output])
 
+    def _per_rank_checked(self, call, one, one_name, many, many_name):
+        """The list forms' arguments: `one` tensor and `many`, one per rank, each
+        of its dtype and element count."""
+        _checked(one, one_name)
+        if len(many) != self._size:
+            raise ValueError(f"conveyor.torch: {call} needs {self._size} {many_name} tensors, got {len(many)}")
+        for t in many:
+            _checked(t, many_name)
+            if t.dtype != one.dtype or t.numel() != one.numel():
+                raise ValueError(f"conveyor.torch: {call}'s {many_name}s must match the {one_name} "
+                                 f"({one.numel()} {one.dtype}), got {t.numel()} {t.dtype}")
+
     def allgather(self, output_tensors, input_tensors, opts=None):
         for outputs, t in zip(output_tensors, input_tensors):
-            def check():
-                _checked(t, "input")
-                if len(outputs) != self._size:
-                    raise ValueError(f"conveyor.torch: all_gather needs {self._size} output tensors, "
-                                     f"got {len(outputs)}")
-                for o in outputs:
-                    _checked(o, "output")
-                    if o.dtype != t.dtype or o.numel() != t.numel():
-                        raise ValueError(f"conveyor.torch: all_gather's outputs must match the input "
-                                         f"({t.numel()} {t.dtype}), got {o.numel()} {o.dtype}")
-            self._agree(_ALL_GATHER, check, (), t.dtype, t.numel())
+            self._agree(_ALL_GATHER, self._per_rank_checked, ("all_gather", t, "input", outputs, "output"), t.dtype,
+                        t.numel())
             flat = torch.empty((self._size, t.numel()), dtype=t.dtype)
             conveyor.Allgather(_bytes(t.contiguous()), _bytes(flat), self.comm)
             for o, row in zip(outputs, flat):
@@ -292,15 +295,7 @@ class ProcessGroupConveyor(dist.ProcessGroup):
         code = _op_code(dist.ReduceScatterOptions() if opts is None else opts)
         for out, inputs in zip(output_tensors, input_tensors):
             def check():
-                _checked(out, "output")
-                if len(inputs) != self._size:
-                    raise ValueError(f"conveyor.torch: reduce_scatter needs {self._size} input tensors, "
-                                     f"got {len(inputs)}")
-                for t in inputs:
-                    _checked(t, "input")
-                    if t.dtype != out.dtype or t.numel() != out.numel():
-                        raise ValueError(f"conveyor.torch: reduce_scatter's inputs must match the output "
-                                         f"({out.numel()} {out.dtype}), got {t.numel()} {t.dtype}")
+                self._per_rank_checked("reduce_scatter", out, "output", inputs, "input")
                 _op_checked(code, out.dtype)
             self._agree(_REDUCE_SCATTER, check, (), out.dtype, out.numel(), code)
             self._reduce_scatter(out, torch.cat([t.reshape(-1) for t in inputs]), code)
