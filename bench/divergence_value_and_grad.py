@@ -13,8 +13,8 @@ same run, one core:
   fit, else the point-cloud engine) is shown with its other backend beside:
   "conveyor-online" or "conveyor-tensorized".
 - A fixed eps and tolerance: conveyor.ot.empirical_sinkhorn_divergence (implicit
-  differentiation; its default forms the N x M cost matrix below
-  conveyor._ot_points_dense.DENSE_BYTES, and the other path is shown beside:
+  differentiation; its default forms the N x M cost matrix where
+  conveyor._ot_points_dense.auto_forms says, and the other path is shown beside:
   "conveyor-lazy", the point-cloud solver, or "conveyor-dense") against POT's on torch tensors (the cost
   matrix formed, the iterations recorded and differentiated by autograd, where
   they fit) and ott-jax's sinkhorn_divergence under jax.value_and_grad (its
@@ -150,10 +150,12 @@ def conveyor_forms_arrays(n, d, dtype):
         4 * n * n * np.dtype(dtype).itemsize <= formed.DENSE_BYTES * RANKS
 
 
-def conveyor_forms_matrix(n, dtype):
-    """Whether conveyor.ot's default (dense="auto") forms the cost matrix at this size."""
-    from conveyor import _ot_points_dense
-    return n * n * np.dtype(dtype).itemsize <= _ot_points_dense.DENSE_BYTES * RANKS
+def conveyor_forms_matrix(n, d, dtype):
+    """Whether conveyor.ot's default (dense="auto") forms the cost matrix here (its
+    rule, on this machine's available memory shared by the ranks)."""
+    from conveyor import _ot_points_dense as dense
+    memory = dense.available_memory()
+    return dense.auto_forms(n * -(-n // RANKS), d, np.dtype(dtype).itemsize, memory and memory // RANKS)
 
 
 def pot_divergence(args):
@@ -203,7 +205,7 @@ def implementations(args, n, d, dtype):
         if imported("pykeops") is not None:
             out[("GeomLoss's loss", "geomloss-online")] = samples_loss(args, "online")
     out[("fixed eps, tol", "conveyor")] = conveyor_divergence(args)
-    if conveyor_forms_matrix(n, dtype):
+    if conveyor_forms_matrix(n, d, dtype):
         out[("fixed eps, tol", "conveyor-lazy")] = conveyor_divergence(args, dense=False)
     elif fits_dense(n, dtype):
         out[("fixed eps, tol", "conveyor-dense")] = conveyor_divergence(args, dense=True)

@@ -8,10 +8,10 @@ updates the source potential first (f = log a - LSE_j(g_j - M_ij / reg)), then
 the target's; the row-marginal error ``sum_i |rowsum_i - a_i|`` is tested after
 iterations 10, 20, ... against ``stopThr``; the potentials are log-scalings
 (f = log u). With ``isLazy=False`` (the default), where each rank's part of the
-cost matrix fits in ``_ot_points_dense.DENSE_BYTES``, the matrix is formed
+cost matrix fits (``_ot_points_dense.auto_forms``), the matrix is formed
 once and the dense engine runs this same iteration on it (_ot_points_dense.py:
 the error is then tested at iterations 1, 11, ...); with ``isLazy=True``, or
-the keyword ``dense=False``, or past that size, the point-cloud solver
+the keyword ``dense=False``, or past that rule, the point-cloud solver
 recomputes each cost where it is needed; ``dense=True`` forms the matrix at
 any size. ``batchSize`` is accepted and changes nothing. Deviations from POT,
 each on purpose: with ``isLazy=False`` POT runs its dense ``sinkhorn`` (column

@@ -32,9 +32,13 @@ _ot_points_gradients) use this rank's Pt = exp(f_i + g_j - Ct_ji / reg),
 formed in float64: P @ V is a local product and an allreduce of n x k values,
 P^T @ U an allgather of U and a local product.
 
-Limits: DENSE_BYTES per rank for Ct (the engine's kernel as much again; the
-gradient's float64 plan and its cost-weighted copy besides).
+Limits: "auto" forms Ct up to DENSE_BYTES per rank, and past it within
+DENSE_PEAK_BYTES and half the machine's available memory per rank (`auto_forms`):
+the peak is the gradient's, about PEAK_BYTES_PER_ENTRY per entry of a rank's
+block (the forward's Ct and the engine's kernel are within it).
 """
+import os
+
 import numpy as np
 from mpi4py import MPI
 
@@ -43,9 +47,22 @@ from ._mpi import agree, comm_address
 from ._ot_gradients import _summed
 from ._ot_points_gradients import _adjoint, _centred
 
-#: Bytes of one rank's cost matrix up to which ``dense="auto"`` forms it (2^28:
-#: 5792^2 float64 entries, near GeomLoss's 5000^2 for its tensorized backend).
+#: Bytes of one rank's cost matrix up to which ``dense="auto"`` forms it whatever
+#: the dtype and dimension (2^28: 5792^2 float64 entries, near GeomLoss's 5000^2 for
+#: its tensorized backend).
 DENSE_BYTES = 1 << 28
+#: Past DENSE_BYTES, the peak memory per rank up to which "auto" still forms the
+#: matrix (n = m = 13,000 on one rank): the point-cloud solver recomputes d
+#: multiply-adds per pair and pass, so forming wins where the matrix can be held
+#: (docs/results.md, "Value and gradient of the debiased divergence", n = 10^4).
+DENSE_PEAK_BYTES = 4 << 30
+#: The peak's bytes per entry of a rank's block: the gradient's float64 cost
+#: matrix, plan and one temporary of their size (whatever the clouds' dtype).
+PEAK_BYTES_PER_ENTRY = 24
+#: Past DENSE_BYTES, float32 clouds of fewer dimensions stay on the point-cloud
+#: solver: there a pass costs it about one `exp` per pair, the formed matrix's
+#: pass a read from memory, and its gradient runs in float64.
+DENSE_MIN_DIM_FLOAT32 = 8
 #: max(C) / reg up to which the kernel form runs, by itemsize: exp(-C / reg) stays
 #: normal and the scalings (up to about exp(max(C) / reg) n) finite.
 _KERNEL_RANGE = {4: 60.0, 8: 500.0}
@@ -63,12 +80,13 @@ def use_dense(choice, lazy, engine_kwargs, X, Y, comm):
     """Whether the solve forms its cost matrix (collective; every rank returns
     the same): True forces it, False forbids it; "auto" forms it unless the
     caller asked for the lazy solver (``isLazy``, ``lazy``, or an option only
-    the point-cloud solver has) or a rank's matrix exceeds DENSE_BYTES. Empty
+    the point-cloud solver has) or `auto_forms` says no for some rank. Empty
     clouds, and points of different dimensions (which the point-cloud solver
     refuses on every rank), always take the point-cloud solver."""
     two_d = X.ndim == 2 and Y.ndim == 2
-    shapes = np.array(comm.allgather((len(X), len(Y), X.shape[-1] if two_d else -1, Y.shape[-1] if two_d else -2)),
-                      dtype=np.int64).reshape(-1, 4)
+    mine = (len(X), len(Y), X.shape[-1] if two_d else -1, Y.shape[-1] if two_d else -2)
+    everyone = comm.allgather((mine, available_memory(), MPI.Get_processor_name()))
+    shapes = np.array([s for s, _, _ in everyone], dtype=np.int64).reshape(-1, 4)
     counts = shapes[:, :2]
     n_total, m_total = int(counts[:, 0].sum()), int(counts[:, 1].sum())
     if choice is False or n_total == 0 or m_total == 0 or len(np.unique(shapes[:, 2:])) > 1:
@@ -77,7 +95,41 @@ def use_dense(choice, lazy, engine_kwargs, X, Y, comm):
         return True
     if lazy or any(k in engine_kwargs for k in ("eps_scaling", "exchange")):
         return False
-    return int(counts[:, 1].max()) * n_total * X.dtype.itemsize <= DENSE_BYTES
+    hosts = [host for _, _, host in everyone]
+    return all(auto_forms(int(m) * n_total, int(shapes[0, 2]), X.dtype.itemsize,
+                          None if free is None else free // hosts.count(host))
+               for m, (_, free, host) in zip(counts[:, 1], everyone))
+
+
+def auto_forms(entries, d, itemsize, memory=None):
+    """Whether ``dense="auto"`` forms a rank's block of `entries` (its targets
+    times all sources) for points of d dimensions: up to DENSE_BYTES always;
+    past it, if the dtype and d let the formed matrix win and the peak
+    (PEAK_BYTES_PER_ENTRY per entry) is within DENSE_PEAK_BYTES and half of
+    `memory`, the bytes available to this rank (None: not limited by it)."""
+    if entries * itemsize <= DENSE_BYTES:
+        return True
+    if itemsize == 4 and d < DENSE_MIN_DIM_FLOAT32:
+        return False
+    budget = DENSE_PEAK_BYTES if memory is None else min(DENSE_PEAK_BYTES, memory // 2)
+    return entries * PEAK_BYTES_PER_ENTRY <= budget
+
+
+def available_memory():
+    """Bytes of physical memory available now on this rank's machine (shared by
+    its ranks there): Linux's MemAvailable (free memory and the page cache it
+    can drop), else the free pages, else None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
 
 
 def _counts(comm, k):

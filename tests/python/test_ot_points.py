@@ -276,7 +276,7 @@ def test_the_formed_matrix_gives_the_lazy_solvers_results_over_ranks(dtype, metr
 def test_auto_forms_the_matrix_only_below_the_limit_and_when_not_lazy(monkeypatch):
     """dense="auto" (the default) is bitwise dense=True while the matrix fits and
     the call is not lazy; bitwise dense=False with isLazy=True, with an option only
-    the point-cloud solver has, or past DENSE_BYTES."""
+    the point-cloud solver has, or past the rule's limits on any rank."""
     from conveyor import _ot_points_dense
 
     X, Y, a, b = clouds()
@@ -298,11 +298,48 @@ def test_auto_forms_the_matrix_only_below_the_limit_and_when_not_lazy(monkeypatc
     assert loss(isLazy=True) == loss(dense=False)
     assert loss(exchange="ring") == loss(dense=False, exchange="ring")
     np.testing.assert_array_equal(potentials(), lazy)
-    largest = 8 * len(X) * COMM.allreduce(sy.stop - sy.start, op=MPI.MAX)  # (the largest rank's matrix, bytes)
-    monkeypatch.setattr(_ot_points_dense, "DENSE_BYTES", largest)
+    entries = len(X) * COMM.allreduce(sy.stop - sy.start, op=MPI.MAX)  # (the largest rank's block)
+    monkeypatch.setattr(_ot_points_dense, "DENSE_BYTES", 8 * entries)
+    monkeypatch.setattr(_ot_points_dense, "DENSE_PEAK_BYTES", 0)
     assert loss() == loss(dense=True)
-    monkeypatch.setattr(_ot_points_dense, "DENSE_BYTES", largest - 1)
+    monkeypatch.setattr(_ot_points_dense, "DENSE_BYTES", 8 * entries - 1)
     assert loss() == loss(dense=False)
+    # Past DENSE_BYTES, within DENSE_PEAK_BYTES and half of each rank's share of its machine's memory:
+    peak = entries * _ot_points_dense.PEAK_BYTES_PER_ENTRY
+    monkeypatch.setattr(_ot_points_dense, "DENSE_PEAK_BYTES", peak)
+    assert loss() == loss(dense=True)
+    monkeypatch.setattr(_ot_points_dense, "DENSE_PEAK_BYTES", peak - 1)
+    assert loss() == loss(dense=False)
+    monkeypatch.setattr(_ot_points_dense, "DENSE_PEAK_BYTES", peak)
+    targets = COMM.allgather(sy.stop - sy.start)
+    monkeypatch.setattr(_ot_points_dense, "DENSE_BYTES", 0)  # (every rank's block past it)
+    for short in range(SIZE):  # one rank's machine short of memory: every rank takes the point-cloud solver
+        # (the ranks share this machine: a rank's share is its machine's memory over SIZE; a rank
+        # without targets has an empty block, formed whatever the memory)
+        memory = (2 * peak * SIZE - 1) * targets[short] * len(X) // entries if RANK == short else 2 * peak * SIZE
+        monkeypatch.setattr(_ot_points_dense, "available_memory", lambda: memory)
+        assert loss() == loss(dense=targets[short] == 0)
+    monkeypatch.setattr(_ot_points_dense, "available_memory", lambda: None)
+    assert loss() == loss(dense=True)
+
+
+def test_auto_forms_by_dtype_dimension_and_peak():
+    """auto_forms's rule: a block within DENSE_BYTES always; past it, float32
+    points of fewer than DENSE_MIN_DIM_FLOAT32 dimensions never; else while the
+    peak is within DENSE_PEAK_BYTES and half the memory given."""
+    from conveyor._ot_points_dense import (DENSE_BYTES, DENSE_MIN_DIM_FLOAT32, DENSE_PEAK_BYTES,
+                                           PEAK_BYTES_PER_ENTRY, auto_forms)
+
+    for itemsize in (4, 8):
+        assert auto_forms(DENSE_BYTES // itemsize, 1, itemsize, memory=0)
+    low = DENSE_MIN_DIM_FLOAT32
+    past = DENSE_BYTES // 4 + 1
+    assert not auto_forms(past, low - 1, 4) and auto_forms(past, low, 4) and auto_forms(past // 2 + 1, 1, 8)
+    most = DENSE_PEAK_BYTES // PEAK_BYTES_PER_ENTRY
+    assert auto_forms(most, 3, 8) and not auto_forms(most + 1, 3, 8)
+    assert auto_forms(most, 64, 4, memory=2 * most * PEAK_BYTES_PER_ENTRY)
+    assert not auto_forms(most, 64, 4, memory=2 * most * PEAK_BYTES_PER_ENTRY - 1)
+    assert not auto_forms(most, 64, 8, memory=0) and auto_forms(most, 64, 8, memory=None)
 
 
 def test_small_reg_iterates_on_log_potentials_and_a_failed_kernel_reruns():
