@@ -14,12 +14,16 @@ torch's rank order, so torch's ranks need not equal MPI's.
 
 Collectives: ``all_reduce`` (SUM, PRODUCT, MIN, MAX, BAND, BOR, BXOR, AVG),
 ``reduce_scatter`` / ``_reduce_scatter_base``, ``all_gather`` /
-``_all_gather_base``, ``broadcast``, ``all_to_all_single`` (unequal splits
-too), ``all_to_all``, ``barrier``; float16, bfloat16, float32, float64 and
+``_all_gather_base``, ``all_gather_coalesced``, ``broadcast``,
+``all_to_all_single`` (unequal splits too), ``all_to_all``, ``barrier``,
+``reduce``, ``gather``, ``scatter``; float16, bfloat16, float32, float64 and
 the integer types. The reductions are Conveyor's (``conveyor.Allreduce``,
 ``Reduce_scatter_block``: its algorithm selection, bfloat16 included, which
-Gloo refuses); gathers and all-to-all are Conveyor's; broadcast and barrier
-are MPI's own.
+Gloo refuses; ``reduce`` is an allreduce whose non-root results are dropped);
+all-gathers and all-to-all are Conveyor's; broadcast, gather, scatter and
+barrier are MPI's own. Point to point (``send``, ``recv``, from any source
+too) runs on a duplicate of the group's communicator, with a ``Work`` that
+waits on the MPI request.
 
 The contract: before each collective every rank's call is agreed (the
 collective, dtype, element count, op, root) by one small allreduce, so a rank
@@ -65,8 +69,10 @@ _DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.in
            torch.int32, torch.int64]
 _DTYPE_CODE = {t: k for k, t in enumerate(_DTYPES)}
 # The collectives, as the agreement names them.
-_CALLS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all", "barrier"]
-_ALL_REDUCE, _REDUCE_SCATTER, _ALL_GATHER, _BROADCAST, _ALL_TO_ALL, _BARRIER = range(len(_CALLS))
+_CALLS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all", "barrier", "reduce", "gather",
+          "scatter"]
+_ALL_REDUCE, _REDUCE_SCATTER, _ALL_GATHER, _BROADCAST, _ALL_TO_ALL, _BARRIER, _REDUCE, _GATHER, _SCATTER = \
+    range(len(_CALLS))
 _AGREED_ERRORS = {"TypeError": TypeError, "ValueError": ValueError}
 
 
@@ -152,6 +158,9 @@ class ProcessGroupConveyor(dist.ProcessGroup):
             raise ValueError(f"conveyor.torch: the MPI communicator has rank {comm.Get_rank()} of {comm.Get_size()}, "
                              f"torch's group rank {rank} of {size}")
         self.comm, self._size = comm, size
+        # (point-to-point on a communicator of its own: a pending send cannot match a
+        # message of the collectives' engines on `comm`)
+        self._p2p = comm.Dup()
         self._signature = np.zeros(11, dtype=np.int64)
 
     def getBackendName(self):  # noqa: N802 (torch's name)
@@ -366,9 +375,184 @@ class ProcessGroupConveyor(dist.ProcessGroup):
             at += t.numel()
         return _done(output_tensors)
 
+    def allgather_coalesced(self, output_lists, input_tensors, opts=None):
+        """output_lists[r][i] receives rank r's input_tensors[i] (one gather of their bytes)."""
+        def check():
+            for t in input_tensors:
+                _checked(t, "input")
+            if len(output_lists) != self._size:
+                raise ValueError(f"conveyor.torch: all_gather_coalesced needs {self._size} output lists, "
+                                 f"got {len(output_lists)}")
+            for outputs in output_lists:
+                if [(o.dtype, o.numel()) for o in outputs] != [(t.dtype, t.numel()) for t in input_tensors]:
+                    raise ValueError("conveyor.torch: all_gather_coalesced's output lists must each match the "
+                                     "inputs' dtypes and element counts")
+        mine = sum(t.numel() * t.element_size() for t in input_tensors if isinstance(t, torch.Tensor))
+        self._agree(_ALL_GATHER, check, (), None, mine)  # (the bytes agreed: every rank's outputs match its inputs)
+        if mine == 0:  # (every output is empty: its input was)
+            return _done(output_lists)
+        flat = torch.cat([t.contiguous().reshape(-1).view(torch.uint8) for t in input_tensors])
+        everyone = torch.empty((self._size, mine), dtype=torch.uint8)
+        conveyor.Allgather(flat.numpy(), everyone.numpy(), self.comm)
+        for outputs, row in zip(output_lists, everyone):
+            at = 0
+            for o in outputs:
+                k = o.numel() * o.element_size()
+                o.copy_(row[at:at + k].view(o.dtype).view(o.shape))
+                at += k
+        return _done(output_lists)
+
+    def reduce(self, tensors, opts=None):
+        """The reduction to opts.rootRank: Conveyor's allreduce (its selection and
+        dtypes), into the tensor on the root and into a copy elsewhere (torch
+        leaves the other ranks' tensors as they were)."""
+        opts = dist.ReduceOptions() if opts is None else opts
+        code = _op_code(opts)
+        for t in tensors:
+            def check():
+                _reduce_checked(t, code)
+                self._root_checked(opts.rootRank)
+            self._agree(_REDUCE, check, (), t.dtype, t.numel(), code, opts.rootRank)
+            self._reduce_in_place(t if self.comm.Get_rank() == opts.rootRank else t.clone(), code)
+        return _done(tensors)
+
+    def gather(self, output_tensors, input_tensors, opts=None):
+        """Every rank's input_tensors[0] into output_tensors[0][r] on opts.rootRank
+        (MPI's Gather of their bytes)."""
+        opts = dist.GatherOptions() if opts is None else opts
+        root, t = opts.rootRank, input_tensors[0] if len(input_tensors) == 1 else None
+
+        def check():
+            if t is None:
+                raise ValueError(f"conveyor.torch: gather takes one input tensor, got {len(input_tensors)}")
+            self._root_checked(root)
+            if self.comm.Get_rank() == root:
+                if len(output_tensors) != 1:
+                    raise ValueError("conveyor.torch: gather's root takes one list of output tensors")
+                self._per_rank_checked("gather", t, "input", output_tensors[0], "output")
+            elif output_tensors and any(len(o) for o in output_tensors):
+                raise ValueError(f"conveyor.torch: gather's outputs belong on the root ({root}) alone")
+            else:
+                _checked(t, "input")
+        self._agree(_GATHER, check, (), None if t is None else t.dtype, 0 if t is None else t.numel(), 0, root)
+        here = self.comm.Get_rank() == root
+        flat = torch.empty((self._size, t.numel()), dtype=t.dtype) if here else None
+        if t.numel():
+            self.comm.Gather(_bytes(t.contiguous()), _bytes(flat) if here else None, root=root)
+        if here:
+            for o, row in zip(output_tensors[0], flat):
+                o.copy_(row.view(o.shape))
+        return _done(output_tensors)
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        """input_tensors[0][r] on opts.rootRank into rank r's output_tensors[0]
+        (MPI's Scatter of their bytes)."""
+        opts = dist.ScatterOptions() if opts is None else opts
+        root, t = opts.rootRank, output_tensors[0] if len(output_tensors) == 1 else None
+
+        def check():
+            if t is None:
+                raise ValueError(f"conveyor.torch: scatter takes one output tensor, got {len(output_tensors)}")
+            self._root_checked(root)
+            if self.comm.Get_rank() == root:
+                if len(input_tensors) != 1:
+                    raise ValueError("conveyor.torch: scatter's root takes one list of input tensors")
+                self._per_rank_checked("scatter", t, "output", input_tensors[0], "input")
+            elif input_tensors and any(len(i) for i in input_tensors):
+                raise ValueError(f"conveyor.torch: scatter's inputs belong on the root ({root}) alone")
+            else:
+                _checked(t, "output")
+        self._agree(_SCATTER, check, (), None if t is None else t.dtype, 0 if t is None else t.numel(), 0, root)
+        here = self.comm.Get_rank() == root
+        flat = torch.cat([i.reshape(-1) for i in input_tensors[0]]) if here else None
+        out = t if t.is_contiguous() else torch.empty_like(t, memory_format=torch.contiguous_format)
+        if t.numel():
+            self.comm.Scatter(_bytes(flat) if here else None, _bytes(out), root=root)
+        if out is not t:
+            t.copy_(out)
+        return _done(output_tensors)
+
+    def _root_checked(self, root):
+        if not 0 <= root < self._size:
+            raise ValueError(f"conveyor.torch: root {root} is not a rank of the group of {self._size}")
+
+    # --- point to point (not agreed: one rank's call; errors are its own) ---
+    def send(self, tensors, dst, tag=0):
+        t = self._p2p_checked(tensors, dst, tag, "send")
+        t = t.contiguous()
+        return _RequestWork(self._p2p.Isend(_bytes(t), dest=dst, tag=tag), t)
+
+    def recv(self, tensors, src, tag=0):
+        t = self._p2p_checked(tensors, src, tag, "recv")
+        return self._receive(t, src, tag)
+
+    def recv_anysource(self, tensors, tag=0):
+        t = self._p2p_checked(tensors, None, tag, "recv")
+        return self._receive(t, MPI.ANY_SOURCE, tag)
+
+    def _receive(self, t, src, tag):
+        out = t if t.is_contiguous() else torch.empty_like(t, memory_format=torch.contiguous_format)
+        return _RequestWork(self._p2p.Irecv(_bytes(out), source=src, tag=tag), out, t)
+
+    def _p2p_checked(self, tensors, peer, tag, call):
+        if len(tensors) != 1:
+            raise ValueError(f"conveyor.torch: {call} takes one tensor, got {len(tensors)}")
+        if peer is not None and (not 0 <= peer < self._size or peer == self.comm.Get_rank()):
+            raise ValueError(f"conveyor.torch: {call}'s peer {peer} is not another rank of the group of {self._size}")
+        largest = MPI.COMM_WORLD.Get_attr(MPI.TAG_UB)
+        if not 0 <= tag <= largest:
+            raise ValueError(f"conveyor.torch: {call}'s tag {tag} is outside MPI's 0..{largest}")
+        return _checked(tensors[0])
+
     def barrier(self, opts=None):
         self._agree(_BARRIER, lambda: None)
         return _done(None)
+
+
+class _RequestWork(dist.Work):
+    """A point-to-point operation's Work: an MPI request, waited on (in the
+    calling thread) by wait(); a receive checks it got the tensor's bytes and,
+    for a non-contiguous tensor, copies them in."""
+
+    def __init__(self, request, buffer, target=None):
+        super().__init__()
+        self._request, self._buffer, self._target = request, buffer, target
+        self._status, self._source, self._done = MPI.Status(), -1, False
+
+    def _finish(self):
+        self._done, self._source = True, self._status.Get_source()
+        if self._target is None:  # (a send)
+            return
+        got, want = self._status.Get_count(MPI.BYTE), self._buffer.numel() * self._buffer.element_size()
+        if got != want:
+            raise ValueError(f"conveyor.torch: recv expected {want} bytes ({self._buffer.numel()} "
+                             f"{self._buffer.dtype}) from rank {self._source}, got {got}")
+        if self._buffer is not self._target:
+            self._target.copy_(self._buffer)
+
+    def wait(self, timeout=None):
+        if not self._done:
+            self._request.Wait(self._status)
+            self._finish()
+        return True
+
+    def is_completed(self):
+        if not self._done and self._request.Test(self._status):
+            self._finish()
+        return self._done
+
+    def is_success(self):
+        return self.is_completed()
+
+    def source_rank(self):
+        self.wait()
+        return self._source
+
+    _source_rank = source_rank
+
+    def result(self):
+        self.wait()
+        return [self._target if self._target is not None else self._buffer]
 
 
 def _create(store, rank, size, timeout):

@@ -158,6 +158,88 @@ def test_broadcast_from_every_root(gloo):
         assert torch.equal(t, of_rank(root, 9, torch.float64))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+def test_reduce_to_every_root(gloo, dtype):
+    for root in range(SIZE):
+        for op, combine in ((RED.SUM, lambda s: s.sum(0)), (RED.MAX, lambda s: s.max(0).values)):
+            t = mine(7, dtype)
+            dist.reduce(t, dst=root, op=op)
+            want = combine(torch.stack([of_rank(r, 7, torch.float64) for r in range(SIZE)])).to(dtype)
+            assert torch.equal(t, want if RANK == root else mine(7, dtype))  # (the others' tensors unchanged)
+    if dtype == torch.float32:  # (Gloo refuses bfloat16)
+        a = torch.randn(1000, generator=torch.Generator().manual_seed(RANK))
+        b = a.clone()
+        dist.reduce(a, dst=SIZE - 1)
+        dist.reduce(b, dst=SIZE - 1, group=gloo)
+        if RANK == SIZE - 1:
+            assert torch.allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [0, 5])
+def test_gather_and_scatter_from_every_root(gloo, n):
+    for root in range(SIZE):
+        outs = [torch.full((n, 2), -1.0).t() for _ in range(SIZE)] if RANK == root else None  # (non-contiguous)
+        dist.gather(mine(2 * n, torch.float32).reshape(2, n), gather_list=outs, dst=root)
+        if RANK == root:
+            assert all(torch.equal(outs[r], of_rank(r, 2 * n, torch.float32).reshape(2, n)) for r in range(SIZE))
+        parts = [of_rank(r, n, torch.bfloat16, salt=root) for r in range(SIZE)] if RANK == root else None
+        out = torch.full((n,), -1.0, dtype=torch.bfloat16)
+        dist.scatter(out, scatter_list=parts, src=root)
+        assert torch.equal(out, of_rank(RANK, n, torch.bfloat16, salt=root))
+        if n:  # (the same through Gloo)
+            theirs = torch.empty(n, dtype=torch.float32)
+            dist.scatter(theirs, [p.float() for p in parts] if RANK == root else None, src=root, group=gloo)
+            assert torch.equal(theirs, out.float())
+
+
+def test_all_gather_coalesced():
+    # (torch wants one dtype for all of them)
+    inputs = [mine(3, torch.float64), mine(0, torch.float64), mine(4, torch.float64).reshape(2, 2)]
+    outs = [[torch.empty_like(t) for t in inputs] for _ in range(SIZE)]
+    dist.all_gather_coalesced(outs, inputs)
+    for r in range(SIZE):
+        want = [of_rank(r, 3, torch.float64), of_rank(r, 0, torch.float64), of_rank(r, 4, torch.float64).reshape(2, 2)]
+        assert all(torch.equal(o, w) for o, w in zip(outs[r], want))
+
+
+def test_send_and_recv_around_a_ring():
+    if SIZE == 1:  # (one rank has no peer: the calls refuse it)
+        with pytest.raises(ValueError, match="not another rank"):
+            dist.send(torch.ones(2), dst=0)
+        return
+    right, left = (RANK + 1) % SIZE, (RANK - 1) % SIZE
+    for tag in (0, 7):
+        for dtype in (torch.float32, torch.bfloat16, torch.int64):
+            sent = mine(5, dtype, salt=tag)
+            got = torch.full((5, 2), -1, dtype=dtype)[:, 0]  # (non-contiguous)
+            request = dist.irecv(got, src=left, tag=tag)
+            dist.isend(sent, dst=right, tag=tag).wait()
+            assert request.wait() and request.is_completed()
+            assert torch.equal(got, of_rank(left, 5, dtype, salt=tag))
+    # blocking forms, from any source: rank 0 hears every other rank once
+    if RANK == 0:
+        heard = set()
+        for _ in range(SIZE - 1):
+            t = torch.empty(1, dtype=torch.int64)
+            source = dist.recv(t)
+            assert t.item() == 100 + source
+            heard.add(source)
+        assert heard == set(range(1, SIZE))
+    else:
+        dist.send(torch.tensor([100 + RANK]), dst=0)
+    # a receive of another size than the send raises on the receiver
+    if RANK == 0:
+        with pytest.raises(ValueError, match="expected 12 bytes .* from rank 1, got 8"):
+            dist.recv(torch.empty(3, dtype=torch.float32), src=1, tag=3)
+    elif RANK == 1:
+        dist.send(torch.ones(2, dtype=torch.float32), dst=0, tag=3)
+    with pytest.raises(ValueError, match="not another rank"):
+        dist.isend(torch.ones(1), dst=RANK)
+    with pytest.raises(ValueError, match="tag -1"):
+        dist.isend(torch.ones(1), dst=right, tag=-1)
+    dist.barrier()
+
+
 def test_all_to_all_equal_and_unequal_splits():
     rows = 2
     inp = torch.arange(SIZE * rows * 3, dtype=torch.float32).reshape(SIZE * rows, 3) + 1000 * RANK
@@ -214,6 +296,13 @@ def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
         (lambda: dist.all_gather([torch.empty(2) for _ in range(SIZE + bad)], torch.ones(2)), ValueError,
          f"rank {bad_rank}: .*output tensors"),
         (lambda: dist.all_reduce(torch.ones(3), op=RED.MAX if bad else RED.SUM), ValueError, "different ops"),
+        (lambda: dist.reduce(torch.ones(3), dst=SIZE - 1 if bad else 0), ValueError, "different roots"),
+        (lambda: dist.reduce(torch.ones(3), dst=-1 if bad else 0), ValueError,
+         "different roots|not a rank of the group"),
+        (lambda: dist.gather(torch.ones(2 + bad), gather_list=[torch.empty(2) for _ in range(SIZE)]
+                             if RANK == 0 else None, dst=0), ValueError, "different element counts|must match"),
+        (lambda: dist.scatter(torch.empty(2 + bad), [torch.ones(2) for _ in range(SIZE)] if RANK == 0 else None,
+                              src=0), ValueError, "different element counts|rank 0: .*scatter's inputs must match"),
     ]
     if SIZE == 1:  # (one rank cannot disagree with itself)
         cases = [c for c in cases if "different" not in c[2]]
