@@ -556,6 +556,11 @@ class _RequestWork(dist.Work):
 
 
 def _create(store, rank, size, timeout):
+    world = MPI.COMM_WORLD.Get_size()
+    if size > world:
+        raise RuntimeError(f"conveyor.torch: the group has {size} ranks but MPI's COMM_WORLD has {world}: launch the "
+                           "processes with mpiexec / mpirun (each torch rank an MPI rank); torchrun and "
+                           "multiprocessing start processes MPI does not know")
     return ProcessGroupConveyor(rank, size, _member_comm(store, rank, size))
 
 

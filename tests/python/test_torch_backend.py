@@ -371,3 +371,10 @@ def test_ddp_hooks_on_a_gloo_group(gloo):
     assert np.allclose(plain, compressed, rtol=2e-2, atol=1e-3)
     everyone = COMM.allgather(compressed_params.numpy())
     assert all(np.array_equal(p, everyone[0]) for p in everyone)
+
+
+def test_a_group_larger_than_the_mpi_job_names_the_launcher():
+    """torchrun (or multiprocessing) starts processes MPI does not know: the group
+    is refused at creation, saying how to launch."""
+    with pytest.raises(RuntimeError, match=f"group has {SIZE + 1} ranks but MPI's COMM_WORLD has {SIZE}.*mpiexec"):
+        conveyor.torch._create(None, RANK, SIZE + 1, None)
