@@ -11,7 +11,8 @@ head, float32, SGD; buckets of --bucket-mb (DDP's default 25 MiB); each rank its
 own fixed batch of --batch rows. A step: zero_grad, forward, MSE loss, backward
 (DDP's bucket allreduces run from inside it), optimizer step. Each cell: the
 median over --rounds rounds of --steps timed steps (a barrier before each, the
-time rank 0's), after --warmup steps; the variants alternate round by round.
+time rank 0's), after --warmup steps (20: past the trials Conveyor's `auto`
+makes on the first calls of a size); the variants alternate round by round.
 
 Beside the steps, in the same run: the gradients' bytes; one allreduce of that
 many float32 through each backend outside DDP (dist.all_reduce on a flat
@@ -81,8 +82,8 @@ def timed_steps(step, steps):
     return times
 
 
-def timed_call(call, reps=11):
-    for _ in range(2):
+def timed_call(call, reps=11, warmup=20):
+    for _ in range(warmup):  # (as the steps' warm-up: past the engine's trials)
         call()
     times = []
     for _ in range(reps):
@@ -101,7 +102,9 @@ def main():
     p.add_argument("--bucket-mb", type=float, default=25.0)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--warmup", type=int, default=3)
+    # (the engine's `auto` tries its candidates on the first calls of a size: 15
+    # from 8 MiB, docs/algorithms.md; a bucket's allreduce is one call per step)
+    p.add_argument("--warmup", type=int, default=20)
     args = p.parse_args()
     torch.set_num_threads(1)
     where = COMM.bcast(tempfile.mkdtemp(prefix="conveyor-bench-") if RANK == 0 else None)
