@@ -50,6 +50,8 @@ from mpi4py import MPI
 from torch._C._distributed_c10d import _create_work_from_future  # type: ignore[attr-defined]  # (not in its stub)
 
 import conveyor
+from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from ._mpi import comm_address
 
 __all__ = ["ProcessGroupConveyor", "allreduce_hook", "bf16_allreduce_hook", "BACKEND"]
 
@@ -130,6 +132,14 @@ def _buffer(tensor):
 def _bytes(tensor):
     """A contiguous tensor's bytes as a NumPy uint8 view (data movement only)."""
     return tensor.detach().reshape(-1).view(torch.uint8).numpy()
+
+
+_BYTE = MPI._addressof(MPI.BYTE)
+
+
+def _byte_parts(counts, displacements):
+    """An all-to-all side's parts as the extension takes them: (bytes, byte offset, MPI_BYTE)."""
+    return [(c, d, _BYTE) for c, d in zip(counts, displacements)]
 
 
 def _member_comm(store, rank, size):
@@ -354,12 +364,16 @@ class ProcessGroupConveyor(dist.ProcessGroup):
         # (equal parts: the element count is agreed with the dtype, so every part matches its peer's)
         sends, receives = self._agree(_ALL_TO_ALL, check, (), input.dtype, input.numel() if equal else -1)
         out = output if output.is_contiguous() else torch.empty_like(output, memory_format=torch.contiguous_format)
+        src = input.contiguous()
         if equal:
-            conveyor.Alltoall(_bytes(input.contiguous()), _bytes(out), self.comm)
-        else:
-            # (validate=True: the engine checks that what r sends to j is what j expects from r, on every rank)
-            conveyor.Alltoallv([_bytes(input.contiguous()), sends, MPI.BYTE], [_bytes(out), receives, MPI.BYTE],
-                               self.comm, validate=True)
+            part = src.numel() * src.element_size() // size
+            sends = receives = ([part] * size, [part * j for j in range(size)])
+        # The engine's all-to-all on the tensors' bytes, its parts given as they are (conveyor.Alltoall's
+        # parsing of buffer specifications is most of a small call's time); validate=True for unequal
+        # splits: the engine checks that what r sends to j is what j expects from r, on every rank.
+        _conveyor.alltoallw(src.data_ptr(), src.numel() * src.element_size(), _byte_parts(*sends), out.data_ptr(),
+                            out.numel() * out.element_size(), _byte_parts(*receives), comm_address(self.comm),
+                            not equal)
         if out is not output:
             output.copy_(out)
         return _done([output])

@@ -256,6 +256,14 @@ def test_all_to_all_equal_and_unequal_splits():
     dist.all_to_all_single(out, inp, output_split_sizes=recv, input_split_sizes=send)
     want = torch.cat([torch.full((recv[j], 2), float(100 * j + RANK)) for j in range(SIZE)])
     assert torch.equal(out, want)
+    # splits that disagree (rank `bad` expects two rows from rank 0, which sends one): the same
+    # error on every rank, the group usable after
+    for bad in range(SIZE):
+        recv = [2 if (j == 0 and RANK == bad) else 1 for j in range(SIZE)]
+        with pytest.raises(ValueError, match=f"rank {bad}: .*(sends itself 4 bytes but receives 8|sent 4 bytes "
+                                             "where this rank expects 8)"):
+            dist.all_to_all_single(torch.empty(sum(recv)), torch.ones(SIZE), output_split_sizes=recv,
+                                   input_split_sizes=[1] * SIZE)
     outs = [torch.empty(2, dtype=torch.int64) for _ in range(SIZE)]
     dist.all_to_all(outs, [torch.full((2,), 10 * RANK + j, dtype=torch.int64) for j in range(SIZE)])
     assert all(torch.equal(outs[j], torch.full((2,), 10 * j + RANK, dtype=torch.int64)) for j in range(SIZE))
