@@ -17,7 +17,7 @@ itself skips (GPU, NCCL, another backend, a world size) is counted as skipped
 with its reason. Tests that do not apply to a CPU backend served by MPI are
 listed in NOT_RUN with why; every other test runs.
 
-usage: mpiexec -n N python3 torch_distributed_tests.py [-k substring] [--list]
+usage: mpiexec -n N python3 torch_distributed_tests.py [-k substring[,substring...]] [--list] [--all]
 """
 import argparse
 import collections
@@ -47,7 +47,7 @@ NOT_RUN = {
 AS_BACKENDS = ("gloo", "mpi")
 
 
-def GATED_BY_NAME(reason):  # noqa: N802 (a predicate on the suite's skip reasons)
+def gated_by_name(reason):
     """Whether a skip reason is a backend's name rather than a missing feature
     (CUDA, GPUs, NCCL's own collectives, a world size)."""
     reason = reason.lower()
@@ -172,7 +172,7 @@ def main():
         else:
             verdict = run_one(Case, name, tmp, k)
             for backend, copy in copies.items():  # (a test gated by a backend's name: run as that backend's)
-                if verdict[0] == "skipped" and GATED_BY_NAME(verdict[1]):
+                if verdict[0] == "skipped" and gated_by_name(verdict[1]):
                     verdict = run_one(copy, name, tmp, k)
                     verdict = (verdict[0] + f" as {backend}" if verdict[0] != "skipped" else verdict[0],
                                verdict[1])
