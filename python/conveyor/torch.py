@@ -31,10 +31,11 @@ that passes another shape or dtype, a CUDA tensor, or an op its dtype does
 not support raises the same ``ValueError`` / ``TypeError`` on every rank
 instead of leaving the others waiting.
 
-Work objects are complete when returned: a collective runs in the calling
-thread (no progress thread spinning on a core the training needs), so
-``async_op=True`` gives a finished ``Work`` and DDP's buckets do not overlap
-the backward pass. For a model that keeps Gloo as its process group,
+Collectives' Work objects are complete when returned: a collective runs in
+the calling thread (no progress thread spinning on a core the training
+needs), so ``async_op=True`` gives a finished ``Work`` and DDP's buckets do
+not overlap the backward pass; a point-to-point Work is its MPI request
+until ``wait()``. For a model that keeps Gloo as its process group,
 ``allreduce_hook`` and ``bf16_allreduce_hook`` are DDP communication hooks
 (``model.register_comm_hook(comm, conveyor.torch.allreduce_hook)``, comm an
 mpi4py communicator or None for COMM_WORLD).
