@@ -72,18 +72,10 @@ def trainer(args, group, hook=None, sync=True):
     return step
 
 
-def timed_steps(step, steps):
-    times = []
-    for _ in range(steps):
-        COMM.Barrier()
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return times
-
-
-def timed_call(call, reps=11, warmup=20):
-    for _ in range(warmup):  # (as the steps' warm-up: past the engine's trials)
+def timed(call, reps, warmup=0):
+    """The times of `reps` calls after `warmup` untimed ones, every rank in step
+    (a barrier before each)."""
+    for _ in range(warmup):
         call()
     times = []
     for _ in range(reps):
@@ -91,7 +83,12 @@ def timed_call(call, reps=11, warmup=20):
         t0 = time.perf_counter()
         call()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return times
+
+
+def timed_call(call, reps=11, warmup=20):
+    """The median of timed(); warmup as the steps': past the engine's trials."""
+    return statistics.median(timed(call, reps, warmup))
 
 
 def main():
@@ -124,7 +121,7 @@ def main():
     times = {k: [] for k in variants}
     for r in range(args.rounds):
         for k in (list(variants) if r % 2 == 0 else list(reversed(list(variants)))):
-            times[k] += timed_steps(variants[k], args.steps)
+            times[k] += timed(variants[k], args.steps)
     n = sum(q.numel() for q in model_of(args).parameters())
     flat, copy = torch.ones(n), torch.empty(n)
     one = {"Gloo": timed_call(lambda: dist.all_reduce(flat, group=gloo)),

@@ -435,21 +435,8 @@ class ProcessGroupConveyor(dist.ProcessGroup):
         """Every rank's input_tensors[0] into output_tensors[0][r] on opts.rootRank
         (MPI's Gather of their bytes)."""
         opts = dist.GatherOptions() if opts is None else opts
-        root, t = opts.rootRank, input_tensors[0] if len(input_tensors) == 1 else None
-
-        def check():
-            if t is None:
-                raise ValueError(f"conveyor.torch: gather takes one input tensor, got {len(input_tensors)}")
-            self._root_checked(root)
-            if self.comm.Get_rank() == root:
-                if len(output_tensors) != 1:
-                    raise ValueError("conveyor.torch: gather's root takes one list of output tensors")
-                self._per_rank_checked("gather", t, "input", output_tensors[0], "output")
-            elif output_tensors and any(len(o) for o in output_tensors):
-                raise ValueError(f"conveyor.torch: gather's outputs belong on the root ({root}) alone")
-            else:
-                _checked(t, "input")
-        self._agree(_GATHER, check, (), None if t is None else t.dtype, 0 if t is None else t.numel(), 0, root)
+        root = opts.rootRank
+        t = self._rooted(_GATHER, root, input_tensors, "input", output_tensors, "output")
         here = self.comm.Get_rank() == root
         flat = torch.empty((self._size, t.numel()), dtype=t.dtype) if here else None
         if t.numel():
@@ -463,21 +450,8 @@ class ProcessGroupConveyor(dist.ProcessGroup):
         """input_tensors[0][r] on opts.rootRank into rank r's output_tensors[0]
         (MPI's Scatter of their bytes)."""
         opts = dist.ScatterOptions() if opts is None else opts
-        root, t = opts.rootRank, output_tensors[0] if len(output_tensors) == 1 else None
-
-        def check():
-            if t is None:
-                raise ValueError(f"conveyor.torch: scatter takes one output tensor, got {len(output_tensors)}")
-            self._root_checked(root)
-            if self.comm.Get_rank() == root:
-                if len(input_tensors) != 1:
-                    raise ValueError("conveyor.torch: scatter's root takes one list of input tensors")
-                self._per_rank_checked("scatter", t, "output", input_tensors[0], "input")
-            elif input_tensors and any(len(i) for i in input_tensors):
-                raise ValueError(f"conveyor.torch: scatter's inputs belong on the root ({root}) alone")
-            else:
-                _checked(t, "output")
-        self._agree(_SCATTER, check, (), None if t is None else t.dtype, 0 if t is None else t.numel(), 0, root)
+        root = opts.rootRank
+        t = self._rooted(_SCATTER, root, output_tensors, "output", input_tensors, "input")
         here = self.comm.Get_rank() == root
         flat = torch.cat([i.reshape(-1) for i in input_tensors[0]]) if here else None
         out = t if t.is_contiguous() else torch.empty_like(t, memory_format=torch.contiguous_format)
@@ -486,6 +460,28 @@ class ProcessGroupConveyor(dist.ProcessGroup):
         if out is not t:
             t.copy_(out)
         return _done(output_tensors)
+
+    def _rooted(self, call, root, ones, one_name, lists, many_name):
+        """gather's and scatter's arguments, agreed: every rank's one tensor
+        (`ones`, a list of one) and the root's list of one per rank (`lists`, a
+        list of one list; empty elsewhere). Returns the rank's tensor."""
+        name = _CALLS[call]
+        t = ones[0] if len(ones) == 1 else None
+
+        def check():
+            if t is None:
+                raise ValueError(f"conveyor.torch: {name} takes one {one_name} tensor, got {len(ones)}")
+            self._root_checked(root)
+            if self.comm.Get_rank() == root:
+                if len(lists) != 1:
+                    raise ValueError(f"conveyor.torch: {name}'s root takes one list of {many_name} tensors")
+                self._per_rank_checked(name, t, one_name, lists[0], many_name)
+            elif lists and any(len(x) for x in lists):
+                raise ValueError(f"conveyor.torch: {name}'s {many_name}s belong on the root ({root}) alone")
+            else:
+                _checked(t, one_name)
+        self._agree(call, check, (), None if t is None else t.dtype, 0 if t is None else t.numel(), 0, root)
+        return t
 
     def _root_checked(self, root):
         if not 0 <= root < self._size:
