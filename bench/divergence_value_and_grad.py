@@ -9,8 +9,8 @@ same run, one core:
   backend="tensorized" (its N x M matrices in memory, where they fit) and
   backend="online" (KeOps, where installed). Gradients: the envelope theorem's,
   from the last update, in both. Conveyor's default ("auto": formed cost arrays
-  from conveyor._ot_samples_loss_formed.FORMED_MIN_DIM dimensions where they
-  fit, else the point-cloud engine) is shown with its other backend beside:
+  where conveyor._ot_samples_loss_formed.use_formed says, else the point-cloud
+  engine) is shown with its other backend beside:
   "conveyor-online" or "conveyor-tensorized".
 - A fixed eps and tolerance: conveyor.ot.empirical_sinkhorn_divergence (implicit
   differentiation; its default forms the N x M cost matrix where
@@ -144,10 +144,11 @@ def conveyor_divergence(args, dense="auto"):
 
 
 def conveyor_forms_arrays(n, d, dtype):
-    """Whether SamplesLoss's default (backend="auto") forms its cost arrays here."""
-    from conveyor import _ot_samples_loss_formed as formed
-    return d >= formed.FORMED_MIN_DIM[np.dtype(dtype).itemsize] and \
-        4 * n * n * np.dtype(dtype).itemsize <= formed.DENSE_BYTES * RANKS
+    """Whether SamplesLoss's default (backend="auto") forms its cost arrays here
+    (its rule, collective: each rank's share of both clouds, as the calls pass them)."""
+    from conveyor._ot_samples_loss_formed import use_formed
+    mine = np.empty((1, len(share(np.empty(n))), d), dtype)
+    return use_formed("auto", 2, True, mine, mine, COMM)
 
 
 def conveyor_forms_matrix(n, d, dtype):

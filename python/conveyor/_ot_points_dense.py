@@ -85,8 +85,8 @@ def use_dense(choice, lazy, engine_kwargs, X, Y, comm):
     refuses on every rank), always take the point-cloud solver."""
     two_d = X.ndim == 2 and Y.ndim == 2
     mine = (len(X), len(Y), X.shape[-1] if two_d else -1, Y.shape[-1] if two_d else -2)
-    everyone = comm.allgather((mine, available_memory(), MPI.Get_processor_name()))
-    shapes = np.array([s for s, _, _ in everyone], dtype=np.int64).reshape(-1, 4)
+    everyone = with_memory_shares(comm, mine)
+    shapes = np.array([s for s, _ in everyone], dtype=np.int64).reshape(-1, 4)
     counts = shapes[:, :2]
     n_total, m_total = int(counts[:, 0].sum()), int(counts[:, 1].sum())
     if choice is False or n_total == 0 or m_total == 0 or len(np.unique(shapes[:, 2:])) > 1:
@@ -95,10 +95,8 @@ def use_dense(choice, lazy, engine_kwargs, X, Y, comm):
         return True
     if lazy or any(k in engine_kwargs for k in ("eps_scaling", "exchange")):
         return False
-    hosts = [host for _, _, host in everyone]
-    return all(auto_forms(int(m) * n_total, int(shapes[0, 2]), X.dtype.itemsize,
-                          None if free is None else free // hosts.count(host))
-               for m, (_, free, host) in zip(counts[:, 1], everyone))
+    return all(auto_forms(int(m) * n_total, int(shapes[0, 2]), X.dtype.itemsize, memory)
+               for m, (_, memory) in zip(counts[:, 1], everyone))
 
 
 def auto_forms(entries, d, itemsize, memory=None):
@@ -111,8 +109,23 @@ def auto_forms(entries, d, itemsize, memory=None):
         return True
     if itemsize == 4 and d < DENSE_MIN_DIM_FLOAT32:
         return False
-    budget = DENSE_PEAK_BYTES if memory is None else min(DENSE_PEAK_BYTES, memory // 2)
-    return entries * PEAK_BYTES_PER_ENTRY <= budget
+    return within_peak(entries * PEAK_BYTES_PER_ENTRY, memory)
+
+
+def within_peak(peak, memory):
+    """Whether a formed path's `peak` bytes on a rank are within DENSE_PEAK_BYTES
+    and half of `memory`, the bytes available to the rank (None: not limited by
+    it): the other half is left to the caller's own arrays."""
+    return peak <= (DENSE_PEAK_BYTES if memory is None else min(DENSE_PEAK_BYTES, memory // 2))
+
+
+def with_memory_shares(comm, mine):
+    """Every rank's `mine` and its share of its machine's available memory (bytes,
+    or None where unknown), in rank order: the ranks on one machine (by processor
+    name) share it equally. Collective: one allgather."""
+    everyone = comm.allgather((mine, available_memory(), MPI.Get_processor_name()))
+    hosts = [host for _, _, host in everyone]
+    return [(theirs, None if free is None else free // hosts.count(host)) for theirs, free, host in everyone]
 
 
 def available_memory():

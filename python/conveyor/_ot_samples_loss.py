@@ -31,7 +31,7 @@ derivative of the value in its output; for p = 1, c_i d sum_j w_ij (x_i - y_j) /
 Passes (each one engine pass over the n m pairs, split over the ranks): 2 per
 eps, 4 with debias, and as many for the last update (gradients included).
 Where the problem's arrays fit and the dimension makes a pass cost more than
-an exp per pair (``backend="auto"``), or with ``backend="tensorized"``, the
+an exp per pair (``backend="auto"``, _ot_samples_loss_formed.use_formed), or with ``backend="tensorized"``, the
 same softmins run on cost arrays formed once (_ot_samples_loss_formed.py;
 p = 2 only); "online" and "multiscale" are the engine's passes.
 Differences from GeomLoss, each on purpose: the engine folds every softmin in

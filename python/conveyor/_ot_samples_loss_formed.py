@@ -23,14 +23,15 @@ softmin.
 
 Limits: p = 2 only (p = 1's point gradient divides by the distance, which the
 GEMM form does not give exactly near 0, where the engine computes it by
-differences); at most DENSE_BYTES per rank for the two (four with debias)
-arrays, W besides.
+differences). The peak is a rank's arrays (two, four with debias) and the
+weights W of one softmin (one more of the largest's size): within DENSE_BYTES
+for the arrays "auto" forms them, past it within the dense limits' peak rule
+(_ot_points_dense.within_peak).
 """
 import numpy as np
-from mpi4py import MPI
 
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
-from ._ot_points_dense import DENSE_BYTES, _gathered, cost_matrix
+from ._ot_points_dense import DENSE_BYTES, _gathered, cost_matrix, with_memory_shares, within_peak
 
 
 #: The dimension from which ``backend="auto"`` forms the arrays, by itemsize: below
@@ -40,19 +41,45 @@ from ._ot_points_dense import DENSE_BYTES, _gathered, cost_matrix
 FORMED_MIN_DIM = {4: 24, 8: 12}
 
 
+#: Past DENSE_BYTES the arrays fall out of every cache and each softmin reads
+#: them from memory: the dimension from which "auto" still forms them (n = 10^4 on
+#: one core: the engine faster at 32 dimensions, the formed arrays from 48;
+#: docs/results.md, "Value and gradient of the debiased divergence").
+FORMED_MIN_DIM_PAST = 48
+
+
 def use_formed(backend, p, debias, x, y, comm):
     """Whether the loss's softmins run on formed arrays (collective: every rank
     returns the same). "tensorized" forms them, "online" and "multiscale" never,
-    "auto" from FORMED_MIN_DIM dimensions where a rank's arrays fit in
-    DENSE_BYTES; p = 1 and empty clouds always take the point-cloud engine.
+    "auto" from FORMED_MIN_DIM dimensions where `forms` says so for every rank;
+    p = 1 and empty clouds always take the point-cloud engine.
     x, y: this rank's (B, n, D), (B, m, D)."""
-    counts = np.array(comm.allgather((x.shape[1], y.shape[1])), dtype=np.int64).reshape(-1, 2)
-    n, m = (int(c) for c in counts.sum(axis=0))
-    per_rank = counts[:, 0] * m + counts[:, 1] * n + ((counts[:, 0] * n + counts[:, 1] * m) if debias else 0)
-    fits = int(per_rank.max(initial=0)) * x.shape[0] * x.dtype.itemsize <= DENSE_BYTES
-    wanted = backend == "tensorized" or (backend == "auto" and fits and x.shape[-1] >= FORMED_MIN_DIM[x.dtype.itemsize])
-    mine = bool(p == 2 and n > 0 and m > 0 and wanted)
-    return bool(comm.allreduce(mine, op=MPI.LAND))
+    # (each rank's own batch, dimension and itemsize: ranks that disagree, which the
+    # softmins then refuse, still take one path)
+    everyone = with_memory_shares(comm, (x.shape[1], y.shape[1], x.shape[0], x.shape[-1], x.dtype.itemsize))
+    shapes = np.array([c for c, _ in everyone], dtype=np.int64).reshape(-1, 5)
+    n, m = (int(c) for c in shapes[:, :2].sum(axis=0))
+    if not (p == 2 and n > 0 and m > 0):
+        return False
+    if backend != "auto":
+        return backend == "tensorized"
+    rows, cols = shapes[:, 0], shapes[:, 1]
+    arrays = [rows * m, cols * n] + ([rows * n, cols * m] if debias else [])
+    item = shapes[:, 2] * shapes[:, 4]  # (bytes of one entry over the batch)
+    return all(forms(int(total * k), int(largest * k), int(d), int(size), memory)
+               for total, largest, k, d, size, (_, memory)
+               in zip(sum(arrays), np.max(arrays, axis=0), item, shapes[:, 3], shapes[:, 4], everyone))
+
+
+def forms(arrays, largest, d, itemsize, memory=None):
+    """Whether "auto" forms a rank's `arrays` bytes of cost arrays (the `largest`
+    of them that many bytes) for points of d dimensions and this itemsize, with
+    `memory` bytes available to the rank (None: not limited by it)."""
+    if d < FORMED_MIN_DIM[itemsize]:
+        return False
+    if arrays <= DENSE_BYTES:
+        return True
+    return d >= FORMED_MIN_DIM_PAST and within_peak(arrays + largest, memory)
 
 
 class FormedArrays:

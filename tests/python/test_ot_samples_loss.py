@@ -410,6 +410,48 @@ def test_auto_backend_forms_the_arrays_where_the_rule_says():
             formed.DENSE_BYTES = saved
 
 
+def test_auto_backend_past_dense_bytes_limits_the_peak(monkeypatch):
+    """Past DENSE_BYTES, backend="auto" forms the arrays from FORMED_MIN_DIM_PAST
+    dimensions while a rank's peak (its arrays and one more of the largest's
+    size) is within DENSE_PEAK_BYTES and half its share of its machine's memory;
+    one rank short of memory sends every rank to the engine."""
+    from conveyor import _ot_points_dense as dense
+    from conveyor import _ot_samples_loss_formed as formed
+
+    d = formed.FORMED_MIN_DIM_PAST
+    a, x, b, y = clouds(d=d, seed=4)
+    sx, sy = share(len(x), False), share(len(y), False)
+    n, m = len(x), len(y)
+    rows, cols = COMM.allgather(sx.stop - sx.start), COMM.allgather(sy.stop - sy.start)
+    peaks = [8 * (r * m + c * n + r * n + c * m + max(r * m, c * n, r * n, c * m)) for r, c in zip(rows, cols)]
+
+    def path():
+        out = {k: value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", backend=k, comm=COMM),
+                                  a[sx], x[sx], b[sy], y[sy]) for k in ["auto"] + BACKENDS}
+        same = {k: float(out["auto"][0]) == float(out[k][0]) and
+                all(torch.equal(g, h) for g, h in zip(out["auto"][1], out[k][1])) for k in BACKENDS}
+        assert same["tensorized"] != same["online"]
+        return "tensorized" if same["tensorized"] else "online"
+
+    monkeypatch.setattr(formed, "DENSE_BYTES", 0)
+    monkeypatch.setattr(dense, "available_memory", lambda: None)
+    monkeypatch.setattr(dense, "DENSE_PEAK_BYTES", max(peaks))
+    assert path() == "tensorized"
+    monkeypatch.setattr(dense, "DENSE_PEAK_BYTES", max(peaks) - 1)
+    assert path() == "online"
+    monkeypatch.setattr(formed, "FORMED_MIN_DIM_PAST", d + 1)
+    monkeypatch.setattr(dense, "DENSE_PEAK_BYTES", max(peaks))
+    assert path() == "online"
+    monkeypatch.setattr(formed, "FORMED_MIN_DIM_PAST", d)
+    for short in range(SIZE):  # (the ranks share this machine: a rank's share is its memory over SIZE)
+        plenty = 2 * max(peaks) * SIZE
+        memory = 2 * peaks[short] * SIZE - 1 if RANK == short else plenty
+        monkeypatch.setattr(dense, "available_memory", lambda: memory)
+        assert path() == "online"
+        monkeypatch.setattr(dense, "available_memory", lambda: plenty)
+        assert path() == "tensorized"
+
+
 @pytest.mark.parametrize("kwargs, error, match", [
     (dict(loss="energy"), NotImplementedError, "sinkhorn"),
     (dict(p=3), ValueError, "p must be 1 or 2"),
