@@ -1,6 +1,8 @@
 """mpi4py as Conveyor's MPI front end: the check that both use one MPI library,
 and mpi4py objects (communicators, ops, datatypes) as the addresses of their
 MPI handles, the form the extension takes them in."""
+import sys
+
 from mpi4py import MPI
 
 from . import _build_config
@@ -132,6 +134,25 @@ def register_mpi_style_objects(extension):
     module, and return False for the rest."""
     extension.register_mpi_style_objects(_IN_PLACE, _WORLD, _WORLD_ADDRESS, MPI.Comm, _addressof,
                                          [(getattr(MPI, name.upper()), name) for name in _OP_LIST])
+    _TORCH["extension"] = extension
+    register_torch_objects()
+
+
+# torch's real dtypes the extension reads a tensor of (complex ones go through
+# DLPack, which refuses a conjugate view).
+_TORCH_DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64")
+_TORCH = {"extension": None, "done": False}
+
+
+def register_torch_objects():
+    """Tells the extension torch.Tensor and its dtypes, once torch is imported
+    (without importing it: a program that never uses torch never pays for it):
+    its try_buffer_* entries then read CPU tensors directly, as buffers."""
+    torch = sys.modules.get("torch")
+    if _TORCH["done"] or _TORCH["extension"] is None or torch is None or not hasattr(torch, "Tensor"):
+        return
+    _TORCH["done"] = True
+    _TORCH["extension"].register_torch_objects(torch.Tensor, [(getattr(torch, n), n) for n in _TORCH_DTYPES])
 
 
 def buffer_collective(function, sendbuf, recvbuf, op, comm):
@@ -140,6 +161,8 @@ def buffer_collective(function, sendbuf, recvbuf, op, comm):
     path of conveyor.Allreduce & co.: buffer specifications, DLPack-only
     objects, op names, other communicators, and the wording of errors (the
     common case never reaches it: the extension's try_buffer_* entries)."""
+    if not _TORCH["done"]:
+        register_torch_objects()  # (torch imported after conveyor: its tensors take the fast path from the next call)
     if sendbuf is None or sendbuf is _IN_PLACE:
         send = None
     elif isinstance(sendbuf, (list, tuple)):

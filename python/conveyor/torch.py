@@ -52,7 +52,7 @@ from torch._C._distributed_c10d import _create_work_from_future  # type: ignore[
 
 import conveyor
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
-from ._mpi import comm_address
+from ._mpi import comm_address, register_torch_objects
 
 __all__ = ["ProcessGroupConveyor", "allreduce_hook", "bf16_allreduce_hook", "BACKEND"]
 
@@ -123,17 +123,17 @@ def _reduce_checked(tensor, code):
 
 
 def _buffer(tensor):
-    """A contiguous tensor as what conveyor's mpi4py-style calls take: a NumPy
-    view where NumPy has the dtype, else the tensor itself (bfloat16, through DLPack)."""
-    if tensor.dtype == torch.bfloat16:
-        return tensor
-    return tensor.detach().numpy() if tensor.requires_grad else tensor.numpy()
+    """A contiguous tensor as what conveyor's mpi4py-style calls take: the
+    tensor itself, which the extension reads directly (register_torch_objects)."""
+    return tensor.detach() if tensor.requires_grad else tensor
 
 
 def _bytes(tensor):
     """A contiguous tensor's bytes as a NumPy uint8 view (data movement only)."""
     return tensor.detach().reshape(-1).view(torch.uint8).numpy()
 
+
+register_torch_objects()  # (torch is imported: its CPU tensors reach the extension without DLPack)
 
 _BYTE = MPI._addressof(MPI.BYTE)
 

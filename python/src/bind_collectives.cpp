@@ -4,7 +4,10 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -168,6 +171,52 @@ bool buffer_of(const held_buffer& b, raw_buffer& out) {
   return true;
 }
 
+// --- PyTorch CPU tensors without DLPack (conveyor.Allreduce & co., and the
+// "conveyor" torch backend): torch.Tensor and its dtypes, registered once torch
+// is imported (conveyor/_mpi.py). A tensor is read from its own attributes and
+// methods (~0.04 us each) where nanobind's DLPack import takes ~1 us (torch's
+// __dlpack__ in Python); anything unusual declines to the general path, which
+// also words its errors (a tensor that requires grad, on another device, not
+// contiguous, sparse, with its negative bit set, complex, empty).
+struct torch_objects {
+  PyTypeObject* tensor_type = nullptr;
+  std::vector<std::pair<PyObject*, conveyor::dtype>> dtypes;  // torch.float32 -> float32, ...
+  PyObject *is_cpu, *requires_grad, *dtype, *is_contiguous, *is_neg, *numel, *data_ptr;  // interned names
+};
+torch_objects* g_torch = nullptr;  // kept for the process, as g_mpi_style
+
+// Reads attribute or method `name` of o (called when `call`); nullptr (no error
+// set) where it fails.
+nb::object torch_attribute(PyObject* o, PyObject* name, bool call) {
+  PyObject* r = call ? PyObject_CallMethodNoArgs(o, name) : PyObject_GetAttr(o, name);
+  if (!r) PyErr_Clear();
+  return nb::steal(r);
+}
+
+bool tensor_of(PyObject* o, raw_buffer& out) {
+  const torch_objects* t = g_torch;
+  if (!t || !PyObject_TypeCheck(o, t->tensor_type)) return false;
+  const nb::object type = torch_attribute(o, t->dtype, false);
+  const auto it = std::find_if(t->dtypes.begin(), t->dtypes.end(), [&](const auto& e) { return e.first == type.ptr(); });
+  if (!type.is_valid() || it == t->dtypes.end()) return false;
+  for (PyObject* flag : {t->is_cpu, t->requires_grad, t->is_contiguous, t->is_neg}) {
+    const nb::object v = torch_attribute(o, flag, flag == t->is_contiguous || flag == t->is_neg);
+    const bool wanted = flag == t->is_cpu || flag == t->is_contiguous;
+    if (!v.is_valid() || v.ptr() != (wanted ? Py_True : Py_False)) return false;
+  }
+  const nb::object numel = torch_attribute(o, t->numel, true), address = torch_attribute(o, t->data_ptr, true);
+  if (!numel.is_valid() || !address.is_valid()) return false;
+  const unsigned long long n = PyLong_AsUnsignedLongLong(numel.ptr());
+  const unsigned long long a = PyLong_AsUnsignedLongLong(address.ptr());
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  if (n == 0 || a == 0) return false;  // (an empty buffer's null address would read as MPI.IN_PLACE)
+  out = {reinterpret_cast<const void*>(static_cast<std::uintptr_t>(a)), static_cast<std::size_t>(n), it->second};
+  return true;
+}
+
 bool try_mpi_style(buffer_collective kind, nb::handle sendbuf, nb::handle recvbuf, nb::handle op, nb::handle comm) {
   const mpi_style_objects* g = g_mpi_style;
   if (!g) return false;
@@ -184,11 +233,15 @@ bool try_mpi_style(buffer_collective kind, nb::handle sendbuf, nb::handle recvbu
   }
   held_buffer send_view, recv_view;
   raw_buffer send, recv;
+  const auto read = [](held_buffer& view, PyObject* o, bool writable, raw_buffer& out) {
+    if (PyObject_CheckBuffer(o)) return view.acquire(o, writable) && buffer_of(view, out);
+    return tensor_of(o, out);
+  };
   if (!(sendbuf.is_none() || sendbuf.ptr() == g->in_place)) {
     if (PyList_Check(sendbuf.ptr()) || PyTuple_Check(sendbuf.ptr())) return false;
-    if (!send_view.acquire(sendbuf.ptr(), false) || !buffer_of(send_view, send)) return false;
+    if (!read(send_view, sendbuf.ptr(), false, send)) return false;
   }
-  if (!recv_view.acquire(recvbuf.ptr(), true) || !buffer_of(recv_view, recv)) return false;
+  if (!read(recv_view, recvbuf.ptr(), true, recv)) return false;
   run_buffer_collective(kind, send, recv, reduction, c);
   return true;
 }
@@ -296,6 +349,16 @@ void bind_buffer_collectives(nb::module_& m) {
           for (const auto& [object, name] : ops) g->ops.emplace_back(object.inc_ref().ptr(), conveyor::parse_op(name));
           g_mpi_style = g;
         });
+  // conveyor/_mpi.py, once torch is imported: the tensors tensor_of reads.
+  m.def("register_torch_objects", [](nb::handle tensor_type, const std::vector<std::pair<nb::handle, std::string>>& dtypes) {
+    auto* t = new torch_objects;  // kept for the process (see g_torch)
+    t->tensor_type = reinterpret_cast<PyTypeObject*>(tensor_type.inc_ref().ptr());
+    for (const auto& [object, name] : dtypes) t->dtypes.emplace_back(object.inc_ref().ptr(), conveyor::parse_dtype(name));
+    PyObject** names[] = {&t->is_cpu, &t->requires_grad, &t->dtype, &t->is_contiguous, &t->is_neg, &t->numel, &t->data_ptr};
+    const char* spelled[] = {"is_cpu", "requires_grad", "dtype", "is_contiguous", "is_neg", "numel", "data_ptr"};
+    for (std::size_t k = 0; k < std::size(names); ++k) *names[k] = PyUnicode_InternFromString(spelled[k]);
+    g_torch = t;
+  });
   def_buffer_collective("buffer_allreduce", buffer_collective::allreduce);
   def_buffer_collective("buffer_reduce_scatter_block", buffer_collective::reduce_scatter_block);
   def_buffer_collective("buffer_allgather", buffer_collective::allgather);

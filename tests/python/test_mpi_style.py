@@ -284,6 +284,46 @@ def test_torch_tensors_through_dlpack():
     assert not grid.any()
 
 
+def test_torch_tensors_read_directly_and_unusual_ones_declined():
+    """Once torch is imported, the extension reads a contiguous CPU tensor of a
+    real dtype itself (try_buffer_* take it: no DLPack, no Python layer); a
+    tensor that requires grad, is not contiguous, empty, complex, sparse or a
+    negative view is declined, and the general path gives its result or error."""
+    torch = pytest.importorskip("torch")
+    from conveyor import _conveyor
+    from conveyor._mpi import _TORCH_DTYPES, register_torch_objects
+
+    register_torch_objects()
+    for name in _TORCH_DTYPES:
+        dtype = getattr(torch, name)
+        x = (torch.arange(5) % 3 + RANK).to(dtype)
+        y = torch.zeros(5, dtype=dtype)
+        assert _conveyor.try_buffer_allreduce(x, y, MPI.SUM, COMM), name
+        want = sum((torch.arange(5) % 3 + r).to(dtype).double() for r in range(SIZE)).to(dtype)
+        assert torch.equal(y, want), name
+        assert _conveyor.try_buffer_allreduce(None, y, MPI.MAX, COMM)
+        assert torch.equal(y, want)
+    base = torch.arange(8.0)
+    assert _conveyor.try_buffer_allreduce(base[4:], base[:4].clone(), MPI.SUM, MPI.COMM_SELF)  # (an offset view)
+    z = torch.full((3,), 1 + 2j, dtype=torch.complex64)
+    declined = [(torch.ones(3, requires_grad=True), torch.zeros(3)), (torch.ones(3), torch.zeros(2, 3).t()[0]),
+                (torch.ones(0), torch.zeros(0)), (z, torch.zeros(3, dtype=torch.complex64)),
+                (z.conj().imag, torch.zeros(3)), (torch.ones(3).to_sparse(), torch.zeros(3))]
+    for send, recv in declined:
+        assert not _conveyor.try_buffer_allreduce(send, recv, MPI.SUM, MPI.COMM_SELF), (send, recv)
+    y = torch.zeros(3)
+    conveyor.Allreduce(z.conj().imag, y, MPI.SUM, MPI.COMM_SELF)  # (the view's values, negated)
+    assert torch.equal(y, torch.full((3,), -2.0))
+    conveyor.Allreduce(torch.ones(3, requires_grad=True), y, MPI.SUM, MPI.COMM_SELF)
+    assert torch.equal(y, torch.ones(3))
+    with pytest.raises(TypeError, match="C-contiguous"):
+        conveyor.Allreduce(torch.ones(3).to_sparse(), y, MPI.SUM, MPI.COMM_SELF)
+    with pytest.raises(TypeError, match="differ in dtype"):
+        conveyor.Allreduce(torch.ones(3), torch.zeros(3, dtype=torch.float64), MPI.SUM, MPI.COMM_SELF)
+    with pytest.raises(ValueError, match="needs 4"):
+        conveyor.Allreduce(torch.ones(3), torch.zeros(4), MPI.SUM, MPI.COMM_SELF)
+
+
 def test_errors_raise_on_the_calling_rank():
     x = np.zeros(4)
     with pytest.raises(ValueError, match="needs 3"):
