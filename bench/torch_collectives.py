@@ -4,6 +4,9 @@
 in the same processes) and mpi4py on the same tensors (comm.Allreduce etc. on
 their NumPy views: the MPI library's own collective, the floor a Python layer
 over MPI could reach), every 2^k and 3 * 2^k bytes from 8 B to --max-bytes.
+"python pg": a process group written in Python that moves nothing and returns
+a completed Work, as the conveyor backend does: torch.distributed's own cost
+per call, which any backend written in Python pays above its collective.
 
 Each cell: the median of --reps calls after --warmup calls of that size (at
 most 2 s of them; the engine's `auto` settles its choice there), every rank in step (a barrier
@@ -28,6 +31,7 @@ from mpi4py import MPI
 
 import conveyor
 import conveyor.torch  # noqa: F401  (registers the backend)
+from conveyor.torch import _done
 
 COMM = MPI.COMM_WORLD
 RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
@@ -43,8 +47,27 @@ def sizes(limit):
     return sorted(set(s for s in out if s >= 8))
 
 
-def calls(op, group, n, dtype):
-    """(name -> zero-argument call) for one op and size: conveyor, gloo, mpi4py."""
+class _Floor(dist.ProcessGroup):
+    """The "python pg" column: each collective returns at once, moving nothing."""
+
+    def getBackendName(self):  # noqa: N802 (torch's name)
+        return "floor"
+
+    def allreduce(self, tensors, opts=None):
+        return _done(tensors)
+
+    def _reduce_scatter_base(self, output, input, opts=None):  # noqa: A002 (torch's name)
+        return _done([output])
+
+    def _allgather_base(self, output, input, opts=None):  # noqa: A002
+        return _done([output])
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):  # noqa: A002
+        return _done([output])
+
+
+def calls(op, group, n, dtype, floor):
+    """(name -> zero-argument call) for one op and size: conveyor, gloo, mpi4py, python pg."""
     P = SIZE
     t = torch.ones(n, dtype=dtype)
     big = torch.ones(n * P, dtype=dtype)
@@ -54,18 +77,21 @@ def calls(op, group, n, dtype):
     table = {}
     if op == "all_reduce":
         table["conveyor"] = lambda: dist.all_reduce(t)
+        table["python pg"] = lambda: dist.all_reduce(t, group=floor)
         table["gloo"] = lambda: dist.all_reduce(t, group=group)
         if np_view:
             a = np_view(t)
             table["mpi4py"] = lambda: COMM.Allreduce(MPI.IN_PLACE, a)
     elif op == "reduce_scatter":
         table["conveyor"] = lambda: dist._reduce_scatter_base(out, big)
+        table["python pg"] = lambda: dist._reduce_scatter_base(out, big, group=floor)
         table["gloo"] = None  # (Gloo 1.13 has no reduce_scatter)
         if np_view:
             a, b = np_view(big), np_view(out)
             table["mpi4py"] = lambda: COMM.Reduce_scatter_block(a, b)
     elif op == "all_gather":
         table["conveyor"] = lambda: dist._all_gather_base(out_big, t)
+        table["python pg"] = lambda: dist._all_gather_base(out_big, t, group=floor)
         parts = list(out_big.chunk(P))  # (Gloo 1.13 has no _all_gather_base: the list form its users call)
         table["gloo"] = lambda: dist.all_gather(parts, t, group=group)
         if np_view:
@@ -73,6 +99,7 @@ def calls(op, group, n, dtype):
             table["mpi4py"] = lambda: COMM.Allgather(a, b)
     elif op == "all_to_all":
         table["conveyor"] = lambda: dist.all_to_all_single(out_big, big)
+        table["python pg"] = lambda: dist.all_to_all_single(out_big, big, group=floor)
         table["gloo"] = lambda: dist.all_to_all_single(out_big, big, group=group)
         if np_view:
             a, b = np_view(big), np_view(out_big)
@@ -110,21 +137,24 @@ def main():
     dist.init_process_group("conveyor", init_method="file://" + os.path.join(where, "store"), rank=RANK,
                             world_size=SIZE)
     gloo = dist.new_group(list(range(SIZE)), backend="gloo")
+    if "FLOOR" not in dist.Backend._plugins:
+        dist.Backend.register_backend("floor", lambda store, rank, size, timeout: _Floor(rank, size))
+    floor = dist.new_group(list(range(SIZE)), backend="floor")
     say = print if RANK == 0 else (lambda *a, **k: None)
     library = MPI.Get_library_version().replace(chr(0), "").splitlines()[0].strip()  # (Open MPI's ends in a NUL)
     say(f"# {platform.machine()}, Conveyor's CPU target {conveyor.simd_target()}, torch {torch.__version__}, "
         f"{SIZE} ranks ({library}); median of {args.reps} calls after "
         f"{args.warmup} of the same size; µs per call; bytes: each rank's tensor (all_reduce), its part "
         "(reduce_scatter's output, all_gather's input), what it sends each rank (all_to_all)")
-    say("| op | dtype | bytes | conveyor | gloo | mpi4py | gloo ÷ conveyor | mpi4py ÷ conveyor |")
-    say("|---|---|---:|---:|---:|---:|---:|---:|")
+    say("| op | dtype | bytes | conveyor | gloo | mpi4py | python pg | gloo ÷ conveyor | mpi4py ÷ conveyor |")
+    say("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for op in args.ops.split(","):
         for dtype in (getattr(torch, s) for s in args.dtypes.split(",")):
             itemsize = torch.empty(0, dtype=dtype).element_size()
             ratios = {"gloo": [], "mpi4py": []}
             for nbytes in sizes(args.max_bytes):
                 n = max(1, nbytes // itemsize)
-                table = calls(op, gloo, n, dtype)
+                table = calls(op, gloo, n, dtype, floor)
                 got = {k: (timed(f, args.reps, args.warmup) if f is not None else None) for k, f in table.items()}
                 base = got["conveyor"]
 
@@ -139,7 +169,8 @@ def main():
                     ratios[k].append(v / base)
                     return f"{v / base:.2f}"
                 say(f"| {op} | {str(dtype).replace('torch.', '')} | {n * itemsize} | {cell('conveyor')} | "
-                    f"{cell('gloo')} | {cell('mpi4py')} | {ratio('gloo')} | {ratio('mpi4py')} |", flush=True)
+                    f"{cell('gloo')} | {cell('mpi4py')} | {cell('python pg')} | {ratio('gloo')} | {ratio('mpi4py')} |",
+                    flush=True)
             for k, v in ratios.items():
                 if v:
                     say(f"# {op} {str(dtype).replace('torch.', '')}: {k} ÷ conveyor geometric mean "
