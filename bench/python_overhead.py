@@ -14,6 +14,8 @@ round over --rounds, per call:
   conveyor.Allreduce  the mpi4py-style call (recvbuf given)
   conveyor.allreduce  the NumPy-style call with out= (converts and checks more)
   mpi4py              comm.Allreduce (the MPI library's allreduce through mpi4py)
+  torch tensors       conveyor.Allreduce on torch CPU tensors of the same size
+                      (read by the extension itself; where torch is installed)
 overhead = conveyor.Allreduce - C++ (the issue's target: <= 2 us);
 vs binding = conveyor.Allreduce - C++ x1 (negative: cheaper than the minimal binding).
 Prints a markdown table on rank 0.
@@ -29,6 +31,10 @@ from conveyor import _conveyor
 from conveyor._mpi import comm_address
 
 COMM = MPI.COMM_WORLD
+try:
+    import torch
+except ImportError:
+    torch = None
 
 
 def round_seconds(fn, calls):
@@ -73,6 +79,13 @@ def main():
                 COMM.Allreduce(x, y, MPI.SUM)
 
         impls = {"C++": cpp, "C++ x1": cpp_one_at_a_time, "conveyor.Allreduce": mpi_style, "conveyor.allreduce": numpy_style, "mpi4py": mpi4py}
+        if torch is not None:
+            tx, ty = torch.ones(nbytes // 8, dtype=torch.float64), torch.empty(nbytes // 8, dtype=torch.float64)
+
+            def tensors(k):
+                for _ in range(k):
+                    conveyor.Allreduce(tx, ty, MPI.SUM, COMM)
+            impls["torch tensors"] = tensors
         for fn in impls.values():  # warm-up: auto settles its choice for this size
             fn(args.calls)
         samples = {name: [] for name in impls}
@@ -86,12 +99,13 @@ def main():
         print(f"Per-call time from Python, {COMM.Get_size()} rank(s), float64 sum; median of {args.rounds} rounds "
               f"of {args.calls} calls, us per call\n")
         print("| bytes | C++ | C++ x1 per Python call | conveyor.Allreduce | overhead | vs binding "
-              "| conveyor.allreduce(out=) | mpi4py Allreduce |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "| conveyor.allreduce(out=) | mpi4py Allreduce | conveyor.Allreduce, torch tensors |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for nbytes, m in rows:
+            tensors = f"{m['torch tensors']:.2f}" if "torch tensors" in m else "—"
             print(f"| {nbytes} | {m['C++']:.2f} | {m['C++ x1']:.2f} | {m['conveyor.Allreduce']:.2f} | "
                   f"**{m['conveyor.Allreduce'] - m['C++']:.2f}** | {m['conveyor.Allreduce'] - m['C++ x1']:.2f} | "
-                  f"{m['conveyor.allreduce']:.2f} | {m['mpi4py']:.2f} |")
+                  f"{m['conveyor.allreduce']:.2f} | {m['mpi4py']:.2f} | {tensors} |")
         if args.csv:
             with open(args.csv, "w") as f:
                 f.write("bytes,impl,us\n")
