@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor bench allreduce` and `conveyor bench overlap` (see allreduce_bench.hpp).
 //
 // Method (after nccl-tests and the OSU benchmarks): float32 sum; each rank's input

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor bench allreduce`: Conveyor's allreduce algorithms next to the stock
 // MPI_Allreduce of the MPI library it was built with, on the ranks of the job.
 #pragma once

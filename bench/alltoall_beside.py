@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The unmodified all-to-all loop with libconveyor_mpi preloaded, each sample
 timed twice in the same launch: once through MPI_ (served by Conveyor) and once
 through PMPI_ (the MPI library's own call), in alternating order

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Value and gradient of a fixed-support barycenter (issue "Optimal transport
 inside training loops"): conveyor.ot.barycenter on torch tensors (the engine,
 then implicit differentiation of its fixed point) beside POT's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.ot.barycenter against POT's ot.bregman.barycenter, per iteration,
 through the Python call, one thread each (OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1,
 set before NumPy loads), in the same run, with the one-read bound beside them.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """B small entropic OT problems between point clouds, each solved to convergence
 (minibatch OT): conveyor.ot.solve_sample_batch against ott-jax (Sinkhorn on
 PointCloud geometries under jax.vmap, jit-compiled) and POT 0.9.6's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared machinery for Conveyor's benchmarks: timing, robust statistics, cache
 // flushing, and one report format printed as a table and written as JSON / CSV.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Same-run comparison of two builds of Conveyor (e.g. a commit and its parent):
 the refactoring check of docs/architecture.md ("no regression beyond noise").
 

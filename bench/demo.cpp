@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor demo` (= `conveyor-bench demo`): a short tour of each engine next to what users would otherwise
 // use, on whatever ranks it was launched with (scripts/demo uses 2 local ranks).
 #include <mpi.h>

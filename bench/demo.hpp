@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor-bench demo`: a tour of the engines next to what users would otherwise use.
 #pragma once
 

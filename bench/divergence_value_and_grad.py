@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Value and gradient of the debiased Sinkhorn divergence between two point
 clouds, the call a training loop makes (issue "Optimal transport inside
 training loops"), Conveyor beside what its users would otherwise call, in the

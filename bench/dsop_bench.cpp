@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "dsop_bench.hpp"
 
 #include <mpi.h>

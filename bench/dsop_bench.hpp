@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor bench dsop`: the DSOP algorithms (and `auto`) on the ranks of the job,
 // with the paper's measurement rules: a barrier before each iteration, the time of
 // the slowest rank, the first iteration discarded; median, p10 and p90.

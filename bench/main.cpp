@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor-bench`: the benchmarks behind docs/results.md, each comparing Conveyor
 // with what users would otherwise use, in the same run. The `conveyor` tool's
 // `bench` and `demo` subcommands run this program (it lives beside the tool), so

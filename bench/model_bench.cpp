@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "model_bench.hpp"
 
 #include <mpi.h>

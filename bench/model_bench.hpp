@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor bench model`: the cost model checked against measurement, and the
 // model's tables for machines this project cannot run on.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """An unmodified mpi4py-fft program: PFFT forward + backward of an N^3 array, the
 way its users write it, for bench/preload_compare.py (with and without
 libconveyor_mpi preloaded; scripts/bench pfft).

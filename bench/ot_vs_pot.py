@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.ot.sinkhorn against POT's ot.sinkhorn, per iteration, through the
 Python call, one thread each, in the same run.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The plain-loop baselines, compiled -O3 once per SIMD target by Highway
 // (foreach_target) and run for Conveyor's active target: what a user's
 // `-O3 -march=<that CPU>` build of the same loop gives. A run with

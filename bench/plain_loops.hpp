@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The "plain C++ loop" baselines: what a user writes by hand, compiled -O3 for
 // the SIMD target Conveyor runs (plain_loops.cpp: one pass per Highway target, the
 // active target's used, as `-march=<that CPU>` would). They are the

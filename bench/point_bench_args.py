@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The arguments the point-cloud benchmarks share (bench/points_*.py): sizes,
 dimensions, dtypes, rounds and the two iteration counts whose time difference
 gives one iteration; and their rounds of child processes, variant by variant."""

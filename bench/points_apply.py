@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The plan of a point-cloud solve applied without forming it (P V, k values per
 point), beside one pass of the solver on the same clouds (what it should cost:
 the same n m pairs plus k FMAs each), one thread, in the same run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """loss.backward() through a point-cloud Sinkhorn loss on PyTorch CPU tensors:
 conveyor.ot.empirical_sinkhorn2 (implicit differentiation, no n x m matrix)
 beside POT's ot.bregman.empirical_sinkhorn2 on the same tensors (the cost matrix

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """What the plan weighted by its cost costs (plan_apply_options::cost_power, the
 p = 1 gradients' sums), and what the dot-product path's recomputation of
 distances near 0 costs the Euclidean solve: seconds per pass at n = m points

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Where the point-cloud kernel's dot-product path overtakes the difference path:
 seconds per Sinkhorn iteration (both passes) at n = m points uniform in the unit
 cube, per dimension, with CONVEYOR_POINTS_DOT_MIN_DIM forcing one path (1: dot

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Iterations of the point-cloud Sinkhorn solver with and without eps-scaling
 (conveyor.sinkhorn_points, one process): points uniform in [0, 1]^d and
 [0.3, 1.3]^d, uniform weights, L1 row-marginal tolerance tol; the annealed runs

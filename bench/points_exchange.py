@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Point-cloud Sinkhorn per iteration with each exchange: the other side's points
 round a ring (P steps, transfer overlapped with the work), gathered once per pass
 (one allgather), and the automatic choice (the ring's first pass measured against

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Point-cloud Sinkhorn over MPI ranks: seconds per iteration at n = m points
 (uniform in the unit cube, each rank drawing its n / P points of each cloud), one thread
 per rank, and the peak resident memory of each rank. Run under mpiexec at 1 and

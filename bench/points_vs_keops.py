@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Point-cloud Sinkhorn per iteration: Conveyor's online solver against KeOps
 (CPU backend, NumPy interface), ott-jax (PointCloud with batch_size, JAX on CPU)
 and POT's empirical_sinkhorn(isLazy=True), one core each, in the same run.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """An unmodified MPI program with and without libconveyor_mpi preloaded.
 
 run:    preload_compare.py run --config NAME --library LIB [--base-preload SO] [--rounds R]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`python3 bench/python_alltoall.py` under mpiexec: conveyor.Alltoallw against
 mpi4py's comm.Alltoallw (the MPI library's own), same arguments, same run, on
 mpi4py-fft's slab transfer (a local (N/P, N, N) complex128 array sent as P

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`python3 bench/python_bench.py` under mpiexec: Conveyor from Python next to
 what a Python user would otherwise call, in the same run — mpi4py's
 COMM.Allreduce (the MPI library's allreduce) and NumPy's in-place add

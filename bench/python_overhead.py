@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`python3 bench/python_overhead.py` under mpiexec: what the Python layer adds to
 one collective call, measured against the same C++ call in the same run.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One plot shared by the report scripts: a speed ratio against message size
 (log2 x axis), one line per configuration, with the 1.0 line (and an optional
 dashed target line)."""

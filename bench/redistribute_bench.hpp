@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor bench redistribute`: the tensor paper's case (a 5-D int32 tensor moved
 // between Cartesian process grids, every transport, the datatype transport being
 // the paper's baseline) and the relabeling comparison (bytes moved with none /

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor bench reduce` (see reduce_bench.hpp).
 //
 // Method, following the vector-reductions paper: for each (op, dtype) case and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor bench reduce`: local reduction throughput of Conveyor's kernels next to
 // MPI_Reduce_local of the MPI library Conveyor was built with, a plain loop
 // compiled -O3 for the active SIMD target (plain_loops.hpp), and memcpy, at every

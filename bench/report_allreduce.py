@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Markdown tables from `conveyor bench allreduce` / `overlap` CSV rows.
 
 One table per run (CSV file): median time per implementation and size, and each

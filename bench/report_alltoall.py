@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The all-to-all family with and without libconveyor_mpi (scripts/bench alltoall).
 
 usage: report_alltoall.py --preload CSV... --bounds CSV [--markdown OUT]

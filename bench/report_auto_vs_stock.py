@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Issue #14's table: Conveyor's `auto` against stock MPI_Allreduce, same run.
 
 usage: report_auto_vs_stock.py CSV... [--markdown OUT] [--plot PNG]

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The ceiling of `auto`: per size, the best of Conveyor's algorithms forced one
 by one, against stock MPI_Allreduce in the same rounds.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Turns the rows of scripts/bench dsop (bench/results/dsop-*.csv) into the tables
 of docs/results.md: per configuration and shape, every algorithm's median (p10-p90)
 in ms, its speedup over the MPI_Allreduce baseline, and how far `auto` is from the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Markdown tables from `scripts/bench model`'s CSV files (docs/results.md, "The
 cost model against measurement"):
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """mpi4py-fft's PFFT end to end with and without libconveyor_mpi (scripts/bench pfft).
 
 usage: report_pfft.py CSV... [--markdown OUT]

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Turns `conveyor bench reduce` CSV rows (one file per MPI build) into the
 markdown tables of docs/results.md and a GB/s-vs-size plot.
 

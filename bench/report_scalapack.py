@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Turns the rows of scripts/bench scalapack (bench/results/scalapack-*.csv) into
 the tables of docs/results.md and a plot: per rank count, for every matrix order,
 reference ScaLAPACK's median over Conveyor's (x > 1: Conveyor faster), cold (a

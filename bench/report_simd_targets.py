@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Turns `scripts/bench simd-targets` CSVs into markdown: AVX2 beside AVX-512 (AVX3)
 on one machine. Ratios are taken within one run (reduce: one process, targets in
 the same rounds) or within one round (the others: AVX3 and AVX2 processes back to

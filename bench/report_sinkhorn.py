@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Turns the rows of scripts/bench sinkhorn into the tables of docs/results.md.
 
 Inputs (in the results folder): sinkhorn-1x1.csv, sinkhorn-1x2.csv, sinkhorn-2x1.csv

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The wrapper's own cost, from `scripts/bench wrapper`: a Markdown table.
 
 Inputs:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Many small problems in one call: the debiased Sinkhorn divergence of B pairs
 of clouds (B, n, d), value and gradient in the points, with
 conveyor.ot.SamplesLoss on the batch (one engine call per softmin for all B

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor bench scalapack`: conveyor_pdgemr2d / conveyor_pdtran next to Debian's
 // reference ScaLAPACK pdgemr2d_ / pdtran_ on the same descriptors and data.
 #pragma once

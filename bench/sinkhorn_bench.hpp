@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor bench sinkhorn`: milliseconds per Sinkhorn iteration for every variant
 // on the ranks and threads of the job, next to the one-read-of-A bound measured on
 // the same matrix (bench/plain_loops.cpp). POT's time on the same input comes from

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """POT's Sinkhorn timed per iteration on the input of `conveyor bench sinkhorn`.
 
 The cost matrix is C_ij = frac(i * 0.6180339887498949 + j * 0.41421356237309515)

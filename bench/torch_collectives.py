@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """torch.distributed's collectives on CPU tensors, the conveyor backend
 (conveyor.torch) beside Gloo (PyTorch's CPU backend, a group of the same ranks
 in the same processes) and mpi4py on the same tensors (comm.Allreduce etc. on

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """A DDP training step on CPU ranks (issue "PyTorch training on CPU clusters"):
 the same model and data with its gradients averaged by Gloo (PyTorch's CPU
 backend), by the conveyor backend (conveyor.torch as DDP's process group), by a

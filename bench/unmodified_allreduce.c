@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* An unmodified MPI program: an OSU-style MPI_Allreduce loop in plain C and MPI,
  * with no Conveyor calls and no Conveyor headers. bench/preload_compare.py runs it
  * with and without libconveyor_mpi preloaded, alternating launches in rounds, and

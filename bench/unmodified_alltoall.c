@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* An unmodified MPI program: all-to-all loops in plain C and MPI, with no Conveyor
  * calls and no Conveyor headers. bench/preload_compare.py runs it with and without
  * libconveyor_mpi preloaded, alternating launches in rounds (bench/alltoall.sh).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // wrapper-cost: the CPU time Conveyor's repeated-shape allreduce adds to a call,
 // with the exchange itself taken out.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the library, headers, the CMake package (find_package(conveyor)) and a
 # pkg-config file (conveyor.pc).
 include(CMakePackageConfigHelpers)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Selects the MPI library. Debian installs Open MPI and MPICH side by side; each has
 # its own compiler wrappers (mpicxx.openmpi / mpicxx.mpich) and launcher
 # (mpiexec.openmpi / mpiexec.mpich). FindMPI interrogates the wrapper we name, so the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Warnings are on for everything we compile; the library itself builds clean.
 function(conveyor_set_warnings target)
   target_compile_options(${target} PRIVATE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by scripts/test, scripts/demo and scripts/bench: where builds go and how
 # to configure and build one MPI flavour.
 # shellcheck shell=bash

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor info`: what this build and this job look like.
 #include <mpi.h>
 #include <omp.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The `conveyor` command-line tool.
 //
 //   conveyor info                    build, MPI, SIMD and rank layout

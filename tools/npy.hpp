@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reading row blocks of a 2-D NumPy .npy file (format versions 1-3, little-endian
 // float32/float64, C order). Written here because the format is a few lines of
 // header parsing and no Debian C++ library reads it; every field is validated and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor sinkhorn`: solve one matrix-scaling or entropic-OT problem on the ranks
 // of the job, generated or read (each rank its own rows) from a .npy file, and
 // print iterations, error and time.

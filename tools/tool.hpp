@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Subcommands of the `conveyor` command-line tool. Each runs after MPI_Init and
 // returns the process exit code.
 #pragma once

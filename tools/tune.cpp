@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `conveyor tune`: measure the cost model and write it where Conveyor reads it.
 #include <mpi.h>
 

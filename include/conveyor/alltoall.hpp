@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The all-to-all of the Redistribute engine: MPI_Alltoallw's movement, with each
 // peer's part of the send and receive buffers described as byte boxes (what an
 // MPI datatype's type map flattens to: runs of contiguous bytes repeated along

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The collectives engine: allreduce and its two halves, reduce_scatter and
 // allgather(v), over any communicator, with Conveyor's vectorized kernels doing
 // every reduction.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The collective contract: how every collective entry point of Conveyor (C++, C
 // and Python) fails the same way on every rank instead of hanging the others.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Conveyor C API.
  *
  * Every function returns a conveyor_status (CONVEYOR_SUCCESS = 0) unless stated

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Everything in Conveyor's C++ API.
 #pragma once
 

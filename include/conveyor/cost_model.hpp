@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The cost model's parameters, shared by every engine's `automatic` choice:
 // latency and bandwidth within and between nodes, the local reduction and copy
 // speeds, the pipeline's segment and window (docs/algorithms.md). Defaults, or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Every enumeration of Conveyor's interfaces, listed once. The C constants
  * (conveyor.h: CONVEYOR_<prefix><SUFFIX>), the C++ enum classes (the headers conveyor/<engine>.hpp),
  * their names (the *_name and parse_* functions) and the strings the Python package

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Symbol visibility: the library is built with hidden visibility and exports
 // exactly what carries CONVEYOR_API.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conveyor's vocabulary in MPI terms, and Conveyor's kernels as MPI_Ops.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Node memory: memory the other ranks of this node can read directly. A buffer
 // allocated here lets the engines move it with one copy (the receiver reads the
 // owner's bytes straight into its own) instead of two (pack into a shared

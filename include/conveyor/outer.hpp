@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Distributed sum of outer products (DSOP): every rank i holds a_i (length N) and
 // b_i (length M); every rank ends with G = sum_i a_i b_i^T (N x M), or with its own
 // block of rows of G (`distributed`), which is what data-parallel training needs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The ground cost between two points of the point-cloud solvers
 // (conveyor/sinkhorn_points.hpp), in a header of its own without <mpi.h>: the
 // SIMD kernels that compute it include only this, so their translation unit (one

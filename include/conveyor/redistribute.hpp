@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Redistribute engine: move an N-D array (1 <= N <= 8 dimensions) between two
 // layouts over the ranks of a communicator, transforming it on the way:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Local (single-process) element-wise reductions: the kernels every Conveyor
 // collective is built on. Vectorized with Highway for every SIMD target of the CPU
 // family and dispatched at run time to the best one the CPU supports.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* ScaLAPACK drop-ins backed by Conveyor's Redistribute engine, with ScaLAPACK's
  * exact Fortran calling convention (every argument by pointer; descriptors of 9
  * integers; BLACS contexts). Library `conveyor_scalapack` (link it together with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Redistribute layouts straight from ScaLAPACK descriptors (library
 // conveyor_scalapack): for transforms the drop-ins in conveyor/scalapack.h do not
 // cover — any axis permutation, batches, Cartesian or custom targets, relabeling —

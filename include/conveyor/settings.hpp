@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every environment variable Conveyor reads, in one table (in the style of NCCL's
 // parameters): its name, default, meaning and when it is read. `conveyor info`
 // lists them with their current values. Code reads them only through setting(),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The SIMD target every kernel of the library runs (reductions, Sinkhorn, DSOP,
 // the transpose): one for the whole process, the best this CPU runs unless
 // CONVEYOR_SIMD_TARGET or set_simd_target() chose another.

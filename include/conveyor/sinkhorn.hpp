@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Distributed Sinkhorn–Knopp: matrix scaling and entropic optimal transport.
 //
 // Rows are block-partitioned across the ranks of a communicator: each rank passes

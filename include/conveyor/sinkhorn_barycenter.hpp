@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Entropic Wasserstein barycenter on a fixed support: iterative Bregman projections
 // (Benamou, Carlier, Cuturi, Nenna, Peyré 2015), POT's ot.bregman.barycenter.
 //

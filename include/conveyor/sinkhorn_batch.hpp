@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Many small entropic OT problems in one call (minibatch OT in training loops:
 // POT's ot.batch, ott-jax under vmap, GeomLoss's (B, N, D) batches).
 //

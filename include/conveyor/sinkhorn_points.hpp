@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Entropic optimal transport between two point clouds, the cost never stored.
 //
 // Given points x_1..x_n and y_1..y_m in R^d with weights a and b and a ground cost

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The shared vocabulary of every Conveyor engine: element types, reduction
 // operations, the error type, and the 16-bit floating-point scalar types.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Conveyor from Python: NumPy arrays in and out, communicators from mpi4py.
 
 The Python package: the Reduce engine's local reductions and allreduce, the

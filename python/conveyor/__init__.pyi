@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Type stubs of the package `conveyor` (checked by mypy and mypy.stubtest in
 # scripts/test: tests/python/installed_package.sh).
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.Alltoall, Alltoallv and Alltoallw: mpi4py's calls, with mpi4py's
 buffer specifications, moved by the Redistribute engine's all-to-all
 (conveyor/alltoall.hpp: the same entry libconveyor_mpi serves MPI_Alltoallw with).

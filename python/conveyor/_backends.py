@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Arrays of other libraries (JAX, PyTorch, ...) in conveyor.ot: the solvers
 compute on NumPy copies and hand results back through POT's backend for that
 library, when POT is installed."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """mpi4py as Conveyor's MPI front end: the check that both use one MPI library,
 and mpi4py objects (communicators, ops, datatypes) as the addresses of their
 MPI handles, the form the extension takes them in."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Entropic Wasserstein barycenters with POT's interface:
 
 - ``barycenter`` (``ot.bregman.barycenter``): the histogram on a fixed support

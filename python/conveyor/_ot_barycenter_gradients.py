@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Gradients through conveyor.ot.barycenter: the vector-Jacobian product of the
 fixed-support barycenter q with respect to the histograms A, the cost M and the
 weights w, by implicit differentiation of the fixed point of the iteration

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """POT's batch solvers (``ot.batch.solve_batch``, ``ot.batch.solve_sample_batch``,
 POT >= 0.9.6): many small entropic OT problems in one call, each solved to its
 own convergence by the engine's batch solver (``sinkhorn::transport_batch``,

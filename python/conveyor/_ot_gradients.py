@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Gradients of conveyor.ot's losses by implicit differentiation of the Sinkhorn
 fixed point (docs/algorithms.md, "Gradients"): the gradient of the value at
 convergence, from the plan alone, instead of POT's differentiation through the

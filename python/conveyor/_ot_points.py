@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Entropic OT between point clouds with POT's interface (``ot.bregman.
 empirical_sinkhorn``, ``empirical_sinkhorn2`` and
 ``empirical_sinkhorn_divergence``), computed by Conveyor's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The point-cloud losses through their cost matrix, where it fits in memory:
 what POT's ``empirical_sinkhorn`` family does with ``isLazy=False`` (its
 default) and GeomLoss's "tensorized" backend does below its size limit.

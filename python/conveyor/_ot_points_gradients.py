@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Gradients of the point-cloud loss L = <P, C(X, Y)> (``empirical_sinkhorn2``,
 squared Euclidean cost or the distance) with respect to the points and the weights, by implicit
 differentiation of the Sinkhorn fixed point (docs/algorithms.md, "Gradients of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """GeomLoss's ``SamplesLoss("sinkhorn", ...)`` between point clouds, computed by
 Conveyor's point-cloud engine (``softmin_points``: no N x M array, the clouds
 split over ``comm``), with the gradients GeomLoss gives.

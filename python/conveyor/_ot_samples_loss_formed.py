@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """``SamplesLoss``'s softmins on formed cost arrays: GeomLoss's "tensorized"
 backend, for p = 2 where the arrays fit (``backend="auto"`` or
 ``"tensorized"``).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """POT 0.9's unified entry point, ``conveyor.ot.solve``, for the problems
 Conveyor solves: entropic optimal transport between two histograms (``reg``
 given, ``reg_type`` "KL" or "entropy", balanced), by the log-domain Sinkhorn

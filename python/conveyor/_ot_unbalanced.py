@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Unbalanced entropic OT with POT's interface (``ot.unbalanced.sinkhorn_unbalanced``
 and ``sinkhorn_unbalanced2``, also ``ot.sinkhorn_unbalanced``), computed by
 Conveyor's log-domain Sinkhorn engine with KL penalties on the marginals.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Entropic optimal transport with POT's interface: ``conveyor.ot.sinkhorn`` and
 ``conveyor.ot.sinkhorn2`` take the arguments of ``ot.sinkhorn`` / ``ot.sinkhorn2``
 and return what they return, computed by Conveyor's Sinkhorn engine;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Type stubs of conveyor.ot (POT's sinkhorn / sinkhorn2).
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """``conveyor.torch``: Conveyor under ``torch.distributed``, for CPU tensors.
 
 Importing it registers the backend ``"conveyor"``:

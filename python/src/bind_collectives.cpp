@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Python bindings of the collectives (conveyor.allreduce, reduce_local, and the
 // mpi4py-style Allreduce, Reduce_scatter_block, Allgather over any buffer).
 #include <mpi.h>

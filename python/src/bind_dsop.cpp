@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Python bindings of DSOP (conveyor.outer_sum).
 #include <mpi.h>
 #include <nanobind/nanobind.h>

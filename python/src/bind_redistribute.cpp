@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Python bindings of the Redistribute engine (conveyor.Layout, conveyor.Plan,
 // and the all-to-all under conveyor.Alltoall / Alltoallv / Alltoallw).
 #include <mpi.h>

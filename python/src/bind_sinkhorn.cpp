@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Python bindings of the Sinkhorn engine (conveyor.sinkhorn, conveyor.ot).
 #include <mpi.h>
 #include <nanobind/nanobind.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The extension's bindings, one function per engine (module.cpp calls each).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The shared conversions of the Python extension (convert.hpp).
 #include "convert.hpp"
 

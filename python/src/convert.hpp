@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What every binding of the Python extension shares: NumPy arrays in and out,
 // Python values as C++ ones, the options dict, communicators from mpi4py, and
 // `convert`, which runs a conversion inside a collective call's local checks.

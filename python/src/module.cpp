@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Python extension `conveyor._conveyor` (nanobind): NumPy arrays in and out,
 // communicators (as handle addresses) from mpi4py. The Python-facing names and
 // docs are in python/conveyor/__init__.py. This file makes the module: the error

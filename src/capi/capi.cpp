@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The C API: thin wrappers that turn C++ exceptions into status codes plus a
 // per-thread message.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Schedule builders of the collective algorithms: ring reduce-scatter/allgather,
 // rank-ordered reduce-scatter, recursive doubling (run directly), Rabenseifner
 // and hierarchical. Each builder's steps, bytes on the wire and limits are stated

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Builders that turn one allreduce / reduce-scatter / allgather over a range of
 // elements into schedule rounds (see schedule.hpp). Each builder's comment gives
 // its steps, the bytes each rank sends, and its limits; docs/algorithms.md has the

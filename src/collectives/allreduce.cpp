@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Public entry points of the collectives: argument checks, validation, algorithm
 // choice, schedule building (algorithms.cpp) and execution (schedule.cpp).
 #include <algorithm>

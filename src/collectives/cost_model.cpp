@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The allreduce's cost model (cost_model.hpp).
 #include "collectives/cost_model.hpp"
 

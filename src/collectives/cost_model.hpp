@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The allreduce's cost model: alpha-beta-gamma predictions of the seconds each
 // algorithm takes (parameters: runtime/cost_model.hpp), and `auto`'s starting
 // choice, the cheapest. docs/algorithms.md derives every formula; the short forms,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `auto`'s measuring phase (measured_choice.hpp).
 #include "collectives/measured_choice.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `auto`, measured (CONVEYOR_ALLREDUCE_MEASURE, on by default). Per size class
 // (two per octave) of a communicator, the first calls alternate the candidates,
 // the order reversed every other round: the cost model's choice, the MPI

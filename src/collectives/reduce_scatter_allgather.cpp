@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // reduce_scatter and allgather(v) (conveyor/collectives.hpp): the two halves of
 // a ring allreduce, run as one schedule each (algorithms.hpp).
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Collective algorithms as data: a *schedule* is a list of rounds; a round posts
 // its sends and receives together and, once all of them completed, runs its local
 // steps (reductions, copies, chunk notifications). The executor runs many

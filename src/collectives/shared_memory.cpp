@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The shared_memory allreduce (see shared_memory.hpp).
 #include "collectives/shared_memory.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The shared_memory allreduce: ranks of one node reduce through one shared
 // segment instead of exchanging messages.
 //

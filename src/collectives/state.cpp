@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The collectives' per-communicator state (state.hpp): registered with the
 // runtime, made with each context.
 #include "collectives/state.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the collectives engine keeps per communicator, in the runtime context's
 // engine slot (runtime/context.hpp): working memory, the last allreduce's
 // schedules, `auto`'s last model choice and measured classes, the shared-memory

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // measure_cost_model: the numbers behind `conveyor tune`.
 //
 // alpha and beta of a link come from a ping-pong between two ranks (half the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal argument checks shared by every engine.
 #pragma once
 

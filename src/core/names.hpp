@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: enum <-> name tables of every engine's enums, from the lists of
 // conveyor/enums.h (one list per enum for C++, C and Python).
 #pragma once

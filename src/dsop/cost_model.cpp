@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DSOP's cost model (cost_model.hpp).
 #include "dsop/cost_model.hpp"
 

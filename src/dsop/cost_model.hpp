@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DSOP's cost model: alpha-beta-gamma predictions of the seconds each algorithm
 // takes (parameters: runtime/cost_model.hpp), and `auto`'s choice, the cheapest.
 // For G = the sum of P outer products, N x M, T-byte elements (an allgather of k

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DSOP's local compute (see outer_product_kernels.hpp), written once with Highway for every target.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "dsop/outer_product_kernels.cpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the local compute of DSOP, one table per element type and Highway target.
 #pragma once
 

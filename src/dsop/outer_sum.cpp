@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Distributed sum of outer products: G = sum over P ranks of a_i b_i^T (N x M).
 //
 // Per algorithm, with T-byte elements, rows split N = sum_p n_p (balanced), a

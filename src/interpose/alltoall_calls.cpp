@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libconveyor_mpi's all-to-all family: MPI_Alltoall, MPI_Alltoallv, MPI_Alltoallw
 // and (MPI-4 libraries) their MPI_Count forms, served by conveyor::alltoallw's
 // datatype form (conveyor/alltoall.hpp): each peer's part of either buffer as its

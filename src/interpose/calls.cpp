@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libconveyor_mpi: Conveyor under an unmodified MPI program, through the MPI
 // profiling interface. Preloaded (LD_PRELOAD) or linked before the MPI library, it
 // defines MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Reduce_scatter,

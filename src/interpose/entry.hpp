@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What every entry point of libconveyor_mpi shares: the per-thread state, the
 // screens that decide (alike on every rank) whether Conveyor serves a call, and
 // `serve`, which turns Conveyor's errors into MPI's. calls.cpp (reductions and

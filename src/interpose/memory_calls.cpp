@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libconveyor_mpi's MPI_Alloc_mem and MPI_Free_mem: allocations of at least
 // kNodeMemoryMinBytes come from node memory (conveyor/node_memory.hpp), so an
 // all-to-all whose send buffer is one of them moves each attached pair with one

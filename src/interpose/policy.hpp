@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libconveyor_mpi's settings (the CONVEYOR_MPI* entries of the runtime's settings
 // table, read once at the first intercepted call) and its counters, printed at
 // MPI_Finalize when CONVEYOR_MPI_REPORT=1.

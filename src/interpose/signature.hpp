@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What an MPI datatype and op mean to Conveyor, for libconveyor_mpi.
 //
 // Every rank of a collective must make the same decision (serve it with Conveyor,

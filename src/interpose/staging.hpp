@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Staging for libconveyor_mpi: data whose layout is not one contiguous run (vector,
 // indexed, struct, resized types, MPI_BOTTOM with absolute addresses) is copied to
 // and from a contiguous array of its leaf elements before and after Conveyor works

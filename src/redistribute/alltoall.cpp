@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // conveyor::alltoallw (conveyor/alltoall.hpp): the steps, bytes and limits are in
 // the public header. Here: how rows are walked, and the order of the exchange.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: cross-memory attach for alltoallw (redistribute/alltoall.cpp) between
 // ranks of one node. The receiver reads the sender's rows straight into its own
 // (Linux process_vm_readv, up to 1024 rows per side and call): one copy of every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The node-aware all-to-all (alltoall_by_nodes.hpp: steps, leaders, cost). Here:
 // the maps of the three steps and the stage's layout:
 //   [own node's blocks][pairs this rank sends: [source on A][destination on B]]

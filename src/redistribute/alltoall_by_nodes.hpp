@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The node-aware all-to-all (conveyor::alltoall_by_nodes and
 // conveyor::alltoallw_by_nodes, conveyor/alltoall.hpp): an all-to-all with one
 // message per ordered pair of nodes instead of one per pair of ranks.

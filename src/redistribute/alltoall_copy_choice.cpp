@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "redistribute/alltoall_copy_choice.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: per plan, how a sender moves its pairs within one node, chosen by
 // timing (redistribute/alltoall.cpp). Where every rank of the communicator is on
 // one node, each sender decides how each of its pairs moves and writes it in the

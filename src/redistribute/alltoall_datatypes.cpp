@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // alltoallw's datatype form (conveyor/alltoall.hpp): each peer's (count,
 // displacement, datatype) decoded into byte maps, then the byte-map form moves
 // them. Types whose layout is not read are packed by MPI into a staging buffer

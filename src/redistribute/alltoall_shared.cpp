@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "redistribute/alltoall_shared.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the all-to-all's small packages through a segment shared by the ranks
 // of one node (redistribute/alltoall.cpp), instead of MPI messages: the path the
 // MPI libraries' own small all-to-alls take, without a message per pair.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: alltoallw's byte-map form with the caller's own datatypes beside
 // the maps. The datatype form passes them when nothing was staged and the call
 // is not in place; a sender on one node may then move a pair as one MPI message

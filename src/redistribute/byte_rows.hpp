@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the rows of a byte map (conveyor/alltoall.hpp) in order, for the
 // all-to-all's pack, unpack and direct copies, and its cross-memory reads.
 #pragma once

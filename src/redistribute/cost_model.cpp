@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Redistribute's cost model (cost_model.hpp).
 #include "redistribute/cost_model.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Redistribute's cost model: the seconds each transport is predicted to take for
 // one rank's share of a plan (parameters: runtime/cost_model.hpp), and `auto`'s
 // choice, the cheapest for the slowest rank. With c = copy_beta; S, R, L the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: a 2-D block-cyclic layout read axis by axis. ScaLAPACK's layouts put
 // block (i, j) on grid position (row of i, column of j) and store it in the local
 // array at (local row of i, local column of j): owners and addresses are products

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "redistribute/datatype_cache.hpp"
 
 #include <atomic>

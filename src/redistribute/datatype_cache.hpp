@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Decoded datatype layouts kept across calls, so that a repeated all-to-all (an
 // FFT's every step) decodes its types once.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An MPI datatype as the byte boxes its type map flattens to (conveyor/alltoall.hpp),
 // for alltoallw's datatype form (alltoall_datatypes.cpp: libconveyor_mpi's
 // all-to-all calls and conveyor.Alltoallw): they move bytes, so any datatype

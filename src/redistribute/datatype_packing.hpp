@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Items of an MPI datatype whose layout datatype_layout does not read (F90
 // parameterized types, padded pairs such as MPI_SHORT_INT), moved as packed bytes
 // made by the MPI library itself: a send-receive to self, typed (buf, count, type)

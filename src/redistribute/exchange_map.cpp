@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The exchange map of a plan (exchange_map.hpp): addressing, packing, and building it.
 //
 // Building: for each transform, every rank walks its own source blocks and, per

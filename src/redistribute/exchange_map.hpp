@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the exchange map of a Redistribute plan — what moves where, independent of
 // how it moves. Built once by plan.cpp (enumerate, then one MPI_Allgather for the
 // peers' packing orders and the volume matrix); read by every transport

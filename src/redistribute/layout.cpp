@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Layouts: split points, owners and local storage (see conveyor/redistribute.hpp).
 // Cartesian and block-cyclic layouts answer every question by formula; only custom
 // layouts keep an owner table (the caller gave one).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Planning redistributions (conveyor/redistribute.hpp): validation agreed by every
 // rank, then the exchange map (exchange_map.hpp: which pieces move where, one
 // MPI_Allgather), the transport (transport.hpp: the cost model's choice for

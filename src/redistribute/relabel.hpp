@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: process relabeling (COSTA, section 4). Relabeling destination rank x
 // to y moves everything sent to x to y instead; with the cost w(i, j) of a byte
 // from i to j (0 for i = j), the gain is

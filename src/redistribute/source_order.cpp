@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Packing in source order (source_order.hpp).
 #include <algorithm>
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: every pack and local copy of one rank, in source-address order (the
 // one_sided and alltoallv transports). A plain loop over pieces reads each source
 // row once per piece it is cut into, which streams from memory at a fraction of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the transports of the Redistribute engine, one object per plan. The
 // plan owns the exchange map (exchange_map.hpp: what moves where) and one transport built
 // from it, which owns what that transport reuses on every execution (buffers, MPI

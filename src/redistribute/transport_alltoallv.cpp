@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The alltoallv transport (transport.hpp): every package packed (in source order,
 // source_order.hpp) into one buffer, one MPI_Alltoallv, then unpacked. Limit: MPI
 // counts are int, so all of a rank's packages together must stay below 2 GiB

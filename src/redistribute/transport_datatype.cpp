@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The datatype transport (transport.hpp), the tensor paper's baseline: one MPI
 // struct type per peer over the source blocks at absolute addresses, built once;
 // MPI walks it (no packing in Conveyor). Plain copies are received the same way

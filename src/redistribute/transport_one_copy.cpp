@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one_copy transport (transport.hpp): every byte that crosses ranks is copied
 // once, straight from the sender's source block into the receiver's destination
 // block (transformed on the way), through node memory (conveyor/node_memory.hpp)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one_sided transport (transport.hpp). Peers on my node: packed straight into
 // their segment of a shared window (MPI_Win_allocate_shared), synchronized point
 // to point by two counters at the start of every segment (no fences); peers on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The packed transport (transport.hpp): Irecv per peer; pack per peer + Isend;
 // local pieces copied (and transformed) directly; each package unpacked as soon as
 // all of its messages have arrived. Packages above 2^31 bytes go as several

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The pipelined transport (transport.hpp): pieces cut into slabs of the outermost
 // packed axis (at most chunk_bytes each), and packages sent in chunks of
 // >= chunk_bytes, round-robin over peers, so packing the next chunk overlaps

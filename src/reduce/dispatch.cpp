@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Argument checking and run-time selection of the kernel table.
 #include <algorithm>
 #include <atomic>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal to the reduce engine: the [op][dtype] table of element-wise reduction
 // kernels, one per SIMD target compiled by Highway (looked up through
 // runtime/simd_targets.hpp's for_target), and the active target's table. Other engines use the

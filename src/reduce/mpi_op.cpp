@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conveyor's kernels as MPI user-defined operations.
 //
 // MPI passes a user function no context pointer, so each (op, dtype) pair gets its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Element-wise reduction kernels for every (op, dtype) pair, written once with
 // Google Highway and compiled for every x86/Arm SIMD target it knows; the best
 // target the CPU supports is chosen at run time (see dispatch.cpp).

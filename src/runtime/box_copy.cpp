@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The N-D strided copy/transform kernel (box_copy.hpp). The innermost dimension
 // is the destination's; when both sides are contiguous there the row is a memcpy
 // (plain copies) or a vectorizable loop (the compiler sees unit strides).

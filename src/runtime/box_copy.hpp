@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one strided copy of the library (Redistribute's data movement; DSOP's
 // local transpose into column-major storage). Every pack, unpack,
 // local copy and transform is

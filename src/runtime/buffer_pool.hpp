@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Working memory that outlives the plan that used it: the packages of a
 // Redistribute plan go back to a process-wide pool when the plan is freed, and
 // the next plan takes them again. A cold sequence (ScaLAPACK's drop-ins planning

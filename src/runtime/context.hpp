@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The runtime's per-communicator state, shared by every engine: a private
 // duplicate of the caller's communicator (so Conveyor's messages can never match
 // the caller's; errors returned), node layouts, and one slot per engine that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The collective contract (include/conveyor/contract.hpp).
 //
 // The agreement record, reduced with MPI_MAX in one MPI_Allreduce:

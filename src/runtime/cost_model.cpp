@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The tune file every engine's cost model reads, and the terms they share
 // (cost_model.hpp).
 #include "runtime/cost_model.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The cost model's parameters (conveyor/cost_model.hpp: defaults, or the tune
 // file CONVEYOR_TUNE_FILE that `conveyor tune` writes) and the terms every
 // engine's alpha-beta-gamma model is built from. The runtime knows no engine:

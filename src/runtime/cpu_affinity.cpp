@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "runtime/cpu_affinity.hpp"
 
 #include <sched.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CPUs a process may run on, and what they allow when several ranks share a
 // node: how many OpenMP threads a rank may start, and whether a waiting rank may
 // spin.

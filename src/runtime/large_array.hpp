@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Storage for the big matrices an engine builds itself (the Sinkhorn kernel
 // K = exp(-C/eps)): uninitialized (the builder writes every element, so
 // std::vector's zero fill would be one wasted pass over memory) and, from 4 MiB

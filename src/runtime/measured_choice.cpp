@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The engine-independent parts of `auto`'s measuring (measured_choice.hpp).
 #include "runtime/measured_choice.hpp"
 

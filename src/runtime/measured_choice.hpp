@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `auto`, measured: how an engine chooses between its own path and the MPI
 // library's by timing both on the first calls of each size class of a
 // communicator (the allreduce: collectives/measured_choice.hpp; MPI_Alltoall:

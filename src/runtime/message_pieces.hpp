@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // MPI counts are `int`: a transfer above 2^31 - 1 units goes as consecutive pieces.
 // One helper for every engine (the collectives' schedules and blocking exchanges,
 // the Redistribute transports and puts, DSOP's baseline allreduce), so the piece

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Node memory (conveyor/node_memory.hpp, runtime/node_memory.hpp).
 //
 // An allocation is one memfd: a header page (magic, the process's token, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: node memory (conveyor/node_memory.hpp) as the engines see it — where a
 // buffer lies (an owner's allocation and offset, to send to a peer) and a peer's
 // allocation mapped into this process (kept while some plan or call holds it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared segments and flags (node_segment.hpp).
 #include "runtime/node_segment.hpp"
 

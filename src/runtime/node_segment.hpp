@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A segment of memory shared by the ranks of one node, for the engines that
 // exchange through shared memory instead of messages (the shared_memory allreduce,
 // the all-to-all's small packages), and the flags they hand chunks over with.

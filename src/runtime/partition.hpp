@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One rule for cutting n items into `parts` near-equal consecutive blocks, shared
 // by every engine: part k holds base + 1 items when k < n % parts, else base
 // (base = n / parts), so the first n % parts parts hold one more. The collectives'

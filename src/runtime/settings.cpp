@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "conveyor/settings.hpp"
 
 #include <mpi.h>

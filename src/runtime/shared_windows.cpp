@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The shared windows' registry (shared_windows.hpp).
 #include "runtime/shared_windows.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the memory of MPI shared-memory windows (MPI_Win_allocate_shared) as
 // the engines see it. Every rank of such a window maps the whole segment (its
 // own part and its neighbours'), each at its own address, from one shared file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The active SIMD target (simd_targets.hpp). Compiled once (no foreach_target):
 // it only asks Highway which targets exist and which this CPU runs.
 #include "runtime/simd_targets.hpp"

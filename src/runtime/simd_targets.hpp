@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The SIMD targets of every engine, in one place:
 //  - which targets the library was compiled for and which this CPU runs;
 //  - the ACTIVE target, one for the whole library (CONVEYOR_SIMD_TARGET or the best

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one tiled transpose kernel (box_copy.hpp uses it; so through it do Redistribute and DSOP), written once with
 // Highway for every SIMD target. box_copy's tiled path calls it for 8-byte
 // elements (float64, complex64, int64, ...) copied without scaling, and for

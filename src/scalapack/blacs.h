@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Internal: the four BLACS routines the drop-ins call (from the reference ScaLAPACK
  * library, which creates the contexts Conveyor is handed). */
 #ifndef CONVEYOR_SCALAPACK_BLACS_H

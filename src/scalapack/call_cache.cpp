@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "conveyor/settings.hpp"
 #include "scalapack/call_cache.hpp"
 

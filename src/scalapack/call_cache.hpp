@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The plans of recent ScaLAPACK drop-in calls, kept so that an application that
 // redistributes the same matrices every step plans once.
 //

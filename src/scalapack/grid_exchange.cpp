@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "scalapack/grid_exchange.hpp"
 
 #include <climits>

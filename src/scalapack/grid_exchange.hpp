@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What every ScaLAPACK drop-in call learns before it moves anything: one BLACS
 // sum-reduction over the processes of the call's context, in which each process
 // writes one row (its descriptors as it sees them, its world rank, its cache

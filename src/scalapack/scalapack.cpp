@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ScaLAPACK drop-ins (conveyor/scalapack.h) on the Redistribute engine.
 //
 // A call runs in three steps:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The fixed-support entropic barycenter (conveyor/sinkhorn_barycenter.hpp): the
 // contract, then one of two iterations over this rank's rows of C.
 //

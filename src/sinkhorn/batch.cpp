@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Many small entropic OT problems in one call (conveyor/sinkhorn_batch.hpp): each
 // problem on one thread, to its own convergence, by the point-cloud solver's
 // iteration. The passes come from the dense engine's row kernel (exp_row over a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Entropic optimal transport: the plain kernel (scaling of K = exp(-C/eps) by the
 // shared iteration in scaling.cpp) and the log-domain iteration on potentials.
 //

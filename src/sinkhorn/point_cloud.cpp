@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Entropic OT between point clouds (conveyor/sinkhorn_points.hpp): the log-domain
 // Sinkhorn iteration with the cost recomputed by point_kernels, the other side's
 // points brought by block_ring.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The point-cloud Sinkhorn kernel (point_kernels.hpp), written once with Google
 // Highway and compiled for every target it knows.
 //

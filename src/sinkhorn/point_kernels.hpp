@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the SIMD kernel of the point-cloud Sinkhorn solver (point_cloud.cpp):
 // a block of ground costs recomputed from the points and folded into running
 // log-sum-exps, one table per element type and Highway target.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What users do with the plan of a point-cloud solve without forming it
 // (conveyor/sinkhorn_points.hpp): apply_plan_points, out = P V or P^T V; and
 // softmin_points, the same pass with a column of ones put before V: its sum

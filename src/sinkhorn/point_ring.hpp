@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the ring that carries one side of a point-cloud problem round the
 // ranks, so that every rank meets every block of the other side's points.
 //

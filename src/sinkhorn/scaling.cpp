@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Matrix scaling: the fused kernel, the paper's three in-place variants, and the
 // public scale / scale_in_place entry points (steps and costs in scaling.hpp).
 #include "sinkhorn/scaling.hpp"

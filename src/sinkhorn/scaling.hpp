@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the distributed Sinkhorn–Knopp iteration, shared by matrix scaling and
 // the plain-kernel OT front end.
 //

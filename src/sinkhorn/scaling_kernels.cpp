@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // SIMD kernels of the Sinkhorn engine (see scaling_kernels.hpp), written once with Google
 // Highway and compiled for every target it knows; the runtime's active target
 // picks the table. Loops run whole vectors, then a tail of 1-lane vectors

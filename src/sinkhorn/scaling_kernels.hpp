@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internal: the SIMD kernels of the Sinkhorn engine, one table per element type
 // and Highway target. Every pointer is unaligned-safe; lengths may be zero.
 #pragma once

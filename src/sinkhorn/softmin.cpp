@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The softmin on a formed cost array (conveyor/sinkhorn.hpp, sinkhorn::softmin):
 // GeomLoss's "tensorized" update, lse_i = LSE_j (h_j - C_ij / eps), one row at a
 // time by the dense solver's exp_row (the log domain's row pass), rows over the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """`conveyor sinkhorn` end to end: .npy files good and bad, under mpiexec.
 
 Usage: test_sinkhorn_cli.py <conveyor tool> <mpiexec> [mpiexec flags...]

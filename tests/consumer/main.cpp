@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Built against an installed Conveyor (CMake package and pkg-config).
 #include <conveyor/conveyor.h>
 #include <conveyor/conveyor.hpp>

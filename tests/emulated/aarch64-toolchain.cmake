@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Cross build for aarch64 with Debian's cross toolchain (crossbuild-essential-arm64)
 # against arm64 Highway, MPICH and GoogleTest unpacked into a sysroot
 # (tests/emulated/aarch64.sh makes it). Programs, try_run probes and CTest run

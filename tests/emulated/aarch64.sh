@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Conveyor on aarch64: a cross build (Debian's crossbuild-essential-arm64) against
 # Debian's arm64 Highway, MPICH and GoogleTest, run under qemu-aarch64 with NEON
 # only and with SVE at several vector lengths, where code that assumes a fixed lane

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Every SIMD target this machine runs, forced the way users force one
 # (CONVEYOR_SIMD_TARGET), natively: the allreduce, Sinkhorn, DSOP and Redistribute
 # MPI tests at 2 ranks once per runnable target. (The unit tests already run every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Mutation check of tests/emulated/x86_cpu_levels.sh: that step must fail when a
 # SIMD target's kernel table is built while the library loads (the bug of issue
 # 25: every program linking Conveyor died with SIGILL on CPUs without AVX-512).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Conveyor on x86-64 CPUs that lack this machine's SIMD features, under qemu-user
 # (Debian's QEMU 7.2; its TCG runs SSE2 through AVX2, not AVX-512). Proves that the
 # library loads and runs with no instruction the CPU lacks (docs/architecture.md,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* FFTW-MPI's distributed transposes (fftw_mpi_plan_many_transpose, Debian's
  * libfftw3-mpi) run as an unmodified program, checked element by element against
  * the serial transpose. FFTW's planner picks among its transpose algorithms

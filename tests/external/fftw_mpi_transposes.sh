@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # FFTW-MPI's distributed transposes (fftw_mpi_plan_many_transpose from Debian's
 # libfftw3-mpi-dev) with libconveyor_mpi preloaded and the all-to-all calls served
 # (CONVEYOR_MPI_CALLS=all), each result checked against the serial transpose by

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # GeomLoss's own tests of its OT solvers (geomloss.ot.solve / solve_batch /
 # solve_sample: test_ot_solve_matrix.py, test_ot_solve_sample.py), read-only from
 # ../shared/peers/geomloss/tests, with Conveyor's solvers in place of GeomLoss's

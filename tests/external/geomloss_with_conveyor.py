@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A pytest plugin that runs GeomLoss's own tests of geomloss.ot (its property
 tests test_ot_solve_matrix.py and test_ot_solve_sample.py, read-only from
 ../shared/peers/geomloss/tests) with Conveyor's solvers in place of GeomLoss's

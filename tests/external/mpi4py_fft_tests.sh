@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # mpi4py-fft's own tests, unmodified, with libconveyor_mpi preloaded: its pencil
 # and slab transfers are one MPI_Alltoallw with subarray datatypes each, the case
 # the all-to-all family was built for.

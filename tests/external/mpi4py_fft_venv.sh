@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A venv with mpi4py-fft built from its PyPI source distribution (pypi_sdist.sh),
 # over Debian's NumPy, Cython and FFTW: `pip install --no-build-isolation` in a venv
 # with the system's site-packages. Its FFTW extension does not link MPI, so one

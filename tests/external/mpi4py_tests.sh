@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # mpi4py's own test suite, unmodified, with libconveyor_mpi preloaded, at 1 and 3
 # ranks on Open MPI and 2 on MPICH (every count 1-3 on both under --scale).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # MPICH's own collective tests (test/mpi/coll), unmodified, with libconveyor_mpi
 # preloaded: on Open MPI at 1, 2, 3 and 5 ranks, on MPICH at 3 and 4 (each count on
 # both MPIs under --scale; CONVEYOR_TEST_SCALE set).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The verdict per test that the plugins running other projects' own test
 suites with Conveyor substituted print (pot_with_conveyor.py,
 geomloss_with_conveyor.py): the summary lines the shell scripts read, a failed

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ScaLAPACK's own PBLAS level-3 testers (xdpblas3tst, xzpblas3tst) with their
 # P?GEADD / P?TRADD transpositions sent to Conveyor's p?tran, p?tranu, p?tranc.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Test-side shim for ScaLAPACK's PBLAS level-3 testers (tests/external/pblas_testers.sh).
  *
  * The testers do not call p?tran, but their P?GEADD and P?TRADD with TRANS = 'T'

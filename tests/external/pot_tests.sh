@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # POT's own tests of its Bregman / Sinkhorn solvers (test/test_bregman.py), of its
 # unified entry points ot.solve / ot.solve_sample (test/test_solvers.py, POT >= 0.9;
 # its Gromov-Wasserstein tests, which never reach Conveyor, left out) and of its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A pytest plugin that runs POT's own Bregman / Sinkhorn tests with conveyor.ot
 in place of POT's Sinkhorn (tests/external/pot_tests.sh loads it with -p).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Fetches and unpacks one source distribution from PyPI, its sha256 checked.
 #
 # Reads PEP 503's simple index (the sdist's link carries its sha256) and fetches

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Inputs of our own for ScaLAPACK's REDIST testers (GEMR2D.dat / TRMR2D.dat format).
 
 The upstream inputs use grids of up to 2 x 2 with source processes 0 and square

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ScaLAPACK's own REDIST testers (x{s,d,c,z,i}gemr, x{s,d,c,z,i}trmr) against
 # Conveyor's Cp?gemr2d / Cp?trmr2d.
 #

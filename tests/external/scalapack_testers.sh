@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ScaLAPACK's own testers against Conveyor's drop-ins, unmodified.
 #
 # Debian's scalapack-mpi-test package ships ScaLAPACK's solver testers prebuilt for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the scripts that run ScaLAPACK's own testers against Conveyor
 # (scalapack_testers.sh, scalapack_redist_testers.sh, pblas_testers.sh), which
 # all take: <openmpi|mpich> <build-dir> <work-dir>.

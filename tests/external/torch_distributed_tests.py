@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """PyTorch's own distributed tests (torch.testing._internal.distributed.
 distributed_test.DistributedTest._DistTestBase, from the installed torch) on
 the "conveyor" backend, every rank a process of this mpiexec job.

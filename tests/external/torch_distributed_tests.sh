@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # PyTorch's own distributed tests (DistributedTest._DistTestBase from the installed
 # torch: Debian's python3-torch) on the "conveyor" backend, every rank a process of
 # one mpiexec job: tests/external/torch_distributed_tests.py (which says how, and

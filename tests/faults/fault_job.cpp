@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The job tests/faults/run_faults.py kills, starves or abandons mid-call.
 //
 //   fault_job ENGINE MODE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Preloaded into tests/faults/fault_job by run_faults.py, for Conveyor's own
  * shared segments (memfd_create or shm_open with a name containing "conveyor");
  * every other call passes straight through.

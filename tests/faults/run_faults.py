@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Kills, abandons and starves MPI jobs in the middle of Conveyor's calls (issue 27).
 
     run_faults.py --job BUILD/tests/fault_job --ranks 4 -- MPIEXEC [FLAGS...]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Soak (issue 27): N mixed calls on every rank, then a summary.
 //
 //   conveyor_soak CALLS

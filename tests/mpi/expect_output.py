@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Runs a command and checks its exit status and combined output.
 
 usage: expect_output.py <0|1> <regex> -- command...

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CONVEYOR_SIMD_TARGET as ranks see it: each rank reads its own environment, so
 // the launcher may give ranks different values (tests/CMakeLists.txt runs this
 // program with one rank's value changed at a time, through MPMD launches).

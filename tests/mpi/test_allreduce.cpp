@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conveyor's collectives at every rank count CTest runs them with (1-6): every
 // algorithm (and emulated node layouts for the hierarchical one) x element counts
 // {0, 1, P-1, P, prime, 10^6} x dtypes/ops x in-place/out-of-place. Integer results

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libconveyor_mpi's MPI_Alltoall, MPI_Alltoallv and MPI_Alltoallw, linked ahead of
 // the MPI library. The oracle is the MPI library's reading of the datatypes: every
 // case runs once through the interposed MPI_ entry point and once as MPI_Pack of

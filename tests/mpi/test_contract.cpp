@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The collective contract under a bad-input sweep (issue: "one contract for every
 // collective entry point"). Each case gives a bad argument to ONE rank only, each
 // rank in turn, through the C++ or the C interface: every rank must fail within

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The engines share one partition rule (src/runtime/partition.hpp): the row block a
 // rank holds of a distributed Sinkhorn plan or of a distributed DSOP result is its
 // block of a Cartesian layout with grid {P, 1}. So both results go straight into a

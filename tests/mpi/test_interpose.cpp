@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libconveyor_mpi under plain MPI calls. This program is linked with the library
 // ahead of the MPI library, so every MPI_Allreduce, MPI_Reduce_scatter(_block),
 // MPI_Allgather(v) and MPI_Reduce_local below (and the test harness's own) goes

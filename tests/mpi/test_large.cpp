@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Counts beyond 2^31 elements (MPI's int counts): an int8 allreduce of 2^31 + 17
 // elements, which Conveyor must split into messages MPI accepts, and a
 // redistribution of an int8 array of 2^31 + 17 elements whose packages exceed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // conveyor::mpi_op inside the MPI library's own collectives, for every supported
 // (op, dtype) pair. Inputs are chosen so every reduction order gives the same bits
 // (integers; small integers for float sums; powers of two for float products;

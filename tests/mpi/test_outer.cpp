@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // DSOP at every rank count CTest runs it with (1-6): every algorithm x shapes with
 // N != M, N < P, N not divisible by P, N = 0, M = 0 x float32/float64 x row/column
 // major x full and distributed results, against a direct reference. Inputs are small

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Redistribute engine at 1-6 ranks: random N-D layouts (1-D...5-D, random
 // splits, owners, per-block storage order and padding), random axis permutations,
 // alpha/beta (beta = 0 over a NaN-filled destination), every transport, batched

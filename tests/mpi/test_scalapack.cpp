@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // conveyor_p?gemr2d / conveyor_p?tran against Debian's reference ScaLAPACK (the
 // oracle) on many descriptor combinations: grid shapes and orders, block sizes,
 // source processes, submatrix offsets, A and B on different grids and on different

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Link-time interposition: this program calls ScaLAPACK's own pdgemr2d_ and is
 // linked with conveyor_scalapack_compat ahead of ScaLAPACK, so the call must land
 // in Conveyor (checked with dladdr) and give what reference ScaLAPACK's C entry

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Distributed Sinkhorn at every rank count CTest runs it with (1-4): matrix scaling
 // (every variant, f32/f64, square and rectangular, balanced and uneven row blocks
 // including a rank with no rows, 1 and 2 threads, every SIMD target) and entropic OT

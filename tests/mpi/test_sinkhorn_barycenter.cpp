@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The fixed-support barycenter (conveyor/sinkhorn_barycenter.hpp) at every rank
 // count CTest runs it with (1-5): against a dense transcription of POT's two loops
 // (barycenter_sinkhorn, _barycenter_sinkhorn_log) run in one process, with uneven

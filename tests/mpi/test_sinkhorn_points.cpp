@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Point-cloud Sinkhorn (conveyor/sinkhorn_points.hpp) at every rank count CTest
 // runs it with (1-5): against a dense log-domain reference that forms C (same
 // iteration, same order), against the dense engine's log-domain solver; n != m,

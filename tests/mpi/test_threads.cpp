@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Threads (issue 27). Two CTest entries run this program:
 //   threads.multiple (CONVEYOR_TEST_THREAD_LEVEL=multiple): the Threads tests,
 //     where three threads call the engines at once, each on its own communicator;

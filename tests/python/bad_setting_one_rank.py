@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Run under mpiexec (CTest points_dot_min_dim_bad_on_one_rank): the last rank
 alone sets CONVEYOR_POINTS_DOT_MIN_DIM to a bad value before its first
 point-cloud solve; every rank must raise the same error naming the variable

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Python package as its users get it: `python3 -m pip wheel .` (the build
 # `pip install .` runs) installed into a fresh virtual environment, then the
 # Python tests against that installed copy under mpiexec (Open MPI: 1 and 3 ranks;

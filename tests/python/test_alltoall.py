@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.Alltoall / Alltoallv / Alltoallw with mpi4py's argument conventions,
 against mpi4py's own calls with the same arguments (the MPI library's
 all-to-all): every buffer specification form, MPI.IN_PLACE, sparse and uneven

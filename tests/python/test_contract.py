@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The collective contract from Python, under mpiexec: each bad argument is given
 to ONE rank only, each rank in turn. Every rank must raise, within seconds, the
 same exception type with the same message (naming the bad rank when only that

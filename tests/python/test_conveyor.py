@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Python package under mpirun (CTest runs it at 1 and 2 ranks, both MPIs):
 results against NumPy on every dtype and op, in place, every algorithm, and
 errors. Every rank runs every test; collective calls happen in the same order."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Every example in the public docstrings runs and prints what it shows
 (doctest), and every public function and class has a numpydoc-style docstring."""
 import doctest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One vocabulary across C++, C and Python (issue: "every option of every engine
 reaches all three interfaces").
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.Allreduce / Reduce_scatter_block / Allgather with mpi4py's argument
 conventions, on any buffer: NumPy arrays, buffer specifications with MPI
 datatypes, MPI.IN_PLACE, memoryview / bytearray, DLPack-only objects (float32 from

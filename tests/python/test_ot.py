@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.ot against POT itself (the POT installed beside it): the same plans,
 losses, iteration counts, log entries and warnings on POT's own kind of test
 problems; then what POT cannot do: the problem spread over ranks (`comm`)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.ot.barycenter and free_support_sinkhorn_barycenter against POT, at
 any rank count (run under mpiexec): the dense engine's rows of M split over the
 ranks, the point-cloud engine's points split over them; the same barycenter as

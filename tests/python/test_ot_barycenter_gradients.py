@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Gradients through conveyor.ot.barycenter (issue "Optimal transport inside
 training loops"): torch tensors and JAX arrays, differentiated by implicit
 differentiation of the barycenter's fixed point (_ot_barycenter_gradients.py).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.ot.solve_batch / solve_sample_batch: many small OT problems in one
 call (issue "Optimal transport inside training loops", item 4).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Gradients through conveyor.ot (issue "Optimal transport inside training
 loops"): sinkhorn2's loss differentiated by implicit differentiation of the
 Sinkhorn fixed point (conveyor/_ot_gradients.py), checked against central finite

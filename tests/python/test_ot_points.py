@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.ot.empirical_sinkhorn / empirical_sinkhorn2 (the point-cloud solver)
 against POT's lazy solver (the POT installed beside it): the same potentials,
 iteration counts, errors and losses; then the problem spread over ranks with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Gradients of the point-cloud losses (issue "Optimal transport inside training
 loops"): conveyor.ot.empirical_sinkhorn2 and empirical_sinkhorn_divergence on
 torch tensors / JAX arrays, differentiated in the points and the weights by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.ot.SamplesLoss, GeomLoss's Sinkhorn divergence between point clouds,
 on the point-cloud engine and on formed cost arrays (backend "online" and
 "tensorized"; issue "Optimal transport inside training loops").

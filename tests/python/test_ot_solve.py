@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.ot.solve, POT 0.9's unified entry point for entropic problems: its
 results against POT's own ot.solve (where the installed POT has it: 0.9.5 in
 scripts/test's pip venvs; Debian's 0.8.2 has none, so there the comparison is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.ot.sinkhorn_unbalanced / sinkhorn_unbalanced2 against POT's (the POT
 installed beside it: 0.9.x with the same iteration, or Debian's 0.8.2, whose
 start and kernel differ, compared at convergence); then the rows spread over

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Gradients through the unbalanced losses (issue "Optimal transport inside
 training loops"): conveyor.ot.sinkhorn_unbalanced / sinkhorn_unbalanced2 and
 ot.solve(unbalanced=...) on PyTorch tensors and JAX arrays, differentiated by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.Layout / conveyor.Plan under mpiexec (1-3 ranks, both MPIs): a
 block-cyclic matrix (ScaLAPACK storage) transposed and scaled into Cartesian row
 blocks and back, every transport, executed repeatedly; an N-D Cartesian axis

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Sinkhorn / entropic OT and the distributed sum of outer products from Python,
 under mpiexec (1-3 ranks, both MPIs): results against NumPy computed on every
 rank from the same seeded data; every DSOP algorithm; errors."""

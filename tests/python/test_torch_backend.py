@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """conveyor.torch: the "conveyor" torch.distributed backend and the DDP hooks,
 against Gloo (PyTorch's CPU backend, in the same processes) and against values
 computed from what every rank passed: every collective, dtype and ReduceOp it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The oracle of the gradient tests (test_ot_gradients.py, test_ot_solve.py): the
 log-domain Sinkhorn loop in jax.numpy, unrolled with lax.fori_loop, which JAX
 differentiates through its iterations as POT does."""

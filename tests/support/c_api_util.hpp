@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The C API's transform and redistribution options for the C++ tests that call
 // the C API: initialized to their defaults (conveyor_*_init), then the fields
 // every such test sets.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GoogleTest main for MPI tests. Every rank runs every test. Rank 0 prints the
 // usual report; other ranks print only their failures, prefixed with the rank.
 // After each test the ranks agree on who failed, and rank 0 names them, so a

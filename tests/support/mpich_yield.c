@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Test support for oversubscribed MPICH (ch4:ucx): LD_PRELOADed by CTest.
  *
  * With more ranks than cores, a rank waiting in MPICH's progress loop spins for a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Scalar reference semantics for every (op, dtype), written for clarity, not speed,
 // and independently of the SIMD kernels. Shared by the unit and MPI tests.
 #pragma once

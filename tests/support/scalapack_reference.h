@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Test and benchmark support: the prototypes of BLACS and reference ScaLAPACK (the
  * oracle of the tests, the baseline of the benchmark). Fortran routines take every
  * argument by pointer. */

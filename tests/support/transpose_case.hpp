@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A Redistribute case the soak and thread tests share: an n x n float64 matrix,
 // A(r, c) = r * n + c, held in row blocks (Cartesian P x 1, balanced_rows) and
 // transposed into column blocks (1 x P), where every rank checks its part of A^T.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* The C API used from C99: the header must compile as C and the calls must work. */
 #include <conveyor/conveyor.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The C API from C++: status codes, messages, and agreement with the C++ API.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The tune file: format/parse round trip and clear errors on bad input.
 #include <gtest/gtest.h>
 

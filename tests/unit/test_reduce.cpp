@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The reduction kernels against the scalar reference: every (op, dtype) pair,
 // every SIMD target this CPU runs, every length 0..1000 plus large ones, unaligned
 // pointers, in-place use, NaN/Inf/-0, integer wrap-around, half-precision rounding.

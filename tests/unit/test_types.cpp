@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The shared vocabulary: dtype/op tables, names, support matrix, 16-bit floats.
 #include <gtest/gtest.h>
 
