@@ -33,8 +33,8 @@ struct cost_model {
   // Messages larger than this go in pieces of this size, all posted at once, so
   // no piece waits for the transport's rendezvous handshake (0: whole messages).
   // `conveyor tune` measures which is faster. Defaults: what it measured on this
-  // project's machines -- MPICH 4.0's shared memory 8 KiB pieces (a 12 KiB message
-  // took ~3x an 8 KiB one), Open MPI 4.1's whole messages (pieces were slower).
+  // project's machines -- MPICH 4.0's shared memory 8 KiB pieces, Open MPI 4.1's
+  // whole messages (docs/algorithms.md, "Pieces below the eager limit").
 #if defined(MPICH_VERSION)
   std::size_t intra_piece_bytes = 8192;
 #else

@@ -159,8 +159,9 @@ def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", determinist
     """
     # The common case (NumPy arrays, an `out` of the same dtype and size, every
     # option at its default) takes conveyor.Allreduce's C++ path: building the
-    # options and the front end's call cost ~2 us per call (1 KiB, 2 ranks), more
-    # than the allreduce. Anything it does not take goes the full way below.
+    # options and the front end's call cost more than a small allreduce itself
+    # (docs/results.md, "Per-call overhead of the Python layer"). Anything it does
+    # not take goes the full way below.
     if (out is not None and algorithm == "auto" and not deterministic and not validate and segment_bytes is None
             and ranks_per_node is None and isinstance(send, np.ndarray) and isinstance(out, np.ndarray)
             and send.dtype == out.dtype and send.size == out.size):

@@ -93,8 +93,9 @@ void run_buffer_collective(buffer_collective kind, const raw_buffer& send, const
 // mpi4py communicator. Anything else (buffer specifications, DLPack-only objects
 // such as PyTorch or JAX arrays, bfloat16, op names, a buffer the protocol
 // refuses) returns false and goes the general way, which also words the errors.
-// Why: nanobind's ndarray import costs ~0.2 us per array and the Python wrapper
-// ~0.5 us; the buffer protocol ~0.04 us per array (docs/results.md, "Python").
+// Why: the buffer protocol gives a buffer in one call, where nanobind's ndarray
+// import and the Python wrapper each cost several times more (docs/results.md,
+// "Per-call overhead of the Python layer").
 struct mpi_style_objects {
   PyObject* in_place = nullptr;
   PyObject* world = nullptr;
@@ -175,8 +176,9 @@ bool buffer_of(const held_buffer& b, raw_buffer& out) {
 // --- PyTorch CPU tensors without DLPack (conveyor.Allreduce & co., and the
 // "conveyor" torch backend): torch.Tensor and its dtypes, registered once torch
 // is imported (conveyor/_mpi.py). A tensor is read from its own attributes and
-// methods (~0.04 us each) where nanobind's DLPack import takes ~1 us (torch's
-// __dlpack__ in Python); anything unusual declines to the general path, which
+// methods, cheaper than torch's __dlpack__, which runs in Python
+// (docs/results.md, "Per-call overhead of the Python layer"); anything unusual
+// declines to the general path, which
 // also words its errors (a tensor that requires grad, on another device, not
 // contiguous, sparse, with its negative bit set, complex, empty).
 struct torch_objects {
@@ -280,8 +282,9 @@ void bind_array_collectives(nb::module_& m) {
         // The front end's call is closed before the entry point runs when nothing
         // is to be agreed (validate off: the entry's call would only throw this
         // rank's own problems, and the front end calls it only without any): an
-        // open call keeps the entry off its repeated-shape fast path, which cost
-        // ~2 us per call at 1 KiB on 2 Open MPI ranks.
+        // open call keeps the entry off its repeated-shape fast path, which is
+        // most of a small call's time (docs/results.md, "Per-call overhead of the
+        // Python layer").
         std::optional<conveyor::collective_call> front(std::in_place, "allreduce", c);
         conveyor::collective_call& call = *front;
         py_input in;

@@ -84,8 +84,7 @@ allreduce_algorithm choose_allreduce(std::size_t bytes, int size, const node_lay
   }
   // One node, and P n up to kSharedMemoryMaxBytes: every rank reads all P inputs,
   // so beyond small messages the message-based algorithms move less memory
-  // (measured before it was written, 2 and 4 ranks: 1.5-18x the MPI libraries up to
-  // 4 KiB, 0.79-1.57x at 16 KiB).
+  // (docs/results.md, "Launched as users launch them": where shared_memory wins).
   if (layout.nodes == 1 && size > 1 && bytes * static_cast<std::size_t>(size) <= kSharedMemoryMaxBytes) {
     const double t = predict_allreduce(allreduce_algorithm::shared_memory, bytes, size, layout, segment_bytes, p);
     if (t < best_t) best = allreduce_algorithm::shared_memory;

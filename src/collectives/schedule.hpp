@@ -7,8 +7,8 @@
 // overlaps chunk c+1's intra-node stage.
 //
 // Message pieces: a transfer larger than the transport's eager limit waits for a
-// rendezvous handshake (MPICH 4.0's shared memory: ~5 us above 8 KiB per message,
-// measured). Cut into pieces of at most the piece size, all posted at once, every
+// rendezvous handshake (docs/algorithms.md, "Pieces below the eager limit").
+// Cut into pieces of at most the piece size, all posted at once, every
 // piece goes eagerly. The piece size per link level comes from the cost model
 // (`conveyor tune` measures it; 0 = whole messages) -- see piece_rule.
 //
@@ -34,12 +34,10 @@ struct node_layout;
 /// How a message to `peer` of `bytes` is cut: in pieces of the model's piece size
 /// (intra for a peer on this rank's node of `layout`, inter otherwise) when that
 /// makes at most kPiecesPerMessage pieces; whole otherwise (up to kMaxMessageBytes
-/// per message), and whole when the model's size is 0. Above that the handshake
-/// (~5 us on MPICH's shared memory) is a small part of the message's time and the
-/// pieces' own overhead is not: 2-rank MPICH, 256 KiB - 8 MiB, ring and Rabenseifner
-/// ran 1.05-1.3x faster than MPICH's allreduce with whole messages and up to 1.4x
-/// slower in 8 KiB pieces. Every rank uses the same model, so sender and receiver
-/// cut a message alike.
+/// per message), and whole when the model's size is 0. Above that the rendezvous
+/// handshake is a small part of the message's time and the pieces' own overhead
+/// is not (docs/algorithms.md, "Pieces below the eager limit"). Every rank uses
+/// the same model, so sender and receiver cut a message alike.
 inline constexpr std::size_t kPiecesPerMessage = 8;
 
 struct piece_rule {

@@ -15,9 +15,8 @@
 // only after it finished reading chunk s.
 // Bytes: none on the wire. Memory per rank and chunk of n bytes: n written, P n
 // read; two flag hand-offs (cache-line transfers) instead of log2 P message
-// latencies. Measured with a standalone loop before it was written: 2 ranks,
-// 8 B - 1 KiB, 2.3-2.9x faster than Open MPI 4.1's MPI_Allreduce and 4-18x than
-// MPICH 4.0's (docs/algorithms.md has the numbers of the library's own version).
+// latencies, which is why it wins at small sizes (docs/results.md, "Launched as
+// users launch them").
 //
 // Limits: every rank of the communicator on one node (MPI_COMM_TYPE_SHARED covers
 // it; else the caller runs recursive doubling). Reads grow with P, so the cost
@@ -44,10 +43,10 @@ namespace conveyor::detail {
 
 class shm_allreduce {
  public:
-  /// Bytes of one rank's slot (a chunk). 128 KiB: against 32 KiB it halved the
-  /// hand-offs' share at 512 KiB - 16 MiB (2 ranks on their own cores, vs the
-  /// library: Open MPI 0.56-1.36x -> 0.64-1.83x, MPICH 0.76-1.50x -> 1.01-1.84x);
-  /// 512 KiB slots fell out of L2 and lost (0.38-0.82x at 1.5-16 MiB, Open MPI).
+  /// Bytes of one rank's slot (a chunk): large enough that the flag hand-offs
+  /// are a small share of a large message's time, small enough that a slot
+  /// stays in L2 (32 KiB and 512 KiB both lost against it: docs/results.md,
+  /// "Launched as users launch them", the 128 KiB slots).
   static constexpr std::size_t slot_bytes = std::size_t{128} << 10;
 
   /// Collective over `comm`, whose ranks must all be on one node: maps one

@@ -63,7 +63,7 @@ struct collectives_state final : engine_state {
   bool shared_segment_tried = false;
   // auto's measured choices: (size class, node layout, segment size, kernel
   // class) -> choice. The kernel class separates the compute-bound logaddexp
-  // (an exp and a log1p per element, ~15x the time per byte of a sum) from the
+  // (an exp and a log1p per element, many times a sum's time per byte) from the
   // memory-bound ops, which share one decision: the best algorithm for a sum is
   // not the best where the reduction's arithmetic dominates (measured: results.md,
   // "The column log-sum-exp over ranks").

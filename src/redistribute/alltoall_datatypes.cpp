@@ -153,7 +153,8 @@ alltoallw_report alltoallw_parts(const void* send, const std::vector<datatype_pa
   // The local checks and decoding; with validate inside a collective call whose
   // agreement gives every rank the first problem, else on this rank alone (MPI's
   // semantics), without a call object of its own: libconveyor_mpi's every
-  // all-to-all comes here, and a collective_call costs ~0.1 us.
+  // all-to-all comes here, and a call object of its own is a measurable part of
+  // a small call.
   const auto prepare = [&](int P) {
     if (static_cast<int>(sp.size()) != P || static_cast<int>(recv_parts.size()) != P) {
       throw error(errc::invalid_argument, "alltoallw: send_parts and recv_parts need one part per rank (" +

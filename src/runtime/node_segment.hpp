@@ -47,8 +47,9 @@ class node_segment {
   std::size_t bytes_;
 };
 
-/// Pause spins before a waiting rank yields its core: a flag hand-off between two
-/// busy cores takes ~0.1 us, ~100 pauses; after that the rank being waited for may
+/// Pause spins before a waiting rank yields its core: enough for a flag hand-off
+/// between two busy cores (more spins measured no better: docs/results.md,
+/// "Launched as users launch them"); after that the rank being waited for may
 /// need this core, so the waiter yields. When the node's ranks share cores
 /// (ranks_share_cores) it yields at once: spinning only delays the rank it waits for.
 inline constexpr int kSpinsBeforeYield = 128;

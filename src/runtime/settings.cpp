@@ -9,11 +9,10 @@
 #include "conveyor/types.hpp"
 
 namespace {
-// libconveyor_mpi's default threshold: 0, every size served. It was 4k under
-// Open MPI 4.1 while its small-message path beat Conveyor's (the preload lost
-// 0.60-0.97x below ~3 KiB); with the shared_memory algorithm an unmodified
-// 2-rank loop runs 2.4-16x faster at 8 B - 8 KiB under the preload (two launches
-// each, docs/results.md), as under MPICH.
+// libconveyor_mpi's default threshold: 0, every size served. It was higher while
+// Open MPI's small-message path beat Conveyor's; since the shared_memory
+// algorithm the preload wins at the small sizes too, on both MPIs
+// (docs/results.md, "An unmodified program under libconveyor_mpi").
 constexpr const char* kMpiMinBytesDefault = "0";
 }  // namespace
 

@@ -11,8 +11,8 @@
 // same iterates. (POT's barycenter_sinkhorn starts from u_k = gm / (K (A_k /
 // colsum K)), gm the unweighted geometric mean over k; iterative Bregman
 // projections converge to the KL projection of their start, so with unequal
-// weights that start moves the limit away from the barycenter: measured 1e-4
-// relative on 31 points. docs/algorithms.md, "Barycenter".)
+// weights that start moves the limit away from the barycenter, measurably:
+// docs/algorithms.md, "Barycenter".)
 //
 // Log domain (G_k = log v_k, the scaling of the column side; f the row side):
 //   row i, histogram k: x_j = G_kj - C_ij / eps, m = max_j x_j, e_j = exp(x_j - m),
