@@ -37,7 +37,7 @@ struct impl {
   // calls of Conveyor's rows do not pay a string (and, for the long names, a heap
   // allocation) that the stock row does not.
   allreduce_algorithm algorithm{};
-  bool trial = false;  // the last call was a trial of auto's measuring phase
+  bool trial = false;         // the last call was a trial of auto's measuring phase
   int settle_calls = 0;       // calls until the implementation settled (1: at once)
   double settle_seconds = 0;  // their time, slowest rank: the cold phase
 };
@@ -85,7 +85,8 @@ std::vector<std::size_t> sizes(const allreduce_bench_options& o) {
   if (o.size_step == 0) {
     for (std::size_t p = 1; p <= o.max_bytes; p *= 2) {
       for (std::size_t b : {p, 3 * p}) {
-        if (b >= o.min_bytes && b <= o.max_bytes && (b == p || p >= 4)) out.push_back(b);  // 3 * 2^k from 12 B (whole floats)
+        if (b >= o.min_bytes && b <= o.max_bytes && (b == p || p >= 4))
+          out.push_back(b);  // 3 * 2^k from 12 B (whole floats)
       }
     }
     std::sort(out.begin(), out.end());
@@ -107,9 +108,10 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
                  (opt.config.empty() ? "" : " (" + opt.config + ")") + ", median of " + std::to_string(opt.reps),
              {"config", "size", "implementation", "algorithm", "median_us", "p10_us", "p90_us", "algbw_GB/s",
               "busbw_GB/s", "x_vs_MPI", "wrong", "settle_calls", "settle_ms"});
-  rep.add_note("time = slowest rank; busbw = algbw * 2(P-1)/P; x_vs_MPI = stock median / this median (same run); "
-               "wrong = elements differing from the exact sum, over all ranks; settle_calls / settle_ms = the calls "
-               "(and their time) before an implementation settled, made before the samples: auto's measuring phase");
+  rep.add_note(
+      "time = slowest rank; busbw = algbw * 2(P-1)/P; x_vs_MPI = stock median / this median (same run); "
+      "wrong = elements differing from the exact sum, over all ranks; settle_calls / settle_ms = the calls "
+      "(and their time) before an implementation settled, made before the samples: auto's measuring phase");
 
   MPI_Comm dup_world = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &dup_world);
@@ -124,30 +126,32 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
     impls.reserve(opt.impls.size());  // the lambdas keep pointers into it
     for (const std::string& name : opt.impls) {
       if (name == "stock" || name == "stock-again") {
-        impls.push_back({name == "stock" ? mpi_label : mpi_label + " again", [&] {
-                           MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
-                                         MPI_COMM_WORLD);
-                         }, "-"});
+        impls.push_back(
+            {name == "stock" ? mpi_label : mpi_label + " again",
+             [&] { MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); },
+             "-"});
       } else if (name.rfind("stock+", 0) == 0) {
         // MPI_Allreduce after local_work(steps): the row's "algorithm" column says how
         // long that work takes alone.
         const int steps = std::stoi(name.substr(6));
         char label[64];
         std::snprintf(label, sizeof label, "after %.1f ns of work", local_work_ns(steps));
-        impls.push_back({mpi_label + " " + name, [&, steps] {
+        impls.push_back({mpi_label + " " + name,
+                         [&, steps] {
                            local_work(steps);
                            MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
                                          MPI_COMM_WORLD);
-                         }, label});
+                         },
+                         label});
       } else if (name == "stock-dup") {
         // The library's own allreduce on a duplicate of MPI_COMM_WORLD: what a
         // wrapper that keeps a private communicator (as Conveyor does) passes
         // the call to, so that rows pinned to `mpi` can be told apart from the
         // communicator's own cost.
-        impls.push_back({mpi_label + " on a dup", [&] {
-                           MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
-                                         dup_world);
-                         }, "-"});
+        impls.push_back(
+            {mpi_label + " on a dup",
+             [&] { MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, dup_world); },
+             "-"});
       } else {
         allreduce_options ao;
         ao.algorithm = parse_algorithm(name);
@@ -246,12 +250,13 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
 
 int run_overlap_bench(const allreduce_bench_options& opt) {
   const int rank = world_rank(), P = world_size();
-  report rep("conveyor bench overlap: allreduce(float32 sum) + per-chunk compute on the result, " +
-                 std::to_string(P) + " ranks" + (opt.config.empty() ? "" : " (" + opt.config + ")"),
+  report rep("conveyor bench overlap: allreduce(float32 sum) + per-chunk compute on the result, " + std::to_string(P) +
+                 " ranks" + (opt.config.empty() ? "" : " (" + opt.config + ")"),
              {"config", "size", "allreduce_ms", "compute_ms", "sum_of_parts_ms", "sequential_ms", "overlapped_ms",
               "overlapped/sum"});
-  rep.add_note("compute: 24 dependent fused multiply-adds per element (~ the allreduce's cost at these sizes); "
-               "overlapped = the compute runs in on_chunk as each chunk of the result completes");
+  rep.add_note(
+      "compute: 24 dependent fused multiply-adds per element (~ the allreduce's cost at these sizes); "
+      "overlapped = the compute runs in on_chunk as each chunk of the result completes");
   // Per Conveyor row: (stock median / its median, bytes) at every size.
   std::map<std::string, std::vector<std::pair<double, std::size_t>>> vs_mpi;
   for (std::size_t bytes : sizes(opt)) {
@@ -310,20 +315,24 @@ int run_overlap_bench(const allreduce_bench_options& opt) {
 // samples alternate the rows in rounds; time = the slowest rank's.
 int run_lse_bench(const allreduce_bench_options& opt) {
   const int P = world_size(), rank = world_rank();
-  report rep("conveyor bench lse: column log-sum-exp of float64 over " + std::to_string(P) + " ranks" +
-                 (opt.config.empty() ? "" : " (" + opt.config + ")") + ", median of " + std::to_string(opt.reps * 10) +
-                 " calls; Conveyor SIMD target " + simd_targets().active,
-             {"config", "size", "implementation", "median_us", "p10_us", "p90_us", "x_vs_MPI_max+sum", "bytes_reduced"});
-  rep.add_note("size = columns x 8 B; bytes_reduced = the bytes each rank puts into reductions per call (2 x size for "
-               "max + sum); x_vs_MPI_max+sum = that row's median / this median (same run)");
+  report rep(
+      "conveyor bench lse: column log-sum-exp of float64 over " + std::to_string(P) + " ranks" +
+          (opt.config.empty() ? "" : " (" + opt.config + ")") + ", median of " + std::to_string(opt.reps * 10) +
+          " calls; Conveyor SIMD target " + simd_targets().active,
+      {"config", "size", "implementation", "median_us", "p10_us", "p90_us", "x_vs_MPI_max+sum", "bytes_reduced"});
+  rep.add_note(
+      "size = columns x 8 B; bytes_reduced = the bytes each rank puts into reductions per call (2 x size for "
+      "max + sum); x_vs_MPI_max+sum = that row's median / this median (same run)");
   const MPI_Op lse_op = mpi_op(op::logaddexp, dtype::float64);
   for (std::size_t bytes : sizes(opt)) {
     const std::size_t n = std::max<std::size_t>(1, bytes / sizeof(double));
     std::vector<double> mine(n), out1(n), out2(n);
-    for (std::size_t j = 0; j < n; ++j) mine[j] = -0.01 * static_cast<double>((j * 7 + static_cast<std::size_t>(rank) * 13) % 101);
+    for (std::size_t j = 0; j < n; ++j)
+      mine[j] = -0.01 * static_cast<double>((j * 7 + static_cast<std::size_t>(rank) * 13) % 101);
     const int count = static_cast<int>(n);
     bool trial = false;
-    const std::vector<std::string> names = {"MPI max + sum", "conveyor max + sum", "conveyor logaddexp", "MPI logaddexp"};
+    const std::vector<std::string> names = {"MPI max + sum", "conveyor max + sum", "conveyor logaddexp",
+                                            "MPI logaddexp"};
     const std::vector<std::function<void()>> fns = {
         [&] {
           MPI_Allreduce(mine.data(), out1.data(), count, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -347,9 +356,10 @@ int run_lse_bench(const allreduce_bench_options& opt) {
     const double base = summarize(samples[0]).median;
     for (std::size_t i = 0; i < fns.size(); ++i) {
       const summary s = summarize(samples[i]);
-      rep.add_row({opt.config.empty() ? std::to_string(P) + " ranks" : opt.config, format_bytes(n * sizeof(double)), names[i],
-                   format_fixed(s.median * 1e6, 3), format_fixed(s.p10 * 1e6, 3), format_fixed(s.p90 * 1e6, 3),
-                   format_fixed(base / s.median, 2), std::to_string((names[i].find("+") != std::string::npos ? 2 : 1) * n * sizeof(double))});
+      rep.add_row({opt.config.empty() ? std::to_string(P) + " ranks" : opt.config, format_bytes(n * sizeof(double)),
+                   names[i], format_fixed(s.median * 1e6, 3), format_fixed(s.p10 * 1e6, 3),
+                   format_fixed(s.p90 * 1e6, 3), format_fixed(base / s.median, 2),
+                   std::to_string((names[i].find("+") != std::string::npos ? 2 : 1) * n * sizeof(double))});
     }
   }
   rep.publish(opt.json_path, opt.csv_path);

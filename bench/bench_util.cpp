@@ -37,7 +37,8 @@ void collective_samples(std::vector<double>& out, int calls, const std::function
   }
 }
 
-std::vector<std::vector<double>> interleaved_samples(const std::vector<std::function<void()>>& fns, int iterations, int rounds) {
+std::vector<std::vector<double>> interleaved_samples(const std::vector<std::function<void()>>& fns, int iterations,
+                                                     int rounds) {
   rounds = std::max(1, std::min(rounds, iterations - 1));
   const int per_round = (iterations - 1 + rounds - 1) / rounds + 1;
   std::vector<std::vector<double>> out(fns.size());
@@ -171,7 +172,8 @@ std::string format_bytes(std::size_t bytes) {
     ++u;
   }
   char buf[32];
-  std::snprintf(buf, sizeof buf, v == static_cast<double>(static_cast<long long>(v)) ? "%.0f %s" : "%.1f %s", v, units[u]);
+  std::snprintf(buf, sizeof buf, v == static_cast<double>(static_cast<long long>(v)) ? "%.0f %s" : "%.1f %s", v,
+                units[u]);
   return buf;
 }
 

@@ -25,7 +25,8 @@ void collective_samples(std::vector<double>& out, int calls, const std::function
 /// round running every function `per_round` times in turn (the first call of each
 /// turn a warm-up), so a slow phase of a shared machine hits all of them alike.
 /// Returns each function's samples (>= iterations - 1 of them).
-std::vector<std::vector<double>> interleaved_samples(const std::vector<std::function<void()>>& fns, int iterations, int rounds);
+std::vector<std::vector<double>> interleaved_samples(const std::vector<std::function<void()>>& fns, int iterations,
+                                                     int rounds);
 
 inline double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -70,7 +71,7 @@ class report {
   report(std::string title, std::vector<std::string> columns);
   void add_row(std::vector<std::string> cells);
   void add_note(std::string note) { notes_.push_back(std::move(note)); }
-  void print() const;                               // aligned text table on stdout
+  void print() const;  // aligned text table on stdout
   void write_csv(const std::string& path) const;
   void write_json(const std::string& path) const;  // {"title", "columns", "rows", "notes"}
   /// On rank 0 of MPI_COMM_WORLD: print, then write the files whose paths are set.

@@ -27,7 +27,6 @@
 namespace conveyor::bench {
 namespace {
 
-
 void section(const char* title) {
   if (world_rank() == 0) std::printf("\n=== %s ===\n", title);
   std::fflush(stdout);
@@ -51,9 +50,11 @@ void demo_mpi_op() {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int rank = world_rank();
   if (rank == 0) {
-    std::printf("MPI_Allreduce(float32, sum) on %d rank(s): the MPI library's MPI_SUM vs\n"
-                "conveyor::mpi_op(op::sum, dtype::float32) -- same collective algorithm,\n"
-                "only the local reduction differs.\n\n", size);
+    std::printf(
+        "MPI_Allreduce(float32, sum) on %d rank(s): the MPI library's MPI_SUM vs\n"
+        "conveyor::mpi_op(op::sum, dtype::float32) -- same collective algorithm,\n"
+        "only the local reduction differs.\n\n",
+        size);
     std::printf("%10s  %14s  %14s  %8s  %s\n", "size", "MPI_SUM ms", "conveyor ms", "speedup", "results");
   }
   for (std::size_t bytes : {std::size_t{64} << 10, std::size_t{1} << 20, std::size_t{16} << 20}) {
@@ -65,8 +66,8 @@ void demo_mpi_op() {
     int same = std::memcmp(a.data(), b.data(), bytes) == 0;
     MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     if (rank == 0) {
-      std::printf("%10s  %14.3f  %14.3f  %7.2fx  %s\n", bench::format_bytes(bytes).c_str(), t_mpi * 1e3,
-                  t_cv * 1e3, t_mpi / t_cv, same ? "identical" : "DIFFERENT");
+      std::printf("%10s  %14.3f  %14.3f  %7.2fx  %s\n", bench::format_bytes(bytes).c_str(), t_mpi * 1e3, t_cv * 1e3,
+                  t_mpi / t_cv, same ? "identical" : "DIFFERENT");
     }
   }
 }
@@ -79,8 +80,8 @@ void print_build() {
   MPI_Get_library_version(lib, &len);
   std::string mpi(lib, static_cast<std::size_t>(len));
   mpi = mpi.substr(0, mpi.find_first_of("\n,"));
-  std::printf("conveyor %s, %s, SIMD %s, %d rank(s)\n", CONVEYOR_VERSION_STRING, mpi.c_str(), simd_targets().active.c_str(),
-              world_size());
+  std::printf("conveyor %s, %s, SIMD %s, %d rank(s)\n", CONVEYOR_VERSION_STRING, mpi.c_str(),
+              simd_targets().active.c_str(), world_size());
 }
 
 // Entropic OT to convergence on n x n squared distances of points on [0, 1),
@@ -89,9 +90,11 @@ void solve_ot(std::size_t n, double eps) {
   namespace sk = conveyor::sinkhorn;
   const sk::row_block mine = sk::balanced_rows(n, world_rank(), world_size());
   const auto point = [](std::size_t i) { return static_cast<double>((i * 7919) % 1000) / 1000.0; };
-  std::vector<double> C(mine.count * n), a(mine.count, 1.0 / static_cast<double>(n)), b(n, 1.0 / static_cast<double>(n));
+  std::vector<double> C(mine.count * n), a(mine.count, 1.0 / static_cast<double>(n)),
+      b(n, 1.0 / static_cast<double>(n));
   for (std::size_t i = 0; i < mine.count; ++i) {
-    for (std::size_t j = 0; j < n; ++j) C[i * n + j] = (point(mine.first + i) - point(j)) * (point(mine.first + i) - point(j));
+    for (std::size_t j = 0; j < n; ++j)
+      C[i * n + j] = (point(mine.first + i) - point(j)) * (point(mine.first + i) - point(j));
   }
   sk::options o;
   o.log_domain = true;
@@ -137,9 +140,7 @@ int run_demo() {
   }
 
   section("Sinkhorn: entropic OT to convergence (log domain, eps = 0.01), rows split over the ranks");
-  {
-    solve_ot(1500, 0.01);
-  }
+  { solve_ot(1500, 0.01); }
 
   section("Sinkhorn: ms per iteration, fused kernel vs the paper's variants and the one-read bound");
   {
@@ -171,10 +172,11 @@ int run_demo() {
 #endif
 
   if (world_rank() == 0) {
-    std::printf("\nMore: `conveyor bench reduce --all-targets`, `conveyor bench allreduce`,\n"
-                "`conveyor bench sinkhorn`, `conveyor sinkhorn --help`, `conveyor bench dsop`,\n"
-                "`conveyor bench redistribute` (4 ranks: the tensor paper's case),\n"
-                "`scripts/cluster run -- ...` for emulated nodes, docs/results.md\n");
+    std::printf(
+        "\nMore: `conveyor bench reduce --all-targets`, `conveyor bench allreduce`,\n"
+        "`conveyor bench sinkhorn`, `conveyor sinkhorn --help`, `conveyor bench dsop`,\n"
+        "`conveyor bench redistribute` (4 ranks: the tensor paper's case),\n"
+        "`scripts/cluster run -- ...` for emulated nodes, docs/results.md\n");
   }
   return 0;
 }

@@ -52,7 +52,8 @@ void bench_shape(const shape s, const dsop_bench_options& opt, report& rep) {
     const summary t = summarize(samples);
     rep.add_row({config, opt.dtype, std::to_string(s.N), std::to_string(s.M), name,
                  std::string(outer_algorithm_name(r.algorithm)), format_fixed(t.median * 1e3, 3),
-                 format_fixed(t.p10 * 1e3, 3), format_fixed(t.p90 * 1e3, 3), format_fixed(r.predicted_seconds * 1e3, 3)});
+                 format_fixed(t.p10 * 1e3, 3), format_fixed(t.p90 * 1e3, 3),
+                 format_fixed(r.predicted_seconds * 1e3, 3)});
     if (me == 0) {
       std::printf("  %-26s %6zu x %-6zu %-25s %10.3f ms (chose %s)\n", config.c_str(), s.N, s.M, name.c_str(),
                   t.median * 1e3, std::string(outer_algorithm_name(r.algorithm)).c_str());

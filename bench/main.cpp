@@ -78,10 +78,13 @@ int main(int argc, char** argv) {
   auto* demo = app.add_subcommand("demo", "A tour of Conveyor's engines next to what users would otherwise use");
 
   cb::reduce_bench_options ro;
-  auto* bench_reduce = app.add_subcommand("reduce", "Local reduction kernels vs MPI_Reduce_local, a plain loop and memcpy");
+  auto* bench_reduce =
+      app.add_subcommand("reduce", "Local reduction kernels vs MPI_Reduce_local, a plain loop and memcpy");
   add_size(bench_reduce, "--min-size", ro.min_bytes, "Smallest buffer (e.g. 1KiB)");
   add_size(bench_reduce, "--max-size", ro.max_bytes, "Largest buffer (e.g. 128MiB)");
-  bench_reduce->add_option("--reps", ro.reps, "Samples per measurement")->capture_default_str()->check(CLI::Range(1, 1000));
+  bench_reduce->add_option("--reps", ro.reps, "Samples per measurement")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   bench_reduce->add_flag("--all-targets", ro.all_targets, "Add a row per runnable SIMD target");
   bench_reduce->add_option("--case", ro.only_case, "Only this case, e.g. logaddexp/float64 (default: every case)");
   bench_reduce->add_option("--json", ro.json_path, "Also write the rows as JSON")->group("Output");
@@ -97,11 +100,14 @@ int main(int argc, char** argv) {
   };
   auto* bench_allreduce = app.add_subcommand("allreduce", "Conveyor's allreduce algorithms vs stock MPI_Allreduce");
   add_collective_options(bench_allreduce);
-  bench_allreduce->add_option("--impls", ao.impls,
-                              "Rows: Conveyor's auto,ring,recursive_doubling,rabenseifner,hierarchical,mpi, stock "
-                              "(MPI_Allreduce called directly), stock-again (the same call again: an A/A control) and stock-dup (MPI_Allreduce "
-                              "on a duplicate of MPI_COMM_WORLD, as Conveyor's private communicator); stock+STEPS: MPI_Allreduce after STEPS "
-                              "steps of local work (what a few ns of work in front of the call cost)")
+  bench_allreduce
+      ->add_option("--impls", ao.impls,
+                   "Rows: Conveyor's auto,ring,recursive_doubling,rabenseifner,hierarchical,mpi, stock "
+                   "(MPI_Allreduce called directly), stock-again (the same call again: an A/A control) and stock-dup "
+                   "(MPI_Allreduce "
+                   "on a duplicate of MPI_COMM_WORLD, as Conveyor's private communicator); stock+STEPS: MPI_Allreduce "
+                   "after STEPS "
+                   "steps of local work (what a few ns of work in front of the call cost)")
       ->delimiter(',')
       ->capture_default_str()
       ->check(names_of("ALGORITHM|stock|stock-again|stock-dup|stock+STEPS", [](const std::string& n) {
@@ -115,75 +121,126 @@ int main(int argc, char** argv) {
         conveyor::parse_algorithm(n);
       }));
   bench_allreduce->add_option("--mpi-label", ao.mpi_label, "Label of the stock MPI_Allreduce row");
-  auto* bench_overlap = app.add_subcommand("overlap", "Allreduce + per-chunk compute: overlapped through on_chunk vs sequential");
+  auto* bench_overlap =
+      app.add_subcommand("overlap", "Allreduce + per-chunk compute: overlapped through on_chunk vs sequential");
   add_collective_options(bench_overlap);
-  auto* bench_lse = app.add_subcommand("lse", "Column log-sum-exp over ranks: one allreduce(logaddexp) vs max then sum");
+  auto* bench_lse =
+      app.add_subcommand("lse", "Column log-sum-exp over ranks: one allreduce(logaddexp) vs max then sum");
   add_collective_options(bench_lse);
 
   cb::sinkhorn_bench_options so;
-  auto* bench_sinkhorn = app.add_subcommand("sinkhorn", "ms per Sinkhorn iteration, every variant, vs the one-read-of-A bound");
+  auto* bench_sinkhorn =
+      app.add_subcommand("sinkhorn", "ms per Sinkhorn iteration, every variant, vs the one-read-of-A bound");
   bench_sinkhorn->add_option("--sizes", so.sizes, "M = N values")->delimiter(',')->capture_default_str();
-  bench_sinkhorn->add_option("--dtypes", so.dtypes, "float64,float32")->delimiter(',')->capture_default_str()
+  bench_sinkhorn->add_option("--dtypes", so.dtypes, "float64,float32")
+      ->delimiter(',')
+      ->capture_default_str()
       ->check(CLI::IsMember({"float64", "float32"}));
-  bench_sinkhorn->add_option("--variants", so.variants, "fused,blocked,c2r,typical")->delimiter(',')->capture_default_str()
+  bench_sinkhorn->add_option("--variants", so.variants, "fused,blocked,c2r,typical")
+      ->delimiter(',')
+      ->capture_default_str()
       ->check(names_of("VARIANT", [](const std::string& n) { conveyor::sinkhorn::parse_variant(n); }));
-  bench_sinkhorn->add_option("--threads", so.threads, "OpenMP threads per rank")->capture_default_str()->check(CLI::Range(1, 1024));
-  bench_sinkhorn->add_option("--iters", so.iters, "Iterations per sample")->capture_default_str()->check(CLI::Range(1, 100000));
+  bench_sinkhorn->add_option("--threads", so.threads, "OpenMP threads per rank")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  bench_sinkhorn->add_option("--iters", so.iters, "Iterations per sample")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   bench_sinkhorn->add_option("--reps", so.reps, "Samples")->capture_default_str()->check(CLI::Range(1, 1000));
-  bench_sinkhorn->add_flag("--no-overlap{false}", so.overlap, "In-place variants: scale columns after the allreduce, not during it");
+  bench_sinkhorn->add_flag("--no-overlap{false}", so.overlap,
+                           "In-place variants: scale columns after the allreduce, not during it");
   add_outputs(bench_sinkhorn, so.config, so.json_path, so.csv_path);
 
   cb::dsop_bench_options dso;
   auto* bench_dsop = app.add_subcommand("dsop", "Distributed sum of outer products: every algorithm and auto");
   bench_dsop->add_option("--shapes", dso.shapes, "N (square) or NxM")->delimiter(',')->capture_default_str();
   bench_dsop->add_option("--algorithms", dso.algorithms, "auto,allgather,allreduce,ring,generalized_rabenseifner")
-      ->delimiter(',')->capture_default_str()
+      ->delimiter(',')
+      ->capture_default_str()
       ->check(names_of("ALGORITHM", [](const std::string& n) { conveyor::parse_outer_algorithm(n); }));
-  bench_dsop->add_option("--dtype", dso.dtype, "float64 or float32")->capture_default_str()->check(CLI::IsMember({"float64", "float32"}));
-  bench_dsop->add_option("--iterations", dso.iterations, "Calls per row, the first a warm-up")->capture_default_str()->check(CLI::Range(2, 100000));
+  bench_dsop->add_option("--dtype", dso.dtype, "float64 or float32")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"float64", "float32"}));
+  bench_dsop->add_option("--iterations", dso.iterations, "Calls per row, the first a warm-up")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000));
   bench_dsop->add_flag("--distributed", dso.distributed, "Each rank receives only its row block of G");
   add_outputs(bench_dsop, dso.config, dso.json_path, dso.csv_path);
 
   cb::redistribute_bench_options rbo;
-  auto* bench_redistribute = app.add_subcommand("redistribute", "The tensor paper's 5-D case per transport (4 ranks); relabeling");
-  bench_redistribute->add_option("--iterations", rbo.iterations, "Calls per transport, the first a warm-up")->capture_default_str()->check(CLI::Range(2, 100000));
-  bench_redistribute->add_option("--transports", rbo.transports, "Only these transports, comma-separated (and the datatype baseline)")
+  auto* bench_redistribute =
+      app.add_subcommand("redistribute", "The tensor paper's 5-D case per transport (4 ranks); relabeling");
+  bench_redistribute->add_option("--iterations", rbo.iterations, "Calls per transport, the first a warm-up")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000));
+  bench_redistribute
+      ->add_option("--transports", rbo.transports, "Only these transports, comma-separated (and the datatype baseline)")
       ->delimiter(',')
       ->check(names_of("TRANSPORT", [](const std::string& n) { conveyor::redistribute::parse_transport(n); }));
-  bench_redistribute->add_option("--rounds", rbo.rounds, "Rounds over all transports (calls spread evenly)")->capture_default_str()->check(CLI::Range(1, 1000));
+  bench_redistribute->add_option("--rounds", rbo.rounds, "Rounds over all transports (calls spread evenly)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   add_outputs(bench_redistribute, rbo.config, rbo.json_path, rbo.csv_path);  // (relabeling rows: *-relabel.csv)
 
   cb::model_bench_options mo;
-  auto* bench_model = app.add_subcommand("model", "The cost model beside measured times per engine; --extrapolate: its tables for 64-4096 nodes");
-  bench_model->add_option("--allreduce-bytes", mo.allreduce_bytes, "Allreduce sizes (bytes, float32 sum)")->delimiter(',')->capture_default_str();
+  auto* bench_model = app.add_subcommand(
+      "model", "The cost model beside measured times per engine; --extrapolate: its tables for 64-4096 nodes");
+  bench_model->add_option("--allreduce-bytes", mo.allreduce_bytes, "Allreduce sizes (bytes, float32 sum)")
+      ->delimiter(',')
+      ->capture_default_str();
   bench_model->add_option("--dsop-sizes", mo.dsop_sizes, "DSOP N = M (float64)")->delimiter(',')->capture_default_str();
-  bench_model->add_option("--redistribute-sizes", mo.redistribute_sizes, "Redistribute n x n float64, block-cyclic Px1 -> 1xP")
-      ->delimiter(',')->capture_default_str();
-  bench_model->add_option("--engines", mo.engines, "Engines whose cases run")->delimiter(',')->capture_default_str()
+  bench_model
+      ->add_option("--redistribute-sizes", mo.redistribute_sizes, "Redistribute n x n float64, block-cyclic Px1 -> 1xP")
+      ->delimiter(',')
+      ->capture_default_str();
+  bench_model->add_option("--engines", mo.engines, "Engines whose cases run")
+      ->delimiter(',')
+      ->capture_default_str()
       ->check(CLI::IsMember({"allreduce", "dsop", "redistribute", "alltoall"}));
-  bench_model->add_option("--alltoall-bytes", mo.alltoall_bytes, "All-to-all bytes per rank pair (real nodes only)")->delimiter(',')->capture_default_str();
-  bench_model->add_option("--iterations", mo.iterations, "Calls per row over all rounds")->capture_default_str()->check(CLI::Range(2, 100000));
-  bench_model->add_option("--rounds", mo.rounds, "Rounds over all candidates")->capture_default_str()->check(CLI::Range(1, 1000));
-  bench_model->add_option("--ranks-per-node", mo.ranks_per_node, "Emulated ranks per node (0: real nodes)")->capture_default_str();
-  bench_model->add_flag("--extrapolate", mo.extrapolate, "Print the model's tables for 64-4096 nodes x 1-64 ranks per node (rank 0, no measurement)");
-  bench_model->add_option("--params", mo.params, "--extrapolate: coffee (Tianhe-1, 1 Gb/s), dsop (Euler III, 10 GbE) or current")
-      ->capture_default_str()->check(CLI::IsMember({"coffee", "dsop", "current"}));
+  bench_model->add_option("--alltoall-bytes", mo.alltoall_bytes, "All-to-all bytes per rank pair (real nodes only)")
+      ->delimiter(',')
+      ->capture_default_str();
+  bench_model->add_option("--iterations", mo.iterations, "Calls per row over all rounds")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000));
+  bench_model->add_option("--rounds", mo.rounds, "Rounds over all candidates")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  bench_model->add_option("--ranks-per-node", mo.ranks_per_node, "Emulated ranks per node (0: real nodes)")
+      ->capture_default_str();
+  bench_model->add_flag("--extrapolate", mo.extrapolate,
+                        "Print the model's tables for 64-4096 nodes x 1-64 ranks per node (rank 0, no measurement)");
+  bench_model
+      ->add_option("--params", mo.params,
+                   "--extrapolate: coffee (Tianhe-1, 1 Gb/s), dsop (Euler III, 10 GbE) or current")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"coffee", "dsop", "current"}));
   add_outputs(bench_model, mo.config, mo.json_path, mo.csv_path);
 
 #ifdef CONVEYOR_HAVE_SCALAPACK
   cb::scalapack_bench_options sbo;
-  auto* bench_scalapack = app.add_subcommand("scalapack", "conveyor_pdgemr2d / pdtran vs reference ScaLAPACK (2 or 4 ranks)");
+  auto* bench_scalapack =
+      app.add_subcommand("scalapack", "conveyor_pdgemr2d / pdtran vs reference ScaLAPACK (2 or 4 ranks)");
   bench_scalapack->add_option("--sizes", sbo.sizes, "Matrix orders")->delimiter(',')->capture_default_str();
-  bench_scalapack->add_option("--iterations", sbo.iterations, "Calls per routine and row, over all rounds")->capture_default_str()->check(CLI::Range(2, 100000));
-  bench_scalapack->add_option("--rounds", sbo.rounds, "Rounds alternating reference and Conveyor (first call of each turn: warm-up)")->capture_default_str()->check(CLI::Range(1, 1000));
-  bench_scalapack->add_option("--cache", sbo.cache, "warm (cached plans), cold (a plan built and freed per call) or both")
-      ->capture_default_str()->check(CLI::IsMember({"warm", "cold", "both"}));
+  bench_scalapack->add_option("--iterations", sbo.iterations, "Calls per routine and row, over all rounds")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000));
+  bench_scalapack
+      ->add_option("--rounds", sbo.rounds,
+                   "Rounds alternating reference and Conveyor (first call of each turn: warm-up)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  bench_scalapack
+      ->add_option("--cache", sbo.cache, "warm (cached plans), cold (a plan built and freed per call) or both")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"warm", "cold", "both"}));
   add_outputs(bench_scalapack, sbo.config, sbo.json_path, sbo.csv_path);
 #endif
 
   CLI11_PARSE(app, argc, argv);
   const auto need_range = [](std::size_t lo, std::size_t hi) {
-    if (lo == 0 || lo > hi) throw conveyor::error(conveyor::errc::invalid_argument, "need 0 < --min-size <= --max-size");
+    if (lo == 0 || lo > hi)
+      throw conveyor::error(conveyor::errc::invalid_argument, "need 0 < --min-size <= --max-size");
   };
   int provided = 0, rc = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);  // (funneled: the Sinkhorn rows use OpenMP)
@@ -197,7 +254,9 @@ int main(int argc, char** argv) {
       if (rank == 0) rc = cb::run_reduce_bench(ro);  // a single-process benchmark
     } else if (*bench_allreduce || *bench_overlap || *bench_lse) {
       need_range(ao.min_bytes, ao.max_bytes);
-      rc = *bench_allreduce ? cb::run_allreduce_bench(ao) : *bench_overlap ? cb::run_overlap_bench(ao) : cb::run_lse_bench(ao);
+      rc = *bench_allreduce ? cb::run_allreduce_bench(ao)
+           : *bench_overlap ? cb::run_overlap_bench(ao)
+                            : cb::run_lse_bench(ao);
     } else if (*bench_sinkhorn) {
       rc = cb::run_sinkhorn_bench(so);
     } else if (*bench_dsop) {

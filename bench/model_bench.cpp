@@ -49,7 +49,8 @@ node_shape job_nodes(int ranks_per_node) {
 // One case of one engine: the candidates' predictions and measured medians.
 struct candidate {
   std::string name;
-  std::function<double()> run;  // one call; returns the model's prediction for it (NaN: a baseline the model does not cover)
+  std::function<double()>
+      run;  // one call; returns the model's prediction for it (NaN: a baseline the model does not cover)
   double predicted = 0, measured = 0;
 };
 
@@ -115,12 +116,13 @@ void dsop_cases(const std::string& config, const model_bench_options& opt, repor
     std::vector<candidate> cs;
     for (const auto alg : {outer_algorithm::allgather, outer_algorithm::allreduce, outer_algorithm::ring,
                            outer_algorithm::generalized_rabenseifner}) {
-      cs.push_back({std::string(outer_algorithm_name(alg)), [&, alg] {
-                      outer_options o;
-                      o.algorithm = alg;
-                      o.allreduce.ranks_per_node = opt.ranks_per_node;
-                      return outer_sum(a.data(), N, b.data(), N, G.data(), G.size(), MPI_COMM_WORLD, o).predicted_seconds;
-                    }});
+      cs.push_back(
+          {std::string(outer_algorithm_name(alg)), [&, alg] {
+             outer_options o;
+             o.algorithm = alg;
+             o.allreduce.ranks_per_node = opt.ranks_per_node;
+             return outer_sum(a.data(), N, b.data(), N, G.data(), G.size(), MPI_COMM_WORLD, o).predicted_seconds;
+           }});
     }
     measure_case(config, "dsop", std::to_string(N) + "^2", cs, opt, rep);
   }
@@ -214,7 +216,7 @@ void alltoall_cases(const std::string& config, const model_bench_options& opt, r
 cost_model named_params(const std::string& name) {
   cost_model m = current_cost_model();
   if (name == "current") return m;
-  if (name == "coffee") {  // Tianhe-1, Xeon Westmere EP nodes, links limited to 1 Gb/s (COFFEE's Fig. 13)
+  if (name == "coffee") {          // Tianhe-1, Xeon Westmere EP nodes, links limited to 1 Gb/s (COFFEE's Fig. 13)
     m.inter_beta = 1.0 / 0.125e9;  // 1 Gb/s
     m.inter_alpha = 50e-6;         // assumed: TCP over a shaped 1 Gb/s link
     m.intra_alpha = 1e-6;          // assumed: MPICH shared memory on Westmere
@@ -223,7 +225,7 @@ cost_model named_params(const std::string& name) {
     m.copy_beta = 1.0 / 3e9;
     return m;
   }
-  if (name == "dsop") {  // Euler III: 10 GbE in a bay, 1 rank per node (the DSOP paper's Section 5)
+  if (name == "dsop") {          // Euler III: 10 GbE in a bay, 1 rank per node (the DSOP paper's Section 5)
     m.inter_beta = 1.0 / 1.1e9;  // 10 Gb/s at ~90% goodput
     m.inter_alpha = 30e-6;       // assumed: TCP over 10 GbE
     m.gamma = 1.0 / 8e9;         // assumed: Xeon E3-1585L v5, DDR4-2133
@@ -311,9 +313,9 @@ int run_model_bench(const model_bench_options& opt) {
   if (opt.iterations < 2) throw error(errc::invalid_argument, "bench model: need --iterations >= 2");
   const node_shape ns = job_nodes(opt.ranks_per_node);
   const std::string config = opt.config.empty() ? std::to_string(world_size()) + " ranks" : opt.config;
-  report rep("conveyor bench model: the cost model's prediction beside the measured time (slowest rank; median)",
-             {"config", "engine", "case", "algorithm", "predicted_ms", "measured_ms", "predicted/measured",
-              "pick/fastest"});
+  report rep(
+      "conveyor bench model: the cost model's prediction beside the measured time (slowest rank; median)",
+      {"config", "engine", "case", "algorithm", "predicted_ms", "measured_ms", "predicted/measured", "pick/fastest"});
   rep.add_note(std::to_string(ns.nodes) + " nodes of " + std::to_string(ns.min_local) + "-" +
                std::to_string(ns.max_local) + " ranks; barrier before each call; candidates interleaved over " +
                std::to_string(opt.rounds) + " rounds, " + std::to_string(opt.iterations) + " calls each");

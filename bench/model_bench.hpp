@@ -25,8 +25,7 @@ namespace conveyor::bench {
 
 struct model_bench_options {
   /// Allreduce message sizes in bytes (float32 sum).
-  std::vector<std::size_t> allreduce_bytes = {1024,   3072,   8192,    24576,   65536,   196608,
-                                              524288, 1572864, 4194304};
+  std::vector<std::size_t> allreduce_bytes = {1024, 3072, 8192, 24576, 65536, 196608, 524288, 1572864, 4194304};
   /// DSOP shapes N = M (float64).
   std::vector<std::size_t> dsop_sizes = {256, 1024, 2048};
   /// Redistribute: an n x n float64 matrix, block-cyclic 32 x 32 from a P x 1 grid to 1 x P.

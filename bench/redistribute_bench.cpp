@@ -27,7 +27,8 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
   const std::int64_t total = std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
   const std::size_t local = static_cast<std::size_t>(total / 4);
   std::vector<std::int32_t> src(local), dst(local);
-  for (std::size_t i = 0; i < local; ++i) src[i] = static_cast<std::int32_t>(i * 7 + static_cast<std::size_t>(world_rank()));
+  for (std::size_t i = 0; i < local; ++i)
+    src[i] = static_cast<std::int32_t>(i * 7 + static_cast<std::size_t>(world_rank()));
   const rd::layout a = rd::layout::cartesian(shape, from, src.data());
   const rd::layout b = rd::layout::cartesian(shape, to, dst.data());
   rd::transform t;
@@ -83,8 +84,10 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
       rd::plan p(*methods[i].what, MPI_COMM_WORLD, o);
       p.execute();
       cold[i].push_back(max_over_ranks(now_seconds() - t0));
-      names[i] = std::string(rd::transport_name(o.transport)) + methods[i].memory +
-                 (o.transport == rd::transport::automatic ? " (ran " + std::string(rd::transport_name(p.transport())) + ")" : "");
+      names[i] =
+          std::string(rd::transport_name(o.transport)) + methods[i].memory +
+          (o.transport == rd::transport::automatic ? " (ran " + std::string(rd::transport_name(p.transport())) + ")"
+                                                   : "");
       remote[i] = static_cast<double>(p.remote_bytes());
       collective_samples(samples[i], per_round, [&] { p.execute(); });
     }
@@ -103,8 +106,8 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
   const double datatype_ms = summarize(samples[0]).median * 1e3;
   const auto add = [&](const std::string& name, const summary& s, double bytes, const std::string& cold_ms) {
     rep.add_row({config, "tensor 5-D int32", name, format_fixed(s.median * 1e3, 2), format_fixed(s.p10 * 1e3, 2),
-                 format_fixed(s.p90 * 1e3, 2), format_fixed(datatype_ms / (s.median * 1e3), 2), format_fixed(bytes / 1e6, 1),
-                 format_fixed(bytes / s.median / 1e9, 2), cold_ms});
+                 format_fixed(s.p90 * 1e3, 2), format_fixed(datatype_ms / (s.median * 1e3), 2),
+                 format_fixed(bytes / 1e6, 1), format_fixed(bytes / s.median / 1e9, 2), cold_ms});
   };
   for (std::size_t i = 0; i < methods.size(); ++i) {
     add(names[i], summarize(samples[i]), remote[i], format_fixed(summarize(cold[i]).median * 1e3, 2));
@@ -148,7 +151,8 @@ void relabel_case(const std::string& name, const rd::layout& a, const rd::layout
   const int P = world_size();
   const std::string brute = P <= 8 ? format_fixed(static_cast<double>(brute_force(V, P)) / 1e6, 3) : "-";
   rep.add_row({std::to_string(P) + " ranks", name, format_fixed(static_cast<double>(moved[0]) / 1e6, 3),
-               format_fixed(static_cast<double>(moved[1]) / 1e6, 3), format_fixed(static_cast<double>(moved[2]) / 1e6, 3), brute});
+               format_fixed(static_cast<double>(moved[1]) / 1e6, 3),
+               format_fixed(static_cast<double>(moved[2]) / 1e6, 3), brute});
 }
 
 void relabel_cases(report& rep) {
@@ -168,8 +172,9 @@ void relabel_cases(report& rep) {
     d.row_major_grid = false;
     s.local = d.local = dummy.data();
     s.lld = d.lld = 1 << 20;
-    relabel_case("block-cyclic 4000^2, 32->128, grid " + std::to_string(pr) + "x" + std::to_string(P / pr) + " row->col order",
-                 rd::layout::block_cyclic(s), rd::layout::block_cyclic(d), rep);
+    relabel_case(
+        "block-cyclic 4000^2, 32->128, grid " + std::to_string(pr) + "x" + std::to_string(P / pr) + " row->col order",
+        rd::layout::block_cyclic(s), rd::layout::block_cyclic(d), rep);
   }
   // 2. Cartesian grids with shifted rank numbering: a rotation of owners.
   {
@@ -227,7 +232,8 @@ void local_transpose_case(const redistribute_bench_options& opt, report& rep) {
     o.transport = rd::transport::one_sided;
     rd::plan plan(t, MPI_COMM_SELF, o);
     const double ms = median_ms([&] { plan.execute(); });
-    rep.add_row({blk == R ? "one block" : "32 x 32 blocks", format_fixed(ms, 2), format_fixed(bound, 2), format_fixed(ms / bound, 2)});
+    rep.add_row({blk == R ? "one block" : "32 x 32 blocks", format_fixed(ms, 2), format_fixed(bound, 2),
+                 format_fixed(ms / bound, 2)});
   }
 }
 
@@ -235,17 +241,19 @@ void local_transpose_case(const redistribute_bench_options& opt, report& rep) {
 
 int run_redistribute_bench(const redistribute_bench_options& opt) {
   report rep("conveyor bench redistribute: tensor paper case, ms per redistribution (slowest rank)",
-             {"config", "case", "transport", "ms_median", "ms_p10", "ms_p90", "x_datatype", "MB_between_ranks", "GB_per_s",
-              "cold_ms"});
+             {"config", "case", "transport", "ms_median", "ms_p10", "ms_p90", "x_datatype", "MB_between_ranks",
+              "GB_per_s", "cold_ms"});
   rep.add_note("barrier before each call; " + std::to_string(opt.rounds) + " rounds over all transports, " +
-               std::to_string(opt.iterations) + " calls per transport in all, the first of each round a warm-up; cold_ms: "
+               std::to_string(opt.iterations) +
+               " calls per transport in all, the first of each round a warm-up; cold_ms: "
                "the plan built and executed once (median over rounds)");
   if (world_size() == 4) {
     tensor_case(opt, rep);
   } else if (world_rank() == 0) {
     std::printf("tensor case skipped: it needs 4 ranks (grids (2,1,1,2,1) -> (1,1,1,1,4)), have %d\n", world_size());
   }
-  report rel("conveyor bench redistribute: MB moved between ranks by relabeling", {"config", "case", "none", "greedy", "optimal", "brute_force"});
+  report rel("conveyor bench redistribute: MB moved between ranks by relabeling",
+             {"config", "case", "none", "greedy", "optimal", "brute_force"});
   relabel_cases(rel);
   report tr("conveyor bench redistribute: local transpose, 4000 x 2000 float64 on one rank (median ms)",
             {"pieces", "transpose_ms", "memcpy_ms", "x_memcpy"});

@@ -92,11 +92,14 @@ int run_reduce_bench(const reduce_bench_options& opt) {
   const std::string mpi_name = "MPI_Reduce_local (" + mpi_library_name() + ")";
   report rep("conveyor bench reduce: inout = in op inout, median of " + std::to_string(opt.reps) +
                  " samples; Conveyor SIMD target " + simd.active,
-             {"case", "size", "implementation", "median_us", "p10_us", "p90_us", "GB/s",
-              "x_vs_MPI", "x_vs_loop"});
-  rep.add_note("GB/s counts 3x the buffer size for reductions (read in, read inout, write inout) "
-               "and 2x for memcpy; x_vs_* = baseline median time / this median time");
-  rep.add_note("plain loop = `inout[i] += in[i]` (or &=, or max + log1p(exp(min - max)) with libm for logaddexp) compiled -O3 for the active SIMD target (" + plain_loop_target() + ")");
+             {"case", "size", "implementation", "median_us", "p10_us", "p90_us", "GB/s", "x_vs_MPI", "x_vs_loop"});
+  rep.add_note(
+      "GB/s counts 3x the buffer size for reductions (read in, read inout, write inout) "
+      "and 2x for memcpy; x_vs_* = baseline median time / this median time");
+  rep.add_note(
+      "plain loop = `inout[i] += in[i]` (or &=, or max + log1p(exp(min - max)) with libm for logaddexp) compiled -O3 "
+      "for the active SIMD target (" +
+      plain_loop_target() + ")");
 
   for (const bench_case& c : cases()) {
     const std::string case_name = std::string(op_name(c.o)) + "/" + std::string(dtype_name(c.t));
@@ -115,19 +118,17 @@ int run_reduce_bench(const reduce_bench_options& opt) {
       std::vector<impl> impls;
       impls.push_back({"conveyor", 3.0, [&] { reduce_local(in.data(), inout.data(), n, c.t, c.o); }, ""});
       if (mpi_has_op) {
-        impls.push_back({mpi_name, 3.0, [&] {
-                           MPI_Reduce_local(in.data(), inout.data(), static_cast<int>(n), mdt, mop);
-                         }, ""});
+        impls.push_back(
+            {mpi_name, 3.0, [&] { MPI_Reduce_local(in.data(), inout.data(), static_cast<int>(n), mdt, mop); }, ""});
       }
-      impls.push_back({"plain loop -O3", 3.0,
-                       [&] { c.plain(in.data(), inout.data(), n); }, ""});
+      impls.push_back({"plain loop -O3", 3.0, [&] { c.plain(in.data(), inout.data(), n); }, ""});
       impls.push_back({"memcpy", 2.0, [&] { std::memcpy(copy_dst.data(), in.data(), bytes); }, ""});
       // --all-targets: Conveyor on every runnable target, in the same rounds (the
       // target is switched outside the timed batch and switched back after it).
       if (opt.all_targets) {
         for (const std::string& target : simd.supported) {
-          impls.push_back({"conveyor " + target, 3.0, [&] { reduce_local(in.data(), inout.data(), n, c.t, c.o); },
-                           target});
+          impls.push_back(
+              {"conveyor " + target, 3.0, [&] { reduce_local(in.data(), inout.data(), n, c.t, c.o); }, target});
         }
       }
 
@@ -164,7 +165,7 @@ int run_reduce_bench(const reduce_bench_options& opt) {
 
       if (bytes == opt.max_bytes) break;
       // Every 2^k and 3*2^k (2^k -> 3*2^(k-1) -> 2^(k+1)), or a fixed step.
-      const std::size_t next = opt.size_step > 0              ? bytes * opt.size_step
+      const std::size_t next = opt.size_step > 0            ? bytes * opt.size_step
                                : (bytes & (bytes - 1)) == 0 ? bytes / 2 * 3
                                                             : bytes / 3 * 4;
       bytes = next > opt.max_bytes || next <= bytes ? opt.max_bytes : next;

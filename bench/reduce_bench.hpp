@@ -13,10 +13,10 @@ namespace conveyor::bench {
 struct reduce_bench_options {
   std::size_t min_bytes = 1024;
   std::size_t max_bytes = std::size_t{128} << 20;
-  std::size_t size_step = 0;   // 0: every 2^k and 3*2^k; else each size is this many times the previous
-  int reps = 15;               // samples per (case, size, implementation)
-  bool all_targets = false;    // add a Conveyor row for every runnable SIMD target
-  std::string only_case;       // e.g. "sum/float32"; empty runs every case
+  std::size_t size_step = 0;  // 0: every 2^k and 3*2^k; else each size is this many times the previous
+  int reps = 15;              // samples per (case, size, implementation)
+  bool all_targets = false;   // add a Conveyor row for every runnable SIMD target
+  std::string only_case;      // e.g. "sum/float32"; empty runs every case
   std::string json_path, csv_path;
 };
 

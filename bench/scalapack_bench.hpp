@@ -15,7 +15,7 @@ struct scalapack_bench_options {
   /// Calls per routine and row at n <= 2048, over all rounds; fewer above (11 up
   /// to 4096, 7 beyond), more below 600 (61: microseconds are noisy).
   int iterations = 21;
-  int rounds = 4;       // reference and Conveyor alternate, one turn each per round (first call: warm-up)
+  int rounds = 4;  // reference and Conveyor alternate, one turn each per round (first call: warm-up)
   /// "warm" (plans cached: the steady state), "cold" (every call plans, runs and
   /// frees its plan), or "both" (a row of each).
   std::string cache = "both";

@@ -25,8 +25,8 @@ namespace {
 namespace sk = conveyor::sinkhorn;
 
 struct measured {
-  summary per_iter;       // seconds per iteration, slowest rank
-  double row_share = 0;   // mean fraction of an iteration in the row pass
+  summary per_iter;      // seconds per iteration, slowest rank
+  double row_share = 0;  // mean fraction of an iteration in the row pass
 };
 
 template <class T>
@@ -69,9 +69,10 @@ measured time_variant(local_matrix<T>& m, sk::variant kind, const sinkhorn_bench
   double row_share = 0;
   for (int rep = 0; rep <= opt.reps; ++rep) {  // rep 0 warms up
     MPI_Barrier(MPI_COMM_WORLD);
-    const auto res = sk::rewrites_matrix(kind)
-                         ? sk::scale_in_place(m.A.data(), m.rows.count, m.N, m.N, m.r.data(), m.c.data(), MPI_COMM_WORLD, o)
-                         : sk::scale(m.A.data(), m.rows.count, m.N, m.N, m.r.data(), m.c.data(), MPI_COMM_WORLD, o);
+    const auto res =
+        sk::rewrites_matrix(kind)
+            ? sk::scale_in_place(m.A.data(), m.rows.count, m.N, m.N, m.r.data(), m.c.data(), MPI_COMM_WORLD, o)
+            : sk::scale(m.A.data(), m.rows.count, m.N, m.N, m.r.data(), m.c.data(), MPI_COMM_WORLD, o);
     const double iter = (res.time.row_pass + res.time.column_pass) / iters;
     const double slowest = max_over_ranks(iter);
     if (rep == 0) continue;
@@ -119,8 +120,9 @@ void bench_dtype(const std::string& dtype, std::size_t n, const sinkhorn_bench_o
 }  // namespace
 
 int run_sinkhorn_bench(const sinkhorn_bench_options& opt) {
-  report rep("conveyor bench sinkhorn: ms per iteration, M = N, A = exp(-C) (docs/results.md)",
-             {"config", "dtype", "n", "impl", "ms_median", "ms_p10", "ms_p90", "x_read_bound", "GB_per_s", "row_share"});
+  report rep(
+      "conveyor bench sinkhorn: ms per iteration, M = N, A = exp(-C) (docs/results.md)",
+      {"config", "dtype", "n", "impl", "ms_median", "ms_p10", "ms_p90", "x_read_bound", "GB_per_s", "row_share"});
   rep.add_note("read_bound: one read of A (vectorized sum, same threads); GB_per_s: bytes of A / time");
   rep.add_note("per iteration = (row pass + column pass) / iterations, slowest rank; median over samples");
   for (std::size_t n : opt.sizes) {

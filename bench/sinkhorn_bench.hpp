@@ -16,10 +16,10 @@ struct sinkhorn_bench_options {
   std::vector<std::size_t> sizes = {4000, 8000, 16000};  // M = N
   std::vector<std::string> dtypes = {"float64", "float32"};
   std::vector<std::string> variants = {"fused", "blocked", "c2r", "typical"};
-  int threads = 1;  // OpenMP threads per rank
+  int threads = 1;      // OpenMP threads per rank
   bool overlap = true;  // in-place variants: column scaling inside the allreduce's on_chunk
-  int iters = 5;    // iterations per sample (typical: 1)
-  int reps = 5;     // samples (median, p10, p90 over them)
+  int iters = 5;        // iterations per sample (typical: 1)
+  int reps = 5;         // samples (median, p10, p90 over them)
   std::string config;
   std::string json_path, csv_path;
 };

@@ -81,8 +81,7 @@ int main(int argc, char** argv) {
       for (int s = 0; s < samples; ++s) {
         MPI_Barrier(MPI_COMM_WORLD);
         double start = MPI_Wtime();
-        for (int c = 0; c < calls; ++c)
-          MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        for (int c = 0; c < calls; ++c) MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         const double elapsed = slowest(MPI_Wtime() - start, MPI_COMM_WORLD);
         if (rank == 0) printf("%zu,%.4f,%ld\n", bytes, elapsed / calls * 1e6, wrong_all);
       }

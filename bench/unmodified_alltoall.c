@@ -347,7 +347,7 @@ static void pencil(int N, const char* type_name, int samples, int cold) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &P);
   MPI_Dims_create(P, 2, d);
-  int dims[2] = {d[1], d[0]};  /* the rows the longer side: 2 ranks, a 1 x 2 grid */
+  int dims[2] = {d[1], d[0]}; /* the rows the longer side: 2 ranks, a 1 x 2 grid */
   if (N % dims[0] || N % dims[1]) {
     if (rank == 0) fprintf(stderr, "pencil: N must be a multiple of both grid sides (%d x %d)\n", dims[0], dims[1]);
     MPI_Abort(MPI_COMM_WORLD, 2);

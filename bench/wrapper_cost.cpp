@@ -38,7 +38,8 @@ using allreduce_fn = int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_
 static bool stub_on = false;
 static long long stub_calls = 0;  // calls the stub answered: proves the stub was the one called
 
-extern "C" __attribute__((visibility("default"))) int PMPI_Allreduce(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+extern "C" __attribute__((visibility("default"))) int PMPI_Allreduce(const void* send, void* recv, int count,
+                                                                     MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   static allreduce_fn real = nullptr;
   if (stub_on) {
     ++stub_calls;
@@ -73,7 +74,8 @@ int main(int argc, char** argv) {
   c_pinned.algorithm = CONVEYOR_ALLREDUCE_MPI;
   const auto call = [&] {
     if (path == "cpp") conveyor::allreduce(send, recv, kCount, conveyor::op::sum, MPI_COMM_WORLD, pinned);
-    else if (path == "c") conveyor_allreduce(send, recv, kCount, CONVEYOR_FLOAT32, CONVEYOR_SUM, MPI_COMM_WORLD, &c_pinned, nullptr);
+    else if (path == "c")
+      conveyor_allreduce(send, recv, kCount, CONVEYOR_FLOAT32, CONVEYOR_SUM, MPI_COMM_WORLD, &c_pinned, nullptr);
     else MPI_Allreduce(send, recv, kCount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   };
   for (int i = 0; i < 100; ++i) call();  // settle: the fast path is taken from here on
@@ -84,7 +86,8 @@ int main(int argc, char** argv) {
   for (int r = 0; r < kRounds; ++r) {
     const double t0 = MPI_Wtime();
     if (path == "cpp") {
-      for (int i = 0; i < kCalls; ++i) conveyor::allreduce(send, recv, kCount, conveyor::op::sum, MPI_COMM_WORLD, pinned);
+      for (int i = 0; i < kCalls; ++i)
+        conveyor::allreduce(send, recv, kCount, conveyor::op::sum, MPI_COMM_WORLD, pinned);
     } else if (path == "c") {
       for (int i = 0; i < kCalls; ++i) {
         conveyor_allreduce(send, recv, kCount, CONVEYOR_FLOAT32, CONVEYOR_SUM, MPI_COMM_WORLD, &c_pinned, nullptr);
@@ -105,8 +108,10 @@ int main(int argc, char** argv) {
   // another algorithm) and the times mean nothing.
   const long long expected = 2LL * kRounds * kCalls;
   if (stub_calls != expected) {
-    std::fprintf(stderr, "wrapper-cost: rank %d: the stub answered %lld calls, %lld expected (is %s the path to PMPI_Allreduce?)\n",
-                 rank, stub_calls, expected, path.c_str());
+    std::fprintf(
+        stderr,
+        "wrapper-cost: rank %d: the stub answered %lld calls, %lld expected (is %s the path to PMPI_Allreduce?)\n",
+        rank, stub_calls, expected, path.c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   std::sort(through, through + kRounds);

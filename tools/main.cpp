@@ -56,11 +56,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auto* info = app.add_subcommand("info", "Show the build, MPI library, SIMD targets and rank layout");
   // Listed for --help; run by conveyor-bench (see run_benchmarks).
-  app.add_subcommand("demo", "A tour of Conveyor's engines next to what users would otherwise use (conveyor-bench demo)");
+  app.add_subcommand("demo",
+                     "A tour of Conveyor's engines next to what users would otherwise use (conveyor-bench demo)");
   app.add_subcommand("bench", "Benchmarks behind the numbers in docs/results.md (conveyor-bench --help)");
 
   conveyor::tool::sinkhorn_cli_options sc;
-  auto* sinkhorn = app.add_subcommand("sinkhorn", "Solve a matrix-scaling or entropic-OT problem (generated, or rows of a .npy file)");
+  auto* sinkhorn = app.add_subcommand(
+      "sinkhorn", "Solve a matrix-scaling or entropic-OT problem (generated, or rows of a .npy file)");
   conveyor::tool::add_sinkhorn_options(*sinkhorn, sc);
 
   std::string tune_out;

@@ -31,7 +31,9 @@ npy_header read_npy_header(const std::string& path) {
   unsigned char len[4] = {};
   in.read(reinterpret_cast<char*>(len), major == 1 ? 2 : 4);
   if (!in) fail(path, "truncated header");
-  header_len = major == 1 ? (len[0] | (len[1] << 8)) : (std::uint64_t{len[0]} | (std::uint64_t{len[1]} << 8) | (std::uint64_t{len[2]} << 16) | (std::uint64_t{len[3]} << 24));
+  header_len = major == 1 ? (len[0] | (len[1] << 8))
+                          : (std::uint64_t{len[0]} | (std::uint64_t{len[1]} << 8) | (std::uint64_t{len[2]} << 16) |
+                             (std::uint64_t{len[3]} << 24));
   const std::uint64_t data_offset = (major == 1 ? 10 : 12) + header_len;
   if (data_offset > file_size) fail(path, "header longer than the file");
   std::string dict(header_len, '\0');
@@ -45,7 +47,8 @@ npy_header read_npy_header(const std::string& path) {
   if (descr == "<f8") h.item_size = 8;
   else if (descr == "<f4") h.item_size = 4;
   else fail(path, "dtype '" + descr + "' not supported (need little-endian float64 '<f8' or float32 '<f4')");
-  if (!std::regex_search(dict, m, std::regex(R"('fortran_order'\s*:\s*(True|False))"))) fail(path, "header has no 'fortran_order'");
+  if (!std::regex_search(dict, m, std::regex(R"('fortran_order'\s*:\s*(True|False))")))
+    fail(path, "header has no 'fortran_order'");
   if (m[1] == "True") fail(path, "Fortran-ordered arrays are not supported (save with np.ascontiguousarray)");
   if (!std::regex_search(dict, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) fail(path, "header has no 'shape'");
   std::vector<std::uint64_t> dims;

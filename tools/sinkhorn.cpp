@@ -75,8 +75,9 @@ int solve(const sinkhorn_cli_options& o, MPI_Comm comm) {
     state = res.state, iterations = res.iterations, err = res.error, cost = res.cost, total = res.time.total;
     per_iter = (res.time.row_pass + res.time.column_pass) / std::max<std::size_t>(res.error_history.size(), 1);
   } else {
-    const auto res = sk::rewrites_matrix(opts.variant) ? sk::scale_in_place(A.data(), b.count, N, N, r.data(), c.data(), comm, opts)
-                                                    : sk::scale(A.data(), b.count, N, N, r.data(), c.data(), comm, opts);
+    const auto res = sk::rewrites_matrix(opts.variant)
+                         ? sk::scale_in_place(A.data(), b.count, N, N, r.data(), c.data(), comm, opts)
+                         : sk::scale(A.data(), b.count, N, N, r.data(), c.data(), comm, opts);
     state = res.state, iterations = res.iterations, err = res.error, total = res.time.total;
     per_iter = (res.time.row_pass + res.time.column_pass) / std::max<std::size_t>(res.error_history.size(), 1);
   }
@@ -98,10 +99,13 @@ int solve(const sinkhorn_cli_options& o, MPI_Comm comm) {
 }  // namespace
 
 void add_sinkhorn_options(CLI::App& app, sinkhorn_cli_options& o) {
-  app.add_option("--input", o.input, ".npy matrix (C order, float32/float64): A to scale, or the cost matrix with --ot");
+  app.add_option("--input", o.input,
+                 ".npy matrix (C order, float32/float64): A to scale, or the cost matrix with --ot");
   app.add_option("--rows", o.rows, "Rows of a generated problem")->capture_default_str();
   app.add_option("--cols", o.cols, "Columns of a generated problem")->capture_default_str();
-  app.add_option("--dtype", o.dtype, "float64 or float32")->capture_default_str()->check(CLI::IsMember({"float64", "float32"}));
+  app.add_option("--dtype", o.dtype, "float64 or float32")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"float64", "float32"}));
   app.add_option("--variant", o.variant, "fused, typical, c2r or blocked")->capture_default_str();
   app.add_flag("--ot", o.ot, "Entropic optimal transport with uniform histograms (the input is the cost matrix)");
   app.add_option("--eps", o.eps, "OT regularization")->capture_default_str();

@@ -18,12 +18,12 @@ int run_tune(const std::string& output, int ranks_per_node);
 
 /// `conveyor sinkhorn`: options, their CLI11 definitions, and the run.
 struct sinkhorn_cli_options {
-  std::string input;          // .npy matrix (scaling) or cost matrix (--ot); empty: generate
+  std::string input;                     // .npy matrix (scaling) or cost matrix (--ot); empty: generate
   std::size_t rows = 2000, cols = 2000;  // generated problem size
   std::string dtype = "float64";
   std::string variant = "fused";
-  bool ot = false;            // entropic OT on a cost matrix instead of matrix scaling
-  double eps = 0.05;          // OT regularization
+  bool ot = false;    // entropic OT on a cost matrix instead of matrix scaling
+  double eps = 0.05;  // OT regularization
   bool log_domain = false;
   double tol = 1e-9;
   int max_iter = 1000;

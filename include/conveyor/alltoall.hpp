@@ -73,13 +73,13 @@ CONVEYOR_API std::int64_t bytes_of(const byte_map& m);
 
 /// What alltoallw did on this rank.
 struct alltoallw_report {
-  int send_peers = 0, recv_peers = 0;  // other ranks this rank exchanged a message with
+  int send_peers = 0, recv_peers = 0;               // other ranks this rank exchanged a message with
   std::int64_t sent_bytes = 0, received_bytes = 0;  // to / from other ranks
-  std::int64_t self_bytes = 0;  // copied from this rank's send to its receive boxes
-  int attached_peers = 0;  // peers whose rows this rank read directly (cross-memory attach)
+  std::int64_t self_bytes = 0;                      // copied from this rank's send to its receive boxes
+  int attached_peers = 0;                           // peers whose rows this rank read directly (cross-memory attach)
   int node_memory_peers = 0;  // of those, read from node memory mapped here (memcpy, no system call)
-  int packed_for_peers = 0;  // peers that read this rank's rows packed first (rows too short to read one by one)
-  int typed_peers = 0;  // peers whose part came as one MPI message of the caller's own types (datatype form)
+  int packed_for_peers = 0;   // peers that read this rank's rows packed first (rows too short to read one by one)
+  int typed_peers = 0;        // peers whose part came as one MPI message of the caller's own types (datatype form)
   // The datatype form only: derived types decoded by this call (0 once every type
   // has been seen), and parts of types not read, packed by MPI.
   int types_decoded = 0, staged_parts = 0;
@@ -94,9 +94,9 @@ struct alltoallw_report {
 
 /// What alltoall_auto ran.
 struct alltoall_auto_report {
-  bool library = false;  // the MPI library's own call (`library`), not alltoallw
-  bool by_nodes = false;  // the node-aware exchange (alltoall_by_nodes)
-  bool trial = false;    // a measuring call of its size class (the result is the same)
+  bool library = false;       // the MPI library's own call (`library`), not alltoallw
+  bool by_nodes = false;      // the node-aware exchange (alltoall_by_nodes)
+  bool trial = false;         // a measuring call of its size class (the result is the same)
   alltoallw_report exchange;  // alltoallw's report when it ran (last run of a trial)
 };
 
@@ -210,8 +210,8 @@ CONVEYOR_API alltoallw_report alltoallw(const void* send, const std::vector<data
 /// CONVEYOR_ALLTOALL_MEASURE=0 the cost model's choice of Conveyor's two for the
 /// largest pair, and with a forced CONVEYOR_ALLTOALL_COPY on any rank the
 /// pairwise exchange.
-CONVEYOR_API alltoallw_report alltoallw_auto(const void* send, const std::vector<datatype_part>& send_parts,
-                                             void* recv, const std::vector<datatype_part>& recv_parts, MPI_Comm comm,
+CONVEYOR_API alltoallw_report alltoallw_auto(const void* send, const std::vector<datatype_part>& send_parts, void* recv,
+                                             const std::vector<datatype_part>& recv_parts, MPI_Comm comm,
                                              const std::function<void()>& library);
 
 /// Whether this alltoallw_auto call on `comm` runs the library's own call at once,

@@ -57,7 +57,7 @@ struct allreduce_options {
 struct allreduce_report {
   allreduce_algorithm algorithm = allreduce_algorithm::automatic;
   std::size_t segment_bytes = 0;
-  int nodes = 1;               // nodes seen by the node-aware layout
+  int nodes = 1;                 // nodes seen by the node-aware layout
   double predicted_seconds = 0;  // the cost model's estimate for the chosen algorithm
   // True while `auto` is still measuring this size class: the call ran one of the
   // candidates (`algorithm`) as a trial, and its time is not the settled choice's.
@@ -74,20 +74,17 @@ struct allreduce_report {
 /// MPI_IN_PLACE) for in-place use. Counts are 64-bit; messages larger than 2^31
 /// bytes are split. Throws conveyor::error on bad arguments, unsupported (op,
 /// dtype), a mismatch detected by `validate`, or an MPI failure.
-CONVEYOR_API allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtype t,
-                                        op o, MPI_Comm comm, const allreduce_options& options = {});
+CONVEYOR_API allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtype t, op o, MPI_Comm comm,
+                                        const allreduce_options& options = {});
 
 template <class T>
 allreduce_report allreduce(const T* send, T* recv, std::size_t count, op o, MPI_Comm comm,
                            const allreduce_options& options = {}) {
-  return allreduce(static_cast<const void*>(send), static_cast<void*>(recv), count, dtype_of_v<T>,
-                   o, comm, options);
+  return allreduce(static_cast<const void*>(send), static_cast<void*>(recv), count, dtype_of_v<T>, o, comm, options);
 }
 template <class T>
-allreduce_report allreduce(T* inout, std::size_t count, op o, MPI_Comm comm,
-                           const allreduce_options& options = {}) {
-  return allreduce(static_cast<const void*>(inout), static_cast<void*>(inout), count,
-                   dtype_of_v<T>, o, comm, options);
+allreduce_report allreduce(T* inout, std::size_t count, op o, MPI_Comm comm, const allreduce_options& options = {}) {
+  return allreduce(static_cast<const void*>(inout), static_cast<void*>(inout), count, dtype_of_v<T>, o, comm, options);
 }
 
 /// Measures the model on `comm` (collective): ping-pong latency and bandwidth
@@ -109,19 +106,19 @@ CONVEYOR_API allreduce_algorithm predicted_allreduce_choice(std::size_t bytes, i
 /// `send` may be MPI_IN_PLACE (MPI's meaning): the input is then read from `recv`,
 /// which holds all sum(counts) elements, and block `rank` is written to its start.
 /// validate: as allreduce_options::validate (counts, dtype and op must match).
-CONVEYOR_API void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                                 dtype t, op o, MPI_Comm comm, bool validate = false);
+CONVEYOR_API void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& counts, dtype t, op o,
+                                 MPI_Comm comm, bool validate = false);
 /// Equal blocks: `send` holds P * block_count elements.
-CONVEYOR_API void reduce_scatter_block(const void* send, void* recv, std::size_t block_count, dtype t,
-                                       op o, MPI_Comm comm, bool validate = false);
+CONVEYOR_API void reduce_scatter_block(const void* send, void* recv, std::size_t block_count, dtype t, op o,
+                                       MPI_Comm comm, bool validate = false);
 
 /// Allgather(v): rank r contributes counts[r] elements; `recv` receives all blocks
 /// consecutively (sum(counts) elements). `send` may be MPI_IN_PLACE, in which
 /// case rank r's block is already in place in `recv`. validate: counts and dtype
 /// must match (see allreduce_options::validate).
-CONVEYOR_API void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts,
-                             dtype t, MPI_Comm comm, bool validate = false);
-CONVEYOR_API void allgather(const void* send, void* recv, std::size_t block_count, dtype t,
-                            MPI_Comm comm, bool validate = false);
+CONVEYOR_API void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts, dtype t,
+                             MPI_Comm comm, bool validate = false);
+CONVEYOR_API void allgather(const void* send, void* recv, std::size_t block_count, dtype t, MPI_Comm comm,
+                            bool validate = false);
 
 }  // namespace conveyor

@@ -34,10 +34,8 @@ typedef int conveyor_status;
 
 /* C constants from the lists of conveyor/enums.h: CONVEYOR_<SUFFIX>, numbered from 0. */
 #define CONVEYOR_C_PLAIN_(suffix, cpp, name) CONVEYOR_##suffix,
-enum { CONVEYOR_DTYPE_LIST(CONVEYOR_C_PLAIN_) };                /* CONVEYOR_INT8 ... CONVEYOR_COMPLEX128 */
-enum { CONVEYOR_OP_LIST(CONVEYOR_C_PLAIN_) };                   /* CONVEYOR_SUM ... CONVEYOR_LOGADDEXP */
-
-
+enum { CONVEYOR_DTYPE_LIST(CONVEYOR_C_PLAIN_) }; /* CONVEYOR_INT8 ... CONVEYOR_COMPLEX128 */
+enum { CONVEYOR_OP_LIST(CONVEYOR_C_PLAIN_) };    /* CONVEYOR_SUM ... CONVEYOR_LOGADDEXP */
 
 enum {
   CONVEYOR_SUCCESS = 0,
@@ -70,12 +68,11 @@ CONVEYOR_C_API int conveyor_note_shared_window(MPI_Win win, int* noted);
 CONVEYOR_C_API void conveyor_forget_shared_window(MPI_Win win);
 
 /* inout[i] = in[i] op inout[i] for i < count (see conveyor/reduce.hpp). */
-CONVEYOR_C_API int conveyor_reduce_local(const void* in, void* inout, size_t count,
-                                         conveyor_dtype t, conveyor_op op);
+CONVEYOR_C_API int conveyor_reduce_local(const void* in, void* inout, size_t count, conveyor_dtype t, conveyor_op op);
 
 /* out[i] = a[i] op b[i]; out may be a or b but must not partially overlap them. */
-CONVEYOR_C_API int conveyor_reduce(const void* a, const void* b, void* out, size_t count,
-                                   conveyor_dtype t, conveyor_op op);
+CONVEYOR_C_API int conveyor_reduce(const void* a, const void* b, void* out, size_t count, conveyor_dtype t,
+                                   conveyor_op op);
 
 /* A committed commutative MPI_Op backed by Conveyor's kernel; freed by
  * MPI_Finalize, do not free it yourself. */
@@ -90,19 +87,19 @@ CONVEYOR_C_API int conveyor_mpi_datatype(conveyor_dtype t, MPI_Datatype* result)
 enum { CONVEYOR_ALLREDUCE_ALGORITHM_LIST(CONVEYOR_C_ALLREDUCE_) }; /* CONVEYOR_ALLREDUCE_AUTO, _RING, ... */
 
 typedef struct conveyor_allreduce_options {
-  int algorithm;          /* CONVEYOR_ALLREDUCE_* */
-  size_t segment_bytes;   /* 0: cost model */
-  int ranks_per_node;     /* 0: real nodes */
-  int deterministic;      /* non-zero: rank-ordered fold */
-  int validate;           /* non-zero: the collective contract (docs/api.md): a bad or
-                             mismatched argument on any rank fails on every rank */
+  int algorithm;        /* CONVEYOR_ALLREDUCE_* */
+  size_t segment_bytes; /* 0: cost model */
+  int ranks_per_node;   /* 0: real nodes */
+  int deterministic;    /* non-zero: rank-ordered fold */
+  int validate;         /* non-zero: the collective contract (docs/api.md): a bad or
+                           mismatched argument on any rank fails on every rank */
   /* Called when recv[offset, offset+count) is final; may be NULL. */
   void (*on_chunk)(size_t offset, size_t count, void* user_data);
   void* user_data;
 } conveyor_allreduce_options;
 
 typedef struct conveyor_allreduce_report {
-  int algorithm;          /* the algorithm that ran */
+  int algorithm; /* the algorithm that ran */
   size_t segment_bytes;
   int nodes;
   double predicted_seconds;
@@ -113,55 +110,56 @@ CONVEYOR_C_API void conveyor_allreduce_options_init(conveyor_allreduce_options* 
 
 /* recv = op over all ranks' send, on every rank; send may be recv or MPI_IN_PLACE.
  * options and report may be NULL. */
-CONVEYOR_C_API int conveyor_allreduce(const void* send, void* recv, size_t count, conveyor_dtype t,
-                                      conveyor_op op, MPI_Comm comm,
-                                      const conveyor_allreduce_options* options,
+CONVEYOR_C_API int conveyor_allreduce(const void* send, void* recv, size_t count, conveyor_dtype t, conveyor_op op,
+                                      MPI_Comm comm, const conveyor_allreduce_options* options,
                                       conveyor_allreduce_report* report);
 
 /* counts has one entry per rank of comm. validate: as the allreduce option
  * (counts, dtype and op agreed across ranks; a bad argument on any rank fails
  * on every rank). */
-CONVEYOR_C_API int conveyor_reduce_scatter(const void* send, void* recv, const size_t* counts,
-                                           conveyor_dtype t, conveyor_op op, MPI_Comm comm, int validate);
-CONVEYOR_C_API int conveyor_allgatherv(const void* send, void* recv, const size_t* counts,
-                                       conveyor_dtype t, MPI_Comm comm, int validate);
+CONVEYOR_C_API int conveyor_reduce_scatter(const void* send, void* recv, const size_t* counts, conveyor_dtype t,
+                                           conveyor_op op, MPI_Comm comm, int validate);
+CONVEYOR_C_API int conveyor_allgatherv(const void* send, void* recv, const size_t* counts, conveyor_dtype t,
+                                       MPI_Comm comm, int validate);
 
 /* ---- Sinkhorn: matrix scaling and entropic OT (conveyor/sinkhorn.hpp) ---- */
 
 #define CONVEYOR_C_SINKHORN_(suffix, cpp, name) CONVEYOR_SINKHORN_##suffix,
 enum { CONVEYOR_SINKHORN_VARIANT_LIST(CONVEYOR_C_SINKHORN_) }; /* CONVEYOR_SINKHORN_FUSED, _TYPICAL, _C2R, _BLOCKED */
-enum { CONVEYOR_SINKHORN_STATUS_LIST(CONVEYOR_C_SINKHORN_) };  /* CONVEYOR_SINKHORN_CONVERGED, _MAX_ITER, _NUMERICAL_FAILURE */
-enum { CONVEYOR_SINKHORN_NORM_LIST(CONVEYOR_C_SINKHORN_) };    /* CONVEYOR_SINKHORN_L1, _L2 */
+enum {
+  CONVEYOR_SINKHORN_STATUS_LIST(CONVEYOR_C_SINKHORN_)
+}; /* CONVEYOR_SINKHORN_CONVERGED, _MAX_ITER, _NUMERICAL_FAILURE */
+enum { CONVEYOR_SINKHORN_NORM_LIST(CONVEYOR_C_SINKHORN_) };     /* CONVEYOR_SINKHORN_L1, _L2 */
 enum { CONVEYOR_SINKHORN_REG_TYPE_LIST(CONVEYOR_C_SINKHORN_) }; /* CONVEYOR_SINKHORN_KL, _ENTROPY */
-enum { CONVEYOR_SINKHORN_STOP_LIST(CONVEYOR_C_SINKHORN_) };    /* CONVEYOR_SINKHORN_STOP_MARGINAL, _STOP_CHANGE */
+enum { CONVEYOR_SINKHORN_STOP_LIST(CONVEYOR_C_SINKHORN_) };     /* CONVEYOR_SINKHORN_STOP_MARGINAL, _STOP_CHANGE */
 
 typedef struct conveyor_sinkhorn_options {
-  int variant;            /* CONVEYOR_SINKHORN_* */
-  double tol;             /* on the column-marginal error (in `norm`) */
+  int variant; /* CONVEYOR_SINKHORN_* */
+  double tol;  /* on the column-marginal error (in `norm`) */
   int max_iter;
-  int threads;            /* OpenMP threads per rank; 0: automatic */
-  int log_domain;         /* OT only: iterate on the log scalings */
-  int overlap;            /* in-place variants: scale columns as their sums arrive */
-  size_t mc, nc, mr, nr;  /* blocking of the blocked variant */
-  const double* init_u;   /* warm start (this rank's rows; log domain: log u) or NULL */
-  const double* init_v;   /* warm start (all columns; log domain: log v) or NULL */
+  int threads;             /* OpenMP threads per rank; 0: automatic */
+  int log_domain;          /* OT only: iterate on the log scalings */
+  int overlap;             /* in-place variants: scale columns as their sums arrive */
+  size_t mc, nc, mr, nr;   /* blocking of the blocked variant */
+  const double* init_u;    /* warm start (this rank's rows; log domain: log u) or NULL */
+  const double* init_v;    /* warm start (all columns; log domain: log v) or NULL */
   int allreduce_algorithm; /* CONVEYOR_ALLREDUCE_* for the column sums */
-  int ranks_per_node;     /* of the column-sum allreduce; 0: real nodes */
-  int norm;               /* CONVEYOR_SINKHORN_L1 (default) or _L2 (POT's) */
-  int check_every;        /* test convergence on iterations 1, 1 + check_every, ... */
-  int columns_first;      /* begin with a column update from init_u (POT's order) */
-  double reg_m_rows;      /* OT, unbalanced: KL penalty on the row marginal; INFINITY: a constraint */
-  double reg_m_cols;      /* the same for the column marginal */
-  int reg_type;           /* CONVEYOR_SINKHORN_KL (default) or _ENTROPY */
-  int stop;               /* CONVEYOR_SINKHORN_STOP_MARGINAL (default) or _STOP_CHANGE */
+  int ranks_per_node;      /* of the column-sum allreduce; 0: real nodes */
+  int norm;                /* CONVEYOR_SINKHORN_L1 (default) or _L2 (POT's) */
+  int check_every;         /* test convergence on iterations 1, 1 + check_every, ... */
+  int columns_first;       /* begin with a column update from init_u (POT's order) */
+  double reg_m_rows;       /* OT, unbalanced: KL penalty on the row marginal; INFINITY: a constraint */
+  double reg_m_cols;       /* the same for the column marginal */
+  int reg_type;            /* CONVEYOR_SINKHORN_KL (default) or _ENTROPY */
+  int stop;                /* CONVEYOR_SINKHORN_STOP_MARGINAL (default) or _STOP_CHANGE */
 } conveyor_sinkhorn_options;
 
 typedef struct conveyor_sinkhorn_info {
-  int status;             /* CONVEYOR_SINKHORN_CONVERGED, ... */
+  int status; /* CONVEYOR_SINKHORN_CONVERGED, ... */
   int iterations;
-  double error;           /* column-marginal error of the result (options' norm) */
-  double cost;            /* OT: <P, C> over all ranks; scaling: 0 */
-  double seconds;         /* the whole call on this rank */
+  double error;   /* column-marginal error of the result (options' norm) */
+  double cost;    /* OT: <P, C> over all ranks; scaling: 0 */
+  double seconds; /* the whole call on this rank */
 } conveyor_sinkhorn_info;
 
 /* The defaults of conveyor::sinkhorn::options. */
@@ -193,8 +191,8 @@ enum { CONVEYOR_POINTS_METRIC_LIST(CONVEYOR_C_POINTS_) }; /* CONVEYOR_POINTS_SQE
 enum { CONVEYOR_POINTS_EXCHANGE_LIST(CONVEYOR_C_EXCHANGE_) }; /* CONVEYOR_EXCHANGE_AUTO, _RING, _GATHER */
 
 typedef struct conveyor_points_options {
-  int metric;               /* CONVEYOR_POINTS_* */
-  double tol;               /* on the row-marginal error (in `norm`) */
+  int metric; /* CONVEYOR_POINTS_* */
+  double tol; /* on the row-marginal error (in `norm`) */
   int max_iter;
   int norm;                 /* CONVEYOR_SINKHORN_L1 (default, POT's here) or _L2 */
   int check_every;          /* test convergence after iterations check_every, 2 check_every, ... */
@@ -205,8 +203,8 @@ typedef struct conveyor_points_options {
   double reg_m_cols;
   int reg_type;
   int stop;
-  double eps_scaling;       /* eps-scaling factor in (0, 1), 0: off (points_options::eps_scaling) */
-  int exchange;             /* CONVEYOR_EXCHANGE_AUTO (default), _RING or _GATHER */
+  double eps_scaling; /* eps-scaling factor in (0, 1), 0: off (points_options::eps_scaling) */
+  int exchange;       /* CONVEYOR_EXCHANGE_AUTO (default), _RING or _GATHER */
 } conveyor_points_options;
 
 /* The defaults of conveyor::sinkhorn::points_options. */
@@ -222,10 +220,10 @@ CONVEYOR_C_API int conveyor_sinkhorn_points(conveyor_dtype t, const void* X, siz
                                             conveyor_sinkhorn_info* info);
 
 typedef struct conveyor_plan_apply_options {
-  int metric;    /* CONVEYOR_POINTS_*: the solve's */
-  int transpose; /* 0: out = P V (a row per X point); 1: out = P^T V (a row per Y point) */
-  int threads;   /* OpenMP threads per rank; 0: automatic */
-  size_t batch;  /* independent problems stored one after another (1: one; conveyor/sinkhorn_points.hpp) */
+  int metric;     /* CONVEYOR_POINTS_*: the solve's */
+  int transpose;  /* 0: out = P V (a row per X point); 1: out = P^T V (a row per Y point) */
+  int threads;    /* OpenMP threads per rank; 0: automatic */
+  size_t batch;   /* independent problems stored one after another (1: one; conveyor/sinkhorn_points.hpp) */
   int cost_power; /* 0: the plan; 1: each entry times its cost; -1: divided by it (0 at cost 0) */
 } conveyor_plan_apply_options;
 
@@ -244,9 +242,9 @@ CONVEYOR_C_API int conveyor_apply_plan_points(conveyor_dtype t, const void* X, s
 /* ---- Fixed-support barycenter (conveyor/sinkhorn_barycenter.hpp) ---- */
 
 typedef struct conveyor_barycenter_options {
-  double tol;              /* on sum_j std_k of the plans' column sums */
+  double tol; /* on sum_j std_k of the plans' column sums */
   int max_iter;
-  int check_every;         /* test convergence on iterations first_check, first_check + check_every, ... */
+  int check_every; /* test convergence on iterations first_check, first_check + check_every, ... */
   int first_check;
   int log_domain;          /* iterate on log scalings */
   int threads;             /* OpenMP threads per rank; 0: automatic */
@@ -269,21 +267,21 @@ CONVEYOR_C_API int conveyor_sinkhorn_barycenter(conveyor_dtype t, const void* C,
 /* ---- Distributed sum of outer products (conveyor/outer.hpp) ---- */
 
 #define CONVEYOR_C_OUTER_(suffix, cpp, name) CONVEYOR_OUTER_##suffix,
-enum { CONVEYOR_OUTER_ALGORITHM_LIST(CONVEYOR_C_OUTER_) };     /* CONVEYOR_OUTER_AUTO, _ALLGATHER, ... */
-enum { CONVEYOR_MATRIX_ORDER_LIST(CONVEYOR_C_PLAIN_) };  /* CONVEYOR_ROW_MAJOR, CONVEYOR_COLUMN_MAJOR */
+enum { CONVEYOR_OUTER_ALGORITHM_LIST(CONVEYOR_C_OUTER_) }; /* CONVEYOR_OUTER_AUTO, _ALLGATHER, ... */
+enum { CONVEYOR_MATRIX_ORDER_LIST(CONVEYOR_C_PLAIN_) };    /* CONVEYOR_ROW_MAJOR, CONVEYOR_COLUMN_MAJOR */
 
 typedef struct conveyor_outer_options {
-  int algorithm;          /* CONVEYOR_OUTER_* */
-  int order;              /* CONVEYOR_ROW_MAJOR or CONVEYOR_COLUMN_MAJOR */
-  int distributed;        /* non-zero: this rank receives only its row block */
-  int validate;           /* ignored: outer_sum always agrees across ranks */
+  int algorithm;           /* CONVEYOR_OUTER_* */
+  int order;               /* CONVEYOR_ROW_MAJOR or CONVEYOR_COLUMN_MAJOR */
+  int distributed;         /* non-zero: this rank receives only its row block */
+  int validate;            /* ignored: outer_sum always agrees across ranks */
   int allreduce_algorithm; /* CONVEYOR_ALLREDUCE_* used by CONVEYOR_OUTER_RING */
-  int ranks_per_node;     /* 0: real nodes */
+  int ranks_per_node;      /* 0: real nodes */
 } conveyor_outer_options;
 
 typedef struct conveyor_outer_report {
-  int algorithm;          /* the algorithm that ran */
-  size_t first_row;       /* rows of G held by this rank (distributed) */
+  int algorithm;    /* the algorithm that ran */
+  size_t first_row; /* rows of G held by this rank (distributed) */
   size_t rows;
   double predicted_seconds;
 } conveyor_outer_report;
@@ -310,9 +308,9 @@ typedef struct conveyor_layout_s* conveyor_layout;
 typedef struct conveyor_redistribution_s* conveyor_redistribution;
 
 #define CONVEYOR_C_TRANSPORT_(suffix, cpp, name) CONVEYOR_TRANSPORT_##suffix,
-enum { CONVEYOR_TRANSPORT_LIST(CONVEYOR_C_TRANSPORT_) };       /* CONVEYOR_TRANSPORT_AUTO, _DATATYPE, ... */
+enum { CONVEYOR_TRANSPORT_LIST(CONVEYOR_C_TRANSPORT_) }; /* CONVEYOR_TRANSPORT_AUTO, _DATATYPE, ... */
 #define CONVEYOR_C_RELABEL_(suffix, cpp, name) CONVEYOR_RELABEL_##suffix,
-enum { CONVEYOR_RELABELING_LIST(CONVEYOR_C_RELABEL_) };        /* CONVEYOR_RELABEL_NONE, _GREEDY, _OPTIMAL */
+enum { CONVEYOR_RELABELING_LIST(CONVEYOR_C_RELABEL_) }; /* CONVEYOR_RELABEL_NONE, _GREEDY, _OPTIMAL */
 
 /* Cartesian block distribution: dimension d cut into grid[d] near-equal blocks, the
  * block at grid coordinates c owned by the row-major (column_major_ranks: column-

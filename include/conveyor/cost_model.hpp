@@ -29,7 +29,7 @@ struct cost_model {
   double copy_beta = 1.0 / 5e9;     // seconds per byte of a strided local copy out of memory (pack, unpack)
   double shared_alpha = 0.3e-6;     // seconds of the shared_memory allreduce's two flag hand-offs on one node
   std::size_t segment_bytes = std::size_t{1} << 20;  // pipeline chunk
-  int window = 4;                   // pipeline chunks in flight
+  int window = 4;                                    // pipeline chunks in flight
   // Messages larger than this go in pieces of this size, all posted at once, so
   // no piece waits for the transport's rendezvous handshake (0: whole messages).
   // `conveyor tune` measures which is faster. Defaults: what it measured on this

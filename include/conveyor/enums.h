@@ -8,6 +8,9 @@
 #ifndef CONVEYOR_ENUMS_H
 #define CONVEYOR_ENUMS_H
 
+/* (The X-macro lists keep their hand-made rows.) */
+/* clang-format off */
+
 /* Element types (C: CONVEYOR_INT8, ...). */
 #define CONVEYOR_DTYPE_LIST(X)                                                                       \
   X(INT8, int8, "int8") X(INT16, int16, "int16") X(INT32, int32, "int32") X(INT64, int64, "int64") \
@@ -123,5 +126,7 @@
 #define CONVEYOR_ENUMERATOR_(suffix, cpp, name) cpp,  /* C++ enum class body */
 #define CONVEYOR_NAME_(suffix, cpp, name) name,        /* the names, in value order */
 #define CONVEYOR_COUNT_(suffix, cpp, name) +1          /* the number of values */
+
+/* clang-format on */
 
 #endif /* CONVEYOR_ENUMS_H */

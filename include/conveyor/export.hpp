@@ -4,11 +4,11 @@
 #pragma once
 
 #if defined(_WIN32)
-#  if defined(CONVEYOR_BUILDING_LIBRARY)
-#    define CONVEYOR_API __declspec(dllexport)
-#  else
-#    define CONVEYOR_API
-#  endif
+#if defined(CONVEYOR_BUILDING_LIBRARY)
+#define CONVEYOR_API __declspec(dllexport)
 #else
-#  define CONVEYOR_API __attribute__((visibility("default")))
+#define CONVEYOR_API
+#endif
+#else
+#define CONVEYOR_API __attribute__((visibility("default")))
 #endif

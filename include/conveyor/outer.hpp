@@ -47,7 +47,7 @@ struct outer_options {
 
 struct outer_report {
   outer_algorithm algorithm = outer_algorithm::automatic;  // the one that ran
-  std::size_t first_row = 0;  // rows of G this rank holds in distributed mode
+  std::size_t first_row = 0;                               // rows of G this rank holds in distributed mode
   std::size_t rows = 0;
   double predicted_seconds = 0;  // the cost model's estimate for the chosen algorithm
 };
@@ -61,8 +61,8 @@ CONVEYOR_API outer_report outer_sum(const void* a, std::size_t N, const void* b,
                                     std::size_t G_count, dtype t, MPI_Comm comm, const outer_options& options = {});
 
 template <class T>
-outer_report outer_sum(const T* a, std::size_t N, const T* b, std::size_t M, T* G, std::size_t G_count,
-                       MPI_Comm comm, const outer_options& options = {}) {
+outer_report outer_sum(const T* a, std::size_t N, const T* b, std::size_t M, T* G, std::size_t G_count, MPI_Comm comm,
+                       const outer_options& options = {}) {
   return outer_sum(static_cast<const void*>(a), N, static_cast<const void*>(b), M, static_cast<void*>(G), G_count,
                    dtype_of_v<T>, comm, options);
 }

@@ -63,10 +63,10 @@ class CONVEYOR_API axis_splits {
   static axis_splits regular(std::int64_t extent, std::int64_t size, std::int64_t first = 0);
 
   std::int64_t extent() const { return extent_; }
-  std::int64_t count() const;                    // number of blocks
-  std::int64_t start(std::int64_t k) const;      // first index of block k (start(count()) = extent)
+  std::int64_t count() const;                // number of blocks
+  std::int64_t start(std::int64_t k) const;  // first index of block k (start(count()) = extent)
   std::int64_t length(std::int64_t k) const { return start(k + 1) - start(k); }  // indices in block k
-  std::int64_t block_of(std::int64_t x) const;   // the block containing index x < extent
+  std::int64_t block_of(std::int64_t x) const;  // the block containing index x < extent
 
  private:
   std::int64_t extent_ = 0, size_ = 0, first_ = 0;
@@ -123,9 +123,9 @@ class CONVEYOR_API layout {
   int ndim() const { return static_cast<int>(splits_.size()); }
   std::int64_t extent(int d) const { return splits_[static_cast<std::size_t>(d)].extent(); }
   const axis_splits& splits(int d) const { return splits_[static_cast<std::size_t>(d)]; }
-  std::int64_t blocks() const;                  // total number of blocks
-  int owner(const block_index& b) const;        // rank owning block b
-  std::pair<int, int> owner_range() const;      // smallest and largest owner
+  std::int64_t blocks() const;              // total number of blocks
+  int owner(const block_index& b) const;    // rank owning block b
+  std::pair<int, int> owner_range() const;  // smallest and largest owner
   /// This rank's blocks (rank given), in row-major order of block coordinates.
   std::vector<block_index> blocks_of(int rank) const;
   /// The shape of `rank`'s local array: per dimension, the summed extents of the

@@ -29,8 +29,7 @@ CONVEYOR_API void reduce_local(const void* in, void* inout, std::size_t count, d
 
 /// out[i] = a[i] op b[i]. `out` may be `a` or `b` itself, but must not partially
 /// overlap either.
-CONVEYOR_API void reduce(const void* a, const void* b, void* out, std::size_t count, dtype t,
-                         op o);
+CONVEYOR_API void reduce(const void* a, const void* b, void* out, std::size_t count, dtype t, op o);
 
 template <class T>
 void reduce_local(const T* in, T* inout, std::size_t count, op o) {
@@ -39,8 +38,7 @@ void reduce_local(const T* in, T* inout, std::size_t count, op o) {
 
 template <class T>
 void reduce(const T* a, const T* b, T* out, std::size_t count, op o) {
-  reduce(static_cast<const void*>(a), static_cast<const void*>(b), static_cast<void*>(out), count,
-         dtype_of_v<T>, o);
+  reduce(static_cast<const void*>(a), static_cast<const void*>(b), static_cast<void*>(out), count, dtype_of_v<T>, o);
 }
 
 /// The kernel behind reduce() for (t, o) on the active SIMD target:
@@ -50,6 +48,5 @@ void reduce(const T* a, const T* b, T* out, std::size_t count, op o) {
 /// pointer stays valid; after set_simd_target, ask again for the new target's.
 using reduce_kernel_fn = void (*)(const void* a, const void* b, void* out, std::size_t count);
 CONVEYOR_API reduce_kernel_fn reduce_kernel(dtype t, op o);
-
 
 }  // namespace conveyor

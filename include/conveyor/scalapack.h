@@ -27,15 +27,19 @@
 extern "C" {
 #endif
 
-CONVEYOR_SCALAPACK_API void conveyor_psgemr2d(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca,
-                       float* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
-CONVEYOR_SCALAPACK_API void conveyor_pdgemr2d(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca,
-                       double* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+CONVEYOR_SCALAPACK_API void conveyor_psgemr2d(const int* m, const int* n, const float* a, const int* ia, const int* ja,
+                                              const int* desca, float* b, const int* ib, const int* jb,
+                                              const int* descb, const int* ictxt);
+CONVEYOR_SCALAPACK_API void conveyor_pdgemr2d(const int* m, const int* n, const double* a, const int* ia, const int* ja,
+                                              const int* desca, double* b, const int* ib, const int* jb,
+                                              const int* descb, const int* ictxt);
 /* complex: interleaved (re, im) pairs, as Fortran COMPLEX / COMPLEX*16 */
-CONVEYOR_SCALAPACK_API void conveyor_pcgemr2d(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca,
-                       float* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
-CONVEYOR_SCALAPACK_API void conveyor_pzgemr2d(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca,
-                       double* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+CONVEYOR_SCALAPACK_API void conveyor_pcgemr2d(const int* m, const int* n, const float* a, const int* ia, const int* ja,
+                                              const int* desca, float* b, const int* ib, const int* jb,
+                                              const int* descb, const int* ictxt);
+CONVEYOR_SCALAPACK_API void conveyor_pzgemr2d(const int* m, const int* n, const double* a, const int* ia, const int* ja,
+                                              const int* desca, double* b, const int* ib, const int* jb,
+                                              const int* descb, const int* ictxt);
 
 CONVEYOR_SCALAPACK_API void conveyor_pigemr2d(const int* m, const int* n, const int* a, const int* ia, const int* ja,
                                               const int* desca, int* b, const int* ib, const int* jb, const int* descb,
@@ -44,8 +48,8 @@ CONVEYOR_SCALAPACK_API void conveyor_pigemr2d(const int* m, const int* n, const 
 /* p?trmr2d: only the trapezoid of the m x n submatrix (ScaLAPACK's rule: UPLO 'U'
  * copies rows i <= j + max(m - n, 0), 'L' rows i >= j - max(n - m, 0), 0-based
  * within the submatrix; DIAG 'U' leaves the diagonal out). s, d, c, z, i as above. */
-#define CONVEYOR_SCALAPACK_TRMR2D(x, T)                                                                              \
-  CONVEYOR_SCALAPACK_API void conveyor_p##x##trmr2d(const char* uplo, const char* diag, const int* m, const int* n,  \
+#define CONVEYOR_SCALAPACK_TRMR2D(x, T)                                                                               \
+  CONVEYOR_SCALAPACK_API void conveyor_p##x##trmr2d(const char* uplo, const char* diag, const int* m, const int* n,   \
                                                     const T* a, const int* ia, const int* ja, const int* desca, T* b, \
                                                     const int* ib, const int* jb, const int* descb, const int* ictxt);
 CONVEYOR_SCALAPACK_TRMR2D(s, float)
@@ -56,10 +60,10 @@ CONVEYOR_SCALAPACK_TRMR2D(i, int)
 #undef CONVEYOR_SCALAPACK_TRMR2D
 
 /* ScaLAPACK's C entry points (arguments by value): conveyor_Cp?gemr2d, conveyor_Cp?trmr2d. */
-#define CONVEYOR_SCALAPACK_C(x, T)                                                                                    \
-  CONVEYOR_SCALAPACK_API void conveyor_Cp##x##gemr2d(int m, int n, T* a, int ia, int ja, int* desca, T* b, int ib,    \
-                                                     int jb, int* descb, int ictxt);                                  \
-  CONVEYOR_SCALAPACK_API void conveyor_Cp##x##trmr2d(char* uplo, char* diag, int m, int n, T* a, int ia, int ja,     \
+#define CONVEYOR_SCALAPACK_C(x, T)                                                                                 \
+  CONVEYOR_SCALAPACK_API void conveyor_Cp##x##gemr2d(int m, int n, T* a, int ia, int ja, int* desca, T* b, int ib, \
+                                                     int jb, int* descb, int ictxt);                               \
+  CONVEYOR_SCALAPACK_API void conveyor_Cp##x##trmr2d(char* uplo, char* diag, int m, int n, T* a, int ia, int ja,   \
                                                      int* desca, T* b, int ib, int jb, int* descb, int ictxt);
 CONVEYOR_SCALAPACK_C(s, float)
 CONVEYOR_SCALAPACK_C(d, double)
@@ -68,10 +72,12 @@ CONVEYOR_SCALAPACK_C(z, double)
 CONVEYOR_SCALAPACK_C(i, int)
 #undef CONVEYOR_SCALAPACK_C
 
-CONVEYOR_SCALAPACK_API void conveyor_pstran(const int* m, const int* n, const float* alpha, const float* a, const int* ia, const int* ja,
-                     const int* desca, const float* beta, float* c, const int* ic, const int* jc, const int* descc);
-CONVEYOR_SCALAPACK_API void conveyor_pdtran(const int* m, const int* n, const double* alpha, const double* a, const int* ia, const int* ja,
-                     const int* desca, const double* beta, double* c, const int* ic, const int* jc, const int* descc);
+CONVEYOR_SCALAPACK_API void conveyor_pstran(const int* m, const int* n, const float* alpha, const float* a,
+                                            const int* ia, const int* ja, const int* desca, const float* beta, float* c,
+                                            const int* ic, const int* jc, const int* descc);
+CONVEYOR_SCALAPACK_API void conveyor_pdtran(const int* m, const int* n, const double* alpha, const double* a,
+                                            const int* ia, const int* ja, const int* desca, const double* beta,
+                                            double* c, const int* ic, const int* jc, const int* descc);
 
 /* complex alpha, beta, A and C as interleaved (re, im); tranu: C = beta*C + alpha*A^T,
  * tranc: C = beta*C + alpha*A^H */

@@ -124,11 +124,11 @@ template <class T>
 struct scaling_result {
   status state = status::max_iter;
   int iterations = 0;
-  double error = 0;                  // column-marginal error of the returned (u, v) (options.norm)
-  std::vector<double> error_history; // one entry per iteration
-  std::vector<T> u;                  // this rank's rows
-  std::vector<T> v;                  // all columns (identical on every rank)
-  int threads = 0;                   // OpenMP threads this rank ran with (options.threads or automatic)
+  double error = 0;                   // column-marginal error of the returned (u, v) (options.norm)
+  std::vector<double> error_history;  // one entry per iteration
+  std::vector<T> u;                   // this rank's rows
+  std::vector<T> v;                   // all columns (identical on every rank)
+  int threads = 0;                    // OpenMP threads this rank ran with (options.threads or automatic)
   timing time;
 };
 
@@ -138,10 +138,10 @@ struct transport_result {
   int iterations = 0;
   double error = 0;
   std::vector<double> error_history;
-  double cost = 0;                   // <P, C> summed over all ranks
-  std::vector<T> log_u;              // this rank's rows: log u = f / eps (f the dual potential)
-  std::vector<T> log_v;              // all columns: log v = g / eps
-  int threads = 0;                   // OpenMP threads this rank ran with (options.threads or automatic)
+  double cost = 0;       // <P, C> summed over all ranks
+  std::vector<T> log_u;  // this rank's rows: log u = f / eps (f the dual potential)
+  std::vector<T> log_v;  // all columns: log v = g / eps
+  int threads = 0;       // OpenMP threads this rank ran with (options.threads or automatic)
   timing time;
 };
 
@@ -149,35 +149,33 @@ struct transport_result {
 /// `r`: this rank's row marginals; `c`: all column marginals (same on every rank).
 /// Only options.kind == fused is allowed here (A is read-only); use scale_in_place
 /// for the paper's in-place variants. Collective over `comm`.
-CONVEYOR_API scaling_result<double> scale(const double* A, std::size_t rows, std::size_t cols,
-                                          std::size_t ld, const double* r, const double* c,
-                                          MPI_Comm comm, const options& opts = {});
-CONVEYOR_API scaling_result<float> scale(const float* A, std::size_t rows, std::size_t cols,
-                                         std::size_t ld, const float* r, const float* c,
-                                         MPI_Comm comm, const options& opts = {});
+CONVEYOR_API scaling_result<double> scale(const double* A, std::size_t rows, std::size_t cols, std::size_t ld,
+                                          const double* r, const double* c, MPI_Comm comm, const options& opts = {});
+CONVEYOR_API scaling_result<float> scale(const float* A, std::size_t rows, std::size_t cols, std::size_t ld,
+                                         const float* r, const float* c, MPI_Comm comm, const options& opts = {});
 
 /// Like scale, with any variant, and A overwritten by diag(u) A diag(v).
 /// On numerical failure u, v are the last good iterate but A has its last state.
-CONVEYOR_API scaling_result<double> scale_in_place(double* A, std::size_t rows, std::size_t cols,
-                                                   std::size_t ld, const double* r, const double* c,
-                                                   MPI_Comm comm, const options& opts = {});
-CONVEYOR_API scaling_result<float> scale_in_place(float* A, std::size_t rows, std::size_t cols,
-                                                  std::size_t ld, const float* r, const float* c,
-                                                  MPI_Comm comm, const options& opts = {});
+CONVEYOR_API scaling_result<double> scale_in_place(double* A, std::size_t rows, std::size_t cols, std::size_t ld,
+                                                   const double* r, const double* c, MPI_Comm comm,
+                                                   const options& opts = {});
+CONVEYOR_API scaling_result<float> scale_in_place(float* A, std::size_t rows, std::size_t cols, std::size_t ld,
+                                                  const float* r, const float* c, MPI_Comm comm,
+                                                  const options& opts = {});
 
 /// Entropic OT on this rank's `rows` x `cols` rows of the cost matrix C (stride ld).
 /// `a`: this rank's row histogram; `b`: the column histogram. If `plan` is not null
 /// it receives this rank's rows of the plan (stride `plan_ld`, 0 means `cols`).
 /// The plain kernel uses options.kind (exp(-C/eps) is formed once); log_domain
 /// ignores it.
-CONVEYOR_API transport_result<double> transport(const double* C, std::size_t rows, std::size_t cols,
-                                                std::size_t ld, const double* a, const double* b,
-                                                double eps, MPI_Comm comm, const options& opts = {},
-                                                double* plan = nullptr, std::size_t plan_ld = 0);
-CONVEYOR_API transport_result<float> transport(const float* C, std::size_t rows, std::size_t cols,
-                                               std::size_t ld, const float* a, const float* b,
-                                               double eps, MPI_Comm comm, const options& opts = {},
-                                               float* plan = nullptr, std::size_t plan_ld = 0);
+CONVEYOR_API transport_result<double> transport(const double* C, std::size_t rows, std::size_t cols, std::size_t ld,
+                                                const double* a, const double* b, double eps, MPI_Comm comm,
+                                                const options& opts = {}, double* plan = nullptr,
+                                                std::size_t plan_ld = 0);
+CONVEYOR_API transport_result<float> transport(const float* C, std::size_t rows, std::size_t cols, std::size_t ld,
+                                               const float* a, const float* b, double eps, MPI_Comm comm,
+                                               const options& opts = {}, float* plan = nullptr,
+                                               std::size_t plan_ld = 0);
 
 /// GeomLoss's softmin on a formed cost array (the dense counterpart of
 /// softmin_points): for each of this rank's rows i of C (batch x n x m, row-major,
@@ -191,10 +189,10 @@ CONVEYOR_API transport_result<float> transport(const float* C, std::size_t rows,
 /// over the OpenMP threads (`threads`; 0: the solvers' automatic rule). Local
 /// work; collective over `comm` only for the contract (m, batch, eps and dtype
 /// must match), so a bad argument raises the same error on every rank.
-CONVEYOR_API void softmin(const double* C, std::size_t batch, std::size_t n, std::size_t m, const double* h,
-                          double eps, double* lse, double* W, MPI_Comm comm, int threads = 0);
-CONVEYOR_API void softmin(const float* C, std::size_t batch, std::size_t n, std::size_t m, const float* h,
-                          double eps, float* lse, float* W, MPI_Comm comm, int threads = 0);
+CONVEYOR_API void softmin(const double* C, std::size_t batch, std::size_t n, std::size_t m, const double* h, double eps,
+                          double* lse, double* W, MPI_Comm comm, int threads = 0);
+CONVEYOR_API void softmin(const float* C, std::size_t batch, std::size_t n, std::size_t m, const float* h, double eps,
+                          float* lse, float* W, MPI_Comm comm, int threads = 0);
 
 /// The rows [first, first + count) of an M-row matrix that `rank` of `size` holds
 /// under the balanced block partition (the first M % size ranks get one more).

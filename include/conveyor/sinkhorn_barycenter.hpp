@@ -66,8 +66,8 @@ struct barycenter_result {
 /// dim). Every histogram must be finite, >= 0 and have the mass of the first;
 /// weights finite and >= 0. Collective over `comm`.
 CONVEYOR_API barycenter_result<double> barycenter(const double* C, std::size_t rows, std::size_t dim, std::size_t ld,
-                                                  const double* A, std::size_t hists, const double* weights,
-                                                  double eps, MPI_Comm comm, const barycenter_options& opts = {});
+                                                  const double* A, std::size_t hists, const double* weights, double eps,
+                                                  MPI_Comm comm, const barycenter_options& opts = {});
 CONVEYOR_API barycenter_result<float> barycenter(const float* C, std::size_t rows, std::size_t dim, std::size_t ld,
                                                  const float* A, std::size_t hists, const float* weights, double eps,
                                                  MPI_Comm comm, const barycenter_options& opts = {});

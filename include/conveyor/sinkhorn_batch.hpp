@@ -35,8 +35,8 @@
 namespace conveyor::sinkhorn {
 
 struct batch_options {
-  double tol = 1e-9;                  // on each problem's row-marginal error, in `norm`
-  int max_iter = 1000;                // per problem
+  double tol = 1e-9;    // on each problem's row-marginal error, in `norm`
+  int max_iter = 1000;  // per problem
   error_norm norm = error_norm::l1;
   /// Convergence is tested after iterations check_every, 2 check_every, ...
   /// (POT's batch solvers: 10), and after the last.
@@ -76,8 +76,8 @@ CONVEYOR_API batch_result<float> transport_batch(const float* C, std::size_t bat
 /// The same between point clouds: X (batch x n x dim) and Y (batch x m x dim),
 /// the cost recomputed from the points (opts.metric).
 CONVEYOR_API batch_result<double> transport_points_batch(const double* X, const double* Y, std::size_t batch,
-                                                         std::size_t n, std::size_t m, std::size_t dim,
-                                                         const double* a, const double* b, double eps, MPI_Comm comm,
+                                                         std::size_t n, std::size_t m, std::size_t dim, const double* a,
+                                                         const double* b, double eps, MPI_Comm comm,
                                                          const batch_options& opts = {});
 CONVEYOR_API batch_result<float> transport_points_batch(const float* X, const float* Y, std::size_t batch,
                                                         std::size_t n, std::size_t m, std::size_t dim, const float* a,

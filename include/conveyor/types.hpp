@@ -17,15 +17,15 @@
 /// (E_count), its name function NAME_FN(E) and its parser PARSE_FN(string_view),
 /// which CONVEYOR_ENUM_NAMES (src/core/names.hpp) defines from the same list.
 /// So an enum is written once, in enums.h, for C++, C and Python.
-#define CONVEYOR_DECLARE_ENUM(E, LIST, NAME_FN, PARSE_FN)    \
-  enum class E : int { LIST(CONVEYOR_ENUMERATOR_) };          \
-  inline constexpr int E##_count = 0 LIST(CONVEYOR_COUNT_);   \
-  CONVEYOR_API std::string_view NAME_FN(E value);             \
+#define CONVEYOR_DECLARE_ENUM(E, LIST, NAME_FN, PARSE_FN)   \
+  enum class E : int { LIST(CONVEYOR_ENUMERATOR_) };        \
+  inline constexpr int E##_count = 0 LIST(CONVEYOR_COUNT_); \
+  CONVEYOR_API std::string_view NAME_FN(E value);           \
   CONVEYOR_API E PARSE_FN(std::string_view name)
 /// The same without a parser (for enums that are only reported).
-#define CONVEYOR_DECLARE_REPORTED_ENUM(E, LIST, NAME_FN)     \
-  enum class E : int { LIST(CONVEYOR_ENUMERATOR_) };          \
-  inline constexpr int E##_count = 0 LIST(CONVEYOR_COUNT_);   \
+#define CONVEYOR_DECLARE_REPORTED_ENUM(E, LIST, NAME_FN)    \
+  enum class E : int { LIST(CONVEYOR_ENUMERATOR_) };        \
+  inline constexpr int E##_count = 0 LIST(CONVEYOR_COUNT_); \
   CONVEYOR_API std::string_view NAME_FN(E value)
 
 namespace conveyor {
@@ -46,11 +46,11 @@ inline constexpr int op_count = 0 CONVEYOR_OP_LIST(CONVEYOR_COUNT_);
 /// Error categories; the numeric values are the C API's return codes.
 enum class errc : int {
   success = 0,
-  invalid_argument = 1,   // null pointer with a non-zero count, out-of-range enum, ...
-  unsupported = 2,        // a valid (op, dtype) pair that has no meaning, e.g. band on float32
-  mpi = 3,                // an MPI call failed, or MPI is not in the required state
+  invalid_argument = 1,  // null pointer with a non-zero count, out-of-range enum, ...
+  unsupported = 2,       // a valid (op, dtype) pair that has no meaning, e.g. band on float32
+  mpi = 3,               // an MPI call failed, or MPI is not in the required state
   internal = 4,
-  invalid_type = 5,       // an argument of the wrong kind: not an array, an unsupported or mismatched dtype
+  invalid_type = 5,  // an argument of the wrong kind: not an array, an unsupported or mismatched dtype
 };
 
 /// The one exception type Conveyor throws. `code()` says which category;
@@ -119,9 +119,13 @@ struct CONVEYOR_API bfloat16 : bits16<bfloat16> {
 static_assert(sizeof(float16) == 2 && sizeof(bfloat16) == 2, "16-bit floats are stored as their 16 bits");
 
 /// Maps a C++ element type to its dtype: dtype_of<float>::value == dtype::float32.
-template <class T> struct dtype_of;
-#define CONVEYOR_DTYPE_OF(T, D) \
-  template <> struct dtype_of<T> { static constexpr dtype value = dtype::D; }
+template <class T>
+struct dtype_of;
+#define CONVEYOR_DTYPE_OF(T, D)              \
+  template <>                                \
+  struct dtype_of<T> {                       \
+    static constexpr dtype value = dtype::D; \
+  }
 CONVEYOR_DTYPE_OF(std::int8_t, int8);
 CONVEYOR_DTYPE_OF(std::int16_t, int16);
 CONVEYOR_DTYPE_OF(std::int32_t, int32);
@@ -137,6 +141,7 @@ CONVEYOR_DTYPE_OF(double, float64);
 CONVEYOR_DTYPE_OF(std::complex<float>, complex64);
 CONVEYOR_DTYPE_OF(std::complex<double>, complex128);
 #undef CONVEYOR_DTYPE_OF
-template <class T> inline constexpr dtype dtype_of_v = dtype_of<T>::value;
+template <class T>
+inline constexpr dtype dtype_of_v = dtype_of<T>::value;
 
 }  // namespace conveyor

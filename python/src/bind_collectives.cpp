@@ -60,16 +60,16 @@ void run_buffer_collective(buffer_collective kind, const raw_buffer& send, const
     expected_send = block;
   }
   if (in_place && kind != buffer_collective::allreduce && n % P != 0) {
-    fail(errc::invalid_argument, "in place, recvbuf's " + std::to_string(n) + " elements are not " +
-                                     std::to_string(P) + " equal blocks");
+    fail(errc::invalid_argument,
+         "in place, recvbuf's " + std::to_string(n) + " elements are not " + std::to_string(P) + " equal blocks");
   }
   if (kind == buffer_collective::allgather && n != P * (in_place ? block : send.size)) {
     fail(errc::invalid_argument, "recvbuf has " + std::to_string(n) + " elements, needs " + std::to_string(P) +
                                      " x sendbuf's " + std::to_string(in_place ? block : send.size));
   }
   if (!in_place && send.size != expected_send) {
-    fail(errc::invalid_argument, "sendbuf has " + std::to_string(send.size) + " elements, needs " +
-                                     std::to_string(expected_send));
+    fail(errc::invalid_argument,
+         "sendbuf has " + std::to_string(send.size) + " elements, needs " + std::to_string(expected_send));
   }
   const void* in = in_place ? MPI_IN_PLACE : send.data;
   void* out = const_cast<void*>(recv.data);
@@ -100,7 +100,7 @@ struct mpi_style_objects {
   PyObject* in_place = nullptr;
   PyObject* world = nullptr;
   MPI_Comm world_comm = MPI_COMM_NULL;
-  PyObject* comm_type = nullptr;  // MPI.Comm
+  PyObject* comm_type = nullptr;   // MPI.Comm
   PyObject* address_of = nullptr;  // MPI._addressof: read on every call (a handle can change, e.g. Free())
   std::vector<std::pair<PyObject*, conveyor::op>> ops;  // the predefined MPI.Op instances
 };
@@ -149,11 +149,16 @@ std::optional<conveyor::dtype> dtype_of_format(const char* format, Py_ssize_t it
   if (!f.empty() && (f[0] == '@' || f[0] == '=' || (f[0] == '<' && little_endian))) f.remove_prefix(1);
   const auto integer = [itemsize](bool is_signed) -> std::optional<dtype> {
     switch (itemsize) {
-      case 1: return is_signed ? dtype::int8 : dtype::uint8;
-      case 2: return is_signed ? dtype::int16 : dtype::uint16;
-      case 4: return is_signed ? dtype::int32 : dtype::uint32;
-      case 8: return is_signed ? dtype::int64 : dtype::uint64;
-      default: return std::nullopt;
+      case 1:
+        return is_signed ? dtype::int8 : dtype::uint8;
+      case 2:
+        return is_signed ? dtype::int16 : dtype::uint16;
+      case 4:
+        return is_signed ? dtype::int32 : dtype::uint32;
+      case 8:
+        return is_signed ? dtype::int64 : dtype::uint64;
+      default:
+        return std::nullopt;
     }
   };
   if (f == "f" && itemsize == 4) return dtype::float32;
@@ -200,7 +205,8 @@ bool tensor_of(PyObject* o, raw_buffer& out) {
   const torch_objects* t = g_torch;
   if (!t || !PyObject_TypeCheck(o, t->tensor_type)) return false;
   const nb::object type = torch_attribute(o, t->dtype, false);
-  const auto it = std::find_if(t->dtypes.begin(), t->dtypes.end(), [&](const auto& e) { return e.first == type.ptr(); });
+  const auto it =
+      std::find_if(t->dtypes.begin(), t->dtypes.end(), [&](const auto& e) { return e.first == type.ptr(); });
   if (!type.is_valid() || it == t->dtypes.end()) return false;
   for (PyObject* flag : {t->is_cpu, t->requires_grad, t->is_contiguous, t->is_neg}) {
     const nb::object v = torch_attribute(o, flag, flag == t->is_contiguous || flag == t->is_neg);
@@ -304,7 +310,9 @@ void bind_array_collectives(nb::module_& m) {
           }
           reduction = conveyor::parse_op(value<std::string>(op, "op", "a string"));
           option_reader opt(options);
-          opt.read_with("algorithm", [&](nb::handle h) { o.algorithm = conveyor::parse_algorithm(value<std::string>(h, "algorithm", "a string")); });
+          opt.read_with("algorithm", [&](nb::handle h) {
+            o.algorithm = conveyor::parse_algorithm(value<std::string>(h, "algorithm", "a string"));
+          });
           opt.read("segment_bytes", o.segment_bytes, "an int");
           opt.read("ranks_per_node", o.ranks_per_node, "an int");
           opt.read("deterministic", o.deterministic, "a bool");
@@ -354,15 +362,18 @@ void bind_buffer_collectives(nb::module_& m) {
           g_mpi_style = g;
         });
   // conveyor/_mpi.py, once torch is imported: the tensors tensor_of reads.
-  m.def("register_torch_objects", [](nb::handle tensor_type, const std::vector<std::pair<nb::handle, std::string>>& dtypes) {
-    auto* t = new torch_objects;  // kept for the process (see g_torch)
-    t->tensor_type = reinterpret_cast<PyTypeObject*>(tensor_type.inc_ref().ptr());
-    for (const auto& [object, name] : dtypes) t->dtypes.emplace_back(object.inc_ref().ptr(), conveyor::parse_dtype(name));
-    PyObject** names[] = {&t->is_cpu, &t->requires_grad, &t->dtype, &t->is_contiguous, &t->is_neg, &t->numel, &t->data_ptr};
-    const char* spelled[] = {"is_cpu", "requires_grad", "dtype", "is_contiguous", "is_neg", "numel", "data_ptr"};
-    for (std::size_t k = 0; k < std::size(names); ++k) *names[k] = PyUnicode_InternFromString(spelled[k]);
-    g_torch = t;
-  });
+  m.def("register_torch_objects",
+        [](nb::handle tensor_type, const std::vector<std::pair<nb::handle, std::string>>& dtypes) {
+          auto* t = new torch_objects;  // kept for the process (see g_torch)
+          t->tensor_type = reinterpret_cast<PyTypeObject*>(tensor_type.inc_ref().ptr());
+          for (const auto& [object, name] : dtypes)
+            t->dtypes.emplace_back(object.inc_ref().ptr(), conveyor::parse_dtype(name));
+          PyObject** names[] = {&t->is_cpu, &t->requires_grad, &t->dtype,   &t->is_contiguous,
+                                &t->is_neg, &t->numel,         &t->data_ptr};
+          const char* spelled[] = {"is_cpu", "requires_grad", "dtype", "is_contiguous", "is_neg", "numel", "data_ptr"};
+          for (std::size_t k = 0; k < std::size(names); ++k) *names[k] = PyUnicode_InternFromString(spelled[k]);
+          g_torch = t;
+        });
   def_buffer_collective("buffer_allreduce", buffer_collective::allreduce);
   def_buffer_collective("buffer_reduce_scatter_block", buffer_collective::reduce_scatter_block);
   def_buffer_collective("buffer_allgather", buffer_collective::allgather);

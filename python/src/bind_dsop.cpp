@@ -29,18 +29,23 @@ void bind_dsop(nb::module_& m) {
           opt.read_with("algorithm", [&](nb::handle h) {
             o.algorithm = conveyor::parse_outer_algorithm(value<std::string>(h, "algorithm", "a string"));
           });
-          opt.read_with("order", [&](nb::handle h) { o.order = conveyor::parse_matrix_order(value<std::string>(h, "order", "a string")); });
+          opt.read_with("order", [&](nb::handle h) {
+            o.order = conveyor::parse_matrix_order(value<std::string>(h, "order", "a string"));
+          });
           opt.read("distributed", o.distributed, "a bool");
           read_inner_allreduce(opt, o.allreduce);
           opt.finish();
-          const std::size_t rows = o.distributed ? conveyor::outer_rows(x.a.size(), call.rank(), call.size()).count : x.a.size();
+          const std::size_t rows =
+              o.distributed ? conveyor::outer_rows(x.a.size(), call.rank(), call.size()).count : x.a.size();
           const bool column_major = o.order == conveyor::matrix_order::column_major;
           if (G.is_none()) {
-            g_obj = nb::module_::import_("numpy").attr("empty")(nb::make_tuple(rows, y.a.size()), nb::arg("dtype") = x.obj.attr("dtype"),
-                                                                 nb::arg("order") = column_major ? "F" : "C");
+            g_obj = nb::module_::import_("numpy").attr("empty")(nb::make_tuple(rows, y.a.size()),
+                                                                nb::arg("dtype") = x.obj.attr("dtype"),
+                                                                nb::arg("order") = column_major ? "F" : "C");
           }
           // Column-major G is the C-contiguous transpose (M x rows) of the Fortran-ordered rows x M array.
-          g = output(column_major ? g_obj.attr("T") : g_obj, column_major ? "out.T (order='F' with column_major)" : "out");
+          g = output(column_major ? g_obj.attr("T") : g_obj,
+                     column_major ? "out.T (order='F' with column_major)" : "out");
           if (dtype_of(g.dtype()) != x.type) fail(errc::invalid_type, "out differs in dtype from a");
         });
         call.finish_front_end();

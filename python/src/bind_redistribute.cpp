@@ -157,15 +157,18 @@ nb::tuple layout_block_cyclic(nb::handle M, nb::handle N, nb::handle mb, nb::han
 // array the block's shape with any strides.
 nb::tuple layout_custom(nb::handle splits, nb::handle owners, nb::handle blocks, nb::handle comm) {
   return build_layout("Layout.custom", comm, [&](int, built_layout& parts) {
-    const auto points = value<std::vector<std::vector<std::int64_t>>>(splits, "splits", "a sequence of sequences of ints");
+    const auto points =
+        value<std::vector<std::vector<std::int64_t>>>(splits, "splits", "a sequence of sequences of ints");
     const auto who = value<std::vector<int>>(owners, "owners", "a sequence of ints");
     std::vector<rd::axis_splits> axes;
     for (const auto& p : points) axes.push_back(rd::axis_splits::explicit_points(p));
     parts.l = rd::layout::custom(axes, who);
-    if (!nb::isinstance<nb::sequence>(blocks)) fail(errc::invalid_type, "blocks must be a sequence of (index, array) pairs");
+    if (!nb::isinstance<nb::sequence>(blocks))
+      fail(errc::invalid_type, "blocks must be a sequence of (index, array) pairs");
     nb::list kept;
     for (nb::handle pair : nb::borrow<nb::sequence>(blocks)) {
-      const auto item = value<std::pair<std::vector<std::int64_t>, nb::object>>(pair, "a block", "an (index, array) pair");
+      const auto item =
+          value<std::pair<std::vector<std::int64_t>, nb::object>>(pair, "a block", "an (index, array) pair");
       const auto& index = item.first;
       if (index.size() != points.size()) {
         fail(errc::invalid_argument, "a block index has " + std::to_string(index.size()) + " coordinates for " +
@@ -220,18 +223,25 @@ void make_plan(py_plan* self, nb::list srcs, nb::list dsts, nb::list transforms,
       // Both dtypes were agreed when the layouts were built: the same here on every rank.
       if (src.dtype >= 0 && dst.dtype >= 0 && src.dtype != dst.dtype) {
         fail(errc::invalid_type, "source and destination arrays differ in dtype (" +
-                                     std::string(conveyor::dtype_name(static_cast<conveyor::dtype>(src.dtype))) + " vs " +
+                                     std::string(conveyor::dtype_name(static_cast<conveyor::dtype>(src.dtype))) +
+                                     " vs " +
                                      std::string(conveyor::dtype_name(static_cast<conveyor::dtype>(dst.dtype))) + ")");
       }
-      const int type = src.dtype >= 0 ? src.dtype : dst.dtype >= 0 ? dst.dtype : static_cast<int>(conveyor::dtype::float64);
+      const int type = src.dtype >= 0   ? src.dtype
+                       : dst.dtype >= 0 ? dst.dtype
+                                        : static_cast<int>(conveyor::dtype::float64);
       t.type = static_cast<conveyor::dtype>(type);
       t.src = &src.l;
       t.dst = &dst.l;
       batch.push_back(std::move(t));
     }
     option_reader opt(options);
-    opt.read_with("transport", [&](nb::handle h) { o.transport = rd::parse_transport(value<std::string>(h, "transport", "a string")); });
-    opt.read_with("relabel", [&](nb::handle h) { o.relabel = rd::parse_relabeling(value<std::string>(h, "relabel", "a string")); });
+    opt.read_with("transport", [&](nb::handle h) {
+      o.transport = rd::parse_transport(value<std::string>(h, "transport", "a string"));
+    });
+    opt.read_with("relabel", [&](nb::handle h) {
+      o.relabel = rd::parse_relabeling(value<std::string>(h, "relabel", "a string"));
+    });
     opt.read("intra_node_cost", o.intra_node_cost, "a number");
     opt.read("ranks_per_node", o.ranks_per_node, "an int");
     opt.read("chunk_bytes", o.chunk_bytes, "an int");
@@ -262,37 +272,42 @@ void bind_redistribute(nb::module_& m) {
   // against the layout and their dtype agreed), plans from two layouts ---
   // The local shape ScaLAPACK allocates on `rank` (NUMROC rows, columns), from
   // the C++ layout: from_descriptor takes the first rows of an LLD-row array.
-  m.def("block_cyclic_local_shape", [](std::int64_t M, std::int64_t N, std::int64_t mb, std::int64_t nb_, int prow,
-                                       int pcol, bool row_major_grid, int rsrc, int csrc, std::int64_t imb,
-                                       std::int64_t inb, int rank) {
-    rd::layout::block_cyclic_params p;
-    p.M = M, p.N = N, p.mb = mb, p.nb = nb_, p.prow = prow, p.pcol = pcol, p.row_major_grid = row_major_grid;
-    p.rsrc = rsrc, p.csrc = csrc, p.imb = imb, p.inb = inb;
-    return rd::layout::block_cyclic(p).local_shape(rank);
-  });
+  m.def("block_cyclic_local_shape",
+        [](std::int64_t M, std::int64_t N, std::int64_t mb, std::int64_t nb_, int prow, int pcol, bool row_major_grid,
+           int rsrc, int csrc, std::int64_t imb, std::int64_t inb, int rank) {
+          rd::layout::block_cyclic_params p;
+          p.M = M, p.N = N, p.mb = mb, p.nb = nb_, p.prow = prow, p.pcol = pcol, p.row_major_grid = row_major_grid;
+          p.rsrc = rsrc, p.csrc = csrc, p.imb = imb, p.inb = inb;
+          return rd::layout::block_cyclic(p).local_shape(rank);
+        });
   // MPI_Alltoallw on the engine: buffers as (address, size in bytes); send None:
   // MPI_IN_PLACE. The Python side keeps the buffers alive and reads mpi4py's
   // buffer specifications (conveyor/_alltoall.py).
-  m.def("alltoallw", [](std::optional<std::uintptr_t> send, std::int64_t send_size, nb::handle send_parts,
-                        std::uintptr_t recv, std::int64_t recv_size, nb::handle recv_parts, std::uintptr_t comm, bool validate) {
-    const std::vector<datatype_part> sp = send ? parts_of(send_parts, "sendbuf") : std::vector<datatype_part>{};
-    const std::vector<datatype_part> rp = parts_of(recv_parts, "recvbuf");
-    const MPI_Comm c = comm_at(comm);
-    const void* s = send ? reinterpret_cast<const void*>(*send) : MPI_IN_PLACE;
-    nb::gil_scoped_release unlocked;
-    const alltoallw_report r = conveyor::alltoallw(s, sp, reinterpret_cast<void*>(recv), rp, c, validate, send_size, recv_size);
-    return std::make_tuple(r.sent_bytes, r.received_bytes, r.self_bytes, r.attached_peers, r.types_decoded, r.staged_parts);
-  }, nb::arg("send").none(), nb::arg("send_size"), nb::arg("send_parts"), nb::arg("recv"), nb::arg("recv_size"),
-     nb::arg("recv_parts"), nb::arg("comm"), nb::arg("validate"));
+  m.def(
+      "alltoallw",
+      [](std::optional<std::uintptr_t> send, std::int64_t send_size, nb::handle send_parts, std::uintptr_t recv,
+         std::int64_t recv_size, nb::handle recv_parts, std::uintptr_t comm, bool validate) {
+        const std::vector<datatype_part> sp = send ? parts_of(send_parts, "sendbuf") : std::vector<datatype_part>{};
+        const std::vector<datatype_part> rp = parts_of(recv_parts, "recvbuf");
+        const MPI_Comm c = comm_at(comm);
+        const void* s = send ? reinterpret_cast<const void*>(*send) : MPI_IN_PLACE;
+        nb::gil_scoped_release unlocked;
+        const alltoallw_report r =
+            conveyor::alltoallw(s, sp, reinterpret_cast<void*>(recv), rp, c, validate, send_size, recv_size);
+        return std::make_tuple(r.sent_bytes, r.received_bytes, r.self_bytes, r.attached_peers, r.types_decoded,
+                               r.staged_parts);
+      },
+      nb::arg("send").none(), nb::arg("send_size"), nb::arg("send_parts"), nb::arg("recv"), nb::arg("recv_size"),
+      nb::arg("recv_parts"), nb::arg("comm"), nb::arg("validate"));
   nb::class_<py_layout>(m, "_Layout")
-      .def_static("cartesian", layout_cartesian, nb::arg("shape").none(), nb::arg("grid").none(), nb::arg("local").none(),
-                  nb::arg("column_major_ranks").none(), nb::arg("comm").none())
-      .def_static("block_cyclic", layout_block_cyclic, nb::arg("M").none(), nb::arg("N").none(), nb::arg("mb").none(), nb::arg("nb").none(),
-                  nb::arg("prow").none(), nb::arg("pcol").none(), nb::arg("row_major_grid").none(),
-                  nb::arg("rsrc").none(), nb::arg("csrc").none(), nb::arg("local").none(), nb::arg("comm").none(),
-                  nb::arg("imb").none(), nb::arg("inb").none())
-      .def_static("custom", layout_custom,
-                  nb::arg("splits").none(), nb::arg("owners").none(), nb::arg("blocks").none(), nb::arg("comm").none())
+      .def_static("cartesian", layout_cartesian, nb::arg("shape").none(), nb::arg("grid").none(),
+                  nb::arg("local").none(), nb::arg("column_major_ranks").none(), nb::arg("comm").none())
+      .def_static("block_cyclic", layout_block_cyclic, nb::arg("M").none(), nb::arg("N").none(), nb::arg("mb").none(),
+                  nb::arg("nb").none(), nb::arg("prow").none(), nb::arg("pcol").none(),
+                  nb::arg("row_major_grid").none(), nb::arg("rsrc").none(), nb::arg("csrc").none(),
+                  nb::arg("local").none(), nb::arg("comm").none(), nb::arg("imb").none(), nb::arg("inb").none())
+      .def_static("custom", layout_custom, nb::arg("splits").none(), nb::arg("owners").none(), nb::arg("blocks").none(),
+                  nb::arg("comm").none())
       .def("blocks_of", [](const py_layout& l, int rank) { return l.l.blocks_of(rank).size(); })
       .def("local_shape", [](const py_layout& l, int rank) { return l.l.local_shape(rank); })
       .def_prop_ro("dtype", [](const py_layout& l) { return l.dtype; })
@@ -305,9 +320,8 @@ void bind_redistribute(nb::module_& m) {
   nb::class_<py_plan>(m, "_Plan")
       // A batch of transforms (one or more): srcs[k], dsts[k] with transforms[k]
       // (perm, alpha, beta, conjugate), and the plan's options.
-      .def("__init__",
-           make_plan,
-           nb::arg("srcs"), nb::arg("dsts"), nb::arg("transforms"), nb::arg("comm").none(), nb::arg("options").none())
+      .def("__init__", make_plan, nb::arg("srcs"), nb::arg("dsts"), nb::arg("transforms"), nb::arg("comm").none(),
+           nb::arg("options").none())
       .def("execute",
            [](py_plan& p) {
              nb::gil_scoped_release unlocked;

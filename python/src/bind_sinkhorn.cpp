@@ -52,20 +52,21 @@ template <class Options>
 void read_unbalanced(option_reader& opt, Options& o) {
   opt.read("reg_m_rows", o.reg_m_rows, "a number");
   opt.read("reg_m_cols", o.reg_m_cols, "a number");
-  opt.read_with("reg_type", [&](nb::handle h) { o.reg_type = sk::parse_reg_type(value<std::string>(h, "reg_type", "a string")); });
+  opt.read_with("reg_type",
+                [&](nb::handle h) { o.reg_type = sk::parse_reg_type(value<std::string>(h, "reg_type", "a string")); });
   opt.read_with("stop", [&](nb::handle h) { o.stop = sk::parse_stop_rule(value<std::string>(h, "stop", "a string")); });
 }
 
 // The arguments of a Sinkhorn call after conversion.
 struct sinkhorn_args {
-  py_input matrix;          // A or C (read-only view; A_out when in place)
-  array matrix_out;         // A when in place
-  py_input row, col;        // marginals, of the matrix's dtype
-  nb::object plan;          // transport: the plan array, or None
+  py_input matrix;    // A or C (read-only view; A_out when in place)
+  array matrix_out;   // A when in place
+  py_input row, col;  // marginals, of the matrix's dtype
+  nb::object plan;    // transport: the plan array, or None
   sk::options o;
   double eps = 0;
   std::size_t rows = 0, cols = 0;
-  bool single = false;      // float32
+  bool single = false;  // float32
 };
 
 void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c, bool in_place, nb::handle options,
@@ -80,12 +81,14 @@ void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c
     s.cols = s.matrix_out.shape(1);
   } else {
     s.matrix = input(M, row_name[0] == 'r' ? "A" : "C");
-    if (s.matrix.a.ndim() != 2) fail(errc::invalid_argument, std::string(row_name[0] == 'r' ? "A" : "C") + " must be 2-D");
+    if (s.matrix.a.ndim() != 2)
+      fail(errc::invalid_argument, std::string(row_name[0] == 'r' ? "A" : "C") + " must be 2-D");
     s.rows = s.matrix.a.shape(0);
     s.cols = s.matrix.a.shape(1);
   }
   if (s.matrix.type != conveyor::dtype::float32 && s.matrix.type != conveyor::dtype::float64) {
-    fail(errc::invalid_type, "matrix dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.matrix.type)));
+    fail(errc::invalid_type,
+         "matrix dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.matrix.type)));
   }
   s.single = s.matrix.type == conveyor::dtype::float32;
   const nb::object dtype = s.matrix.obj.attr("dtype");
@@ -93,7 +96,8 @@ void convert_sinkhorn(sinkhorn_args& s, nb::handle M, nb::handle r, nb::handle c
   s.col = input(c, col_name, dtype);
   require_shape(s.row.a, {s.rows}, row_name);
   require_shape(s.col.a, {s.cols}, col_name);
-  opt.read_with("variant", [&](nb::handle h) { s.o.variant = sk::parse_variant(value<std::string>(h, "variant", "a string")); });
+  opt.read_with("variant",
+                [&](nb::handle h) { s.o.variant = sk::parse_variant(value<std::string>(h, "variant", "a string")); });
   read_iteration(opt, s.o);
   opt.read("columns_first", s.o.columns_first, "a bool");
   opt.read("log_domain", s.o.log_domain, "a bool");
@@ -133,8 +137,8 @@ nb::tuple run_transport(sinkhorn_args& s, MPI_Comm cm, T* plan) {
                         plan, s.cols);
   }
   return nb::make_tuple(to_numpy(std::move(res.log_u)), to_numpy(std::move(res.log_v)),
-                        std::string(sk::status_name(res.state)),
-                        res.iterations, res.error, res.cost, s.plan, to_numpy(std::move(res.error_history)));
+                        std::string(sk::status_name(res.state)), res.iterations, res.error, res.cost, s.plan,
+                        to_numpy(std::move(res.error_history)));
 }
 
 // Two point clouds after conversion: X (n x dim) and Y (m x dim), Y of X's dtype.
@@ -152,19 +156,21 @@ nb::object convert_clouds(clouds_args& s, nb::handle X, nb::handle Y, bool batch
   s.X = input(X, "X");
   s.batched = batch_ok && s.X.a.ndim() == 3;
   if (s.X.a.ndim() != 2 && !s.batched) {
-    fail(errc::invalid_argument, batch_ok ? "X must be 2-D (points x dimensions) or 3-D (problems x points x dimensions)"
-                                          : "X must be 2-D (points x dimensions)");
+    fail(errc::invalid_argument, batch_ok
+                                     ? "X must be 2-D (points x dimensions) or 3-D (problems x points x dimensions)"
+                                     : "X must be 2-D (points x dimensions)");
   }
   if (s.X.type != conveyor::dtype::float32 && s.X.type != conveyor::dtype::float64) {
-    fail(errc::invalid_type, "points dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.X.type)));
+    fail(errc::invalid_type,
+         "points dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.X.type)));
   }
   s.single = s.X.type == conveyor::dtype::float32;
   nb::object dtype = s.X.obj.attr("dtype");
   s.Y = input(Y, "Y", dtype);
   const std::size_t axis = s.batched ? 1 : 0;
   if (s.Y.a.ndim() != s.X.a.ndim()) {
-    fail(errc::invalid_argument, s.batched ? "Y must be 3-D (problems x points x dimensions), as X"
-                                           : "Y must be 2-D (points x dimensions)");
+    fail(errc::invalid_argument,
+         s.batched ? "Y must be 3-D (problems x points x dimensions), as X" : "Y must be 2-D (points x dimensions)");
   }
   s.batch = s.batched ? s.X.a.shape(0) : 1;
   s.n = s.X.a.shape(axis);
@@ -224,10 +230,13 @@ void convert_points(points_args& s, nb::handle X, nb::handle Y, nb::handle a, nb
     require_shape(s.b.a, {s.m}, "b");
   }
   s.eps = value<double>(eps, "eps", "a number");
-  opt.read_with("metric", [&](nb::handle h) { s.o.metric = sk::parse_metric(value<std::string>(h, "metric", "a string")); });
+  opt.read_with("metric",
+                [&](nb::handle h) { s.o.metric = sk::parse_metric(value<std::string>(h, "metric", "a string")); });
   read_iteration(opt, s.o);
   opt.read("eps_scaling", s.o.eps_scaling, "a number");
-  opt.read_with("exchange", [&](nb::handle h) { s.o.exchange = sk::parse_exchange(value<std::string>(h, "exchange", "a string")); });
+  opt.read_with("exchange", [&](nb::handle h) {
+    s.o.exchange = sk::parse_exchange(value<std::string>(h, "exchange", "a string"));
+  });
   read_warm_start(opt, "init_log_u", s.o.init_log_u);
   read_warm_start(opt, "init_log_v", s.o.init_log_v);
   read_unbalanced(opt, s.o);
@@ -261,7 +270,8 @@ struct apply_args : clouds_args {
 void convert_apply(apply_args& s, nb::handle X, nb::handle Y, nb::handle log_u, nb::handle log_v, nb::handle eps,
                    nb::handle V, nb::handle options) {
   option_reader opt(options);
-  opt.read_with("metric", [&](nb::handle h) { s.o.metric = sk::parse_metric(value<std::string>(h, "metric", "a string")); });
+  opt.read_with("metric",
+                [&](nb::handle h) { s.o.metric = sk::parse_metric(value<std::string>(h, "metric", "a string")); });
   opt.read("transpose", s.o.transpose, "a bool");
   opt.read("threads", s.o.threads, "an int");
   opt.read("cost_power", s.o.cost_power, "an int");
@@ -301,7 +311,8 @@ struct softmin_args : apply_args {
 void convert_softmin(softmin_args& s, nb::handle X, nb::handle Y, nb::handle h, nb::handle eps, nb::handle V,
                      nb::handle options) {
   option_reader opt(options);
-  opt.read_with("metric", [&](nb::handle m) { s.o.metric = sk::parse_metric(value<std::string>(m, "metric", "a string")); });
+  opt.read_with("metric",
+                [&](nb::handle m) { s.o.metric = sk::parse_metric(value<std::string>(m, "metric", "a string")); });
   opt.read("threads", s.o.threads, "an int");
   opt.read("cost_power", s.o.cost_power, "an int");
   opt.finish();
@@ -356,7 +367,8 @@ void convert_barycenter(barycenter_args& s, nb::handle C, nb::handle A, nb::hand
   const nb::object dtype = s.C.obj.attr("dtype");
   s.A = input(A, "A", dtype);
   if (s.A.a.ndim() != 2 || s.A.a.shape(0) != s.dim) {
-    fail(errc::invalid_argument, "A must be 2-D with a row per point of the support (" + std::to_string(s.dim) + " rows)");
+    fail(errc::invalid_argument,
+         "A must be 2-D with a row per point of the support (" + std::to_string(s.dim) + " rows)");
   }
   s.hists = s.A.a.shape(1);
   s.weights_given = !weights.is_none();
@@ -380,8 +392,9 @@ nb::tuple run_barycenter(barycenter_args& s, MPI_Comm cm) {
   sk::barycenter_result<T> res;
   {
     nb::gil_scoped_release unlocked;
-    res = sk::barycenter(static_cast<const T*>(s.C.a.data()), s.rows, s.dim, s.dim, static_cast<const T*>(s.A.a.data()),
-                         s.hists, s.weights_given ? static_cast<const T*>(s.weights.a.data()) : nullptr, s.eps, cm, s.o);
+    res =
+        sk::barycenter(static_cast<const T*>(s.C.a.data()), s.rows, s.dim, s.dim, static_cast<const T*>(s.A.a.data()),
+                       s.hists, s.weights_given ? static_cast<const T*>(s.weights.a.data()) : nullptr, s.eps, cm, s.o);
   }
   const std::size_t hists = s.hists, dim = s.dim;
   nb::object log_v = nb::cast(to_numpy(std::move(res.log_v))).attr("reshape")(hists, dim);
@@ -398,8 +411,8 @@ struct batch_args : clouds_args {
   sk::batch_options o;
 };
 
-void convert_batch(batch_args& s, nb::handle C, nb::handle X, nb::handle Y, nb::handle a, nb::handle b,
-                   nb::handle eps, nb::handle options) {
+void convert_batch(batch_args& s, nb::handle C, nb::handle X, nb::handle Y, nb::handle a, nb::handle b, nb::handle eps,
+                   nb::handle options) {
   option_reader opt(options);
   nb::object dtype;
   s.points = C.is_none();
@@ -410,7 +423,8 @@ void convert_batch(batch_args& s, nb::handle C, nb::handle X, nb::handle Y, nb::
     s.C = input(C, "M");
     if (s.C.a.ndim() != 3) fail(errc::invalid_argument, "M must be 3-D (problems x rows x columns)");
     if (s.C.type != conveyor::dtype::float32 && s.C.type != conveyor::dtype::float64) {
-      fail(errc::invalid_type, "M's dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.C.type)));
+      fail(errc::invalid_type,
+           "M's dtype must be float32 or float64, got " + std::string(conveyor::dtype_name(s.C.type)));
     }
     s.single = s.C.type == conveyor::dtype::float32;
     dtype = s.C.obj.attr("dtype");
@@ -429,7 +443,8 @@ void convert_batch(batch_args& s, nb::handle C, nb::handle X, nb::handle Y, nb::
     require_shape(s.b.a, {s.batch, s.m}, "b");
   }
   s.eps = value<double>(eps, "eps", "a number");
-  opt.read_with("metric", [&](nb::handle h) { s.o.metric = sk::parse_metric(value<std::string>(h, "metric", "a string")); });
+  opt.read_with("metric",
+                [&](nb::handle h) { s.o.metric = sk::parse_metric(value<std::string>(h, "metric", "a string")); });
   read_iteration(opt, s.o);
   opt.finish();
 }
@@ -441,9 +456,10 @@ nb::tuple run_batch(batch_args& s, MPI_Comm cm) {
   const auto* b = s.b_given ? static_cast<const T*>(s.b.a.data()) : nullptr;
   {
     nb::gil_scoped_release unlocked;
-    res = s.points ? sk::transport_points_batch(static_cast<const T*>(s.X.a.data()), static_cast<const T*>(s.Y.a.data()),
-                                                s.batch, s.n, s.m, s.dim, a, b, s.eps, cm, s.o)
-                   : sk::transport_batch(static_cast<const T*>(s.C.a.data()), s.batch, s.n, s.m, a, b, s.eps, cm, s.o);
+    res = s.points
+              ? sk::transport_points_batch(static_cast<const T*>(s.X.a.data()), static_cast<const T*>(s.Y.a.data()),
+                                           s.batch, s.n, s.m, s.dim, a, b, s.eps, cm, s.o)
+              : sk::transport_batch(static_cast<const T*>(s.C.a.data()), s.batch, s.n, s.m, a, b, s.eps, cm, s.o);
   }
   std::vector<std::string> states;
   for (sk::status st : res.state) states.emplace_back(sk::status_name(st));
@@ -452,8 +468,8 @@ nb::tuple run_batch(batch_args& s, MPI_Comm cm) {
     return nb::cast(to_numpy(std::move(v))).attr("reshape")(s.batch, count);
   };
   return nb::make_tuple(per_problem(std::move(res.log_u), s.n), per_problem(std::move(res.log_v), s.m), states,
-                        to_numpy(std::move(iterations)), to_numpy(std::move(res.error)),
-                        to_numpy(std::move(res.cost)), to_numpy(std::move(res.entropy)), to_numpy(std::move(res.kl)));
+                        to_numpy(std::move(iterations)), to_numpy(std::move(res.error)), to_numpy(std::move(res.cost)),
+                        to_numpy(std::move(res.entropy)), to_numpy(std::move(res.kl)));
 }
 
 // softmin: a formed cost array (n, m) or (batch, n, m) and its columns'
@@ -552,7 +568,8 @@ void bind_dense_solvers(nb::module_& m) {
 
   m.def(
       "sinkhorn_transport",
-      [](nb::handle C, nb::handle a, nb::handle b, nb::handle eps, nb::handle comm, nb::handle plan, nb::handle options) {
+      [](nb::handle C, nb::handle a, nb::handle b, nb::handle eps, nb::handle comm, nb::handle plan,
+         nb::handle options) {
         void* plan_data = nullptr;
         return solver_call<sinkhorn_args>(
             "sinkhorn::transport", comm,
@@ -577,7 +594,8 @@ void bind_dense_solvers(nb::module_& m) {
       "sinkhorn_barycenter",
       [](nb::handle C, nb::handle A, nb::handle weights, nb::handle eps, nb::handle comm, nb::handle options) {
         return solver_call<barycenter_args>(
-            "sinkhorn::barycenter", comm, [&](barycenter_args& s) { convert_barycenter(s, C, A, weights, eps, options); },
+            "sinkhorn::barycenter", comm,
+            [&](barycenter_args& s) { convert_barycenter(s, C, A, weights, eps, options); },
             [](barycenter_args& s, MPI_Comm cm) {
               return s.single ? run_barycenter<float>(s, cm) : run_barycenter<double>(s, cm);
             });
@@ -593,7 +611,9 @@ void bind_point_solvers(nb::module_& m) {
       [](nb::handle X, nb::handle Y, nb::handle a, nb::handle b, nb::handle eps, nb::handle comm, nb::handle options) {
         return solver_call<points_args>(
             "sinkhorn::transport_points", comm, [&](points_args& s) { convert_points(s, X, Y, a, b, eps, options); },
-            [](points_args& s, MPI_Comm cm) { return s.single ? run_points<float>(s, cm) : run_points<double>(s, cm); });
+            [](points_args& s, MPI_Comm cm) {
+              return s.single ? run_points<float>(s, cm) : run_points<double>(s, cm);
+            });
       },
       nb::arg("X").none(), nb::arg("Y").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("eps").none(),
       nb::arg("comm").none(), nb::arg("options").none());
@@ -619,15 +639,17 @@ void bind_point_solvers(nb::module_& m) {
             [&](apply_args& s) { convert_apply(s, X, Y, log_u, log_v, eps, V, options); },
             [](apply_args& s, MPI_Comm cm) { return s.single ? run_apply<float>(s, cm) : run_apply<double>(s, cm); });
       },
-      nb::arg("X").none(), nb::arg("Y").none(), nb::arg("log_u").none(), nb::arg("log_v").none(),
-      nb::arg("eps").none(), nb::arg("V").none(), nb::arg("comm").none(), nb::arg("options").none());
+      nb::arg("X").none(), nb::arg("Y").none(), nb::arg("log_u").none(), nb::arg("log_v").none(), nb::arg("eps").none(),
+      nb::arg("V").none(), nb::arg("comm").none(), nb::arg("options").none());
 
   m.def(
       "softmin_points",
       [](nb::handle X, nb::handle Y, nb::handle h, nb::handle eps, nb::handle V, nb::handle comm, nb::handle options) {
         return solver_call<softmin_args>(
             "sinkhorn::softmin_points", comm, [&](softmin_args& s) { convert_softmin(s, X, Y, h, eps, V, options); },
-            [](softmin_args& s, MPI_Comm cm) { return s.single ? run_softmin<float>(s, cm) : run_softmin<double>(s, cm); });
+            [](softmin_args& s, MPI_Comm cm) {
+              return s.single ? run_softmin<float>(s, cm) : run_softmin<double>(s, cm);
+            });
       },
       nb::arg("X").none(), nb::arg("Y").none(), nb::arg("h").none(), nb::arg("eps").none(), nb::arg("V").none(),
       nb::arg("comm").none(), nb::arg("options").none());

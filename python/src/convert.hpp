@@ -98,7 +98,8 @@ class option_reader {
   void finish() const {
     for (auto item : options_) {
       const std::string key = nb::cast<std::string>(nb::str(item.first));
-      if (std::find(asked_.begin(), asked_.end(), key) == asked_.end()) fail(errc::invalid_argument, "unknown option '" + key + "'");
+      if (std::find(asked_.begin(), asked_.end(), key) == asked_.end())
+        fail(errc::invalid_argument, "unknown option '" + key + "'");
     }
   }
 

@@ -36,10 +36,18 @@ NB_MODULE(_conveyor, m) {
       std::rethrow_exception(p);
     } catch (const conveyor::error& e) {
       switch (e.code()) {
-        case errc::invalid_argument: PyErr_SetString(PyExc_ValueError, e.what()); break;
-        case errc::invalid_type: PyErr_SetString(PyExc_TypeError, e.what()); break;
-        case errc::unsupported: PyErr_SetString(PyExc_NotImplementedError, e.what()); break;
-        default: PyErr_SetString(PyExc_RuntimeError, e.what()); break;
+        case errc::invalid_argument:
+          PyErr_SetString(PyExc_ValueError, e.what());
+          break;
+        case errc::invalid_type:
+          PyErr_SetString(PyExc_TypeError, e.what());
+          break;
+        case errc::unsupported:
+          PyErr_SetString(PyExc_NotImplementedError, e.what());
+          break;
+        default:
+          PyErr_SetString(PyExc_RuntimeError, e.what());
+          break;
       }
     }
   });

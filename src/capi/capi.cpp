@@ -84,13 +84,11 @@ int conveyor_note_shared_window(MPI_Win win, int* noted) {
 
 void conveyor_forget_shared_window(MPI_Win win) { conveyor::forget_shared_window(win); }
 
-int conveyor_reduce_local(const void* in, void* inout, size_t count, conveyor_dtype t,
-                          conveyor_op o) {
+int conveyor_reduce_local(const void* in, void* inout, size_t count, conveyor_dtype t, conveyor_op o) {
   return guarded([&] { conveyor::reduce_local(in, inout, count, to_dtype(t), to_op(o)); });
 }
 
-int conveyor_reduce(const void* a, const void* b, void* out, size_t count, conveyor_dtype t,
-                    conveyor_op o) {
+int conveyor_reduce(const void* a, const void* b, void* out, size_t count, conveyor_dtype t, conveyor_op o) {
   return guarded([&] { conveyor::reduce(a, b, out, count, to_dtype(t), to_op(o)); });
 }
 
@@ -108,9 +106,8 @@ void conveyor_allreduce_options_init(conveyor_allreduce_options* options) {
   if (options) *options = conveyor_allreduce_options{CONVEYOR_ALLREDUCE_AUTO, 0, 0, 0, 0, nullptr, nullptr};
 }
 
-int conveyor_allreduce(const void* send, void* recv, size_t count, conveyor_dtype t, conveyor_op o,
-                       MPI_Comm comm, const conveyor_allreduce_options* options,
-                       conveyor_allreduce_report* report) {
+int conveyor_allreduce(const void* send, void* recv, size_t count, conveyor_dtype t, conveyor_op o, MPI_Comm comm,
+                       const conveyor_allreduce_options* options, conveyor_allreduce_report* report) {
   return guarded([&] {
     conveyor::allreduce_options opt;
     if (options) {
@@ -127,8 +124,7 @@ int conveyor_allreduce(const void* send, void* recv, size_t count, conveyor_dtyp
     }
     const conveyor::allreduce_report r = conveyor::allreduce(send, recv, count, to_dtype(t), to_op(o), comm, opt);
     if (report) {
-      *report = conveyor_allreduce_report{static_cast<int>(r.algorithm), r.segment_bytes, r.nodes,
-                                          r.predicted_seconds};
+      *report = conveyor_allreduce_report{static_cast<int>(r.algorithm), r.segment_bytes, r.nodes, r.predicted_seconds};
     }
   });
 }
@@ -145,8 +141,8 @@ std::vector<std::size_t> counts_of(conveyor::collective_call& call, const size_t
 }
 }  // namespace
 
-int conveyor_reduce_scatter(const void* send, void* recv, const size_t* counts, conveyor_dtype t,
-                            conveyor_op o, MPI_Comm comm, int validate) {
+int conveyor_reduce_scatter(const void* send, void* recv, const size_t* counts, conveyor_dtype t, conveyor_op o,
+                            MPI_Comm comm, int validate) {
   return guarded([&] {
     conveyor::collective_call call("reduce_scatter", comm);
     const auto v = counts_of(call, counts);
@@ -275,11 +271,26 @@ void transport_as(const void* C, std::size_t rows, std::size_t cols, std::size_t
 void conveyor_sinkhorn_options_init(conveyor_sinkhorn_options* options) {
   if (!options) return;
   const sk::options d;
-  *options = conveyor_sinkhorn_options{static_cast<int>(d.variant), d.tol, d.max_iter, d.threads, d.log_domain ? 1 : 0,
-                                       d.overlap ? 1 : 0, d.block.mc, d.block.nc, d.block.mr, d.block.nr,
-                                       nullptr, nullptr, static_cast<int>(d.allreduce.algorithm), d.allreduce.ranks_per_node,
-                                       static_cast<int>(d.norm), d.check_every, d.columns_first ? 1 : 0,
-                                       d.reg_m_rows, d.reg_m_cols, static_cast<int>(d.reg_type),
+  *options = conveyor_sinkhorn_options{static_cast<int>(d.variant),
+                                       d.tol,
+                                       d.max_iter,
+                                       d.threads,
+                                       d.log_domain ? 1 : 0,
+                                       d.overlap ? 1 : 0,
+                                       d.block.mc,
+                                       d.block.nc,
+                                       d.block.mr,
+                                       d.block.nr,
+                                       nullptr,
+                                       nullptr,
+                                       static_cast<int>(d.allreduce.algorithm),
+                                       d.allreduce.ranks_per_node,
+                                       static_cast<int>(d.norm),
+                                       d.check_every,
+                                       d.columns_first ? 1 : 0,
+                                       d.reg_m_rows,
+                                       d.reg_m_cols,
+                                       static_cast<int>(d.reg_type),
                                        static_cast<int>(d.stop)};
 }
 
@@ -336,9 +347,19 @@ void points_as(const void* X, std::size_t n, const void* Y, std::size_t m, std::
 void conveyor_points_options_init(conveyor_points_options* options) {
   if (!options) return;
   const sk::points_options d;
-  *options = conveyor_points_options{static_cast<int>(d.metric), d.tol, d.max_iter, static_cast<int>(d.norm),
-                                     d.check_every, d.threads, nullptr, nullptr, d.reg_m_rows, d.reg_m_cols,
-                                     static_cast<int>(d.reg_type), static_cast<int>(d.stop), d.eps_scaling,
+  *options = conveyor_points_options{static_cast<int>(d.metric),
+                                     d.tol,
+                                     d.max_iter,
+                                     static_cast<int>(d.norm),
+                                     d.check_every,
+                                     d.threads,
+                                     nullptr,
+                                     nullptr,
+                                     d.reg_m_rows,
+                                     d.reg_m_cols,
+                                     static_cast<int>(d.reg_type),
+                                     static_cast<int>(d.stop),
+                                     d.eps_scaling,
                                      static_cast<int>(d.exchange)};
 }
 
@@ -357,8 +378,8 @@ int conveyor_sinkhorn_points(conveyor_dtype t, const void* X, size_t n, const vo
 void conveyor_plan_apply_options_init(conveyor_plan_apply_options* options) {
   if (!options) return;
   const sk::plan_apply_options d;
-  *options = conveyor_plan_apply_options{static_cast<int>(d.metric), d.transpose ? 1 : 0, d.threads, d.batch,
-                                         d.cost_power};
+  *options =
+      conveyor_plan_apply_options{static_cast<int>(d.metric), d.transpose ? 1 : 0, d.threads, d.batch, d.cost_power};
 }
 
 namespace {
@@ -368,7 +389,8 @@ void apply_as(const void* X, std::size_t n, const void* Y, std::size_t m, std::s
               const void* log_v, double eps, const void* V, std::size_t k, void* out, MPI_Comm comm,
               const sk::plan_apply_options& opt) {
   sk::apply_plan_points(static_cast<const T*>(X), n, static_cast<const T*>(Y), m, dim, static_cast<const T*>(log_u),
-                        static_cast<const T*>(log_v), eps, static_cast<const T*>(V), k, static_cast<T*>(out), comm, opt);
+                        static_cast<const T*>(log_v), eps, static_cast<const T*>(V), k, static_cast<T*>(out), comm,
+                        opt);
 }
 
 }  // namespace
@@ -397,8 +419,14 @@ int conveyor_apply_plan_points(conveyor_dtype t, const void* X, size_t n, const 
 void conveyor_barycenter_options_init(conveyor_barycenter_options* options) {
   if (!options) return;
   const sk::barycenter_options d;
-  *options = conveyor_barycenter_options{d.tol, d.max_iter, d.check_every, d.first_check, d.log_domain ? 1 : 0,
-                                         d.threads, static_cast<int>(d.allreduce.algorithm), d.allreduce.ranks_per_node};
+  *options = conveyor_barycenter_options{d.tol,
+                                         d.max_iter,
+                                         d.check_every,
+                                         d.first_check,
+                                         d.log_domain ? 1 : 0,
+                                         d.threads,
+                                         static_cast<int>(d.allreduce.algorithm),
+                                         d.allreduce.ranks_per_node};
 }
 
 namespace {
@@ -436,7 +464,8 @@ int conveyor_sinkhorn_barycenter(conveyor_dtype t, const void* C, size_t rows, s
   return guarded([&] {
     conveyor::collective_call call("sinkhorn::barycenter", comm);
     const sk::barycenter_options opt = solver_front_end(call, t, [&] { return to_barycenter_options(options); });
-    if (t == CONVEYOR_FLOAT64) barycenter_as<double>(C, rows, dim, ld, A, hists, weights, eps, comm, opt, barycenter, info);
+    if (t == CONVEYOR_FLOAT64)
+      barycenter_as<double>(C, rows, dim, ld, A, hists, weights, eps, comm, opt, barycenter, info);
     else barycenter_as<float>(C, rows, dim, ld, A, hists, weights, eps, comm, opt, barycenter, info);
   });
 }
@@ -478,8 +507,8 @@ int conveyor_layout_cartesian(int ndim, const int64_t* shape, const int* grid, v
     require(shape && grid, "conveyor_layout_cartesian: shape and grid must not be NULL");
     std::vector<std::int64_t> strides;
     if (local_strides) strides.assign(local_strides, local_strides + n);
-    *result = wrap(rd::layout::cartesian(std::vector<std::int64_t>(shape, shape + n), std::vector<int>(grid, grid + n), local,
-                                         column_major_ranks != 0, std::move(strides)));
+    *result = wrap(rd::layout::cartesian(std::vector<std::int64_t>(shape, shape + n), std::vector<int>(grid, grid + n),
+                                         local, column_major_ranks != 0, std::move(strides)));
   });
 }
 
@@ -494,8 +523,9 @@ int conveyor_layout_block_cyclic(const conveyor_block_cyclic* params, conveyor_l
     const conveyor_block_cyclic& c = *params;
     // Every field of the C struct, in the C++ struct's order (imb, inb: the C API
     // has no irregular first block; rank_of_grid: none).
-    const rd::layout::block_cyclic_params p{c.M,        c.N,          c.mb,   c.nb,  0, 0, c.prow, c.pcol, c.row_major_grid != 0,
-                                            c.rsrc,     c.csrc,       c.row_offset, c.col_offset, c.local, c.lld, {}};
+    const rd::layout::block_cyclic_params p{
+        c.M,    c.N,    c.mb,         c.nb,         0,       0,     c.prow, c.pcol, c.row_major_grid != 0,
+        c.rsrc, c.csrc, c.row_offset, c.col_offset, c.local, c.lld, {}};
     *result = wrap(rd::layout::block_cyclic(p));
   });
 }
@@ -509,8 +539,10 @@ int conveyor_layout_custom(int ndim, const int64_t* const* split_points, const i
     require(owner_count >= 0 && (owners || owner_count == 0), "conveyor_layout_custom: owners are NULL");
     std::vector<rd::axis_splits> splits;
     for (std::size_t d = 0; d < n; ++d) {
-      require(split_counts[d] >= 0 && (split_points[d] || split_counts[d] == 0), "conveyor_layout_custom: split points are NULL");
-      splits.push_back(rd::axis_splits::explicit_points(std::vector<std::int64_t>(split_points[d], split_points[d] + split_counts[d])));
+      require(split_counts[d] >= 0 && (split_points[d] || split_counts[d] == 0),
+              "conveyor_layout_custom: split points are NULL");
+      splits.push_back(rd::axis_splits::explicit_points(
+          std::vector<std::int64_t>(split_points[d], split_points[d] + split_counts[d])));
     }
     *result = wrap(rd::layout::custom(std::move(splits), std::vector<int>(owners, owners + owner_count)));
   });
@@ -551,8 +583,8 @@ void conveyor_transform_init(conveyor_transform* t) {
 void conveyor_redistribute_options_init(conveyor_redistribute_options* options) {
   const rd::plan_options d;
   if (options) {
-    *options = conveyor_redistribute_options{static_cast<int>(d.transport), static_cast<int>(d.relabel), d.intra_node_cost,
-                                             d.ranks_per_node, d.chunk_bytes};
+    *options = conveyor_redistribute_options{static_cast<int>(d.transport), static_cast<int>(d.relabel),
+                                             d.intra_node_cost, d.ranks_per_node, d.chunk_bytes};
   }
 }
 
@@ -642,7 +674,8 @@ int conveyor_redistribution_relabeled_destination(conveyor_redistribution plan, 
     try {
       *result = wrap(plan->p->relabeled_destination(k));
     } catch (const std::out_of_range&) {
-      throw conveyor::error(conveyor::errc::invalid_argument, "conveyor_redistribution_relabeled_destination: no transform " + std::to_string(k));
+      throw conveyor::error(conveyor::errc::invalid_argument,
+                            "conveyor_redistribution_relabeled_destination: no transform " + std::to_string(k));
     }
   });
 }
@@ -653,7 +686,8 @@ void conveyor_redistribution_free(conveyor_redistribution plan) { delete plan; }
 // Distributed sum of outer products
 // ---------------------------------------------------------------------------
 void conveyor_outer_options_init(conveyor_outer_options* options) {
-  if (options) *options = conveyor_outer_options{CONVEYOR_OUTER_AUTO, CONVEYOR_ROW_MAJOR, 0, 0, CONVEYOR_ALLREDUCE_AUTO, 0};
+  if (options)
+    *options = conveyor_outer_options{CONVEYOR_OUTER_AUTO, CONVEYOR_ROW_MAJOR, 0, 0, CONVEYOR_ALLREDUCE_AUTO, 0};
 }
 
 int conveyor_outer_sum(const void* a, size_t N, const void* b, size_t M, void* G, size_t G_count, conveyor_dtype t,

@@ -38,8 +38,8 @@ struct pow2_fold {
 };
 
 // Rounds that bring the data of folded-out ranks into their odd partners.
-void fold_in(schedule& s, const pow2_fold& f, const std::vector<int>& group, int me, char* data,
-             std::size_t bytes, std::size_t count, char* tmp) {
+void fold_in(schedule& s, const pow2_fold& f, const std::vector<int>& group, int me, char* data, std::size_t bytes,
+             std::size_t count, char* tmp) {
   if (me >= 2 * f.r) return;
   round& r = s.next();
   if (me % 2 == 0) {
@@ -51,8 +51,8 @@ void fold_in(schedule& s, const pow2_fold& f, const std::vector<int>& group, int
 }
 
 // The round that hands the result back to a folded-out rank, which announces it.
-void fold_out(schedule& s, const pow2_fold& f, const std::vector<int>& group, int me, char* data,
-              std::size_t bytes, block range) {
+void fold_out(schedule& s, const pow2_fold& f, const std::vector<int>& group, int me, char* data, std::size_t bytes,
+              block range) {
   if (me >= 2 * f.r) return;
   round& r = s.next();
   if (me % 2 == 0) {
@@ -87,8 +87,8 @@ std::vector<block> split(std::size_t offset, std::size_t count, int parts) {
   return out;
 }
 
-void ring_reduce_scatter(schedule& s, const std::vector<int>& group, int me,
-                         const std::vector<block>& blocks, range_buffer buf, scratch_alloc& scratch) {
+void ring_reduce_scatter(schedule& s, const std::vector<int>& group, int me, const std::vector<block>& blocks,
+                         range_buffer buf, scratch_alloc& scratch) {
   const int g = static_cast<int>(group.size());
   if (g == 1) return;
   const int next = group[static_cast<std::size_t>(mod(me + 1, g))];
@@ -120,8 +120,8 @@ void ring_allgather(schedule& s, const std::vector<int>& group, int me, const st
   }
 }
 
-void ordered_reduce_scatter(schedule& s, const std::vector<int>& group, int me,
-                            const std::vector<block>& blocks, range_buffer buf, scratch_alloc& scratch) {
+void ordered_reduce_scatter(schedule& s, const std::vector<int>& group, int me, const std::vector<block>& blocks,
+                            range_buffer buf, scratch_alloc& scratch) {
   const int g = static_cast<int>(group.size());
   if (g == 1) return;
   const block& mine = blocks[static_cast<std::size_t>(me)];
@@ -169,20 +169,26 @@ void exchange_in_pieces(MPI_Comm comm, const char* out, char* in, std::size_t by
   MPI_Request requests[2 * kMaxPieces];
   int k = 0;
   if (in) {
-    for_each_piece(bytes, [&](std::size_t off, int n, int) {
-      check_mpi(MPI_Irecv(in + off, n, MPI_BYTE, peer, 0, comm, &requests[k++]), "MPI_Irecv");
-    }, piece);
+    for_each_piece(
+        bytes,
+        [&](std::size_t off, int n, int) {
+          check_mpi(MPI_Irecv(in + off, n, MPI_BYTE, peer, 0, comm, &requests[k++]), "MPI_Irecv");
+        },
+        piece);
   }
   if (out) {
-    for_each_piece(bytes, [&](std::size_t off, int n, int) {
-      check_mpi(MPI_Isend(out + off, n, MPI_BYTE, peer, 0, comm, &requests[k++]), "MPI_Isend");
-    }, piece);
+    for_each_piece(
+        bytes,
+        [&](std::size_t off, int n, int) {
+          check_mpi(MPI_Isend(out + off, n, MPI_BYTE, peer, 0, comm, &requests[k++]), "MPI_Isend");
+        },
+        piece);
   }
   check_mpi(MPI_Waitall(k, requests, MPI_STATUSES_IGNORE), "MPI_Waitall");
 }
 
-void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::size_t count,
-                               std::size_t esize, reduce_kernel_fn reduce, char* tmp, const piece_rule& pieces,
+void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::size_t count, std::size_t esize,
+                               reduce_kernel_fn reduce, char* tmp, const piece_rule& pieces,
                                const std::function<void(std::size_t, std::size_t)>* on_chunk) {
   const std::size_t bytes = count * esize;
   const pow2_fold f(g, me);
@@ -292,7 +298,9 @@ void hierarchical(schedule& s, const node_layout& layout, int rank, block range,
     round& r = s.next();
     for (int j = 0; j < k; ++j) {
       const int o = owner(node, j);
-      if (o != rank) r.send(o, buf.at(slices[static_cast<std::size_t>(j)].offset), slices[static_cast<std::size_t>(j)].count * buf.esize);
+      if (o != rank)
+        r.send(o, buf.at(slices[static_cast<std::size_t>(j)].offset),
+               slices[static_cast<std::size_t>(j)].count * buf.esize);
     }
     for (int j : mine) {
       const block& sl = slices[static_cast<std::size_t>(j)];

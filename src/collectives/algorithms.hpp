@@ -56,8 +56,8 @@ struct range_buffer {
 /// `data`. Afterwards rank i holds block i fully reduced. Sends (G-1)/G of the
 /// range; does (G-1)/G of the range in reductions. Works for any G and any block
 /// sizes (including empty blocks).
-void ring_reduce_scatter(schedule& s, const std::vector<int>& group, int me,
-                         const std::vector<block>& blocks, range_buffer buf, scratch_alloc& scratch);
+void ring_reduce_scatter(schedule& s, const std::vector<int>& group, int me, const std::vector<block>& blocks,
+                         range_buffer buf, scratch_alloc& scratch);
 
 /// Ring allgather: G-1 rounds; in round t rank i sends block (i-t) mod G to i+1 and
 /// receives block (i-1-t) mod G from i-1 straight into `data`. With `notify`, each
@@ -69,8 +69,8 @@ void ring_allgather(schedule& s, const std::vector<int>& group, int me, const st
 /// rank sends block j to rank j and receives all G-1 contributions to its own
 /// block, then folds them as ((x_0 op x_1) op x_2) ... in group order. Same bytes
 /// as the ring; G-1 concurrent messages per rank; G blocks of scratch.
-void ordered_reduce_scatter(schedule& s, const std::vector<int>& group, int me,
-                            const std::vector<block>& blocks, range_buffer buf, scratch_alloc& scratch);
+void ordered_reduce_scatter(schedule& s, const std::vector<int>& group, int me, const std::vector<block>& blocks,
+                            range_buffer buf, scratch_alloc& scratch);
 
 /// Sends `out` to `peer` and / or receives `in` from it (either may be null),
 /// `bytes` each: up to `piece` bytes as one blocking call, larger in pieces of
@@ -84,8 +84,8 @@ void exchange_in_pieces(MPI_Comm comm, const char* out, char* in, std::size_t by
 /// so the bits agree. Non-power-of-two G: the first 2r
 /// ranks (r = G - p) fold pairwise into p participants before, and the results
 /// are sent back after. Sends log2(p)·n (+n for folded ranks).
-void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::size_t count,
-                               std::size_t esize, reduce_kernel_fn reduce, char* tmp, const piece_rule& pieces,
+void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::size_t count, std::size_t esize,
+                               reduce_kernel_fn reduce, char* tmp, const piece_rule& pieces,
                                const std::function<void(std::size_t, std::size_t)>* on_chunk);
 
 /// Rabenseifner: the same fold to p = 2^k participants, then a recursive-halving

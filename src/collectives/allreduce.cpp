@@ -39,9 +39,9 @@ bool overlaps_partially(const void* x, const void* y, std::size_t bytes) {
 }
 
 // Builds the schedules of one allreduce; with a null scratch base it only measures.
-void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool deterministic,
-                     std::size_t count, std::size_t chunk, detail::comm_context& ctx,
-                     const detail::node_layout* layout, range_buffer buf, scratch_alloc& scratch) {
+void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool deterministic, std::size_t count,
+                     std::size_t chunk, detail::comm_context& ctx, const detail::node_layout* layout, range_buffer buf,
+                     scratch_alloc& scratch) {
   out.clear();
   const std::vector<int> all = detail::all_ranks(ctx.size);
   for (std::size_t off = 0; off < count; off += chunk) {
@@ -98,7 +98,8 @@ void stock_allreduce(MPI_Comm comm, const void* send, void* recv, std::size_t co
   const std::size_t esize = dtype_size(t);
   detail::for_each_piece(count, [&](std::size_t off, int n, int) {
     const void* in = send == MPI_IN_PLACE ? MPI_IN_PLACE : static_cast<const char*>(send) + off * esize;
-    detail::check_mpi(PMPI_Allreduce(in, static_cast<char*>(recv) + off * esize, n, c.type, c.mop, comm), "MPI_Allreduce");
+    detail::check_mpi(PMPI_Allreduce(in, static_cast<char*>(recv) + off * esize, n, c.type, c.mop, comm),
+                      "MPI_Allreduce");
   });
 }
 
@@ -134,7 +135,7 @@ struct fast_entry {
   detail::comm_context* ctx = nullptr;
   allreduce_algorithm requested{};  // options.algorithm of the calls served (automatic or pinned)
   allreduce_algorithm algorithm{};  // what runs
-  stock_call call{};  // for mpi: resolved once
+  stock_call call{};                // for mpi: resolved once
   reduce_kernel_fn kernel = nullptr;
   const detail::node_layout* layout = nullptr;
   int window = 0;
@@ -166,7 +167,8 @@ detail::shm_allreduce* shared_segment_of(detail::comm_context& ctx) {
   if (!state.shared_segment_tried) {
     state.shared_segment_tried = true;
     const detail::node_layout& node = ctx.layout(0);
-    if (node.nodes == 1) state.shared_segment = detail::shm_allreduce::create(ctx.comm, ctx.rank, ctx.size, node.node_cpus);
+    if (node.nodes == 1)
+      state.shared_segment = detail::shm_allreduce::create(ctx.comm, ctx.rank, ctx.size, node.node_cpus);
   }
   return state.shared_segment.get();
 }
@@ -180,8 +182,8 @@ allreduce_algorithm runnable(detail::comm_context& ctx, allreduce_algorithm alg)
 
 // Runs `alg` (resolved) for one call.
 void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const void* send, void* recv, std::size_t count,
-                   dtype t, op o, reduce_kernel_fn kernel, const allreduce_options& options, const detail::node_layout& layout,
-                   std::size_t segment_bytes, int window) {
+                   dtype t, op o, reduce_kernel_fn kernel, const allreduce_options& options,
+                   const detail::node_layout& layout, std::size_t segment_bytes, int window) {
   const std::size_t bytes = count * dtype_size(t);
   if (alg == allreduce_algorithm::mpi && !options.deterministic && count > 0 && ctx.size > 1) {
     stock_allreduce(ctx.comm, send == recv ? MPI_IN_PLACE : send, recv, count, t, o);
@@ -202,15 +204,16 @@ void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const voi
 
   const std::size_t esize = dtype_size(t);
   if (alg == allreduce_algorithm::recursive_doubling && !options.deterministic) {
-    detail::recursive_doubling_direct(ctx.comm, ctx.rank, ctx.size, static_cast<char*>(recv), count, esize,
-                                      kernel, detail::collectives_state_of(ctx).scratch(bytes), detail::pieces_for(ctx.rank, layout), &options.on_chunk);
+    detail::recursive_doubling_direct(ctx.comm, ctx.rank, ctx.size, static_cast<char*>(recv), count, esize, kernel,
+                                      detail::collectives_state_of(ctx).scratch(bytes),
+                                      detail::pieces_for(ctx.rank, layout), &options.on_chunk);
     return;
   }
 
   // Ring, hierarchical and the deterministic schedule are pipelined in chunks;
   // Rabenseifner runs on the whole vector.
-  const bool chunked = options.deterministic || alg == allreduce_algorithm::ring ||
-                       alg == allreduce_algorithm::hierarchical;
+  const bool chunked =
+      options.deterministic || alg == allreduce_algorithm::ring || alg == allreduce_algorithm::hierarchical;
   const std::size_t chunk = chunked ? std::max<std::size_t>(1, segment_bytes / esize) : count;
 
   detail::schedule_cache& cache = detail::collectives_state_of(ctx).schedules;
@@ -219,7 +222,8 @@ void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const voi
   if (!same_shape) {  // measure the scratch memory once per shape
     scratch_alloc measure(nullptr);
     build_allreduce(cache.schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, measure);
-    cache = detail::schedule_cache{alg, options.deterministic, count, chunk, esize, &layout, nullptr, measure.used(), nullptr, {}};
+    cache = detail::schedule_cache{alg,     options.deterministic, count,   chunk, esize, &layout,
+                                   nullptr, measure.used(),        nullptr, {}};
   }
   char* scratch_base = detail::collectives_state_of(ctx).scratch(cache.scratch_bytes);
   if (cache.recv != recv || cache.scratch != scratch_base || cache.schedules.empty()) {
@@ -228,7 +232,8 @@ void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const voi
     cache.recv = recv;
     cache.scratch = scratch_base;
   }
-  detail::run_schedules(ctx.comm, cache.schedules, kernel, &options.on_chunk, window, detail::pieces_for(ctx.rank, layout));
+  detail::run_schedules(ctx.comm, cache.schedules, kernel, &options.on_chunk, window,
+                        detail::pieces_for(ctx.rank, layout));
 }
 }  // namespace
 
@@ -260,11 +265,13 @@ void check_arguments(const void* send, const void* recv, std::size_t bytes, cons
     throw error(errc::invalid_argument, "send and recv buffers partially overlap");
   }
   if (static_cast<unsigned>(options.algorithm) >= static_cast<unsigned>(allreduce_algorithm_count)) {
-    throw error(errc::invalid_argument, "unknown algorithm value " + std::to_string(static_cast<int>(options.algorithm)));
+    throw error(errc::invalid_argument,
+                "unknown algorithm value " + std::to_string(static_cast<int>(options.algorithm)));
   }
   if (options.ranks_per_node < 0) throw error(errc::invalid_argument, "ranks_per_node must be >= 0");
   if (options.deterministic && options.algorithm == allreduce_algorithm::mpi) {
-    throw error(errc::invalid_argument, "the mpi algorithm cannot be deterministic (MPI does not fix the reduction order)");
+    throw error(errc::invalid_argument,
+                "the mpi algorithm cannot be deterministic (MPI does not fix the reduction order)");
   }
 }
 
@@ -282,8 +289,8 @@ const detail::model_choice& model_choice_for(detail::collectives_state& state, a
   const allreduce_algorithm chosen = requested == allreduce_algorithm::automatic
                                          ? detail::choose_allreduce(bytes, size, layout, segment_bytes, params)
                                          : requested;
-  memo = {bytes, &layout, segment_bytes, requested, chosen,
-          detail::predict_allreduce(chosen, bytes, size, layout, segment_bytes, params)};
+  memo = {bytes,     &layout, segment_bytes,
+          requested, chosen,  detail::predict_allreduce(chosen, bytes, size, layout, segment_bytes, params)};
   return memo;
 }
 
@@ -310,7 +317,8 @@ const detail::model_choice& model_choice_for(detail::collectives_state& state, a
   call.agree_if(options.validate);
 
   const cost_model& params = current_cost_model();
-  const detail::node_layout& layout = ctx.layout(options.ranks_per_node > 0 ? options.ranks_per_node : ctx.env_ranks_per_node);
+  const detail::node_layout& layout =
+      ctx.layout(options.ranks_per_node > 0 ? options.ranks_per_node : ctx.env_ranks_per_node);
 
   allreduce_report report;
   report.nodes = layout.nodes;
@@ -327,8 +335,8 @@ const detail::model_choice& model_choice_for(detail::collectives_state& state, a
   // What the report says about the algorithm that runs (resolved by runnable()).
   const auto report_running = [&](allreduce_algorithm a) {
     report.algorithm = a;
-    report.spin_waits = a == allreduce_algorithm::shared_memory && ctx.size > 1 &&
-                        shared_segment_of(ctx)->spins_before_yield();
+    report.spin_waits =
+        a == allreduce_algorithm::shared_memory && ctx.size > 1 && shared_segment_of(ctx)->spins_before_yield();
   };
   report_running(alg);
 
@@ -355,8 +363,20 @@ const detail::model_choice& model_choice_for(detail::collectives_state& state, a
   if (plain_options(options) && count > 0 && ctx.size > 1 &&
       (alg != allreduce_algorithm::mpi || count <= detail::kMaxMessageBytes)) {
     const stock_call stock = alg == allreduce_algorithm::mpi ? stock_call_of(t, o) : stock_call{};
-    t_repeated_shape = {comm,  count,  t,       o,     bytes, detail::context_generation(), &ctx, options.algorithm, alg, stock,
-              kernel, &layout, params.window, report};
+    t_repeated_shape = {comm,
+                        count,
+                        t,
+                        o,
+                        bytes,
+                        detail::context_generation(),
+                        &ctx,
+                        options.algorithm,
+                        alg,
+                        stock,
+                        kernel,
+                        &layout,
+                        params.window,
+                        report};
   }
   run_algorithm(ctx, alg, send, recv, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
   return report;
@@ -371,8 +391,8 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
   const fast_entry& fast = *entry;
   if (fast.serves(send, recv, count, t, o, comm, options)) {
     if (fast.algorithm == allreduce_algorithm::mpi) {
-      detail::check_mpi(PMPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count), fast.call.type,
-                                       fast.call.mop, fast.ctx->comm),
+      detail::check_mpi(PMPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count),
+                                       fast.call.type, fast.call.mop, fast.ctx->comm),
                         "MPI_Allreduce");
     } else {
       run_algorithm(*fast.ctx, fast.algorithm, send, recv, count, t, o, fast.kernel, options, *fast.layout,

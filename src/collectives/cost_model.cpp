@@ -61,9 +61,11 @@ double predict_allreduce(allreduce_algorithm a, std::size_t bytes, int size, con
     case allreduce_algorithm::shared_memory:
       // Two flag hand-offs (shared_alpha), the copy in, and P - 1 reductions each
       // reading another rank's slot; across nodes it runs recursive doubling.
-      if (layout.nodes > 1) return predict_allreduce(allreduce_algorithm::recursive_doubling, bytes, size, layout, segment_bytes, p);
+      if (layout.nodes > 1)
+        return predict_allreduce(allreduce_algorithm::recursive_doubling, bytes, size, layout, segment_bytes, p);
       return p.shared_alpha + n * p.copy_beta + (size - 1) * n * (p.gamma + p.copy_beta);
-    case allreduce_algorithm::automatic: break;
+    case allreduce_algorithm::automatic:
+      break;
   }
   return 0;
 }

@@ -28,7 +28,7 @@ double predict_allreduce(allreduce_algorithm a, std::size_t bytes, int size, con
 /// The largest P x n (bytes) for which the model offers the shared_memory allreduce.
 inline constexpr std::size_t kSharedMemoryMaxBytes = std::size_t{64} << 10;
 /// The cheapest algorithm whose preconditions hold.
-allreduce_algorithm choose_allreduce(std::size_t bytes, int size, const node_layout& layout,
-                                     std::size_t segment_bytes, const cost_model& p);
+allreduce_algorithm choose_allreduce(std::size_t bytes, int size, const node_layout& layout, std::size_t segment_bytes,
+                                     const cost_model& p);
 
 }  // namespace conveyor::detail

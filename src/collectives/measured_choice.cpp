@@ -36,8 +36,7 @@ void trace_decision(const measured_class& m, const double* agreed, int trials, s
 bool measuring_enabled() { return allreduce_measuring() != measuring::off; }
 
 allreduce_algorithm run_next_trial(measured_class& m, int cls, const void* send, void* recv, std::size_t bytes,
-                                   byte_buffer& trial_out, const trial_runner& run, MPI_Comm comm, int rank,
-                                   int size) {
+                                   byte_buffer& trial_out, const trial_runner& run, MPI_Comm comm, int rank, int size) {
   return run_next_trial(m, cls, send, recv, bytes, trial_out, run, comm, [&](const double* agreed, int trials) {
     if (allreduce_measuring() == measuring::traced && rank == 0) trace_decision(m, agreed, trials, bytes, size);
   });

@@ -40,7 +40,6 @@ using trial_runner = std::function<void(allreduce_algorithm a, const void* in, v
 /// The allreduce's trial (runtime/measured_choice.hpp's run_next_trial), its
 /// decision printed under CONVEYOR_ALLREDUCE_MEASURE=trace.
 allreduce_algorithm run_next_trial(measured_class& m, int cls, const void* send, void* recv, std::size_t bytes,
-                                   byte_buffer& trial_out, const trial_runner& run, MPI_Comm comm, int rank,
-                                   int size);
+                                   byte_buffer& trial_out, const trial_runner& run, MPI_Comm comm, int rank, int size);
 
 }  // namespace conveyor::detail

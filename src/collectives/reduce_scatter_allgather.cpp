@@ -45,8 +45,8 @@ std::vector<block> consecutive_blocks(const std::vector<std::size_t>& counts, in
 
 }  // namespace
 
-void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& counts, dtype t, op o,
-                    MPI_Comm comm, bool validate) {
+void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>& counts, dtype t, op o, MPI_Comm comm,
+                    bool validate) {
   collective_call call("reduce_scatter", comm);
   detail::comm_context& ctx = detail::context_of(call);
   std::size_t total = 0, bytes = 0;
@@ -56,7 +56,8 @@ void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>
     blocks = consecutive_blocks(counts, ctx.size, "reduce_scatter", total);
     kernel = reduce_kernel(t, o);
     bytes = detail::checked_bytes(total, t, "reduce_scatter");
-    if ((bytes && !send) || ((counts[static_cast<std::size_t>(ctx.rank)] || (bytes && send == MPI_IN_PLACE)) && !recv)) {
+    if ((bytes && !send) ||
+        ((counts[static_cast<std::size_t>(ctx.rank)] || (bytes && send == MPI_IN_PLACE)) && !recv)) {
       throw error(errc::invalid_argument, "null buffer");
     }
   });
@@ -79,7 +80,8 @@ void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>
   if (bytes) std::memcpy(work, send == MPI_IN_PLACE ? recv : send, bytes);
   std::vector<schedule> schedules(1);
   detail::ring_reduce_scatter(schedules[0], all, ctx.rank, blocks, {work, esize}, scratch);
-  detail::run_schedules(ctx.comm, schedules, kernel, nullptr, 1, detail::pieces_for(ctx.rank, ctx.layout(ctx.env_ranks_per_node)));
+  detail::run_schedules(ctx.comm, schedules, kernel, nullptr, 1,
+                        detail::pieces_for(ctx.rank, ctx.layout(ctx.env_ranks_per_node)));
   if (mine) std::memcpy(recv, work + blocks[static_cast<std::size_t>(ctx.rank)].offset * esize, mine * esize);
 }
 
@@ -116,12 +118,14 @@ void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& co
   const std::vector<int> all = detail::all_ranks(ctx.size);
   std::vector<schedule> schedules(1);
   detail::ring_allgather(schedules[0], all, ctx.rank, blocks, {static_cast<char*>(recv), esize}, false);
-  detail::run_schedules(ctx.comm, schedules, nullptr, nullptr, 1, detail::pieces_for(ctx.rank, ctx.layout(ctx.env_ranks_per_node)));
+  detail::run_schedules(ctx.comm, schedules, nullptr, nullptr, 1,
+                        detail::pieces_for(ctx.rank, ctx.layout(ctx.env_ranks_per_node)));
 }
 
 void allgather(const void* send, void* recv, std::size_t block_count, dtype t, MPI_Comm comm, bool validate) {
   collective_call call("allgatherv", comm);  // joined by allgatherv: one agreement
-  allgatherv(send, recv, std::vector<std::size_t>(static_cast<std::size_t>(call.size()), block_count), t, comm, validate);
+  allgatherv(send, recv, std::vector<std::size_t>(static_cast<std::size_t>(call.size()), block_count), t, comm,
+             validate);
 }
 
 }  // namespace conveyor

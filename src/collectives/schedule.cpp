@@ -28,14 +28,15 @@ piece_rule pieces_for(int me, const node_layout& layout) {
 }
 
 void run_schedules(MPI_Comm comm, std::vector<schedule>& schedules, reduce_kernel_fn f,
-                   const std::function<void(std::size_t, std::size_t)>* on_chunk, int window, const piece_rule& pieces) {
+                   const std::function<void(std::size_t, std::size_t)>* on_chunk, int window,
+                   const piece_rule& pieces) {
   executor ex(comm, f, on_chunk, pieces);
   ex.run(schedules, window);
 }
 
 std::size_t piece_rule::for_message(int peer, std::size_t bytes) const {
-  const bool same_node = !layout || layout->node_of[static_cast<std::size_t>(peer)] ==
-                                        layout->node_of[static_cast<std::size_t>(me)];
+  const bool same_node =
+      !layout || layout->node_of[static_cast<std::size_t>(peer)] == layout->node_of[static_cast<std::size_t>(me)];
   const std::size_t piece = same_node ? intra : inter;
   if (piece == 0 || bytes > kPiecesPerMessage * piece) return kMaxMessageBytes;
   return std::min(piece, kMaxMessageBytes);
@@ -68,8 +69,12 @@ struct request_table {
 void executor::run_local_steps(const round& r) const {
   for (const local_step& st : r.after) {
     switch (st.kind) {
-      case local_step::reduce: reduce_(st.a, st.b, st.out, st.count); break;
-      case local_step::copy: std::memmove(st.out, st.a, st.count); break;
+      case local_step::reduce:
+        reduce_(st.a, st.b, st.out, st.count);
+        break;
+      case local_step::copy:
+        std::memmove(st.out, st.a, st.count);
+        break;
       case local_step::notify:
         if (on_chunk_ && *on_chunk_) (*on_chunk_)(st.offset, st.count);
         break;
@@ -92,15 +97,18 @@ void executor::run(std::vector<schedule>& schedules, int window) {
     while (st.round < st.s->rounds.size()) {
       round& r = st.s->rounds[st.round];
       for (const transfer& t : r.transfers) {
-        for_each_piece(t.bytes, [&](std::size_t off, int n, int) {
-          char* p = static_cast<char*>(t.buf) + off;
-          MPI_Request req;
-          const int rc = t.send ? MPI_Isend(p, n, MPI_BYTE, t.peer, st.tag, comm_, &req)
-                                : MPI_Irecv(p, n, MPI_BYTE, t.peer, st.tag, comm_, &req);
-          check_mpi(rc, t.send ? "MPI_Isend" : "MPI_Irecv");
-          inflight.add(req, a);
-          ++st.pending;
-        }, pieces_.for_message(t.peer, t.bytes));
+        for_each_piece(
+            t.bytes,
+            [&](std::size_t off, int n, int) {
+              char* p = static_cast<char*>(t.buf) + off;
+              MPI_Request req;
+              const int rc = t.send ? MPI_Isend(p, n, MPI_BYTE, t.peer, st.tag, comm_, &req)
+                                    : MPI_Irecv(p, n, MPI_BYTE, t.peer, st.tag, comm_, &req);
+              check_mpi(rc, t.send ? "MPI_Isend" : "MPI_Irecv");
+              inflight.add(req, a);
+              ++st.pending;
+            },
+            pieces_.for_message(t.peer, t.bytes));
       }
       if (st.pending > 0) return true;
       run_local_steps(r);  // a round without transfers: local work only

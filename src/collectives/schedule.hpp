@@ -49,7 +49,7 @@ struct piece_rule {
 
 struct transfer {
   int peer;
-  void* buf;           // for sends: data to send (not modified)
+  void* buf;  // for sends: data to send (not modified)
   std::size_t bytes;
   bool send;
 };
@@ -59,8 +59,8 @@ struct local_step {
   const void* a = nullptr;  // reduce: out = a op b (elements); copy: out <- a (bytes)
   const void* b = nullptr;
   void* out = nullptr;
-  std::size_t count = 0;    // reduce: elements; copy: bytes; notify: elements
-  std::size_t offset = 0;   // notify: first element
+  std::size_t count = 0;   // reduce: elements; copy: bytes; notify: elements
+  std::size_t offset = 0;  // notify: first element
 };
 
 struct round {
@@ -92,8 +92,8 @@ struct schedule {
 /// Runs schedules on `comm`, at most `window` at once, in order of index.
 class executor {
  public:
-  executor(MPI_Comm comm, reduce_kernel_fn reduce_fn,
-           const std::function<void(std::size_t, std::size_t)>* on_chunk, piece_rule pieces = {})
+  executor(MPI_Comm comm, reduce_kernel_fn reduce_fn, const std::function<void(std::size_t, std::size_t)>* on_chunk,
+           piece_rule pieces = {})
       : comm_(comm), reduce_(reduce_fn), on_chunk_(on_chunk), pieces_(pieces) {}
 
   void run(std::vector<schedule>& schedules, int window);
@@ -114,6 +114,5 @@ piece_rule pieces_for(int me, const node_layout& layout);
 /// Runs `schedules` on `comm` with an executor (at most `window` at once).
 void run_schedules(MPI_Comm comm, std::vector<schedule>& schedules, reduce_kernel_fn f,
                    const std::function<void(std::size_t, std::size_t)>* on_chunk, int window, const piece_rule& pieces);
-
 
 }  // namespace conveyor::detail

@@ -32,7 +32,8 @@ std::unique_ptr<shm_allreduce> shm_allreduce::create(MPI_Comm comm, int rank, in
 shm_allreduce::~shm_allreduce() = default;
 
 char* shm_allreduce::slot(int buffer, int rank) const {
-  const std::size_t index = static_cast<std::size_t>(buffer) * static_cast<std::size_t>(size_) + static_cast<std::size_t>(rank);
+  const std::size_t index =
+      static_cast<std::size_t>(buffer) * static_cast<std::size_t>(size_) + static_cast<std::size_t>(rank);
   return segment_->base() + kLine * static_cast<std::size_t>(size_) + index * slot_bytes;
 }
 

@@ -46,10 +46,12 @@ double ping_pong(detail::comm_context& ctx, int a, int b, std::size_t bytes) {
     const double t0 = MPI_Wtime();
     if (ctx.rank == a) {
       detail::check_mpi(MPI_Send(buf.data(), static_cast<int>(bytes), MPI_BYTE, b, 7, ctx.comm), "MPI_Send");
-      detail::check_mpi(MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, b, 7, ctx.comm, MPI_STATUS_IGNORE), "MPI_Recv");
+      detail::check_mpi(MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, b, 7, ctx.comm, MPI_STATUS_IGNORE),
+                        "MPI_Recv");
       if (r >= 0) samples.push_back((MPI_Wtime() - t0) / 2);
     } else if (ctx.rank == b) {
-      detail::check_mpi(MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, a, 7, ctx.comm, MPI_STATUS_IGNORE), "MPI_Recv");
+      detail::check_mpi(MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, a, 7, ctx.comm, MPI_STATUS_IGNORE),
+                        "MPI_Recv");
       detail::check_mpi(MPI_Send(buf.data(), static_cast<int>(bytes), MPI_BYTE, a, 7, ctx.comm), "MPI_Send");
     }
   }
@@ -69,8 +71,8 @@ double exchange_time(detail::comm_context& ctx, int a, int b, std::size_t bytes,
   for (int r = -3; r < 31; ++r) {
     const double t0 = MPI_Wtime();
     if (ctx.rank == a || ctx.rank == b) {
-      detail::exchange_in_pieces(ctx.comm, reinterpret_cast<const char*>(out.data()), reinterpret_cast<char*>(in.data()),
-                                 bytes, ctx.rank == a ? b : a, piece);
+      detail::exchange_in_pieces(ctx.comm, reinterpret_cast<const char*>(out.data()),
+                                 reinterpret_cast<char*>(in.data()), bytes, ctx.rank == a ? b : a, piece);
       reduce_local(in.data(), out.data(), out.size(), op::sum);
     }
     if (r >= 0) samples.push_back(MPI_Wtime() - t0);
@@ -83,7 +85,8 @@ double exchange_time(detail::comm_context& ctx, int a, int b, std::size_t bytes,
 std::size_t measure_piece(detail::comm_context& ctx, int a, int b) {
   std::size_t best_piece = 0;
   double best = 0;
-  for (std::size_t piece : {std::size_t{0}, std::size_t{4096}, std::size_t{8192}, std::size_t{16384}, std::size_t{32768}}) {
+  for (std::size_t piece :
+       {std::size_t{0}, std::size_t{4096}, std::size_t{8192}, std::size_t{16384}, std::size_t{32768}}) {
     const std::size_t as_bytes = piece ? piece : detail::kMaxMessageBytes;
     const double t = exchange_time(ctx, a, b, 16384, as_bytes) + exchange_time(ctx, a, b, 65536, as_bytes);
     if (piece == 0 || t < 0.95 * best) {  // pieces must win clearly
@@ -159,7 +162,8 @@ cost_model measure_cost_model(MPI_Comm comm, int ranks_per_node) {
   samples.clear();
   for (int r = 0; r < 3; ++r) {
     const double t0 = MPI_Wtime();
-    for (std::size_t i = 0; i < kBytes / kRow; ++i) std::memcpy(to.data() + i * kRow, from.data() + i * kPitch + (i % 4) * kRow, kRow);
+    for (std::size_t i = 0; i < kBytes / kRow; ++i)
+      std::memcpy(to.data() + i * kRow, from.data() + i * kPitch + (i % 4) * kRow, kRow);
     samples.push_back(MPI_Wtime() - t0);
   }
   t = median(samples);

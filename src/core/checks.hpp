@@ -31,8 +31,8 @@ inline void check_enum(op o) {
 inline std::size_t checked_bytes(std::size_t count, dtype t, const char* what) {
   const std::size_t size = dtype_size(t);
   if (count > std::numeric_limits<std::size_t>::max() / size) {
-    throw error(errc::invalid_argument, std::string(what) + ": element count " +
-                                            std::to_string(count) + " overflows the address space");
+    throw error(errc::invalid_argument,
+                std::string(what) + ": element count " + std::to_string(count) + " overflows the address space");
   }
   return count * size;
 }

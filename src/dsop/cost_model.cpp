@@ -29,7 +29,8 @@ double dsop_seconds(outer_algorithm a, const dsop_shape& s, const node_layout& l
     case outer_algorithm::allgather:
       return pairs + dsop_local_seconds(P * G, s.distributed ? G / P : G, s.T, p);
     case outer_algorithm::generalized_rabenseifner:
-      return pairs + dsop_local_seconds(G, G / P, s.T, p) + (s.distributed ? 0 : ring_allgather_seconds(G / P * T, s.P, layout, p));
+      return pairs + dsop_local_seconds(G, G / P, s.T, p) +
+             (s.distributed ? 0 : ring_allgather_seconds(G / P * T, s.P, layout, p));
     case outer_algorithm::allreduce:
     case outer_algorithm::ring: {
       const auto bytes = static_cast<std::size_t>(G * T);

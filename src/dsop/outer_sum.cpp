@@ -105,7 +105,8 @@ struct dsop_run {
   }
 
   void rows_from(const std::vector<T>& pairs, std::size_t row0, std::size_t rows, T* G) const {
-    k.rows_from_pairs(pairs.data(), N + M, pairs.data() + N, N + M, static_cast<std::size_t>(size), row0, rows, M, G, M);
+    k.rows_from_pairs(pairs.data(), N + M, pairs.data() + N, N + M, static_cast<std::size_t>(size), row0, rows, M, G,
+                      M);
   }
 
   void local_outer(T* G) const { k.rows_from_pairs(a, 0, b, 0, 1, 0, N, M, G, M); }
@@ -142,7 +143,8 @@ struct dsop_run {
       std::vector<T> local(N * M);
       local_outer(local.data());
       std::vector<int> icounts(counts.begin(), counts.end());
-      detail::check_mpi(MPI_Reduce_scatter(local.data(), out, icounts.data(), type, MPI_SUM, comm), "MPI_Reduce_scatter");
+      detail::check_mpi(MPI_Reduce_scatter(local.data(), out, icounts.data(), type, MPI_SUM, comm),
+                        "MPI_Reduce_scatter");
       return;
     }
     std::vector<T> full;
@@ -160,11 +162,20 @@ struct dsop_run {
 
   void run(outer_algorithm alg) const {
     switch (alg) {
-      case outer_algorithm::allgather: run_allgather(); break;
-      case outer_algorithm::generalized_rabenseifner: run_generalized_rabenseifner(); break;
-      case outer_algorithm::ring: run_ring(); break;
-      case outer_algorithm::allreduce: run_allreduce(); break;
-      case outer_algorithm::automatic: throw error(errc::internal, "outer_sum: no algorithm chosen");
+      case outer_algorithm::allgather:
+        run_allgather();
+        break;
+      case outer_algorithm::generalized_rabenseifner:
+        run_generalized_rabenseifner();
+        break;
+      case outer_algorithm::ring:
+        run_ring();
+        break;
+      case outer_algorithm::allreduce:
+        run_allreduce();
+        break;
+      case outer_algorithm::automatic:
+        throw error(errc::internal, "outer_sum: no algorithm chosen");
     }
   }
 };
@@ -217,7 +228,8 @@ outer_report outer_sum(const void* a, std::size_t N, const void* b, std::size_t 
   const auto bad = [&](errc code, const std::string& m) { call.fail(code, m); };
   if (t != dtype::float32 && t != dtype::float64) bad(errc::unsupported, "dtype must be float32 or float64");
   if (alg_value < 0 || alg_value >= static_cast<int>(kNames.size())) bad(errc::invalid_argument, "unknown algorithm");
-  if (order_value < 0 || order_value >= static_cast<int>(kOrderNames.size())) bad(errc::invalid_argument, "unknown matrix order");
+  if (order_value < 0 || order_value >= static_cast<int>(kOrderNames.size()))
+    bad(errc::invalid_argument, "unknown matrix order");
   if (static_cast<unsigned>(o.allreduce.algorithm) >= static_cast<unsigned>(allreduce_algorithm_count)) {
     bad(errc::invalid_argument, "unknown allreduce algorithm");
   }
@@ -227,14 +239,18 @@ outer_report outer_sum(const void* a, std::size_t N, const void* b, std::size_t 
   if (M > 0 && !b) bad(errc::invalid_argument, "b is null with M = " + std::to_string(M));
   const std::size_t need = (o.distributed ? mine.count : N) * M;
   if (call.ok() && G_count < need) {
-    bad(errc::invalid_argument, "G holds " + std::to_string(G_count) + " elements, " +
-                                    (o.distributed ? "this rank's " + std::to_string(mine.count) + " rows" : std::string("N x M")) +
-                                    " need " + std::to_string(need));
+    bad(errc::invalid_argument,
+        "G holds " + std::to_string(G_count) + " elements, " +
+            (o.distributed ? "this rank's " + std::to_string(mine.count) + " rows" : std::string("N x M")) + " need " +
+            std::to_string(need));
   }
   if (need > 0 && !G) bad(errc::invalid_argument, "G is null");
   // A heavy operation: always agreed, arguments always matched (`validate` adds nothing).
-  call.must_match("N", static_cast<std::int64_t>(N)).must_match("M", static_cast<std::int64_t>(M)).must_match("dtypes", t);
-  call.must_match("algorithms", o.algorithm, outer_algorithm_name).must_match("matrix orders", order_value)
+  call.must_match("N", static_cast<std::int64_t>(N))
+      .must_match("M", static_cast<std::int64_t>(M))
+      .must_match("dtypes", t);
+  call.must_match("algorithms", o.algorithm, outer_algorithm_name)
+      .must_match("matrix orders", order_value)
       .must_match("distributed flags", o.distributed ? 1 : 0)
       .must_match("allreduce algorithms", o.allreduce.algorithm, algorithm_name)
       .must_match("ranks_per_node values", o.allreduce.ranks_per_node);

@@ -136,7 +136,9 @@ int alltoall_entry(const void* send, Count scount, MPI_Datatype stype, void* rec
         if (rc != MPI_SUCCESS) throw error(errc::mpi, "MPI_Alltoall failed");
       });
       if (rep.library && !rep.trial) count_passed(call::alltoall, pass_reason::measured);
-      else count_served(call::alltoall, static_cast<std::size_t>(bytes) * static_cast<std::size_t>(comm_size(comm)), false);
+      else
+        count_served(call::alltoall, static_cast<std::size_t>(bytes) * static_cast<std::size_t>(comm_size(comm)),
+                     false);
       return MPI_SUCCESS;
     });
   }
@@ -145,7 +147,8 @@ int alltoall_entry(const void* send, Count scount, MPI_Datatype stype, void* rec
     MPI_Aint lb = 0, extent = 0;
     PMPI_Type_get_extent(t, &lb, &extent);
     v.resize(static_cast<std::size_t>(P));
-    for (int q = 0; q < P; ++q) v[static_cast<std::size_t>(q)] = {static_cast<std::int64_t>(n), q * static_cast<std::int64_t>(n) * extent, t};
+    for (int q = 0; q < P; ++q)
+      v[static_cast<std::size_t>(q)] = {static_cast<std::int64_t>(n), q * static_cast<std::int64_t>(n) * extent, t};
   };
   call_parts& c = t_parts;
   parts(rcount, rtype, c.rp);
@@ -158,8 +161,8 @@ int alltoall_entry(const void* send, Count scount, MPI_Datatype stype, void* rec
 // (displacements in bytes, a type per peer): `types` null for the v form.
 template <class Count, class Displ, class Pass>
 int alltoallv_entry(call which, const char* name, const void* send, const Count* scounts, const Displ* sdispls,
-                    const MPI_Datatype* stypes, MPI_Datatype stype, void* recv, const Count* rcounts, const Displ* rdispls,
-                    const MPI_Datatype* rtypes, MPI_Datatype rtype, MPI_Comm comm, Pass pass) {
+                    const MPI_Datatype* stypes, MPI_Datatype stype, void* recv, const Count* rcounts,
+                    const Displ* rdispls, const MPI_Datatype* rtypes, MPI_Datatype rtype, MPI_Comm comm, Pass pass) {
   thread_state& state = this_thread();
   const bool in_place = send == MPI_IN_PLACE;
   const bool w = which == call::alltoallw;
@@ -182,7 +185,8 @@ int alltoallv_entry(call which, const char* name, const void* send, const Count*
       v.resize(static_cast<std::size_t>(P));
       for (int q = 0; q < P; ++q) {
         const auto k = static_cast<std::size_t>(q);
-        v[k] = {static_cast<std::int64_t>(counts[q]), static_cast<std::int64_t>(displs[q]) * extent, types ? types[q] : one};
+        v[k] = {static_cast<std::int64_t>(counts[q]), static_cast<std::int64_t>(displs[q]) * extent,
+                types ? types[q] : one};
       }
     };
     parts(rcounts, rdispls, rtypes, rtype, rp);
@@ -209,7 +213,8 @@ extern "C" {
 int MPI_Alltoall(const void* send, int scount, MPI_Datatype stype, void* recv, int rcount, MPI_Datatype rtype,
                  MPI_Comm comm) {
   return alltoall_entry(
-      send, scount, stype, recv, rcount, rtype, comm, [&] { return PMPI_Alltoall(send, scount, stype, recv, rcount, rtype, comm); },
+      send, scount, stype, recv, rcount, rtype, comm,
+      [&] { return PMPI_Alltoall(send, scount, stype, recv, rcount, rtype, comm); },
       [&](const void* in, void* out) {  // a call in place is timed from a copy: the receive side's type
         const bool typed = send != MPI_IN_PLACE || in == MPI_IN_PLACE;
         return PMPI_Alltoall(in, typed ? scount : rcount, typed ? stype : rtype, out, rcount, rtype, comm);
@@ -218,10 +223,9 @@ int MPI_Alltoall(const void* send, int scount, MPI_Datatype stype, void* recv, i
 
 int MPI_Alltoallv(const void* send, const int scounts[], const int sdispls[], MPI_Datatype stype, void* recv,
                   const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm) {
-  return alltoallv_entry(call::alltoallv, "MPI_Alltoallv", send, scounts, sdispls, nullptr, stype, recv, rcounts,
-                         rdispls, nullptr, rtype, comm, [&] {
-                           return PMPI_Alltoallv(send, scounts, sdispls, stype, recv, rcounts, rdispls, rtype, comm);
-                         });
+  return alltoallv_entry(
+      call::alltoallv, "MPI_Alltoallv", send, scounts, sdispls, nullptr, stype, recv, rcounts, rdispls, nullptr, rtype,
+      comm, [&] { return PMPI_Alltoallv(send, scounts, sdispls, stype, recv, rcounts, rdispls, rtype, comm); });
 }
 
 int MPI_Alltoallw(const void* send, const int scounts[], const int sdispls[], const MPI_Datatype stypes[], void* recv,
@@ -236,7 +240,8 @@ int MPI_Alltoallw(const void* send, const int scounts[], const int sdispls[], co
 int MPI_Alltoall_c(const void* send, MPI_Count scount, MPI_Datatype stype, void* recv, MPI_Count rcount,
                    MPI_Datatype rtype, MPI_Comm comm) {
   return alltoall_entry(
-      send, scount, stype, recv, rcount, rtype, comm, [&] { return PMPI_Alltoall_c(send, scount, stype, recv, rcount, rtype, comm); },
+      send, scount, stype, recv, rcount, rtype, comm,
+      [&] { return PMPI_Alltoall_c(send, scount, stype, recv, rcount, rtype, comm); },
       [&](const void* in, void* out) {  // a call in place is timed from a copy: the receive side's type
         const bool typed = send != MPI_IN_PLACE || in == MPI_IN_PLACE;
         return PMPI_Alltoall_c(in, typed ? scount : rcount, typed ? stype : rtype, out, rcount, rtype, comm);
@@ -244,7 +249,8 @@ int MPI_Alltoall_c(const void* send, MPI_Count scount, MPI_Datatype stype, void*
 }
 
 int MPI_Alltoallv_c(const void* send, const MPI_Count scounts[], const MPI_Aint sdispls[], MPI_Datatype stype,
-                    void* recv, const MPI_Count rcounts[], const MPI_Aint rdispls[], MPI_Datatype rtype, MPI_Comm comm) {
+                    void* recv, const MPI_Count rcounts[], const MPI_Aint rdispls[], MPI_Datatype rtype,
+                    MPI_Comm comm) {
   return alltoallv_entry(call::alltoallv, "MPI_Alltoallv_c", send, scounts, sdispls, nullptr, stype, recv, rcounts,
                          rdispls, nullptr, rtype, comm, [&] {
                            return PMPI_Alltoallv_c(send, scounts, sdispls, stype, recv, rcounts, rdispls, rtype, comm);
@@ -254,10 +260,10 @@ int MPI_Alltoallv_c(const void* send, const MPI_Count scounts[], const MPI_Aint 
 int MPI_Alltoallw_c(const void* send, const MPI_Count scounts[], const MPI_Aint sdispls[], const MPI_Datatype stypes[],
                     void* recv, const MPI_Count rcounts[], const MPI_Aint rdispls[], const MPI_Datatype rtypes[],
                     MPI_Comm comm) {
-  return alltoallv_entry(call::alltoallw, "MPI_Alltoallw_c", send, scounts, sdispls, stypes, MPI_DATATYPE_NULL, recv,
-                         rcounts, rdispls, rtypes, MPI_DATATYPE_NULL, comm, [&] {
-                           return PMPI_Alltoallw_c(send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm);
-                         });
+  return alltoallv_entry(
+      call::alltoallw, "MPI_Alltoallw_c", send, scounts, sdispls, stypes, MPI_DATATYPE_NULL, recv, rcounts, rdispls,
+      rtypes, MPI_DATATYPE_NULL, comm,
+      [&] { return PMPI_Alltoallw_c(send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, comm); });
 }
 #endif  // MPI_VERSION >= 4
 

@@ -45,7 +45,6 @@ namespace {
 // would otherwise be on every served call.
 const allreduce_options kDefaultOptions;
 
-
 std::optional<pass_reason> screen_reduction_uncached(MPI_Datatype t, MPI_Op mop, reduction& r) {
   if (t == MPI_DATATYPE_NULL || mop == MPI_OP_NULL) return pass_reason::arguments;
   const std::optional<op> o = op_of(mop);
@@ -69,7 +68,6 @@ std::optional<pass_reason> screen_reduction(thread_state& state, MPI_Datatype t,
   if (why != pass_reason::arguments && predefined(t)) last = {true, t, mop, r, why};
   return why;
 }
-
 
 // ---------------------------------------------------------------------------
 // The calls, written once for both count widths: MPI's int counts and MPI-4's
@@ -179,7 +177,8 @@ int allgather_entry(call which, const char* name, const void* send, Count send_c
   std::vector<std::size_t> items, places;
   for (int i = 0; i < p && !why; ++i) {
     const Count c = counts[equal ? 0 : i];
-    const auto at = displs ? static_cast<long long>(displs[i]) : static_cast<long long>(i) * static_cast<long long>(counts[0]);
+    const auto at =
+        displs ? static_cast<long long>(displs[i]) : static_cast<long long>(i) * static_cast<long long>(counts[0]);
     if (c < 0 || at < 0) why = pass_reason::arguments;
     items.push_back(static_cast<std::size_t>(c));
     places.push_back(static_cast<std::size_t>(at));
@@ -216,8 +215,8 @@ int allgather_entry(call which, const char* name, const void* send, Count send_c
       std::vector<char> all(total);
       std::size_t offset = 0;
       for (int i = 0; i < rank; ++i) offset += bytes[static_cast<std::size_t>(i)];
-      int rc = in_place ? stage_in(item_at(recv, places[static_cast<std::size_t>(rank)], rs.item_extent), mine, recv_type,
-                                   rs, all.data() + offset)
+      int rc = in_place ? stage_in(item_at(recv, places[static_cast<std::size_t>(rank)], rs.item_extent), mine,
+                                   recv_type, rs, all.data() + offset)
                         : stage_in(send, static_cast<std::size_t>(send_count), send_type, ss, all.data() + offset);
       if (rc != MPI_SUCCESS) return rc;
       allgatherv(MPI_IN_PLACE, all.data(), bytes, dtype::uint8, comm);
@@ -299,10 +298,9 @@ int MPI_Allgather(const void* send, int send_count, MPI_Datatype send_type, void
 
 int MPI_Allgatherv(const void* send, int send_count, MPI_Datatype send_type, void* recv, const int counts[],
                    const int displs[], MPI_Datatype recv_type, MPI_Comm comm) {
-  return allgather_entry(call::allgatherv, "MPI_Allgatherv", send, send_count, send_type, recv, counts, false, displs,
-                         recv_type, comm, [&] {
-                           return PMPI_Allgatherv(send, send_count, send_type, recv, counts, displs, recv_type, comm);
-                         });
+  return allgather_entry(
+      call::allgatherv, "MPI_Allgatherv", send, send_count, send_type, recv, counts, false, displs, recv_type, comm,
+      [&] { return PMPI_Allgatherv(send, send_count, send_type, recv, counts, displs, recv_type, comm); });
 }
 
 int MPI_Reduce_local(const void* in, void* inout, int count, MPI_Datatype t, MPI_Op o) {
@@ -311,7 +309,8 @@ int MPI_Reduce_local(const void* in, void* inout, int count, MPI_Datatype t, MPI
 
 #if MPI_VERSION >= 4
 int MPI_Allreduce_c(const void* send, void* recv, MPI_Count count, MPI_Datatype t, MPI_Op o, MPI_Comm comm) {
-  return allreduce_entry(send, recv, count, t, o, comm, [&] { return PMPI_Allreduce_c(send, recv, count, t, o, comm); });
+  return allreduce_entry(send, recv, count, t, o, comm,
+                         [&] { return PMPI_Allreduce_c(send, recv, count, t, o, comm); });
 }
 
 int MPI_Reduce_scatter_block_c(const void* send, void* recv, MPI_Count count, MPI_Datatype t, MPI_Op o, MPI_Comm comm) {
@@ -335,10 +334,9 @@ int MPI_Allgather_c(const void* send, MPI_Count send_count, MPI_Datatype send_ty
 
 int MPI_Allgatherv_c(const void* send, MPI_Count send_count, MPI_Datatype send_type, void* recv,
                      const MPI_Count counts[], const MPI_Aint displs[], MPI_Datatype recv_type, MPI_Comm comm) {
-  return allgather_entry(call::allgatherv, "MPI_Allgatherv_c", send, send_count, send_type, recv, counts, false, displs,
-                         recv_type, comm, [&] {
-                           return PMPI_Allgatherv_c(send, send_count, send_type, recv, counts, displs, recv_type, comm);
-                         });
+  return allgather_entry(
+      call::allgatherv, "MPI_Allgatherv_c", send, send_count, send_type, recv, counts, false, displs, recv_type, comm,
+      [&] { return PMPI_Allgatherv_c(send, send_count, send_type, recv, counts, displs, recv_type, comm); });
 }
 
 int MPI_Reduce_local_c(const void* in, void* inout, MPI_Count count, MPI_Datatype t, MPI_Op o) {

@@ -78,7 +78,7 @@ inline bool predefined(MPI_Datatype t) {
 // is a TLS lookup (a call), so an entry point looks this up once (this_thread())
 // and passes it on.
 struct thread_state {
-  int inside = 0;  // > 0 while this thread runs Conveyor: its own MPI calls pass through
+  int inside = 0;                    // > 0 while this thread runs Conveyor: its own MPI calls pass through
   const policy* settings = nullptr;  // current_policy(), once this thread has read it
   screened_pair last_pair;
   screened_alltoall_types last_alltoall_types;

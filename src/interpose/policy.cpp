@@ -20,17 +20,20 @@ namespace conveyor::interpose {
 namespace {
 
 constexpr std::array<std::string_view, call_count> kCallNames = {
-    "allreduce", "reduce_scatter_block", "reduce_scatter", "allgather", "allgatherv", "reduce_local",
-    "alltoall", "alltoallv", "alltoallw"};
+    "allreduce",  "reduce_scatter_block", "reduce_scatter", "allgather",
+    "allgatherv", "reduce_local",         "alltoall",       "alltoallv",
+    "alltoallw"};
 constexpr std::array<std::string_view, call_count> kMpiNames = {
-    "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Reduce_scatter", "MPI_Allgather", "MPI_Allgatherv",
-    "MPI_Reduce_local", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw"};
+    "MPI_Allreduce",  "MPI_Reduce_scatter_block", "MPI_Reduce_scatter", "MPI_Allgather",
+    "MPI_Allgatherv", "MPI_Reduce_local",         "MPI_Alltoall",       "MPI_Alltoallv",
+    "MPI_Alltoallw"};
 constexpr std::array<std::string_view, pass_reason_count> kReasonNames = {
-    "off", "not selected", "below threshold", "empty", "op", "type", "intercomm", "arguments", "internal",
-    "measured faster"};
+    "off",  "not selected", "below threshold", "empty",    "op",
+    "type", "intercomm",    "arguments",       "internal", "measured faster"};
 
 [[noreturn]] void refuse(const std::string& name, const std::string& value, const std::string& expected) {
-  std::fprintf(stderr, "conveyor_mpi: %s=%s is not valid: expected %s\n", name.c_str(), value.c_str(), expected.c_str());
+  std::fprintf(stderr, "conveyor_mpi: %s=%s is not valid: expected %s\n", name.c_str(), value.c_str(),
+               expected.c_str());
   std::fflush(stderr);
   // The launcher forwards output through a pipe and drops what is still in it when
   // the abort kills the job (seen with MPICH's hydra under load): let it drain.
@@ -51,7 +54,8 @@ bool flag(const char* name, bool fallback) {
 std::size_t bytes_setting(const char* name) {
   const std::optional<std::string> v = setting_or_default(name);
   std::size_t value = 0, i = 0;
-  for (; i < v->size() && (*v)[i] >= '0' && (*v)[i] <= '9'; ++i) value = value * 10 + static_cast<std::size_t>((*v)[i] - '0');
+  for (; i < v->size() && (*v)[i] >= '0' && (*v)[i] <= '9'; ++i)
+    value = value * 10 + static_cast<std::size_t>((*v)[i] - '0');
   const std::string unit = v->substr(i);
   if (i == 0 || i > 18) refuse(name, *v, "a number of bytes (optionally with k, m or g)");
   if (unit.empty()) return value;
@@ -190,19 +194,22 @@ std::string format_report(const std::vector<std::uint64_t>& sum, const std::stri
     for (int r = 0; r < pass_reason_count; ++r, ++k) {
       if (!sum[k]) continue;
       passed_total += sum[k];
-      passed += (passed.empty() ? "" : ", ") + std::string(kReasonNames[static_cast<std::size_t>(r)]) + " " + std::to_string(sum[k]);
+      passed += (passed.empty() ? "" : ", ") + std::string(kReasonNames[static_cast<std::size_t>(r)]) + " " +
+                std::to_string(sum[k]);
     }
     if (!served && !passed_total) continue;
     char line[256];
-    std::snprintf(line, sizeof line, "  %-25s served %llu (%s, %llu staged), passed to MPI %llu", kMpiNames[static_cast<std::size_t>(c)].data(),
-                  static_cast<unsigned long long>(served), human_bytes(static_cast<double>(bytes)).c_str(),
-                  static_cast<unsigned long long>(staged), static_cast<unsigned long long>(passed_total));
+    std::snprintf(line, sizeof line, "  %-25s served %llu (%s, %llu staged), passed to MPI %llu",
+                  kMpiNames[static_cast<std::size_t>(c)].data(), static_cast<unsigned long long>(served),
+                  human_bytes(static_cast<double>(bytes)).c_str(), static_cast<unsigned long long>(staged),
+                  static_cast<unsigned long long>(passed_total));
     out += line;
     out += passed.empty() ? "\n" : " (" + passed + ")\n";
   }
   std::string algs;
   for (int a = 0; a < allreduce_algorithm_count; ++a, ++k) {
-    if (sum[k]) algs += " " + std::string(algorithm_name(static_cast<allreduce_algorithm>(a))) + " " + std::to_string(sum[k]);
+    if (sum[k])
+      algs += " " + std::string(algorithm_name(static_cast<allreduce_algorithm>(a))) + " " + std::to_string(sum[k]);
   }
   if (!algs.empty()) out += "  allreduce algorithms:" + algs + "\n";
   if (sum[k]) out += "  derived datatypes decoded " + std::to_string(sum[k]) + " (each once while it lives)\n";

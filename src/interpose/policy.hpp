@@ -12,7 +12,15 @@ namespace conveyor::interpose {
 
 /// The calls libconveyor_mpi can serve (CONVEYOR_MPI_CALLS names them).
 enum class call : int {
-  allreduce, reduce_scatter_block, reduce_scatter, allgather, allgatherv, reduce_local, alltoall, alltoallv, alltoallw
+  allreduce,
+  reduce_scatter_block,
+  reduce_scatter,
+  allgather,
+  allgatherv,
+  reduce_local,
+  alltoall,
+  alltoallv,
+  alltoallw
 };
 inline constexpr int call_count = 9;
 

@@ -192,16 +192,25 @@ std::optional<dtype> reduction_dtype(MPI_Datatype leaf, op o) {
   bool valid = false;  // MPI's table of (op, category)
   switch (o) {
     case op::max:
-    case op::min: valid = integer || k == category::floating; break;
+    case op::min:
+      valid = integer || k == category::floating;
+      break;
     case op::sum:
-    case op::prod: valid = integer || k == category::floating || k == category::complex; break;
+    case op::prod:
+      valid = integer || k == category::floating || k == category::complex;
+      break;
     case op::land:
     case op::lor:
-    case op::lxor: valid = c_integer || k == category::c_bool; break;
+    case op::lxor:
+      valid = c_integer || k == category::c_bool;
+      break;
     case op::band:
     case op::bor:
-    case op::bxor: valid = integer || k == category::byte; break;
-    case op::logaddexp: break;  // no MPI op means it
+    case op::bxor:
+      valid = integer || k == category::byte;
+      break;
+    case op::logaddexp:
+      break;  // no MPI op means it
   }
   if (!valid) return std::nullopt;
   const std::size_t bytes = n->leaf_size;
@@ -230,7 +239,8 @@ std::optional<dtype> reduction_dtype(MPI_Datatype leaf, op o) {
       if (bytes == 8) return dtype::complex64;
       if (bytes == 16 && n->handle != MPI_C_LONG_DOUBLE_COMPLEX) return dtype::complex128;
       return std::nullopt;
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 

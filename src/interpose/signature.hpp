@@ -24,7 +24,7 @@ namespace conveyor::interpose {
 /// A datatype as a signature: `count` items of it are `count * per_item`
 /// elements of the one basic (named) type `leaf`.
 struct signature {
-  bool homogeneous = false;   // false: several basic types (a struct, MPI_DOUBLE_INT, ...) or unreadable
+  bool homogeneous = false;  // false: several basic types (a struct, MPI_DOUBLE_INT, ...) or unreadable
   MPI_Datatype leaf = MPI_DATATYPE_NULL;
   std::size_t per_item = 0;   // leaf elements per item
   std::size_t leaf_size = 0;  // bytes per leaf element

@@ -39,7 +39,7 @@
 namespace conveyor {
 namespace {
 
-constexpr int kCallTags = 512;   // call numbers before a tag repeats
+constexpr int kCallTags = 512;    // call numbers before a tag repeats
 constexpr int kTagsPerCall = 64;  // pieces 0-61, then the attach descriptor and done
 constexpr int kPiecesPerPackage = kTagsPerCall - 2;
 constexpr int kDescriptorTag = kTagsPerCall - 2, kDoneTag = kTagsPerCall - 1;
@@ -51,14 +51,15 @@ using way = shared_exchange::way;
 struct pair_plan {
   std::int64_t sbytes = 0, rbytes = 0;
   way send = way::message, recv = way::message;
-  char* sdirect = nullptr;  // a message straight from the caller's buffer (one run)
-  char* rdirect = nullptr;  // a message straight into it
+  char* sdirect = nullptr;          // a message straight from the caller's buffer (one run)
+  char* rdirect = nullptr;          // a message straight into it
   std::int64_t soff = 0, roff = 0;  // else its place in the package buffers
   int pieces_left = 0;
   bool failed = false;  // the sender moved it otherwise than planned: never unpacked
-  bool rtyped = false;   // received as one message of the caller's type (way::typed)
-  bool sent = false;     // its descriptor is out (attached pairs on one node: before this rank's own part)
-  bool spacked = false;  // its package is packed first (a message not from the caller, an attach in place or of short rows)
+  bool rtyped = false;  // received as one message of the caller's type (way::typed)
+  bool sent = false;    // its descriptor is out (attached pairs on one node: before this rank's own part)
+  bool spacked =
+      false;  // its package is packed first (a message not from the caller, an attach in place or of short rows)
 };
 
 // alltoall_auto's candidates (runtime/measured_choice.hpp): the library's call,
@@ -78,12 +79,12 @@ struct alltoall_state final : detail::engine_state {
   detail::byte_buffer trial_out;
   std::vector<byte_map> even_maps;  // the contiguous maps of alltoall_auto's last size
   std::int64_t even_bytes = -1;
-  int nodes = 0;  // alltoall_nodes, once known
+  int nodes = 0;                                                      // alltoall_nodes, once known
   std::unique_ptr<redistribute::detail::by_nodes_exchange> by_nodes;  // made on its first call
   unsigned calls = 0;
   detail::byte_buffer send_packages, recv_packages;
   redistribute::detail::attach_state attach;
-  bool prepared = false;  // the probe ran and the slots were mapped (or not) on this communicator
+  bool prepared = false;                    // the probe ran and the slots were mapped (or not) on this communicator
   std::unique_ptr<shared_exchange> shared;  // every rank on one node, at most kMaxRanks
   redistribute::detail::copy_choice copy;   // with `shared`: this rank's ways as a sender, per plan
   // Per call, kept for their capacity (a repeated call allocates nothing).
@@ -96,8 +97,8 @@ struct alltoall_state final : detail::engine_state {
   redistribute::detail::node_mappings mapped;
 };
 
-const int kAlltoallSlot = detail::register_engine_state(
-    [](const detail::comm_context&) -> std::unique_ptr<detail::engine_state> {
+const int kAlltoallSlot =
+    detail::register_engine_state([](const detail::comm_context&) -> std::unique_ptr<detail::engine_state> {
       return std::make_unique<alltoall_state>();
     });
 
@@ -282,10 +283,14 @@ redistribute::detail::copy_rule sender_rule_of(alltoall_state& state, const std:
   using redistribute::detail::sender_rule;
   const redistribute::detail::attach_state& a = state.attach;
   switch (a.rule) {
-    case sender_rule::attach: return copy_rule::attach_from_mid;
-    case sender_rule::slots: return copy_rule::slots_then_messages;
-    case sender_rule::messages: return copy_rule::messages_from_mid;
-    case sender_rule::measured: break;
+    case sender_rule::attach:
+      return copy_rule::attach_from_mid;
+    case sender_rule::slots:
+      return copy_rule::slots_then_messages;
+    case sender_rule::messages:
+      return copy_rule::messages_from_mid;
+    case sender_rule::measured:
+      break;
   }
   if (copy_measuring() == detail::measuring::off) return copy_rule::slots_then_attach;
   const auto slot = static_cast<std::int64_t>(state.shared->slot_bytes());
@@ -366,7 +371,8 @@ alltoallw_report alltoallw_across_nodes(alltoall_state& state, detail::comm_cont
                                         const std::function<void()>& library) {
   const auto run = [&](alltoall_path path) {
     if (path == alltoall_path::by_nodes) return run_by_nodes(state, ctx, layout, send, send_maps, recv, recv_maps);
-    if (path == alltoall_path::conveyor) return alltoallw_moves(send, send_maps, recv, recv_maps, comm, false, typed, {});
+    if (path == alltoall_path::conveyor)
+      return alltoallw_moves(send, send_maps, recv, recv_maps, comm, false, typed, {});
     library();
     alltoallw_report rep;
     rep.library = true;
@@ -412,7 +418,9 @@ alltoallw_report alltoallw_across_nodes(alltoall_state& state, detail::comm_cont
                  "(%.0f%%) -> %s\n",
                  static_cast<long long>(vote[0]), ctx.size, layout.nodes, trials, agreed[0] * 1e6, agreed[3] * 100,
                  agreed[1] * 1e6, agreed[4] * 100, agreed[2] * 1e6, agreed[5] * 100,
-                 m.decided == alltoall_path::mpi ? "mpi" : m.decided == alltoall_path::by_nodes ? "by_nodes" : "conveyor");
+                 m.decided == alltoall_path::mpi        ? "mpi"
+                 : m.decided == alltoall_path::by_nodes ? "by_nodes"
+                                                        : "conveyor");
   });
   rep.library_trial = true;
   return rep;
@@ -573,8 +581,8 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
   std::string problem;
   auto mismatch = [&](int q, std::int64_t sent, std::int64_t expected) {
     if (!problem.empty()) return;
-    problem = "alltoallw: rank " + std::to_string(q) + " sent " + std::to_string(sent) + " bytes where this rank expects " +
-              std::to_string(expected) + " (type signatures that do not match)";
+    problem = "alltoallw: rank " + std::to_string(q) + " sent " + std::to_string(sent) +
+              " bytes where this rank expects " + std::to_string(expected) + " (type signatures that do not match)";
   };
   auto pack_peer = [&](int q) {
     const auto k = static_cast<std::size_t>(q);
@@ -622,7 +630,8 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
       if (pp.spacked) d.assign(1, byte_box{reinterpret_cast<std::intptr_t>(sbuf + pp.soff), pp.sbytes, 0, {}, {}});
       else d = redistribute::detail::attach_descriptor(send_maps[k], send);
       detail::check_mpi(MPI_Isend(d.data(), static_cast<int>(d.size() * sizeof(byte_box)), MPI_BYTE, q,
-                                  tag0 + kDescriptorTag, ctx.comm, &r), "MPI_Isend");
+                                  tag0 + kDescriptorTag, ctx.comm, &r),
+                        "MPI_Isend");
       sreq.push_back(r);
       detail::check_mpi(MPI_Irecv(nullptr, 0, MPI_BYTE, q, tag0 + kDoneTag, ctx.comm, &r), "MPI_Irecv");
       sreq.push_back(r);
@@ -630,8 +639,9 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
     }
     if (pp.send == way::typed) {  // one message, the piece-0 tag
       const datatype_part& part = (*typed.send)[k];
-      detail::check_mpi(MPI_Isend(static_cast<const char*>(send) + part.displ, static_cast<int>(part.count), part.type, q,
-                                  tag0, ctx.comm, &r), "MPI_Isend");
+      detail::check_mpi(MPI_Isend(static_cast<const char*>(send) + part.displ, static_cast<int>(part.count), part.type,
+                                  q, tag0, ctx.comm, &r),
+                        "MPI_Isend");
       sreq.push_back(r);
       return;
     }
@@ -739,7 +749,8 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
       const datatype_part& part = (*typed.recv)[static_cast<std::size_t>(q)];
       MPI_Request r;
       detail::check_mpi(MPI_Irecv(static_cast<char*>(recv) + part.displ, static_cast<int>(part.count), part.type, q,
-                                  tag0, ctx.comm, &r), "MPI_Irecv");
+                                  tag0, ctx.comm, &r),
+                        "MPI_Irecv");
       rreq.push_back(r), rowner.push_back(q), rpiece.push_back(static_cast<int>(pp.rbytes));
       pp.pieces_left = 1;
       continue;
@@ -801,9 +812,11 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
       mismatch(q, has, pp.rbytes);
     } else {
       bool node_memory = false;
-      if (const int err = redistribute::detail::read_attached(attach.pid[k], remote, recv_maps[k], recv, has, state.mapped, node_memory)) {
+      if (const int err = redistribute::detail::read_attached(attach.pid[k], remote, recv_maps[k], recv, has,
+                                                              state.mapped, node_memory)) {
         if (problem.empty()) {
-          problem = "alltoallw: reading rank " + std::to_string(q) + "'s rows (process_vm_readv) failed: " + std::strerror(err);
+          problem = "alltoallw: reading rank " + std::to_string(q) +
+                    "'s rows (process_vm_readv) failed: " + std::strerror(err);
         }
       }
       rep.node_memory_peers += node_memory;
@@ -827,11 +840,14 @@ alltoallw_report alltoallw_moves(const void* send, const std::vector<byte_map>& 
     if (rc == MPI_SUCCESS) MPI_Get_count(&st, MPI_BYTE, &got);
     if (rc != MPI_SUCCESS || got != rpiece[i]) {
       if (rc == MPI_SUCCESS) mismatch(q, got, rpiece[i]);
-      else if (problem.empty()) problem = "alltoallw: rank " + std::to_string(q) + " sent more bytes than this rank expects (type signatures that do not match)";
+      else if (problem.empty())
+        problem = "alltoallw: rank " + std::to_string(q) +
+                  " sent more bytes than this rank expects (type signatures that do not match)";
       pp.failed = true;
       continue;
     }
-    if (--pp.pieces_left == 0 && !pp.rdirect && !pp.rtyped && !pp.failed) unpack(rbuf + pp.roff, recv_maps[static_cast<std::size_t>(q)], recv);
+    if (--pp.pieces_left == 0 && !pp.rdirect && !pp.rtyped && !pp.failed)
+      unpack(rbuf + pp.roff, recv_maps[static_cast<std::size_t>(q)], recv);
   }
   const int rc = MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE);
   if (copy_trial) record_trial(state, ctx, MPI_Wtime() - copy_start);
@@ -966,13 +982,14 @@ alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t by
         m, cls, send, recv, static_cast<std::size_t>(bytes) * static_cast<std::size_t>(P), state.trial_out, run,
         ctx->comm, [&](const double* agreed, int trials) {
           if (measuring != detail::measuring::traced || ctx->rank != 0) return;
-          const char* decided = m.decided == alltoall_path::mpi ? "mpi"
-                                : m.decided == alltoall_path::by_nodes ? "by_nodes" : "conveyor";
+          const char* decided = m.decided == alltoall_path::mpi        ? "mpi"
+                                : m.decided == alltoall_path::by_nodes ? "by_nodes"
+                                                                       : "conveyor";
           std::fprintf(stderr,
                        "conveyor alltoall auto: %lld B per peer on %d ranks (%d nodes), %d trials each, median "
                        "(spread) of the slowest rank: conveyor %.2f us (%.0f%%) mpi %.2f us (%.0f%%)",
-                       static_cast<long long>(bytes), P, layout.nodes, trials, agreed[0] * 1e6,
-                       agreed[m.count] * 100, agreed[1] * 1e6, agreed[m.count + 1] * 100);
+                       static_cast<long long>(bytes), P, layout.nodes, trials, agreed[0] * 1e6, agreed[m.count] * 100,
+                       agreed[1] * 1e6, agreed[m.count + 1] * 100);
           if (m.count == 3) std::fprintf(stderr, " by_nodes %.2f us (%.0f%%)", agreed[2] * 1e6, agreed[5] * 100);
           std::fprintf(stderr, " -> %s\n", decided);
         });
@@ -993,7 +1010,8 @@ std::array<double, 2> predict_alltoall(std::int64_t bytes, MPI_Comm comm) {
 }
 
 std::array<double, 2> predict_alltoall(std::int64_t bytes, int nodes, int ranks_per_node, const cost_model& model) {
-  if (nodes < 1 || ranks_per_node < 1) throw error(errc::invalid_argument, "predict_alltoall: nodes and ranks per node must be >= 1");
+  if (nodes < 1 || ranks_per_node < 1)
+    throw error(errc::invalid_argument, "predict_alltoall: nodes and ranks per node must be >= 1");
   return redistribute::detail::predict_alltoall_paths(bytes, nodes * ranks_per_node, nodes, ranks_per_node, model);
 }
 

@@ -90,7 +90,8 @@ void probe_attach(attach_state& s, MPI_Comm comm, int rank, int size, const std:
     s.pid[k] = static_cast<long>(all[3 * k]);
     if (code || q == rank || node_of[k] != node_of[static_cast<std::size_t>(rank)]) continue;
     std::uint64_t got = 0;
-    iovec local{&got, sizeof got}, remote{reinterpret_cast<void*>(static_cast<std::intptr_t>(all[3 * k + 1])), sizeof got};
+    iovec local{&got, sizeof got},
+        remote{reinterpret_cast<void*>(static_cast<std::intptr_t>(all[3 * k + 1])), sizeof got};
     const ssize_t n = process_vm_readv(static_cast<pid_t>(s.pid[k]), &local, 1, &remote, 1, 0);
     if (n != static_cast<ssize_t>(sizeof got)) code = n < 0 ? (errno ? errno : EIO) : EIO;
     else if (got != static_cast<std::uint64_t>(all[3 * k + 2])) code = ESRCH;  // another process (PID namespaces)
@@ -105,8 +106,12 @@ void probe_attach(attach_state& s, MPI_Comm comm, int rank, int size, const std:
   const int who = first / 1000, why = first % 1000;
   s.off = why == kOff || why == kBadValue;
   if (why == kOff) s.verdict = "packed: CONVEYOR_ALLTOALL_COPY=packed";
-  else if (why == kBadValue) s.verdict = "packed: CONVEYOR_ALLTOALL_COPY is not auto, packed, attach, slots or messages on rank " + std::to_string(who);
-  else s.verdict = "packed: rank " + std::to_string(who) + " cannot read its node's ranks (process_vm_readv: " + std::strerror(why) + ")";
+  else if (why == kBadValue)
+    s.verdict =
+        "packed: CONVEYOR_ALLTOALL_COPY is not auto, packed, attach, slots or messages on rank " + std::to_string(who);
+  else
+    s.verdict = "packed: rank " + std::to_string(who) +
+                " cannot read its node's ranks (process_vm_readv: " + std::strerror(why) + ")";
 }
 
 int read_rows(long pid, const byte_map& remote, const byte_map& local, void* base, std::int64_t bytes) {
@@ -122,13 +127,15 @@ int read_rows(long pid, const byte_map& remote, const byte_map& local, void* bas
     for (int i = 0; i < kRowsPerRead && can < SSIZE_MAX / 2 && ahead.take(bytes - can, p, n); ++i) can += n;
     int lc = 0;
     std::int64_t l = 0;
-    while (lc < kRowsPerRead && l < can && to.take(can - l, p, n)) liov[static_cast<std::size_t>(lc++)] = {p, static_cast<std::size_t>(n)}, l += n;
+    while (lc < kRowsPerRead && l < can && to.take(can - l, p, n))
+      liov[static_cast<std::size_t>(lc++)] = {p, static_cast<std::size_t>(n)}, l += n;
     int rc = 0;
     std::int64_t r = 0;
-    while (r < l && from.take(l - r, p, n)) riov[static_cast<std::size_t>(rc++)] = {p, static_cast<std::size_t>(n)}, r += n;
+    while (r < l && from.take(l - r, p, n))
+      riov[static_cast<std::size_t>(rc++)] = {p, static_cast<std::size_t>(n)}, r += n;
     if (l == 0 || r != l) return EINVAL;  // the maps hold fewer bytes than promised
-    const ssize_t got = process_vm_readv(static_cast<pid_t>(pid), liov.data(), static_cast<unsigned long>(lc), riov.data(),
-                                         static_cast<unsigned long>(rc), 0);
+    const ssize_t got = process_vm_readv(static_cast<pid_t>(pid), liov.data(), static_cast<unsigned long>(lc),
+                                         riov.data(), static_cast<unsigned long>(rc), 0);
     if (got != static_cast<ssize_t>(l)) return got < 0 ? (errno ? errno : EIO) : EIO;
     bytes -= l;
   }
@@ -178,8 +185,8 @@ byte_map attach_descriptor(const byte_map& rows, const void* base) {
   return d;
 }
 
-int read_attached(long pid, byte_map& descriptor, const byte_map& local, void* base, std::int64_t bytes, node_mappings& maps,
-                  bool& from_node_memory) {
+int read_attached(long pid, byte_map& descriptor, const byte_map& local, void* base, std::int64_t bytes,
+                  node_mappings& maps, bool& from_node_memory) {
   from_node_memory = false;
   const int mark = descriptor.empty() ? 0 : descriptor.front().axes;
   if (mark != kNodeMemoryMark && mark != kSharedWindowMark) return read_rows(pid, descriptor, local, base, bytes);

@@ -60,11 +60,11 @@ enum class sender_rule { measured, attach, slots, messages };
 struct attach_state {
   bool probed = false;
   bool usable = false;
-  bool off = false;             // CONVEYOR_ALLTOALL_COPY=packed (or invalid) on some rank: messages only
+  bool off = false;                          // CONVEYOR_ALLTOALL_COPY=packed (or invalid) on some rank: messages only
   sender_rule rule = sender_rule::measured;  // this rank's own (no agreement needed: receivers follow)
-  std::string verdict;          // "cross-memory attach", or "packed: <why>"
-  std::vector<long> pid;        // per rank of the communicator
-  std::vector<int> node;        // per rank: its node's number
+  std::string verdict;                       // "cross-memory attach", or "packed: <why>"
+  std::vector<long> pid;                     // per rank of the communicator
+  std::vector<int> node;                     // per rank: its node's number
 };
 
 /// Collective over `comm` (the first time; then free): fills `s`.
@@ -95,7 +95,7 @@ struct node_mappings {
 /// mapped here when it names some and the mapping works (the mapping joins
 /// `maps.used`), or a shared window this process maps too (then
 /// from_node_memory), else read_rows. 0, or the errno of a failed read.
-int read_attached(long pid, byte_map& descriptor, const byte_map& local, void* base, std::int64_t bytes, node_mappings& maps,
-                  bool& from_node_memory);
+int read_attached(long pid, byte_map& descriptor, const byte_map& local, void* base, std::int64_t bytes,
+                  node_mappings& maps, bool& from_node_memory);
 
 }  // namespace conveyor::redistribute::detail

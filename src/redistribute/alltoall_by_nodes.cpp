@@ -50,16 +50,20 @@ by_nodes_exchange::~by_nodes_exchange() {
 }
 
 template <class SendPart, class RecvPart>
-void by_nodes_exchange::plan(const conveyor::detail::comm_context& ctx, const node_layout& l,
-                             const SendPart& send_part, const RecvPart& recv_part) {
+void by_nodes_exchange::plan(const conveyor::detail::comm_context& ctx, const node_layout& l, const SendPart& send_part,
+                             const RecvPart& recv_part) {
   const int me = ctx.rank, P = ctx.size, A = l.node_of[static_cast<std::size_t>(me)];
   const int mine = l.local_of[static_cast<std::size_t>(me)];
   const std::vector<int>& here = ranks_of(l, A);
   const int L = static_cast<int>(here.size());
   const auto uL = static_cast<std::size_t>(L), uN = static_cast<std::size_t>(l.nodes);
   // bytes local rank s sends rank q; local rank j receives from rank r
-  auto sends = [&](int s, int q) { return rows_[static_cast<std::size_t>(s) * static_cast<std::size_t>(P) + static_cast<std::size_t>(q)]; };
-  auto gets = [&](int j, int r) { return cols_[static_cast<std::size_t>(j) * static_cast<std::size_t>(P) + static_cast<std::size_t>(r)]; };
+  auto sends = [&](int s, int q) {
+    return rows_[static_cast<std::size_t>(s) * static_cast<std::size_t>(P) + static_cast<std::size_t>(q)];
+  };
+  auto gets = [&](int j, int r) {
+    return cols_[static_cast<std::size_t>(j) * static_cast<std::size_t>(P) + static_cast<std::size_t>(r)];
+  };
   auto row_total = [&](int s, int B) {  // what local rank s sends node B
     std::int64_t t = 0;
     for (int q : ranks_of(l, B)) t += sends(s, q);
@@ -71,7 +75,9 @@ void by_nodes_exchange::plan(const conveyor::detail::comm_context& ctx, const no
   // not match, the step that moves it finds the difference, and the later steps
   // still match on every rank: run() then throws, and no rank waits for another).
   std::vector<std::int64_t> own_at(uL + 1, 0);
-  for (int s = 0; s < L; ++s) own_at[static_cast<std::size_t>(s) + 1] = own_at[static_cast<std::size_t>(s)] + gets(mine, here[static_cast<std::size_t>(s)]);
+  for (int s = 0; s < L; ++s)
+    own_at[static_cast<std::size_t>(s) + 1] =
+        own_at[static_cast<std::size_t>(s)] + gets(mine, here[static_cast<std::size_t>(s)]);
   std::vector<std::int64_t> send_at(uN, -1), recv_at(uN, -1), send_total(uN, 0), recv_total(uN, 0);
   std::int64_t cursor = own_at[uL];
   for (int B = 0; B < l.nodes; ++B) {
@@ -192,8 +198,9 @@ alltoallw_report by_nodes_exchange::run(conveyor::detail::comm_context& ctx, con
     const auto n = l.members[static_cast<std::size_t>(l.node_of[static_cast<std::size_t>(ctx.rank)])].size() *
                    static_cast<std::size_t>(ctx.size);
     rows_.assign(n, b), cols_.assign(n, b);
-    plan(ctx, l, [b](byte_map& out, int q) { add_run(out, q * b, b); },
-         [b](byte_map& in, int r) { add_run(in, r * b, b); });
+    plan(
+        ctx, l, [b](byte_map& out, int q) { add_run(out, q * b, b); },
+        [b](byte_map& in, int r) { add_run(in, r * b, b); });
     bytes_ = b;
   }
   return steps(ctx, send, recv);
@@ -215,17 +222,21 @@ alltoallw_report by_nodes_exchange::run(conveyor::detail::comm_context& ctx, con
                               "MPI_Allgather (node-aware all-to-all)");
   rows_.resize(static_cast<std::size_t>(L) * uP), cols_.resize(static_cast<std::size_t>(L) * uP);
   for (std::size_t j = 0; j < static_cast<std::size_t>(L); ++j) {
-    std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(j * 2 * uP), uP, rows_.begin() + static_cast<std::ptrdiff_t>(j * uP));
-    std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(j * 2 * uP + uP), uP, cols_.begin() + static_cast<std::ptrdiff_t>(j * uP));
+    std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(j * 2 * uP), uP,
+                rows_.begin() + static_cast<std::ptrdiff_t>(j * uP));
+    std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(j * 2 * uP + uP), uP,
+                cols_.begin() + static_cast<std::ptrdiff_t>(j * uP));
   }
   auto append = [](byte_map& to, const byte_map& from) { to.insert(to.end(), from.begin(), from.end()); };
-  plan(ctx, l, [&](byte_map& out, int q) { append(out, send_maps[static_cast<std::size_t>(q)]); },
-       [&](byte_map& in, int r) { append(in, recv_maps[static_cast<std::size_t>(r)]); });
+  plan(
+      ctx, l, [&](byte_map& out, int q) { append(out, send_maps[static_cast<std::size_t>(q)]); },
+      [&](byte_map& in, int r) { append(in, recv_maps[static_cast<std::size_t>(r)]); });
   bytes_ = -1;  // the maps above hold this call's parts
   return steps(ctx, send, recv);
 }
 
-std::array<double, 2> predict_alltoall_paths(std::int64_t b, int ranks, int nodes, int largest_node, const cost_model& p) {
+std::array<double, 2> predict_alltoall_paths(std::int64_t b, int ranks, int nodes, int largest_node,
+                                             const cost_model& p) {
   const double L = largest_node, P = ranks, N = nodes;
   const double bytes = static_cast<double>(b);
   const double intra_wire = (L - 1) * bytes * p.intra_beta;

@@ -39,20 +39,28 @@ void mix_maps(std::uint64_t& h, const std::vector<byte_map>& maps) {
 copy_limits limits_of(copy_rule rule, std::int64_t slot_bytes) {
   constexpr std::int64_t never = INT64_MAX;
   switch (rule) {
-    case copy_rule::attach_from_mid: return {kMidMinBytes, never};
-    case copy_rule::slots_then_messages: return {never, never};
-    case copy_rule::messages_from_mid: return {never, kMidMinBytes};
-    case copy_rule::slots_then_attach: break;
+    case copy_rule::attach_from_mid:
+      return {kMidMinBytes, never};
+    case copy_rule::slots_then_messages:
+      return {never, never};
+    case copy_rule::messages_from_mid:
+      return {never, kMidMinBytes};
+    case copy_rule::slots_then_attach:
+      break;
   }
   return {slot_bytes, never};
 }
 
 const char* name_of(copy_rule rule) {
   switch (rule) {
-    case copy_rule::attach_from_mid: return "attach from 8 KiB";
-    case copy_rule::slots_then_messages: return "slots then messages";
-    case copy_rule::messages_from_mid: return "messages from 8 KiB";
-    case copy_rule::slots_then_attach: break;
+    case copy_rule::attach_from_mid:
+      return "attach from 8 KiB";
+    case copy_rule::slots_then_messages:
+      return "slots then messages";
+    case copy_rule::messages_from_mid:
+      return "messages from 8 KiB";
+    case copy_rule::slots_then_attach:
+      break;
   }
   return "slots then attach";
 }
@@ -62,10 +70,14 @@ int distinct_rules(bool mid, bool large, bool attach_usable, copy_rule* out) {
   auto ways = [&](copy_rule r) {
     const int a = attach_usable ? 1 : 2;
     switch (r) {
-      case copy_rule::attach_from_mid: return std::pair{attach_usable ? 1 : 0, a};
-      case copy_rule::slots_then_messages: return std::pair{0, 2};
-      case copy_rule::messages_from_mid: return std::pair{2, 2};
-      case copy_rule::slots_then_attach: break;
+      case copy_rule::attach_from_mid:
+        return std::pair{attach_usable ? 1 : 0, a};
+      case copy_rule::slots_then_messages:
+        return std::pair{0, 2};
+      case copy_rule::messages_from_mid:
+        return std::pair{2, 2};
+      case copy_rule::slots_then_attach:
+        break;
     }
     return std::pair{0, a};
   };

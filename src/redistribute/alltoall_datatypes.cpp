@@ -94,7 +94,8 @@ void check_part(const datatype_part& p, const char* side, int q, std::int64_t si
   auto which = [&] { return std::string(side) + " part for rank " + std::to_string(q); };
   if (p.count < 0) throw error(errc::invalid_argument, "alltoallw: the " + which() + " has a negative count");
   if (p.count == 0) return;
-  if (p.type == MPI_DATATYPE_NULL) throw error(errc::invalid_argument, "alltoallw: the " + which() + " has no datatype");
+  if (p.type == MPI_DATATYPE_NULL)
+    throw error(errc::invalid_argument, "alltoallw: the " + which() + " has no datatype");
   if (size < 0) return;
   MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
   PMPI_Type_get_extent(p.type, &lb, &extent);
@@ -131,8 +132,8 @@ void build_side(const void* buf, const std::vector<datatype_part>& parts, bool o
     if (outgoing) {
       redistribute::detail::pack_items(st.at, st.count, st.type, st.bytes.data(), static_cast<int>(st.bytes.size()));
     }
-    s.maps[q].push_back(byte_box{address(st.bytes.data()) - address(buf), static_cast<std::int64_t>(st.bytes.size()),
-                                 0, {}, {}});
+    s.maps[q].push_back(
+        byte_box{address(st.bytes.data()) - address(buf), static_cast<std::int64_t>(st.bytes.size()), 0, {}, {}});
     s.staged.push_back(std::move(st));
   }
 }
@@ -195,8 +196,8 @@ alltoallw_report alltoallw_parts(const void* send, const std::vector<datatype_pa
   // own buffer (alltoall_typed.hpp).
   redistribute::detail::typed_parts typed;
   if (!in_place && c.in.staged.empty() && c.out.staged.empty()) typed = {&sp, &recv_parts};
-  alltoallw_report rep = redistribute::detail::alltoallw_maps(send_buf, c.in.maps, recv, c.out.maps, comm, validate,
-                                                              typed, library);
+  alltoallw_report rep =
+      redistribute::detail::alltoallw_maps(send_buf, c.in.maps, recv, c.out.maps, comm, validate, typed, library);
   for (staged_part& st : c.out.staged) {  // (the library's call wrote the caller's buffer itself)
     if (rep.library) break;
     redistribute::detail::unpack_items(st.bytes.data(), static_cast<int>(st.bytes.size()), st.at, st.count, st.type);

@@ -76,7 +76,11 @@ class shared_exchange {
 
  private:
   shared_exchange(std::unique_ptr<conveyor::detail::node_segment> s, int rank, int size, int spins)
-      : segment_(std::move(s)), rank_(rank), size_(size), spins_(spins), slot_bytes_(slot_bytes_for(size)),
+      : segment_(std::move(s)),
+        rank_(rank),
+        size_(size),
+        spins_(spins),
+        slot_bytes_(slot_bytes_for(size)),
         stride_(stride_for(slot_bytes_)) {}
   static std::size_t stride_for(std::size_t slot_bytes);
   std::size_t slot_index(int from, int to) const;

@@ -32,9 +32,9 @@ struct traffic {
   std::int64_t local = 0;                       // bytes copied without MPI
   std::int64_t sent_intra = 0, sent_inter = 0;  // bytes to peers on my node / other nodes
   std::int64_t received = 0;
-  int peers_intra = 0, peers_inter = 0;         // peers I send to
-  int ranks = 1, node_ranks = 1;                // communicator and node sizes
-  std::int64_t chunk_bytes = 1;                 // pipelined transport
+  int peers_intra = 0, peers_inter = 0;  // peers I send to
+  int ranks = 1, node_ranks = 1;         // communicator and node sizes
+  std::int64_t chunk_bytes = 1;          // pipelined transport
 };
 /// Seconds per transport, indexed by the enum's value (automatic unused).
 using transport_seconds = std::array<double, redistribute::transport_count>;

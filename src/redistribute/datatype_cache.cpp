@@ -24,9 +24,7 @@ int delete_layout(MPI_Datatype, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
-bool is_named(MPI_Datatype t) {
-  return redistribute::detail::combiner_of(t) == MPI_COMBINER_NAMED;
-}
+bool is_named(MPI_Datatype t) { return redistribute::detail::combiner_of(t) == MPI_COMBINER_NAMED; }
 
 }  // namespace
 

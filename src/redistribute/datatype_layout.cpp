@@ -148,11 +148,17 @@ bool read_contents(MPI_Datatype t, int combiner, std::vector<std::int64_t>& ints
   // Large counts: [0, split) are the int-count form's integers, the rest its addresses.
   std::size_t split = c.size();
   switch (combiner) {
-    case MPI_COMBINER_HVECTOR: case MPI_COMBINER_HINDEXED_BLOCK: split = 2; break;
-    case MPI_COMBINER_HINDEXED: case MPI_COMBINER_STRUCT:
+    case MPI_COMBINER_HVECTOR:
+    case MPI_COMBINER_HINDEXED_BLOCK:
+      split = 2;
+      break;
+    case MPI_COMBINER_HINDEXED:
+    case MPI_COMBINER_STRUCT:
       split = c.empty() ? 0 : static_cast<std::size_t>(c[0]) + 1;
       break;
-    case MPI_COMBINER_RESIZED: split = 0; break;
+    case MPI_COMBINER_RESIZED:
+      split = 0;
+      break;
     case MPI_COMBINER_SUBARRAY:  // ints {ndims, order}, counts {sizes, subsizes, starts}
       if (i.size() != 2) return false;
       ints.assign(1, i[0]);
@@ -165,7 +171,8 @@ bool read_contents(MPI_Datatype t, int combiner, std::vector<std::int64_t>& ints
       ints.insert(ints.end(), c.begin(), c.end());
       ints.insert(ints.end(), i.begin() + 3, i.end());
       return true;
-    default: break;
+    default:
+      break;
   }
   if (split > c.size()) return false;
   ints.assign(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(split));
@@ -193,20 +200,32 @@ bool sizes_match(int combiner, const std::vector<std::int64_t>& ints, const std:
                  const std::vector<MPI_Datatype>& types) {
   const std::size_t ni = ints.size(), na = aints.size();
   const std::int64_t n = ni ? ints[0] : -1;
-  if (types.empty() || n < 0 || n > std::int64_t{1} << 30) return combiner == MPI_COMBINER_DUP || combiner == MPI_COMBINER_RESIZED ? !types.empty() : false;
+  if (types.empty() || n < 0 || n > std::int64_t{1} << 30)
+    return combiner == MPI_COMBINER_DUP || combiner == MPI_COMBINER_RESIZED ? !types.empty() : false;
   const auto u = static_cast<std::size_t>(n);
   switch (combiner) {
-    case MPI_COMBINER_CONTIGUOUS: return ni >= 1;
-    case MPI_COMBINER_VECTOR: return ni >= 3;
-    case MPI_COMBINER_HVECTOR: return ni >= 2 && na >= 1;
-    case MPI_COMBINER_INDEXED: return ni >= 2 * u + 1;
-    case MPI_COMBINER_HINDEXED: return ni >= u + 1 && na >= u;
-    case MPI_COMBINER_INDEXED_BLOCK: return ni >= u + 2;
-    case MPI_COMBINER_HINDEXED_BLOCK: return ni >= 2 && na >= u;
-    case MPI_COMBINER_STRUCT: return ni >= u + 1 && na >= u && types.size() >= u;
-    case MPI_COMBINER_SUBARRAY: return ni == 3 * u + 2;
-    case MPI_COMBINER_DARRAY: return true;  // decode_darray checks
-    default: return true;
+    case MPI_COMBINER_CONTIGUOUS:
+      return ni >= 1;
+    case MPI_COMBINER_VECTOR:
+      return ni >= 3;
+    case MPI_COMBINER_HVECTOR:
+      return ni >= 2 && na >= 1;
+    case MPI_COMBINER_INDEXED:
+      return ni >= 2 * u + 1;
+    case MPI_COMBINER_HINDEXED:
+      return ni >= u + 1 && na >= u;
+    case MPI_COMBINER_INDEXED_BLOCK:
+      return ni >= u + 2;
+    case MPI_COMBINER_HINDEXED_BLOCK:
+      return ni >= 2 && na >= u;
+    case MPI_COMBINER_STRUCT:
+      return ni >= u + 1 && na >= u && types.size() >= u;
+    case MPI_COMBINER_SUBARRAY:
+      return ni == 3 * u + 2;
+    case MPI_COMBINER_DARRAY:
+      return true;  // decode_darray checks
+    default:
+      return true;
   }
 }
 
@@ -225,8 +244,8 @@ bool decode_child(MPI_Datatype child, byte_map& boxes, std::int64_t& extent) {
 
 // The intervals of indices [0, gsize) that process `coord` of `psize` holds
 // along one dimension of a darray.
-bool darray_intervals(std::int64_t gsize, std::int64_t distrib, std::int64_t darg, std::int64_t psize, std::int64_t coord,
-                      std::vector<std::pair<std::int64_t, std::int64_t>>& out) {
+bool darray_intervals(std::int64_t gsize, std::int64_t distrib, std::int64_t darg, std::int64_t psize,
+                      std::int64_t coord, std::vector<std::pair<std::int64_t, std::int64_t>>& out) {
   if (distrib == MPI_DISTRIBUTE_NONE) {
     out.push_back({0, gsize});
     return true;
@@ -250,7 +269,8 @@ bool darray_intervals(std::int64_t gsize, std::int64_t distrib, std::int64_t dar
 }
 
 // darray: the product of each dimension's intervals, dimensions in memory order.
-bool decode_darray(const std::vector<std::int64_t>& ints, const byte_map& child, std::int64_t child_extent, byte_map& out) {
+bool decode_darray(const std::vector<std::int64_t>& ints, const byte_map& child, std::int64_t child_extent,
+                   byte_map& out) {
   if (ints.size() < 3) return false;
   const std::int64_t rank = ints[1];
   const int ndims = static_cast<int>(ints[2]);
@@ -283,7 +303,8 @@ bool decode_darray(const std::vector<std::int64_t>& ints, const byte_map& child,
   for (int k = ndims - 1; k >= 0; --k) {
     const int d = dims[static_cast<std::size_t>(k)];
     std::vector<std::pair<std::int64_t, std::int64_t>> iv;
-    if (!darray_intervals(gsizes[d], distribs[d], dargs[d], psizes[d], coord[static_cast<std::size_t>(d)], iv)) return false;
+    if (!darray_intervals(gsizes[d], distribs[d], dargs[d], psizes[d], coord[static_cast<std::size_t>(d)], iv))
+      return false;
     byte_map level;
     const std::int64_t st = stride[static_cast<std::size_t>(k)];
     for (const auto& [lo, len] : iv) {
@@ -309,11 +330,21 @@ bool decode(MPI_Datatype t, byte_map& out) {
     return true;
   }
   switch (combiner) {
-    case MPI_COMBINER_DUP: case MPI_COMBINER_CONTIGUOUS: case MPI_COMBINER_VECTOR: case MPI_COMBINER_HVECTOR:
-    case MPI_COMBINER_INDEXED: case MPI_COMBINER_HINDEXED: case MPI_COMBINER_INDEXED_BLOCK:
-    case MPI_COMBINER_HINDEXED_BLOCK: case MPI_COMBINER_STRUCT: case MPI_COMBINER_SUBARRAY:
-    case MPI_COMBINER_DARRAY: case MPI_COMBINER_RESIZED: break;
-    default: return false;  // F90 parameterized types, and anything newer
+    case MPI_COMBINER_DUP:
+    case MPI_COMBINER_CONTIGUOUS:
+    case MPI_COMBINER_VECTOR:
+    case MPI_COMBINER_HVECTOR:
+    case MPI_COMBINER_INDEXED:
+    case MPI_COMBINER_HINDEXED:
+    case MPI_COMBINER_INDEXED_BLOCK:
+    case MPI_COMBINER_HINDEXED_BLOCK:
+    case MPI_COMBINER_STRUCT:
+    case MPI_COMBINER_SUBARRAY:
+    case MPI_COMBINER_DARRAY:
+    case MPI_COMBINER_RESIZED:
+      break;
+    default:
+      return false;  // F90 parameterized types, and anything newer
   }
   std::vector<std::int64_t> ints, aints;
   std::vector<MPI_Datatype> types;
@@ -335,20 +366,26 @@ bool decode(MPI_Datatype t, byte_map& out) {
     case MPI_COMBINER_DUP:
     case MPI_COMBINER_RESIZED:  // lb and extent change where items start, not the bytes
       return repeat(c, {}, 0, out);
-    case MPI_COMBINER_CONTIGUOUS: return repeat(c, {{ints[0], e}}, 0, out);
-    case MPI_COMBINER_VECTOR: return repeat(c, {{ints[0], ints[2] * e}, {ints[1], e}}, 0, out);
-    case MPI_COMBINER_HVECTOR: return repeat(c, {{ints[0], aints[0]}, {ints[1], e}}, 0, out);
+    case MPI_COMBINER_CONTIGUOUS:
+      return repeat(c, {{ints[0], e}}, 0, out);
+    case MPI_COMBINER_VECTOR:
+      return repeat(c, {{ints[0], ints[2] * e}, {ints[1], e}}, 0, out);
+    case MPI_COMBINER_HVECTOR:
+      return repeat(c, {{ints[0], aints[0]}, {ints[1], e}}, 0, out);
     case MPI_COMBINER_INDEXED:
-      for (std::int64_t i = 0; i < ints[0] && ok; ++i) ok = repeat(c, {{ints[1 + i], e}}, ints[1 + ints[0] + i] * e, out);
+      for (std::int64_t i = 0; i < ints[0] && ok; ++i)
+        ok = repeat(c, {{ints[1 + i], e}}, ints[1 + ints[0] + i] * e, out);
       return ok;
     case MPI_COMBINER_HINDEXED:
-      for (std::int64_t i = 0; i < ints[0] && ok; ++i) ok = repeat(c, {{ints[1 + i], e}}, aints[static_cast<std::size_t>(i)], out);
+      for (std::int64_t i = 0; i < ints[0] && ok; ++i)
+        ok = repeat(c, {{ints[1 + i], e}}, aints[static_cast<std::size_t>(i)], out);
       return ok;
     case MPI_COMBINER_INDEXED_BLOCK:
       for (std::int64_t i = 0; i < ints[0] && ok; ++i) ok = repeat(c, {{ints[1], e}}, ints[2 + i] * e, out);
       return ok;
     case MPI_COMBINER_HINDEXED_BLOCK:
-      for (std::int64_t i = 0; i < ints[0] && ok; ++i) ok = repeat(c, {{ints[1], e}}, aints[static_cast<std::size_t>(i)], out);
+      for (std::int64_t i = 0; i < ints[0] && ok; ++i)
+        ok = repeat(c, {{ints[1], e}}, aints[static_cast<std::size_t>(i)], out);
       return ok;
     case MPI_COMBINER_STRUCT:
       for (std::int64_t i = 0; i < ints[0] && ok; ++i) {
@@ -374,8 +411,10 @@ bool decode(MPI_Datatype t, byte_map& out) {
       }
       return repeat(c, axes, at, out);
     }
-    case MPI_COMBINER_DARRAY: return decode_darray(ints, c, e, out);
-    default: return false;
+    case MPI_COMBINER_DARRAY:
+      return decode_darray(ints, c, e, out);
+    default:
+      return false;
   }
 }
 

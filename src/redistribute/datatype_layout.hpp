@@ -30,7 +30,7 @@ inline constexpr std::size_t kMaxBoxes = std::size_t{1} << 16;
 
 struct type_layout {
   bool readable = false;
-  byte_map boxes;  // one item, offsets from the item's address
+  byte_map boxes;                     // one item, offsets from the item's address
   std::int64_t size = 0, extent = 0;  // MPI_Type_size, MPI_Type_get_extent's extent
 };
 

@@ -39,7 +39,8 @@ char* exchange_map::element_address(const layout& l, const block_index& b, const
 
 coords exchange_map::to_dst(const transform_plan& t, const coords& src) {
   coords out{};
-  for (int k = 0; k < t.ndim; ++k) out[static_cast<std::size_t>(k)] = src[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])];
+  for (int k = 0; k < t.ndim; ++k)
+    out[static_cast<std::size_t>(k)] = src[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])];
   return out;
 }
 
@@ -81,7 +82,8 @@ box_copy exchange_map::pack_copy(const transform_plan& t, const piece& p) {
   return c;
 }
 
-box_copy exchange_map::direct_copy(const transform_plan& t, const coords& ext, const coords& src_strides, const coords& dst_strides) {
+box_copy exchange_map::direct_copy(const transform_plan& t, const coords& ext, const coords& src_strides,
+                                   const coords& dst_strides) {
   box_copy c;
   c.ndim = t.ndim;
   for (int k = 0; k < t.ndim; ++k) {
@@ -97,7 +99,9 @@ box_copy exchange_map::local_copy(const transform_plan& t, const piece& p) {
   return direct_copy(t, p.ext, t.src->storage(p.src_block).strides, t.dst->storage(p.dst_block).strides);
 }
 
-char* exchange_map::src_corner(const transform_plan& t, const piece& p) { return element_address(*t.src, p.src_block, p.lo, t.esize); }
+char* exchange_map::src_corner(const transform_plan& t, const piece& p) {
+  return element_address(*t.src, p.src_block, p.lo, t.esize);
+}
 char* exchange_map::dst_corner(const transform_plan& t, const piece& p) {
   return element_address(*t.dst, p.dst_block, to_dst(t, p.lo), t.esize);
 }
@@ -114,7 +118,8 @@ std::size_t exchange_map::piece_count(piece_lists dir, int peer) const {
   std::size_t n = 0;
   for (const auto& t : transforms) {
     const auto k = static_cast<std::size_t>(peer);
-    n += t.products ? (dir == &transform_plan::send ? t.send_products : t.recv_products)[k].pieces() : (t.*dir)[k].size();
+    n += t.products ? (dir == &transform_plan::send ? t.send_products : t.recv_products)[k].pieces()
+                    : (t.*dir)[k].size();
   }
   return n;
 }
@@ -145,7 +150,8 @@ template <std::size_t B>
     }
     // Short lines (ScaLAPACK's small blocks) element by element: copies of a
     // constant size are moves, where a call to memcpy costs more than the copy.
-    for (std::int64_t e = 0; e < len; ++e) std::memcpy(to + e * static_cast<std::int64_t>(B), from + e * static_cast<std::int64_t>(B), B);
+    for (std::int64_t e = 0; e < len; ++e)
+      std::memcpy(to + e * static_cast<std::int64_t>(B), from + e * static_cast<std::int64_t>(B), B);
   }
 }
 
@@ -177,10 +183,14 @@ template <std::size_t B>
 template <class Body>
 void by_element_size(std::size_t esize, Body&& body) {
   switch (esize) {
-    case 4: return body(std::integral_constant<std::size_t, 4>{});
-    case 8: return body(std::integral_constant<std::size_t, 8>{});
-    case 16: return body(std::integral_constant<std::size_t, 16>{});
-    default: return body(std::integral_constant<std::size_t, 0>{});
+    case 4:
+      return body(std::integral_constant<std::size_t, 4>{});
+    case 8:
+      return body(std::integral_constant<std::size_t, 8>{});
+    case 16:
+      return body(std::integral_constant<std::size_t, 16>{});
+    default:
+      return body(std::integral_constant<std::size_t, 0>{});
   }
 }
 
@@ -206,7 +216,8 @@ void pack_product(const transform_plan& t, const interval_product& p, char* out,
 
 // A piece's box in destination axes: per source axis d, its extent and the
 // strides `from` (source side) and t.dst_stride (destination side).
-box_copy to_destination_axes(const transform_plan& t, std::int64_t h, std::int64_t w, const std::array<std::int64_t, 2>& from) {
+box_copy to_destination_axes(const transform_plan& t, std::int64_t h, std::int64_t w,
+                             const std::array<std::int64_t, 2>& from) {
   const std::array<std::int64_t, 2> ext{h, w};
   box_copy b;
   b.ndim = 2;
@@ -253,7 +264,8 @@ void pack_piece(const transform_plan& t, const piece& p, char* base, std::int64_
   offset += exchange_map::piece_bytes(t, p);
 }
 
-void unpack_piece(const transform_plan& t, const piece& p, const axis_order& order, const char* base, std::int64_t& offset) {
+void unpack_piece(const transform_plan& t, const piece& p, const axis_order& order, const char* base,
+                  std::int64_t& offset) {
   apply(t.type, exchange_map::unpack_copy(t, p, order), base + offset, exchange_map::dst_corner(t, p), t.scale);
   offset += exchange_map::piece_bytes(t, p);
 }
@@ -266,7 +278,8 @@ void exchange_map::pack_range(int peer, std::size_t first, std::size_t last, cha
   });
 }
 
-void exchange_map::unpack_range(int peer, std::size_t first, std::size_t last, const char* base, std::int64_t& offset) const {
+void exchange_map::unpack_range(int peer, std::size_t first, std::size_t last, const char* base,
+                                std::int64_t& offset) const {
   for_pieces(&transform_plan::recv, peer, [&](const transform_plan& t, const piece& p, std::size_t i) {
     if (i >= first && i < last) unpack_piece(t, p, t.peer_order[static_cast<std::size_t>(peer)], base, offset);
   });
@@ -277,7 +290,8 @@ void exchange_map::pack_all(int peer, char* base) const {
   std::int64_t offset = 0;
   for (const auto& t : transforms) {
     if (t.products) pack_product(t, t.send_products[k], base, offset);
-    else for (const piece& p : t.send[k]) pack_piece(t, p, base, offset);
+    else
+      for (const piece& p : t.send[k]) pack_piece(t, p, base, offset);
   }
 }
 
@@ -286,14 +300,16 @@ void exchange_map::unpack_all(int peer, const char* base) const {
   std::int64_t offset = 0;
   for (const auto& t : transforms) {
     if (t.products) unpack_product(t, t.recv_products[k], base, offset);
-    else for (const piece& p : t.recv[k]) unpack_piece(t, p, t.peer_order[k], base, offset);
+    else
+      for (const piece& p : t.recv[k]) unpack_piece(t, p, t.peer_order[k], base, offset);
   }
 }
 
 void exchange_map::copy_local() const {
   for (const auto& t : transforms) {
     if (t.products) copy_product(t, t.self_product);
-    else for (const piece& p : t.self) apply(t.type, local_copy(t, p), src_corner(t, p), dst_corner(t, p), t.scale);
+    else
+      for (const piece& p : t.self) apply(t.type, local_copy(t, p), src_corner(t, p), dst_corner(t, p), t.scale);
   }
 }
 
@@ -348,9 +364,9 @@ namespace {
 // other block, other coordinate) fills in its block indices and element offsets
 // (an offset stays 0 where it means nothing on this rank).
 template <class Record>
-std::vector<std::vector<axis_interval>> cut_axis(const axis_splits& mine_splits, const cyclic_grid::axis& mine, int my_coord,
-                                                 const axis_splits& other_splits, const cyclic_grid::axis& other,
-                                                 Record&& record) {
+std::vector<std::vector<axis_interval>> cut_axis(const axis_splits& mine_splits, const cyclic_grid::axis& mine,
+                                                 int my_coord, const axis_splits& other_splits,
+                                                 const cyclic_grid::axis& other, Record&& record) {
   std::vector<std::vector<axis_interval>> by_coord(static_cast<std::size_t>(other.procs));
   for (std::int64_t k = mine.first_block_at(my_coord); k < mine_splits.count(); k += mine.procs) {
     const std::int64_t lo = mine_splits.start(k), hi = mine_splits.start(k + 1);
@@ -373,7 +389,8 @@ std::vector<std::vector<axis_interval>> cut_axis(const axis_splits& mine_splits,
 // destination blocks (what I send, listed by destination grid coordinate) and my
 // destination blocks cut by the source blocks (what I receive, by source grid
 // coordinate); each peer's product is one list of each axis.
-void exchange_map::enumerate_products(transform_plan& t, const cyclic_grid& src_grid, const cyclic_grid& dst_grid) const {
+void exchange_map::enumerate_products(transform_plan& t, const cyclic_grid& src_grid,
+                                      const cyclic_grid& dst_grid) const {
   const auto P = static_cast<std::size_t>(size);
   t.products = true;
   t.send_products.assign(P, {});
@@ -405,7 +422,8 @@ void exchange_map::enumerate_products(transform_plan& t, const cyclic_grid& src_
                             iv.src_block = k;
                             iv.dst_block = b;
                             iv.src_at = src_grid.axes[d].local_index(iv.lo) * t.src_stride[d];
-                            if (coord == dst_grid.position[kd]) iv.dst_at = dst_axis.local_index(iv.lo) * t.dst_stride[d];
+                            if (coord == dst_grid.position[kd])
+                              iv.dst_at = dst_axis.local_index(iv.lo) * t.dst_stride[d];
                           });
     }
     for (int x = 0; x < dst_grid.axes[0].procs; ++x) {
@@ -585,7 +603,8 @@ std::vector<std::int64_t> axis_overlaps(const axis_splits& src_splits, const cyc
   std::int64_t i = 0, j = 0, at = 0;
   while (at < extent) {
     const std::int64_t end = std::min(src_splits.start(i + 1), dst_splits.start(j + 1));
-    shared[static_cast<std::size_t>(src.coord(i)) * static_cast<std::size_t>(dst.procs) + static_cast<std::size_t>(dst.coord(j))] += end - at;
+    shared[static_cast<std::size_t>(src.coord(i)) * static_cast<std::size_t>(dst.procs) +
+           static_cast<std::size_t>(dst.coord(j))] += end - at;
     at = end;
     if (src_splits.start(i + 1) == end) ++i;
     if (dst_splits.start(j + 1) == end) ++j;
@@ -601,7 +620,8 @@ void add_grid_volume(const transform_plan& t, int P, std::vector<std::int64_t>& 
   for (int k = 0; k < 2; ++k) inv[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = k;
   std::vector<std::int64_t> shared[2];
   for (std::size_t d = 0; d < 2; ++d) {
-    shared[d] = axis_overlaps(t.src->splits(static_cast<int>(d)), src_grid->axes[d], t.dst->splits(inv[d]), dst_grid->axes[inv[d]]);
+    shared[d] = axis_overlaps(t.src->splits(static_cast<int>(d)), src_grid->axes[d], t.dst->splits(inv[d]),
+                              dst_grid->axes[inv[d]]);
   }
   const auto es = static_cast<std::int64_t>(t.esize);
   for (int x0 = 0; x0 < src_grid->axes[0].procs; ++x0) {
@@ -612,7 +632,8 @@ void add_grid_volume(const transform_plan& t, int P, std::vector<std::int64_t>& 
           const int y[2] = {y0, y1};  // by destination axis
           const std::int64_t rows = shared[0][static_cast<std::size_t>(x0 * dst_grid->axes[inv[0]].procs + y[inv[0]])];
           const std::int64_t cols = shared[1][static_cast<std::size_t>(x1 * dst_grid->axes[inv[1]].procs + y[inv[1]])];
-          volume[from * static_cast<std::size_t>(P) + static_cast<std::size_t>(dst_grid->rank_of(y0, y1))] += rows * cols * es;
+          volume[from * static_cast<std::size_t>(P) + static_cast<std::size_t>(dst_grid->rank_of(y0, y1))] +=
+              rows * cols * es;
         }
       }
     }
@@ -660,7 +681,8 @@ void exchange_map::orders_and_volume() {
                               "MPI_Allgather (orders and volume)");
   volume.assign(P * P, 0);
   for (std::size_t q = 0; q < P; ++q) {
-    std::copy(all.begin() + static_cast<std::ptrdiff_t>(q * record + nt), all.begin() + static_cast<std::ptrdiff_t>((q + 1) * record),
+    std::copy(all.begin() + static_cast<std::ptrdiff_t>(q * record + nt),
+              all.begin() + static_cast<std::ptrdiff_t>((q + 1) * record),
               volume.begin() + static_cast<std::ptrdiff_t>(q * P));
   }
   for (std::size_t i = 0; i < nt; ++i) {
@@ -668,7 +690,8 @@ void exchange_map::orders_and_volume() {
     t.peer_order.assign(P, axis_order{});
     for (std::size_t q = 0; q < P; ++q) {
       const std::int64_t code = all[q * record + i];
-      for (int k = 0; k < t.ndim; ++k) t.peer_order[q][static_cast<std::size_t>(k)] = static_cast<int>((code >> (4 * k)) & 15);
+      for (int k = 0; k < t.ndim; ++k)
+        t.peer_order[q][static_cast<std::size_t>(k)] = static_cast<int>((code >> (4 * k)) & 15);
     }
   }
 }

@@ -63,9 +63,9 @@ inline std::int64_t volume_of(const coords& ext, int ndim) {
 // have exactly the byte order of the piece lists: built in O(row + column
 // intervals), never sorted, copied without looking up storage.
 struct axis_interval {
-  std::int64_t lo = 0, len = 0;                // source coordinates along one source axis
-  std::int64_t src_block = 0, dst_block = 0;   // block indices along that axis (dst: the dst axis holding it)
-  std::int64_t src_at = 0, dst_at = 0;         // element offsets along it in my local source / destination array
+  std::int64_t lo = 0, len = 0;               // source coordinates along one source axis
+  std::int64_t src_block = 0, dst_block = 0;  // block indices along that axis (dst: the dst axis holding it)
+  std::int64_t src_at = 0, dst_at = 0;        // element offsets along it in my local source / destination array
 };
 
 struct interval_product {
@@ -142,7 +142,8 @@ struct exchange_map {
   /// Source -> destination of a box of source extents `ext`, transformed by t's
   /// permutation: source strides per source axis, destination strides per
   /// destination axis (local_copy's, with either side's storage given).
-  static box_copy direct_copy(const transform_plan& t, const coords& ext, const coords& src_strides, const coords& dst_strides);
+  static box_copy direct_copy(const transform_plan& t, const coords& ext, const coords& src_strides,
+                              const coords& dst_strides);
   static char* src_corner(const transform_plan& t, const piece& p);
   static char* dst_corner(const transform_plan& t, const piece& p);
   static std::int64_t piece_bytes(const transform_plan& t, const piece& p) {
@@ -172,16 +173,16 @@ struct exchange_map {
   void copy_local() const;
 
   // --- building (plan.cpp) -------------------------------------------------------------
-  void enumerate(transform_plan& t) const;      // local: the pieces of one transform
+  void enumerate(transform_plan& t) const;  // local: the pieces of one transform
   void enumerate_products(transform_plan& t, const cyclic_grid& src, const cyclic_grid& dst) const;
-  void enumerate_sends(transform_plan& t) const;     // enumerate's two halves
+  void enumerate_sends(transform_plan& t) const;  // enumerate's two halves
   void enumerate_receives(transform_plan& t) const;
   /// Interval products as piece lists (the transports other than packed walk pieces).
   void materialize_pieces();
   /// The packing orders and the volume matrix: computed locally where every
   /// transform is a grid pair, else one MPI_Allgather (collective either way).
   void orders_and_volume();
-  void count_bytes();                           // local: bytes and peers (after any cut of pieces)
+  void count_bytes();  // local: bytes and peers (after any cut of pieces)
 };
 
 }  // namespace conveyor::redistribute::detail

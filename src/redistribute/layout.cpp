@@ -76,14 +76,14 @@ std::int64_t axis_splits::block_of(std::int64_t x) const {
 // ---------------------------------------------------------------------------
 struct layout::impl {
   enum class kind { custom, cartesian, block_cyclic } k = kind::custom;
-  std::vector<int> owners;                // custom
-  std::vector<int> grid;                  // cartesian: blocks per dimension = ranks per dimension
+  std::vector<int> owners;  // custom
+  std::vector<int> grid;    // cartesian: blocks per dimension = ranks per dimension
   bool column_major_ranks = false;
-  block_cyclic_params bc;                 // block_cyclic
+  block_cyclic_params bc;                                 // block_cyclic
   std::int64_t first_row_block = 0, first_col_block = 0;  // global block of the submatrix's block 0
-  void* cart_local = nullptr;             // cartesian: this rank's one block
+  void* cart_local = nullptr;                             // cartesian: this rank's one block
   std::vector<std::int64_t> cart_strides;
-  std::vector<int> relabel;               // owner r -> relabel[r] (empty: identity)
+  std::vector<int> relabel;                      // owner r -> relabel[r] (empty: identity)
   std::map<block_index, block_storage> storage;  // explicit descriptions
 
   int grid_rank(int r, int c) const {
@@ -122,7 +122,8 @@ layout layout::custom(std::vector<axis_splits> splits, std::vector<int> owners) 
   layout l;
   l.splits_ = std::move(splits);
   if (static_cast<std::int64_t>(owners.size()) != l.blocks()) {
-    invalid("owner table has " + std::to_string(owners.size()) + " entries for " + std::to_string(l.blocks()) + " blocks");
+    invalid("owner table has " + std::to_string(owners.size()) + " entries for " + std::to_string(l.blocks()) +
+            " blocks");
   }
   for (int o : owners) {
     if (o < 0) invalid("owner " + std::to_string(o) + " is negative");
@@ -136,12 +137,14 @@ layout layout::custom(std::vector<axis_splits> splits, std::vector<int> owners) 
 layout layout::cartesian(std::vector<std::int64_t> shape, std::vector<int> grid, void* local, bool column_major_ranks,
                          std::vector<std::int64_t> local_strides) {
   check_ndim(shape.size());
-  if (grid.size() != shape.size()) invalid("grid has " + std::to_string(grid.size()) + " dimensions, shape " + std::to_string(shape.size()));
+  if (grid.size() != shape.size())
+    invalid("grid has " + std::to_string(grid.size()) + " dimensions, shape " + std::to_string(shape.size()));
   layout l;
   for (std::size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0) invalid("shape[" + std::to_string(d) + "] = " + std::to_string(shape[d]) + " is negative");
     if (grid[d] < 1 || (shape[d] > 0 && grid[d] > shape[d])) {
-      invalid("grid[" + std::to_string(d) + "] = " + std::to_string(grid[d]) + " must be in [1, " + std::to_string(shape[d]) + "]");
+      invalid("grid[" + std::to_string(d) + "] = " + std::to_string(grid[d]) + " must be in [1, " +
+              std::to_string(shape[d]) + "]");
     }
     if (shape[d] == 0) {  // an empty array: no blocks (any grid)
       l.splits_.push_back(axis_splits::explicit_points({0}));
@@ -150,7 +153,8 @@ layout layout::cartesian(std::vector<std::int64_t> shape, std::vector<int> grid,
     std::vector<std::int64_t> points(static_cast<std::size_t>(grid[d]) + 1);
     for (int k = 0; k <= grid[d]; ++k) {  // the runtime's one partition rule (first blocks one longer)
       const auto n = static_cast<std::size_t>(shape[d]), g = static_cast<std::size_t>(grid[d]);
-      points[static_cast<std::size_t>(k)] = static_cast<std::int64_t>(conveyor::detail::balanced_part(n, static_cast<std::size_t>(k), g).first);
+      points[static_cast<std::size_t>(k)] =
+          static_cast<std::int64_t>(conveyor::detail::balanced_part(n, static_cast<std::size_t>(k), g).first);
     }
     l.splits_.push_back(axis_splits::explicit_points(std::move(points)));
   }
@@ -160,7 +164,8 @@ layout layout::cartesian(std::vector<std::int64_t> shape, std::vector<int> grid,
   spec->column_major_ranks = column_major_ranks;
   spec->cart_local = local;
   spec->cart_strides = std::move(local_strides);
-  if (!spec->cart_strides.empty() && spec->cart_strides.size() != shape.size()) invalid("local strides need one entry per dimension");
+  if (!spec->cart_strides.empty() && spec->cart_strides.size() != shape.size())
+    invalid("local strides need one entry per dimension");
   l.impl_ = std::move(spec);
   return l;
 }
@@ -194,7 +199,8 @@ cyclic_axis col_axis(const layout::block_cyclic_params& p) { return {p.inb > 0 ?
 }  // namespace
 
 layout layout::block_cyclic(const block_cyclic_params& p) {
-  if (p.M < 0 || p.N < 0) invalid("block-cyclic matrix must be at least 0 x 0, got " + std::to_string(p.M) + " x " + std::to_string(p.N));
+  if (p.M < 0 || p.N < 0)
+    invalid("block-cyclic matrix must be at least 0 x 0, got " + std::to_string(p.M) + " x " + std::to_string(p.N));
   if (p.mb <= 0 || p.nb <= 0) invalid("block sizes must be > 0");
   if (p.imb < 0 || p.inb < 0) invalid("first block sizes must be > 0 (or 0: the block sizes)");
   if (p.prow <= 0 || p.pcol <= 0) invalid("process grid must be at least 1 x 1");
@@ -268,7 +274,8 @@ std::pair<int, int> layout::owner_range() const {
   }
   if (owners.empty()) return {0, 0};  // an empty custom layout
   if (!spec.relabel.empty()) {
-    for (int& o : owners) o = o < 0 || o >= static_cast<int>(spec.relabel.size()) ? o : spec.relabel[static_cast<std::size_t>(o)];
+    for (int& o : owners)
+      o = o < 0 || o >= static_cast<int>(spec.relabel.size()) ? o : spec.relabel[static_cast<std::size_t>(o)];
   }
   const auto [lo, hi] = std::minmax_element(owners.begin(), owners.end());
   return {*lo, *hi};
@@ -317,14 +324,17 @@ std::vector<block_index> layout::blocks_of(int rank) const {
         for (int pc = 0; pc < p.pcol; ++pc) {
           if (spec.grid_rank(pr, pc) != base) continue;
           if (++positions == 1) {
-            out.reserve(static_cast<std::size_t>((splits_[0].count() / p.prow + 1) * (splits_[1].count() / p.pcol + 1)));
+            out.reserve(
+                static_cast<std::size_t>((splits_[0].count() / p.prow + 1) * (splits_[1].count() / p.pcol + 1)));
           }
           // Submatrix blocks k with (first + k + src) % P == coordinate: an arithmetic progression.
           const auto first_k = [](std::int64_t first, int src, int P, int coord) {
             return ((coord - src - first) % P + P) % P;
           };
-          for (std::int64_t i = first_k(spec.first_row_block, p.rsrc, p.prow, pr); i < splits_[0].count(); i += p.prow) {
-            for (std::int64_t j = first_k(spec.first_col_block, p.csrc, p.pcol, pc); j < splits_[1].count(); j += p.pcol) {
+          for (std::int64_t i = first_k(spec.first_row_block, p.rsrc, p.prow, pr); i < splits_[0].count();
+               i += p.prow) {
+            for (std::int64_t j = first_k(spec.first_col_block, p.csrc, p.pcol, pc); j < splits_[1].count();
+                 j += p.pcol) {
               block_index b{};
               b[0] = i;
               b[1] = j;
@@ -346,7 +356,8 @@ void layout::set_storage(const block_index& b, void* data, const std::vector<std
     invalid("storage of a block needs " + std::to_string(ndim()) + " strides, got " + std::to_string(strides.size()));
   }
   for (int d = 0; d < ndim(); ++d) {
-    if (b[static_cast<std::size_t>(d)] < 0 || b[static_cast<std::size_t>(d)] >= splits_[static_cast<std::size_t>(d)].count()) {
+    if (b[static_cast<std::size_t>(d)] < 0 ||
+        b[static_cast<std::size_t>(d)] >= splits_[static_cast<std::size_t>(d)].count()) {
       invalid("block index out of range in dimension " + std::to_string(d));
     }
   }
@@ -411,7 +422,8 @@ bool runs_of(const block_storage& s, const std::array<std::int64_t, max_dims>& e
   int run_dim = -1;
   for (int d = 0; d < n; ++d) {
     const auto k = static_cast<std::size_t>(d);
-    if ((s.strides[k] == 1 || s.strides[k] == -1) && (run_dim < 0 || ext[k] > ext[static_cast<std::size_t>(run_dim)])) run_dim = d;
+    if ((s.strides[k] == 1 || s.strides[k] == -1) && (run_dim < 0 || ext[k] > ext[static_cast<std::size_t>(run_dim)]))
+      run_dim = d;
   }
   std::int64_t count = 1, len = 1;
   for (int d = 0; d < n; ++d) {
@@ -430,8 +442,11 @@ bool runs_of(const block_storage& s, const std::array<std::int64_t, max_dims>& e
       r /= ext[k];
     }
     std::int64_t first = off, last = off;
-    if (run_dim >= 0) (s.strides[static_cast<std::size_t>(run_dim)] > 0 ? last : first) += (s.strides[static_cast<std::size_t>(run_dim)] > 0 ? 1 : -1) * (len - 1);
-    out.push_back({base + static_cast<std::uintptr_t>(first * e), base + static_cast<std::uintptr_t>((last + 1) * e), block});
+    if (run_dim >= 0)
+      (s.strides[static_cast<std::size_t>(run_dim)] > 0 ? last : first) +=
+          (s.strides[static_cast<std::size_t>(run_dim)] > 0 ? 1 : -1) * (len - 1);
+    out.push_back(
+        {base + static_cast<std::uintptr_t>(first * e), base + static_cast<std::uintptr_t>((last + 1) * e), block});
   }
   return true;
 }
@@ -526,13 +541,16 @@ std::string layout::storage_problem(std::size_t element_bytes, int rank) const {
   std::vector<byte_run> runs;
   for (std::size_t i = 0; i < mine.size(); ++i) {
     if (!suspect[i]) continue;
-    if (!runs_of(storage(mine[i]), ext[i], n, element_bytes, i, kMaxRuns - std::min(kMaxRuns, runs.size()), runs)) return {};
+    if (!runs_of(storage(mine[i]), ext[i], n, element_bytes, i, kMaxRuns - std::min(kMaxRuns, runs.size()), runs))
+      return {};
   }
   std::sort(runs.begin(), runs.end(), [](const byte_run& a, const byte_run& b) { return a.lo < b.lo; });
   for (std::size_t i = 1; i < runs.size(); ++i) {
     if (runs[i].lo < runs[i - 1].hi) {
       const std::size_t a = runs[i - 1].block, b = runs[i].block;
-      if (a == b) return "the storage of block " + std::to_string(a) + " of rank " + std::to_string(rank) + " overlaps itself (strides do not fit its extents)";
+      if (a == b)
+        return "the storage of block " + std::to_string(a) + " of rank " + std::to_string(rank) +
+               " overlaps itself (strides do not fit its extents)";
       return "blocks " + std::to_string(std::min(a, b)) + " and " + std::to_string(std::max(a, b)) + " of rank " +
              std::to_string(rank) + " overlap in memory";
     }

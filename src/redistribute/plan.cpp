@@ -43,13 +43,12 @@ transport env_transport() {
 
 }  // namespace
 
-
 namespace {
 
 // auto: the cheapest transport for the slowest rank under the cost model, the
 // same on every rank (one MPI_Allreduce of the predictions).
-transport choose_transport(const detail::exchange_map& g, const conveyor::detail::node_layout& nodes, std::size_t chunk_bytes,
-                           conveyor::detail::transport_seconds& predicted) {
+transport choose_transport(const detail::exchange_map& g, const conveyor::detail::node_layout& nodes,
+                           std::size_t chunk_bytes, conveyor::detail::transport_seconds& predicted) {
   const int my_node = nodes.node_of[static_cast<std::size_t>(g.rank)];
   conveyor::detail::traffic t;
   t.ranks = g.size;
@@ -63,27 +62,34 @@ transport choose_transport(const detail::exchange_map& g, const conveyor::detail
   for (int p : g.recv_peers) t.received += g.recv_bytes[static_cast<std::size_t>(p)];
   t.local = g.self_bytes;
   predicted = conveyor::detail::predict_transports(t, current_cost_model());
-  conveyor::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, predicted.data(), static_cast<int>(predicted.size()), MPI_DOUBLE, MPI_MAX, g.comm),
-                              "MPI_Allreduce");
+  conveyor::detail::check_mpi(
+      MPI_Allreduce(MPI_IN_PLACE, predicted.data(), static_cast<int>(predicted.size()), MPI_DOUBLE, MPI_MAX, g.comm),
+      "MPI_Allreduce");
   return conveyor::detail::cheapest_transport(predicted);
 }
 
 // The transport object of kind `t`. one_sided chosen by `auto` counted on shared
 // memory: where some node cannot have a shared window (agreed by every rank) it
 // builds nothing more and packed runs instead.
-std::unique_ptr<detail::transport_base> build_transport(transport& t, detail::exchange_map& g, const plan_options& o, int node_color,
-                                                        bool automatic) {
+std::unique_ptr<detail::transport_base> build_transport(transport& t, detail::exchange_map& g, const plan_options& o,
+                                                        int node_color, bool automatic) {
   switch (t) {
-    case transport::packed: return detail::make_packed_transport(g);
-    case transport::pipelined: return detail::make_pipelined_transport(g, o.chunk_bytes);
-    case transport::datatype: return detail::make_datatype_transport(g);
-    case transport::alltoallv: return detail::make_alltoallv_transport(g);
-    case transport::one_copy: break;  // built by the constructor, or not at all
+    case transport::packed:
+      return detail::make_packed_transport(g);
+    case transport::pipelined:
+      return detail::make_pipelined_transport(g, o.chunk_bytes);
+    case transport::datatype:
+      return detail::make_datatype_transport(g);
+    case transport::alltoallv:
+      return detail::make_alltoallv_transport(g);
+    case transport::one_copy:
+      break;  // built by the constructor, or not at all
     case transport::one_sided:
       if (auto one_sided = detail::make_one_sided_transport(g, node_color, automatic)) return one_sided;
       t = transport::packed;
       return detail::make_packed_transport(g);
-    case transport::automatic: break;
+    case transport::automatic:
+      break;
   }
   throw error(errc::internal, "redistribute: no transport chosen");
 }
@@ -99,7 +105,8 @@ std::string check_transform(const transform& t, int index, int rank, int size) {
   const std::string w = "transform " + std::to_string(index) + ": ";
   if (!t.src || !t.dst) return w + "source or destination layout is null";
   const int n = t.src->ndim();
-  if (t.dst->ndim() != n) return w + "source has " + std::to_string(n) + " dimensions, destination " + std::to_string(t.dst->ndim());
+  if (t.dst->ndim() != n)
+    return w + "source has " + std::to_string(n) + " dimensions, destination " + std::to_string(t.dst->ndim());
   std::vector<int> perm = t.perm;
   if (perm.empty()) {
     perm.resize(static_cast<std::size_t>(n));
@@ -114,8 +121,8 @@ std::string check_transform(const transform& t, int index, int rank, int size) {
   for (int k = 0; k < n; ++k) {
     if (t.dst->extent(k) != t.src->extent(perm[static_cast<std::size_t>(k)])) {
       return w + "destination extent " + std::to_string(t.dst->extent(k)) + " in dimension " + std::to_string(k) +
-             " != source extent " + std::to_string(t.src->extent(perm[static_cast<std::size_t>(k)])) + " in dimension " +
-             std::to_string(perm[static_cast<std::size_t>(k)]);
+             " != source extent " + std::to_string(t.src->extent(perm[static_cast<std::size_t>(k)])) +
+             " in dimension " + std::to_string(perm[static_cast<std::size_t>(k)]);
     }
   }
   const bool complex_type = t.type == dtype::complex64 || t.type == dtype::complex128;
@@ -123,16 +130,16 @@ std::string check_transform(const transform& t, int index, int rank, int size) {
     return w + "complex alpha or beta need a complex dtype (" + std::string(dtype_name(t.type)) + ")";
   }
   if (!detail::arithmetic_dtype(t.type) && (t.alpha != 1 || t.beta != 0 || t.conjugate)) {
-    return w + "alpha, beta and conjugation need float32/float64/complex64/complex128 (" + std::string(dtype_name(t.type)) +
-           " is copy-only)";
+    return w + "alpha, beta and conjugation need float32/float64/complex64/complex128 (" +
+           std::string(dtype_name(t.type)) + " is copy-only)";
   }
   // Owners inside the communicator; my blocks described, with strides that fit.
   for (const layout* l : {t.src, t.dst}) {
     const char* which = l == t.src ? "source" : "destination";
     const auto [lo, hi] = l->owner_range();
     if (lo < 0 || hi >= size) {
-      return w + which + " layout has owners " + std::to_string(lo) + ".." + std::to_string(hi) + " outside the communicator (size " +
-             std::to_string(size) + ")";
+      return w + which + " layout has owners " + std::to_string(lo) + ".." + std::to_string(hi) +
+             " outside the communicator (size " + std::to_string(size) + ")";
     }
     const auto grid = n == 2 ? detail::layout_access::cyclic_grid_of(*l, rank) : std::nullopt;
     if (grid && grid->formula_storage) {
@@ -242,18 +249,21 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
   const auto bad = [&](const std::string& m) { call.fail(errc::invalid_argument, m); };
   if (method < 0 || method >= static_cast<int>(kTransportNames.size())) bad("unknown transport");
   if (relabel < 0 || relabel >= static_cast<int>(kRelabelingNames.size())) bad("unknown relabeling");
-  if (!(options.intra_node_cost >= 0) || !std::isfinite(options.intra_node_cost)) bad("intra_node_cost must be finite and >= 0");
+  if (!(options.intra_node_cost >= 0) || !std::isfinite(options.intra_node_cost))
+    bad("intra_node_cost must be finite and >= 0");
   if (options.chunk_bytes == 0) bad("chunk_bytes must be > 0");
   if (options.ranks_per_node < 0) bad("ranks_per_node must be >= 0");
   if (batch.empty()) bad("no transforms");
   for (std::size_t i = 0; i < batch.size() && call.ok(); ++i) {
     call.check([&] {
-      if (std::string why = check_transform(batch[i], static_cast<int>(i), call.rank(), call.size()); !why.empty()) bad(why);
+      if (std::string why = check_transform(batch[i], static_cast<int>(i), call.rank(), call.size()); !why.empty())
+        bad(why);
     });
   }
   if (call.matching()) {
     call.must_match("transform counts", static_cast<std::int64_t>(batch.size()))
-        .must_match_digest("transforms (layouts, permutation, dtype or scaling)", call.ok() ? digest_of_batch(batch) : 0)
+        .must_match_digest("transforms (layouts, permutation, dtype or scaling)",
+                           call.ok() ? digest_of_batch(batch) : 0)
         .must_match("transports", options.transport, transport_name)
         .must_match("relabelings", options.relabel, relabeling_name)
         .must_match_real("intra_node_cost values", options.intra_node_cost)
@@ -272,7 +282,8 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
     tp.src = &g.layouts.emplace_back(*t.src);
     tp.dst = &g.layouts.emplace_back(*t.dst);
     tp.ndim = t.src->ndim();
-    for (int k = 0; k < tp.ndim; ++k) tp.perm[static_cast<std::size_t>(k)] = t.perm.empty() ? k : t.perm[static_cast<std::size_t>(k)];
+    for (int k = 0; k < tp.ndim; ++k)
+      tp.perm[static_cast<std::size_t>(k)] = t.perm.empty() ? k : t.perm[static_cast<std::size_t>(k)];
     tp.type = t.type;
     tp.esize = dtype_size(t.type);
     tp.scale = {t.alpha, t.beta, t.conjugate, t.alpha_imag, t.beta_imag};
@@ -294,12 +305,14 @@ plan::plan(const std::vector<transform>& batch, MPI_Comm user_comm, const plan_o
     im.mover = detail::make_one_copy_transport(g, one_node, im.chosen == transport::one_copy, ctx.layout(0).node_cpus);
     if (im.mover) im.chosen = transport::one_copy;
     else if (im.chosen == transport::one_copy && asked) {
-      throw error(errc::invalid_argument,
-                  "redistribute: the one_copy transport needs every rank on one node, the destinations (or the sources) that "
-                  "exchange with other ranks in node memory (conveyor::node_alloc), and sources disjoint from destinations, on "
-                  "every rank");
+      throw error(
+          errc::invalid_argument,
+          "redistribute: the one_copy transport needs every rank on one node, the destinations (or the sources) that "
+          "exchange with other ranks in node memory (conveyor::node_alloc), and sources disjoint from destinations, on "
+          "every rank");
     } else if (im.chosen == transport::one_copy) {
-      im.chosen = choose_transport(g, ctx.layout(ppn), options.chunk_bytes, im.predicted);  // CONVEYOR_REDISTRIBUTE_TRANSPORT
+      im.chosen =
+          choose_transport(g, ctx.layout(ppn), options.chunk_bytes, im.predicted);  // CONVEYOR_REDISTRIBUTE_TRANSPORT
     }
   }
   if (!im.mover) {
@@ -337,6 +350,8 @@ std::int64_t plan::remote_bytes() const {
 }
 const std::vector<int>& plan::sigma() const { return impl_->sigma; }
 std::int64_t plan::relabeled_remote_bytes() const { return impl_->relabeled_remote; }
-layout plan::relabeled_destination(std::size_t k) const { return impl_->exchanges.transforms.at(k).dst->relabeled(impl_->sigma); }
+layout plan::relabeled_destination(std::size_t k) const {
+  return impl_->exchanges.transforms.at(k).dst->relabeled(impl_->sigma);
+}
 
 }  // namespace conveyor::redistribute

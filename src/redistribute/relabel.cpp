@@ -19,7 +19,9 @@ std::vector<int> max_weight_assignment(const std::vector<double>& gain, int n) {
     throw error(errc::invalid_argument, "max_weight_assignment: need an n x n gain matrix");
   }
   const double inf = std::numeric_limits<double>::infinity();
-  const auto cost = [&](int i, int j) { return -gain[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)]; };
+  const auto cost = [&](int i, int j) {
+    return -gain[static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j)];
+  };
   // 1-based arrays: row_of[j] is the row assigned to column j (0: none).
   std::vector<double> u(static_cast<std::size_t>(n) + 1, 0), v(static_cast<std::size_t>(n) + 1, 0);
   std::vector<int> row_of(static_cast<std::size_t>(n) + 1, 0), way(static_cast<std::size_t>(n) + 1, 0);
@@ -76,7 +78,8 @@ std::vector<double> pair_costs(int P, const conveyor::detail::node_layout* nodes
     for (int j = 0; j < P; ++j) {
       double& c = w[static_cast<std::size_t>(i) * static_cast<std::size_t>(P) + static_cast<std::size_t>(j)];
       if (i == j) c = 0;
-      else if (nodes && nodes->node_of[static_cast<std::size_t>(i)] == nodes->node_of[static_cast<std::size_t>(j)]) c = intra_node_cost;
+      else if (nodes && nodes->node_of[static_cast<std::size_t>(i)] == nodes->node_of[static_cast<std::size_t>(j)])
+        c = intra_node_cost;
     }
   }
   return w;
@@ -85,7 +88,9 @@ std::vector<double> pair_costs(int P, const conveyor::detail::node_layout* nodes
 std::vector<int> greedy_assignment(const std::vector<double>& gain, int n) {
   std::vector<int> sigma(static_cast<std::size_t>(n));
   std::iota(sigma.begin(), sigma.end(), 0);
-  const auto g = [&](int x, int y) { return gain[static_cast<std::size_t>(x) * static_cast<std::size_t>(n) + static_cast<std::size_t>(y)]; };
+  const auto g = [&](int x, int y) {
+    return gain[static_cast<std::size_t>(x) * static_cast<std::size_t>(n) + static_cast<std::size_t>(y)];
+  };
   for (;;) {
     double best = 1e-12;
     int bx = -1, by = -1;
@@ -105,12 +110,15 @@ std::vector<int> greedy_assignment(const std::vector<double>& gain, int n) {
   }
 }
 
-std::vector<int> relabel(const std::vector<std::int64_t>& volume, const std::vector<double>& cost, int P, relabeling mode) {
+std::vector<int> relabel(const std::vector<std::int64_t>& volume, const std::vector<double>& cost, int P,
+                         relabeling mode) {
   std::vector<int> id(static_cast<std::size_t>(P));
   std::iota(id.begin(), id.end(), 0);
   if (mode == relabeling::none) return id;
   // gain[x][y] = sum_i V[i][x] (w(i, x) - w(i, y))
-  const auto at = [P](int i, int j) { return static_cast<std::size_t>(i) * static_cast<std::size_t>(P) + static_cast<std::size_t>(j); };
+  const auto at = [P](int i, int j) {
+    return static_cast<std::size_t>(i) * static_cast<std::size_t>(P) + static_cast<std::size_t>(j);
+  };
   std::vector<double> gain(static_cast<std::size_t>(P) * static_cast<std::size_t>(P), 0.0);
   for (int x = 0; x < P; ++x) {
     for (int y = 0; y < P; ++y) {
@@ -126,7 +134,8 @@ std::int64_t remote_volume(const std::vector<std::int64_t>& volume, int P, const
   std::int64_t total = 0;
   for (int i = 0; i < P; ++i) {
     for (int j = 0; j < P; ++j) {
-      if (i != sigma[static_cast<std::size_t>(j)]) total += volume[static_cast<std::size_t>(i) * static_cast<std::size_t>(P) + static_cast<std::size_t>(j)];
+      if (i != sigma[static_cast<std::size_t>(j)])
+        total += volume[static_cast<std::size_t>(i) * static_cast<std::size_t>(P) + static_cast<std::size_t>(j)];
     }
   }
   return total;

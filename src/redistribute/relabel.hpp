@@ -23,7 +23,8 @@ namespace conveyor::redistribute::detail {
 std::vector<double> pair_costs(int P, const conveyor::detail::node_layout* nodes, double intra_node_cost);
 
 /// sigma for the mode (identity for none).
-std::vector<int> relabel(const std::vector<std::int64_t>& volume, const std::vector<double>& cost, int P, relabeling mode);
+std::vector<int> relabel(const std::vector<std::int64_t>& volume, const std::vector<double>& cost, int P,
+                         relabeling mode);
 
 /// Bytes that cross between different ranks when destination rank j is sigma[j].
 std::int64_t remote_volume(const std::vector<std::int64_t>& volume, int P, const std::vector<int>& sigma);

@@ -75,8 +75,10 @@ bool transposes(const box_copy& c) {
   for (int d = 0; d < c.ndim; ++d) {
     const auto k = static_cast<std::size_t>(d);
     if (c.extent[k] < 2) continue;
-    if (src_inner < 0 || std::abs(c.src_stride[k]) < std::abs(c.src_stride[static_cast<std::size_t>(src_inner)])) src_inner = d;
-    if (dst_inner < 0 || std::abs(c.dst_stride[k]) < std::abs(c.dst_stride[static_cast<std::size_t>(dst_inner)])) dst_inner = d;
+    if (src_inner < 0 || std::abs(c.src_stride[k]) < std::abs(c.src_stride[static_cast<std::size_t>(src_inner)]))
+      src_inner = d;
+    if (dst_inner < 0 || std::abs(c.dst_stride[k]) < std::abs(c.dst_stride[static_cast<std::size_t>(dst_inner)]))
+      dst_inner = d;
   }
   return src_inner != dst_inner;
 }
@@ -202,13 +204,16 @@ bool row_candidate_of(const copy_job& j, std::size_t i, row_candidate& c) {
     dst_stride = exchange_map::packed_strides(*j.p, t.order, n);
     c.m.dst = j.out;
   } else {
-    for (int k = 0; k < n; ++k) dst_stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = j.dst_strides[static_cast<std::size_t>(k)];
+    for (int k = 0; k < n; ++k)
+      dst_stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] =
+          j.dst_strides[static_cast<std::size_t>(k)];
     c.m.dst = j.dst;
     c.m.scale = t.scale;
   }
   c.m.length = j.p->ext[last];
   if (dst_stride[last] != 1 && c.m.length != 1) return false;
-  const std::int64_t corner = (static_cast<const char*>(c.m.src) - static_cast<const char*>(ss.data)) / static_cast<std::ptrdiff_t>(t.esize);
+  const std::int64_t corner =
+      (static_cast<const char*>(c.m.src) - static_cast<const char*>(ss.data)) / static_cast<std::ptrdiff_t>(t.esize);
   c.key = rows_key(&t, ss, n, corner, ss.strides[static_cast<std::size_t>(t.order[static_cast<std::size_t>(n - 2)])]);
   c.outer = n - 1;
   for (int o = 0; o + 1 < n; ++o) {
@@ -233,8 +238,8 @@ bool row_candidate_of(const copy_job& j, std::size_t i, row_candidate& c) {
 // other piece (packed or copied locally) is cut into slabs of at most kSlabBytes
 // along its leading source dimensions, the slabs run in order of source address,
 // so the pieces cut from one source region are all served while it is in cache.
-source_order_copies::source_order_copies(const exchange_map& g, const std::vector<char*>& package_of_peer, bool local_last,
-                                         const std::vector<std::vector<mapped_destination>>* pushed) {
+source_order_copies::source_order_copies(const exchange_map& g, const std::vector<char*>& package_of_peer,
+                                         bool local_last, const std::vector<std::vector<mapped_destination>>* pushed) {
   const std::vector<copy_job> jobs = copy_jobs(g, package_of_peer, pushed);
   std::vector<row_candidate> cands;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -256,12 +261,15 @@ source_order_copies::source_order_copies(const exchange_map& g, const std::vecto
       continue;
     }
     for_each_slab(t, *j.p, [&](const piece& sl, std::int64_t at) {
-      if (j.out) ops_.push_back({exchange_map::src_corner(t, sl), j.out + at * static_cast<std::int64_t>(t.esize), exchange_map::pack_copy(t, sl), &t, false, false});
-      else ops_.push_back({exchange_map::src_corner(t, sl), direct_corner(j, sl), direct_copy(j, sl), &t, !j.pushed, true});
+      if (j.out)
+        ops_.push_back({exchange_map::src_corner(t, sl), j.out + at * static_cast<std::int64_t>(t.esize),
+                        exchange_map::pack_copy(t, sl), &t, false, false});
+      else
+        ops_.push_back(
+            {exchange_map::src_corner(t, sl), direct_corner(j, sl), direct_copy(j, sl), &t, !j.pushed, true});
     });
   }
-  std::stable_sort(ops_.begin(), ops_.end(),
-                   [](const copy_op& a, const copy_op& b) { return a.src < b.src; });
+  std::stable_sort(ops_.begin(), ops_.end(), [](const copy_op& a, const copy_op& b) { return a.src < b.src; });
   packing_groups_ = row_groups_.size();
   packing_ops_ = ops_.size();
   if (local_last) put_local_copies_last(local_groups);

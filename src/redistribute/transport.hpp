@@ -49,7 +49,8 @@ std::unique_ptr<transport_base> make_datatype_transport(const exchange_map& g);
 /// shared-memory domains MPI reports). With require_shared_memory, returns null
 /// (on every rank) when some node cannot have a shared window, having built nothing
 /// else; without it, such packages go by MPI_Put.
-std::unique_ptr<transport_base> make_one_sided_transport(const exchange_map& g, int node_color, bool require_shared_memory);
+std::unique_ptr<transport_base> make_one_sided_transport(const exchange_map& g, int node_color,
+                                                         bool require_shared_memory);
 std::unique_ptr<transport_base> make_alltoallv_transport(const exchange_map& g);
 /// Null on every rank unless every rank is on one node (one_node: the real nodes,
 /// agreed), the destinations that receive from other ranks lie in node memory

@@ -21,8 +21,10 @@ namespace {
 class alltoallv_transport final : public transport_base {
  public:
   explicit alltoallv_transport(const exchange_map& g) : g_(g) {
-    send_buf_.resize(static_cast<std::size_t>(std::accumulate(g.send_bytes.begin(), g.send_bytes.end(), std::int64_t{0})));
-    recv_buf_.resize(static_cast<std::size_t>(std::accumulate(g.recv_bytes.begin(), g.recv_bytes.end(), std::int64_t{0})));
+    send_buf_.resize(
+        static_cast<std::size_t>(std::accumulate(g.send_bytes.begin(), g.send_bytes.end(), std::int64_t{0})));
+    recv_buf_.resize(
+        static_cast<std::size_t>(std::accumulate(g.recv_bytes.begin(), g.recv_bytes.end(), std::int64_t{0})));
     std::vector<char*> package(static_cast<std::size_t>(g.size), nullptr);  // packages back to back, in rank order
     std::int64_t at = 0;
     for (int p : g.send_peers) {
@@ -50,8 +52,8 @@ class alltoallv_transport final : public transport_base {
       rtotal += rb;
     }
     copies_.run();
-    conveyor::detail::check_mpi(MPI_Alltoallv(send_buf_.data(), scount.data(), sdispl.data(), MPI_BYTE, recv_buf_.data(),
-                                              rcount.data(), rdispl.data(), MPI_BYTE, g_.comm),
+    conveyor::detail::check_mpi(MPI_Alltoallv(send_buf_.data(), scount.data(), sdispl.data(), MPI_BYTE,
+                                              recv_buf_.data(), rcount.data(), rdispl.data(), MPI_BYTE, g_.comm),
                                 "MPI_Alltoallv");
     for (int p : g_.recv_peers) g_.unpack_all(p, recv_buf_.data() + rdispl[static_cast<std::size_t>(p)]);
   }
@@ -64,6 +66,8 @@ class alltoallv_transport final : public transport_base {
 
 }  // namespace
 
-std::unique_ptr<transport_base> make_alltoallv_transport(const exchange_map& g) { return std::make_unique<alltoallv_transport>(g); }
+std::unique_ptr<transport_base> make_alltoallv_transport(const exchange_map& g) {
+  return std::make_unique<alltoallv_transport>(g);
+}
 
 }  // namespace conveyor::redistribute::detail

@@ -29,7 +29,8 @@ MPI_Datatype piece_type(const transform_plan& t, const piece& p, bool dst_side, 
     corner = exchange_map::src_corner(t, p);
   } else {
     const block_storage s = t.dst->storage(p.dst_block);
-    for (int k = 0; k < t.ndim; ++k) stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = s.strides[static_cast<std::size_t>(k)];
+    for (int k = 0; k < t.ndim; ++k)
+      stride[static_cast<std::size_t>(t.perm[static_cast<std::size_t>(k)])] = s.strides[static_cast<std::size_t>(k)];
     corner = exchange_map::dst_corner(t, p);
   }
   MPI_Datatype type = elem, next;
@@ -57,7 +58,8 @@ class datatype_transport final : public transport_base {
     send_types_.assign(P, MPI_DATATYPE_NULL);
     recv_types_.assign(P, MPI_DATATYPE_NULL);
     recv_buf_.resize(P);
-    direct_receive_ = std::all_of(g.transforms.begin(), g.transforms.end(), [](const transform_plan& t) { return t.scale.plain(); });
+    direct_receive_ =
+        std::all_of(g.transforms.begin(), g.transforms.end(), [](const transform_plan& t) { return t.scale.plain(); });
     for (int p : g.send_peers) send_types_[static_cast<std::size_t>(p)] = combine(&transform_plan::send, p, false);
     for (int p : g.recv_peers) {
       const auto k = static_cast<std::size_t>(p);
@@ -72,8 +74,10 @@ class datatype_transport final : public transport_base {
   }
 
   ~datatype_transport() override {
-    for (auto& t : send_types_) if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
-    for (auto& t : recv_types_) if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+    for (auto& t : send_types_)
+      if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+    for (auto& t : recv_types_)
+      if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
   }
 
   void execute() override {
@@ -119,13 +123,15 @@ class datatype_transport final : public transport_base {
   }
 
   const exchange_map& g_;
-  std::vector<MPI_Datatype> send_types_, recv_types_;       // per peer (MPI_DATATYPE_NULL if none)
-  std::vector<conveyor::detail::byte_buffer> recv_buf_;     // per peer, scaled transforms only
+  std::vector<MPI_Datatype> send_types_, recv_types_;    // per peer (MPI_DATATYPE_NULL if none)
+  std::vector<conveyor::detail::byte_buffer> recv_buf_;  // per peer, scaled transforms only
   bool direct_receive_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<transport_base> make_datatype_transport(const exchange_map& g) { return std::make_unique<datatype_transport>(g); }
+std::unique_ptr<transport_base> make_datatype_transport(const exchange_map& g) {
+  return std::make_unique<datatype_transport>(g);
+}
 
 }  // namespace conveyor::redistribute::detail

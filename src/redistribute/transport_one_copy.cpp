@@ -55,8 +55,7 @@ constexpr std::size_t kPieceFields = kRefFields + max_dims;  // where it starts 
 
 // The bytes a box of extents `ext` spans in storage of strides `strides`:
 // [lo, hi) from its corner.
-std::pair<std::int64_t, std::int64_t> box_span(const coords& ext, const coords& strides, int ndim,
-                                               std::size_t esize) {
+std::pair<std::int64_t, std::int64_t> box_span(const coords& ext, const coords& strides, int ndim, std::size_t esize) {
   std::int64_t lo = 0, hi = 0;
   for (int d = 0; d < ndim; ++d) {
     const auto k = static_cast<std::size_t>(d);
@@ -101,7 +100,8 @@ bool sources_meet_destinations(const exchange_map& g) {
   std::vector<range> src, dst;
   const auto add = [](std::vector<range>& to, const side_box& b, const transform_plan& t) {
     const auto span = box_span(b.ext, b.s.strides, t.ndim, t.esize);
-    to.emplace_back(reinterpret_cast<std::uintptr_t>(b.corner + span.first), reinterpret_cast<std::uintptr_t>(b.corner + span.second));
+    to.emplace_back(reinterpret_cast<std::uintptr_t>(b.corner + span.first),
+                    reinterpret_cast<std::uintptr_t>(b.corner + span.second));
   };
   for (const auto& t : g.transforms) {
     for (const auto& list : t.send) {
@@ -144,7 +144,8 @@ const void* a_destination(const transform_plan& t) {
 // block: destinations) is node memory (true without one).
 bool first_blocks_in_node_memory(const exchange_map& g, bool destinations) {
   for (const auto& t : g.transforms) {
-    if (!destinations && t.has_src_block && !conveyor::is_node_memory(t.src->storage(t.first_src_block).data, 1)) return false;
+    if (!destinations && t.has_src_block && !conveyor::is_node_memory(t.src->storage(t.first_src_block).data, 1))
+      return false;
     const void* d = destinations ? a_destination(t) : nullptr;
     if (d && !conveyor::is_node_memory(d, 1)) return false;
   }
@@ -153,8 +154,9 @@ bool first_blocks_in_node_memory(const exchange_map& g, bool destinations) {
 
 // The records of one side: `exposed` lists the pieces whose boxes I describe (to
 // each peer that copies them), `copied` those I receive records for.
-std::vector<std::vector<std::int64_t>> exchange_records(const exchange_map& g, piece_lists exposed, const std::vector<int>& to,
-                                                        piece_lists copied, const std::vector<int>& from, bool push, bool& ok) {
+std::vector<std::vector<std::int64_t>> exchange_records(const exchange_map& g, piece_lists exposed,
+                                                        const std::vector<int>& to, piece_lists copied,
+                                                        const std::vector<int>& from, bool push, bool& ok) {
   const auto sz = static_cast<std::size_t>(g.size);
   std::vector<std::vector<std::int64_t>> out(sz), in(sz);
   for (int q : to) {
@@ -176,12 +178,14 @@ std::vector<std::vector<std::int64_t>> exchange_records(const exchange_map& g, p
   for (int q : from) {
     auto& v = in[static_cast<std::size_t>(q)];
     requests.emplace_back();
-    check_mpi(MPI_Irecv(v.data(), static_cast<int>(v.size()), MPI_INT64_T, q, 0, g.comm, &requests.back()), "MPI_Irecv");
+    check_mpi(MPI_Irecv(v.data(), static_cast<int>(v.size()), MPI_INT64_T, q, 0, g.comm, &requests.back()),
+              "MPI_Irecv");
   }
   for (int q : to) {
     auto& v = out[static_cast<std::size_t>(q)];
     requests.emplace_back();
-    check_mpi(MPI_Isend(v.data(), static_cast<int>(v.size()), MPI_INT64_T, q, 0, g.comm, &requests.back()), "MPI_Isend");
+    check_mpi(MPI_Isend(v.data(), static_cast<int>(v.size()), MPI_INT64_T, q, 0, g.comm, &requests.back()),
+              "MPI_Isend");
   }
   check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
   return in;
@@ -201,8 +205,8 @@ class one_copy_transport final : public transport_base {
   // Built by make_one_copy_transport.
   std::unique_ptr<conveyor::detail::node_segment> flags_;
   int spins_ = 0;
-  source_order_copies pushes_;                      // push: local copies and pushes, in source order
-  std::vector<std::vector<pulled_piece>> pulled_;   // pull: per sender, its pieces
+  source_order_copies pushes_;                     // push: local copies and pushes, in source order
+  std::vector<std::vector<pulled_piece>> pulled_;  // pull: per sender, its pieces
   std::vector<std::shared_ptr<const conveyor::detail::peer_memory>> mapped_;
 
   void execute() override {
@@ -224,12 +228,14 @@ class one_copy_transport final : public transport_base {
   void pull(std::uint64_t e) {
     pending_.assign(g_.recv_peers.begin(), g_.recv_peers.end());
     while (!pending_.empty()) {
-      auto it = std::find_if(pending_.begin(), pending_.end(), [&](int q) { return ready(q).load(std::memory_order_acquire) >= e; });
+      auto it = std::find_if(pending_.begin(), pending_.end(),
+                             [&](int q) { return ready(q).load(std::memory_order_acquire) >= e; });
       if (it == pending_.end()) {
         conveyor::detail::wait_at_least(ready(pending_.front()), e, spins_);
         it = pending_.begin();
       }
-      for (const pulled_piece& op : pulled_[static_cast<std::size_t>(*it)]) apply(op.t->type, op.copy, op.src, op.dst, op.t->scale);
+      for (const pulled_piece& op : pulled_[static_cast<std::size_t>(*it)])
+        apply(op.t->type, op.copy, op.src, op.dst, op.t->scale);
       pending_.erase(it);
     }
   }
@@ -252,7 +258,7 @@ std::unique_ptr<transport_base> make_one_copy_transport(exchange_map& g, bool on
   const bool push = mode == 2;
   g.materialize_pieces();
   bool ok = !sources_meet_destinations(g);
-  const auto& to = push ? g.recv_peers : g.send_peers;   // the ranks that copy my exposed pieces
+  const auto& to = push ? g.recv_peers : g.send_peers;    // the ranks that copy my exposed pieces
   const auto& from = push ? g.send_peers : g.recv_peers;  // the ranks whose pieces I copy
   const piece_lists exposed = push ? &transform_plan::recv : &transform_plan::send;
   const piece_lists copied = push ? &transform_plan::send : &transform_plan::recv;
@@ -267,7 +273,8 @@ std::unique_ptr<transport_base> make_one_copy_transport(exchange_map& g, bool on
     const std::int64_t* rec = records[static_cast<std::size_t>(q)].data();
     g.for_pieces(copied, q, [&](const transform_plan& tp, const piece& p, std::size_t i) {
       const std::int64_t* f = rec + i * kPieceFields;
-      auto m = ok ? conveyor::detail::map_node_memory({f[0], f[1], f[2], f[3], f[4], f[5]}) : nullptr;  // cached per allocation
+      auto m = ok ? conveyor::detail::map_node_memory({f[0], f[1], f[2], f[3], f[4], f[5]})
+                  : nullptr;  // cached per allocation
       if (!m) {
         ok = false;
         return;

@@ -75,22 +75,22 @@ class one_sided_transport final : public transport_base {
 
   const exchange_map& g_;
   bool shared_ = false;
-  MPI_Comm node_comm_ = MPI_COMM_NULL;                 // ranks sharing my memory
-  std::vector<int> node_rank_;                         // per plan rank: its rank in node_comm_ (or MPI_UNDEFINED)
-  MPI_Win shm_win_ = MPI_WIN_NULL;                     // shared window (peers on my node)
-  char* shm_mine_ = nullptr;                           // my segment's packages (after my flags)
-  std::vector<shm_flags*> flags_of_;                   // per plan rank on my node (null: another node)
-  MPI_Win win_ = MPI_WIN_NULL;                         // MPI_Put window (peers off my node)
+  MPI_Comm node_comm_ = MPI_COMM_NULL;  // ranks sharing my memory
+  std::vector<int> node_rank_;          // per plan rank: its rank in node_comm_ (or MPI_UNDEFINED)
+  MPI_Win shm_win_ = MPI_WIN_NULL;      // shared window (peers on my node)
+  char* shm_mine_ = nullptr;            // my segment's packages (after my flags)
+  std::vector<shm_flags*> flags_of_;    // per plan rank on my node (null: another node)
+  MPI_Win win_ = MPI_WIN_NULL;          // MPI_Put window (peers off my node)
   conveyor::detail::byte_buffer window_buf_;
   std::vector<conveyor::detail::byte_buffer> send_buf_;  // per peer off my node: staged for MPI_Put
-  std::vector<char*> shm_target_;                      // per peer: where I pack its package (null: MPI_Put)
-  std::vector<char> shm_source_;                       // per peer: its package is in my shared segment
-  std::vector<std::int64_t> window_offset_of_peer_;    // where peer p's data lands in my segment / window
-  std::vector<std::int64_t> remote_offset_;            // where my data lands in peer p's
+  std::vector<char*> shm_target_;                        // per peer: where I pack its package (null: MPI_Put)
+  std::vector<char> shm_source_;                         // per peer: its package is in my shared segment
+  std::vector<std::int64_t> window_offset_of_peer_;      // where peer p's data lands in my segment / window
+  std::vector<std::int64_t> remote_offset_;              // where my data lands in peer p's
   std::int64_t shm_total_ = 0, put_total_ = 0;
   source_order_copies copies_;
   std::uint64_t executions_ = 0;
-  std::vector<int> unpack_pending_;                    // node peers not yet unpacked (reused)
+  std::vector<int> unpack_pending_;  // node peers not yet unpacked (reused)
 };
 
 // My node's ranks, and each plan rank's number in the node communicator. With
@@ -101,7 +101,8 @@ void one_sided_transport::split_node(int node_color) {
   const auto sz = static_cast<std::size_t>(g_.size);
   MPI_Comm emulated = MPI_COMM_NULL;
   if (node_color >= 0) check_mpi(MPI_Comm_split(g_.comm, node_color, g_.rank, &emulated), "MPI_Comm_split");
-  check_mpi(MPI_Comm_split_type(node_color >= 0 ? emulated : g_.comm, MPI_COMM_TYPE_SHARED, g_.rank, MPI_INFO_NULL, &node_comm_),
+  check_mpi(MPI_Comm_split_type(node_color >= 0 ? emulated : g_.comm, MPI_COMM_TYPE_SHARED, g_.rank, MPI_INFO_NULL,
+                                &node_comm_),
             "MPI_Comm_split_type");
   if (emulated != MPI_COMM_NULL) MPI_Comm_free(&emulated);
   MPI_Comm_set_errhandler(node_comm_, MPI_ERRORS_RETURN);
@@ -223,10 +224,12 @@ void one_sided_transport::finish() {
   window_buf_.resize(static_cast<std::size_t>(std::max<std::int64_t>(put_total_, 1)));
   // Open MPI 4.1's osc/rdma cannot create windows over btl/vader without a
   // single-copy mechanism (open-mpi/ompi#9871): say what to do instead of aborting.
-  if (MPI_Win_create(window_buf_.data(), static_cast<MPI_Aint>(window_buf_.size()), 1, MPI_INFO_NULL, g_.comm, &win_) != MPI_SUCCESS) {
+  if (MPI_Win_create(window_buf_.data(), static_cast<MPI_Aint>(window_buf_.size()), 1, MPI_INFO_NULL, g_.comm, &win_) !=
+      MPI_SUCCESS) {
     win_ = MPI_WIN_NULL;
-    throw error(errc::mpi, "redistribute: MPI_Win_create failed, so the one_sided transport is unavailable with this MPI "
-                           "setup (Open MPI 4.1: try OMPI_MCA_osc=sm,pt2pt or ucx); other transports work");
+    throw error(errc::mpi,
+                "redistribute: MPI_Win_create failed, so the one_sided transport is unavailable with this MPI "
+                "setup (Open MPI 4.1: try OMPI_MCA_osc=sm,pt2pt or ucx); other transports work");
   }
   MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN);
 }
@@ -246,7 +249,8 @@ void one_sided_transport::execute() {
     if (shm_target_[k]) continue;
     char* buf = send_buf_[k].data();
     conveyor::detail::for_each_piece(static_cast<std::size_t>(g_.send_bytes[k]), [&](std::size_t o, int n, int) {
-      check_mpi(MPI_Put(buf + o, n, MPI_BYTE, p, remote_offset_[k] + static_cast<MPI_Aint>(o), n, MPI_BYTE, win_), "MPI_Put");
+      check_mpi(MPI_Put(buf + o, n, MPI_BYTE, p, remote_offset_[k] + static_cast<MPI_Aint>(o), n, MPI_BYTE, win_),
+                "MPI_Put");
     });
   }
   shm_flags* mine = shm_win_ != MPI_WIN_NULL ? flags_of_[static_cast<std::size_t>(g_.rank)] : nullptr;
@@ -278,7 +282,8 @@ void one_sided_transport::execute() {
 
 }  // namespace
 
-std::unique_ptr<transport_base> make_one_sided_transport(const exchange_map& g, int node_color, bool require_shared_memory) {
+std::unique_ptr<transport_base> make_one_sided_transport(const exchange_map& g, int node_color,
+                                                         bool require_shared_memory) {
   auto t = std::make_unique<one_sided_transport>(g, node_color);
   if (require_shared_memory && !t->shares_memory()) return nullptr;  // agreed by every rank
   t->finish();

@@ -23,8 +23,12 @@ class packed_transport final : public transport_base {
     const auto P = static_cast<std::size_t>(g.size);
     send_buf_.resize(P);
     recv_buf_.resize(P);
-    for (int p : g.send_peers) send_buf_[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(g.send_bytes[static_cast<std::size_t>(p)]));
-    for (int p : g.recv_peers) recv_buf_[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(g.recv_bytes[static_cast<std::size_t>(p)]));
+    for (int p : g.send_peers)
+      send_buf_[static_cast<std::size_t>(p)].resize(
+          static_cast<std::size_t>(g.send_bytes[static_cast<std::size_t>(p)]));
+    for (int p : g.recv_peers)
+      recv_buf_[static_cast<std::size_t>(p)].resize(
+          static_cast<std::size_t>(g.recv_bytes[static_cast<std::size_t>(p)]));
   }
 
   void execute() override {
@@ -49,7 +53,8 @@ class packed_transport final : public transport_base {
       int idx = MPI_UNDEFINED;
       check_mpi(MPI_Waitany(static_cast<int>(rreq_.size()), rreq_.data(), &idx, MPI_STATUS_IGNORE), "MPI_Waitany");
       const int p = rowner_[static_cast<std::size_t>(idx)];
-      if (--parts_left_[static_cast<std::size_t>(p)] == 0) g_.unpack_all(p, recv_buf_[static_cast<std::size_t>(p)].data());
+      if (--parts_left_[static_cast<std::size_t>(p)] == 0)
+        g_.unpack_all(p, recv_buf_[static_cast<std::size_t>(p)].data());
     }
     check_mpi(MPI_Waitall(static_cast<int>(sreq_.size()), sreq_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
   }
@@ -69,12 +74,14 @@ class packed_transport final : public transport_base {
 
   const exchange_map& g_;
   std::vector<conveyor::detail::byte_buffer> send_buf_, recv_buf_;  // per peer
-  std::vector<MPI_Request> rreq_, sreq_;                           // reused by every execution
+  std::vector<MPI_Request> rreq_, sreq_;                            // reused by every execution
   std::vector<int> rowner_, parts_left_;
 };
 
 }  // namespace
 
-std::unique_ptr<transport_base> make_packed_transport(const exchange_map& g) { return std::make_unique<packed_transport>(g); }
+std::unique_ptr<transport_base> make_packed_transport(const exchange_map& g) {
+  return std::make_unique<packed_transport>(g);
+}
 
 }  // namespace conveyor::redistribute::detail

@@ -25,8 +25,10 @@ void cut_into_slabs(transform_plan& t, std::size_t chunk_bytes) {
     const auto a = static_cast<std::size_t>(order[0]);
     std::vector<piece> out;
     for (const piece& p : v) {
-      const std::int64_t row = volume_of(p.ext, n) / std::max<std::int64_t>(p.ext[a], 1) * static_cast<std::int64_t>(t.esize);
-      const std::int64_t rows_per = std::max<std::int64_t>(1, static_cast<std::int64_t>(chunk_bytes) / std::max<std::int64_t>(row, 1));
+      const std::int64_t row =
+          volume_of(p.ext, n) / std::max<std::int64_t>(p.ext[a], 1) * static_cast<std::int64_t>(t.esize);
+      const std::int64_t rows_per =
+          std::max<std::int64_t>(1, static_cast<std::int64_t>(chunk_bytes) / std::max<std::int64_t>(row, 1));
       for (std::int64_t r = 0; r < p.ext[a]; r += rows_per) {
         piece s = p;
         s.lo[a] = p.lo[a] + r;
@@ -42,7 +44,8 @@ void cut_into_slabs(transform_plan& t, std::size_t chunk_bytes) {
 
 class pipelined_transport final : public transport_base {
  public:
-  pipelined_transport(exchange_map& g, std::size_t chunk_bytes) : g_(g), chunk_bytes_(static_cast<std::int64_t>(chunk_bytes)) {
+  pipelined_transport(exchange_map& g, std::size_t chunk_bytes)
+      : g_(g), chunk_bytes_(static_cast<std::int64_t>(chunk_bytes)) {
     for (auto& t : g.transforms) cut_into_slabs(t, chunk_bytes);
     const auto P = static_cast<std::size_t>(g.size);
     send_buf_.resize(P);
@@ -50,11 +53,13 @@ class pipelined_transport final : public transport_base {
     send_chunks_.assign(P, {});
     recv_chunks_.assign(P, {});
     for (int p : g.send_peers) {
-      send_buf_[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(g.send_bytes[static_cast<std::size_t>(p)]));
+      send_buf_[static_cast<std::size_t>(p)].resize(
+          static_cast<std::size_t>(g.send_bytes[static_cast<std::size_t>(p)]));
       send_chunks_[static_cast<std::size_t>(p)] = chunks_of(&transform_plan::send, p);
     }
     for (int p : g.recv_peers) {
-      recv_buf_[static_cast<std::size_t>(p)].resize(static_cast<std::size_t>(g.recv_bytes[static_cast<std::size_t>(p)]));
+      recv_buf_[static_cast<std::size_t>(p)].resize(
+          static_cast<std::size_t>(g.recv_bytes[static_cast<std::size_t>(p)]));
       recv_chunks_[static_cast<std::size_t>(p)] = chunks_of(&transform_plan::recv, p);
     }
   }
@@ -74,8 +79,8 @@ class pipelined_transport final : public transport_base {
       for (std::size_t c = 0; c + 1 < bounds.size(); ++c) {
         const std::int64_t bytes = range_bytes(&transform_plan::recv, p, bounds[c], bounds[c + 1]);
         MPI_Request r;
-        MPI_Irecv(recv_buf_[static_cast<std::size_t>(p)].data() + off, static_cast<int>(bytes), MPI_BYTE, p, static_cast<int>(c),
-                  g_.comm, &r);
+        MPI_Irecv(recv_buf_[static_cast<std::size_t>(p)].data() + off, static_cast<int>(bytes), MPI_BYTE, p,
+                  static_cast<int>(c), g_.comm, &r);
         rreq.push_back(r);
         rinfo.push_back({p, c, off});
         off += bytes;
@@ -93,8 +98,8 @@ class pipelined_transport final : public transport_base {
         const std::int64_t start = soff[static_cast<std::size_t>(p)];
         g_.pack_range(p, bounds[c], bounds[c + 1], buf, soff[static_cast<std::size_t>(p)]);
         MPI_Request r;
-        MPI_Isend(buf + start, static_cast<int>(soff[static_cast<std::size_t>(p)] - start), MPI_BYTE, p, static_cast<int>(c), g_.comm,
-                  &r);
+        MPI_Isend(buf + start, static_cast<int>(soff[static_cast<std::size_t>(p)] - start), MPI_BYTE, p,
+                  static_cast<int>(c), g_.comm, &r);
         sreq.push_back(r);
       }
     }
@@ -105,7 +110,8 @@ class pipelined_transport final : public transport_base {
       const pending& w = rinfo[static_cast<std::size_t>(idx)];
       const auto& bounds = recv_chunks_[static_cast<std::size_t>(w.peer)];
       std::int64_t off = w.offset;
-      g_.unpack_range(w.peer, bounds[w.chunk], bounds[w.chunk + 1], recv_buf_[static_cast<std::size_t>(w.peer)].data(), off);
+      g_.unpack_range(w.peer, bounds[w.chunk], bounds[w.chunk + 1], recv_buf_[static_cast<std::size_t>(w.peer)].data(),
+                      off);
     }
     check_mpi(MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
   }
@@ -137,7 +143,7 @@ class pipelined_transport final : public transport_base {
 
   const exchange_map& g_;
   std::int64_t chunk_bytes_;
-  std::vector<conveyor::detail::byte_buffer> send_buf_, recv_buf_;  // per peer
+  std::vector<conveyor::detail::byte_buffer> send_buf_, recv_buf_;   // per peer
   std::vector<std::vector<std::size_t>> send_chunks_, recv_chunks_;  // piece index bounds per peer
 };
 

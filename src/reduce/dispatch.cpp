@@ -38,8 +38,7 @@ kernel_fn find_kernel(op o, dtype t) {
   check_enum(t);
   kernel_fn f = active_kernels().fn[static_cast<int>(o)][static_cast<int>(t)];
   if (!f) {
-    throw error(errc::unsupported, "reduction op '" + std::string(op_name(o)) +
-                                       "' is not defined on dtype '" +
+    throw error(errc::unsupported, "reduction op '" + std::string(op_name(o)) + "' is not defined on dtype '" +
                                        std::string(dtype_name(t)) + "'");
   }
   return f;
@@ -57,8 +56,8 @@ bool partially_overlap(const void* x, const void* y, std::size_t bytes) {
 
 // Out of line so the hot path stays small: reduce() is called per message chunk
 // by the collectives, where a few nanoseconds per call matter for small buffers.
-[[noreturn, gnu::cold, gnu::noinline]] void reduce_failed(const void* a, const void* b, void* out,
-                                                          std::size_t count, dtype t, op o) {
+[[noreturn, gnu::cold, gnu::noinline]] void reduce_failed(const void* a, const void* b, void* out, std::size_t count,
+                                                          dtype t, op o) {
   detail::find_kernel(o, t);  // throws for unknown enums and unsupported pairs
   if (!a || !b || !out) throw error(errc::invalid_argument, "reduce: null buffer with count > 0");
   const std::size_t bytes = detail::checked_bytes(count, t, "reduce");

@@ -25,8 +25,7 @@ void require_mpi_active(const char* what) {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (!initialized || finalized) {
-    throw error(errc::mpi, std::string(what) + ": MPI is " +
-                               (finalized ? "already finalized" : "not initialized"));
+    throw error(errc::mpi, std::string(what) + ": MPI is " + (finalized ? "already finalized" : "not initialized"));
   }
 }
 
@@ -68,8 +67,7 @@ int free_at_finalize(MPI_Comm, int, void*, void*) {
 void ensure_finalize_hook(registry& r) {
   if (r.keyval != MPI_KEYVAL_INVALID) return;
   int keyval = MPI_KEYVAL_INVALID;
-  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_at_finalize, &keyval, nullptr) !=
-          MPI_SUCCESS ||
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_at_finalize, &keyval, nullptr) != MPI_SUCCESS ||
       MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr) != MPI_SUCCESS) {
     throw error(errc::mpi, "could not register Conveyor's MPI_Finalize cleanup");
   }
@@ -92,8 +90,7 @@ void user_fn(void* in, void* inout, int* len, MPI_Datatype* datatype) {
       std::fprintf(stderr,
                    "conveyor: MPI_Op for (%s, %s) was given an MPI datatype of %d bytes, "
                    "not a multiple of the %zu-byte element\n",
-                   std::string(op_name(o)).c_str(), std::string(dtype_name(t)).c_str(), size,
-                   elem);
+                   std::string(op_name(o)).c_str(), std::string(dtype_name(t)).c_str(), size, elem);
       MPI_Abort(MPI_COMM_WORLD, 1);
       return;
     }
@@ -116,20 +113,33 @@ constexpr auto kUserFns = make_user_fns(std::make_integer_sequence<int, op_count
 MPI_Datatype mpi_datatype(dtype t) {
   detail::check_enum(t);
   switch (t) {
-    case dtype::int8: return MPI_INT8_T;
-    case dtype::int16: return MPI_INT16_T;
-    case dtype::int32: return MPI_INT32_T;
-    case dtype::int64: return MPI_INT64_T;
-    case dtype::uint8: return MPI_UINT8_T;
-    case dtype::uint16: return MPI_UINT16_T;
-    case dtype::uint32: return MPI_UINT32_T;
-    case dtype::uint64: return MPI_UINT64_T;
-    case dtype::float32: return MPI_FLOAT;
-    case dtype::float64: return MPI_DOUBLE;
-    case dtype::complex64: return MPI_C_FLOAT_COMPLEX;
-    case dtype::complex128: return MPI_C_DOUBLE_COMPLEX;
+    case dtype::int8:
+      return MPI_INT8_T;
+    case dtype::int16:
+      return MPI_INT16_T;
+    case dtype::int32:
+      return MPI_INT32_T;
+    case dtype::int64:
+      return MPI_INT64_T;
+    case dtype::uint8:
+      return MPI_UINT8_T;
+    case dtype::uint16:
+      return MPI_UINT16_T;
+    case dtype::uint32:
+      return MPI_UINT32_T;
+    case dtype::uint64:
+      return MPI_UINT64_T;
+    case dtype::float32:
+      return MPI_FLOAT;
+    case dtype::float64:
+      return MPI_DOUBLE;
+    case dtype::complex64:
+      return MPI_C_FLOAT_COMPLEX;
+    case dtype::complex128:
+      return MPI_C_DOUBLE_COMPLEX;
     case dtype::float16:
-    case dtype::bfloat16: break;
+    case dtype::bfloat16:
+      break;
   }
   registry& r = reg();
   const int which = t == dtype::float16 ? 0 : 1;
@@ -152,13 +162,13 @@ MPI_Op mpi_builtin_op(op o) {
   detail::check_enum(o);
   static_assert(static_cast<int>(op::logaddexp) == op_count - 1, "the MPI ops come first");
   if (o == op::logaddexp) throw error(errc::unsupported, "mpi_builtin_op: MPI has no logaddexp; use mpi_op");
-  static const MPI_Op kBuiltin[op_count - 1] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX,  MPI_BAND,
+  static const MPI_Op kBuiltin[op_count - 1] = {MPI_SUM, MPI_PROD, MPI_MIN,  MPI_MAX, MPI_BAND,
                                                 MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR};
   return kBuiltin[static_cast<int>(o)];
 }
 
 MPI_Op mpi_op(op o, dtype t) {
-  detail::find_kernel(o, t);  // validates and throws for unsupported pairs
+  detail::find_kernel(o, t);                                         // validates and throws for unsupported pairs
   if (t == dtype::float16 || t == dtype::bfloat16) mpi_datatype(t);  // created before use
   registry& r = reg();
   std::lock_guard<std::mutex> lock(r.mutex);

@@ -92,14 +92,11 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<DF>> F16BitsFromF32(DF df, hn::Vec<DF> v) 
   // Results that are f16 subnormals (|v| < 2^-14): adding 0.5f aligns the f16
   // mantissa with the low bits of the f32 mantissa, and the float adder rounds to
   // nearest even for us.
-  const auto sub = hn::Sub(hn::BitCast(di, hn::Add(hn::BitCast(df, abs), hn::Set(df, 0.5f))),
-                           hn::Set(di, 0x3F000000));
+  const auto sub = hn::Sub(hn::BitCast(di, hn::Add(hn::BitCast(df, abs), hn::Set(df, 0.5f))), hn::Set(di, 0x3F000000));
   // Normal results: rebias the exponent 127 -> 15, round half to even at bit 13.
   const auto odd = hn::And(hn::ShiftRight<13>(abs), hn::Set(di, 1));
-  const auto normal = hn::ShiftRight<13>(
-      hn::Add(hn::Add(abs, hn::Set(di, static_cast<int32_t>(0xC8000FFFu))), odd));
-  const auto big = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x7F800000)), hn::Set(di, 0x7E00),
-                                  hn::Set(di, 0x7C00));
+  const auto normal = hn::ShiftRight<13>(hn::Add(hn::Add(abs, hn::Set(di, static_cast<int32_t>(0xC8000FFFu))), odd));
+  const auto big = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x7F800000)), hn::Set(di, 0x7E00), hn::Set(di, 0x7C00));
   auto h = hn::IfThenElse(hn::Lt(abs, hn::Set(di, 0x38800000)), sub, normal);
   h = hn::IfThenElse(hn::Lt(abs, hn::Set(di, 0x47800000)), h, big);
   return hn::Or(h, sign);
@@ -175,7 +172,9 @@ inline constexpr bool kIsFloat = hwy::IsFloat<hn::TFromD<D>>();
 
 struct OpSum {
   template <class D, class V>
-  static HWY_INLINE V Apply(D, V a, V b) { return hn::Add(a, b); }
+  static HWY_INLINE V Apply(D, V a, V b) {
+    return hn::Add(a, b);
+  }
 };
 
 // Wrapping integer product of two lanes, for the 1-lane SCALAR target.
@@ -183,8 +182,7 @@ template <typename T>
 HWY_INLINE T WrappingMul(T a, T b) {
   using U = std::make_unsigned_t<T>;
   using Wide = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;  // no int promotion
-  return static_cast<T>(static_cast<U>(static_cast<Wide>(static_cast<U>(a)) *
-                                       static_cast<Wide>(static_cast<U>(b))));
+  return static_cast<T>(static_cast<U>(static_cast<Wide>(static_cast<U>(a)) * static_cast<Wide>(static_cast<U>(b))));
 }
 
 #if HWY_TARGET == HWY_SCALAR
@@ -211,8 +209,7 @@ struct OpProd {
       const auto b16 = hn::BitCast(d16, b);
       const auto even = hn::Mul(a16, b16);
       const auto odd = hn::Mul(hn::ShiftRight<8>(a16), hn::And(b16, hn::Set(d16, 0xFF00)));
-      return hn::BitCast(d, hn::Or(hn::And(even, hn::Set(d16, 0x00FF)),
-                                   hn::And(odd, hn::Set(d16, 0xFF00))));
+      return hn::BitCast(d, hn::Or(hn::And(even, hn::Set(d16, 0x00FF)), hn::And(odd, hn::Set(d16, 0xFF00))));
     } else if constexpr (sizeof(T) == 8 && !kIsFloat<D>) {
       // Low 64 bits of a*b = lo(a)lo(b) + ((lo(a)hi(b) + hi(a)lo(b)) << 32).
       const hn::Repartition<std::uint32_t, D> d32;
@@ -256,15 +253,21 @@ using OpMax = OpExtremum<true>;
 
 struct OpBand {
   template <class D, class V>
-  static HWY_INLINE V Apply(D, V a, V b) { return hn::And(a, b); }
+  static HWY_INLINE V Apply(D, V a, V b) {
+    return hn::And(a, b);
+  }
 };
 struct OpBor {
   template <class D, class V>
-  static HWY_INLINE V Apply(D, V a, V b) { return hn::Or(a, b); }
+  static HWY_INLINE V Apply(D, V a, V b) {
+    return hn::Or(a, b);
+  }
 };
 struct OpBxor {
   template <class D, class V>
-  static HWY_INLINE V Apply(D, V a, V b) { return hn::Xor(a, b); }
+  static HWY_INLINE V Apply(D, V a, V b) {
+    return hn::Xor(a, b);
+  }
 };
 
 // Logical ops: inputs are true when non-zero; the result is 0 or 1.
@@ -310,9 +313,9 @@ struct OpLogAddExp {
 struct OpComplexProd {
   template <class D, class V>
   static HWY_INLINE V Apply(D d, V x, V y) {
-    const V t1 = hn::Mul(hn::DupEven(x), y);                     // (ar*br, ar*bi)
-    const V t2 = hn::Mul(hn::DupOdd(x), hn::Reverse2(d, y));     // (ai*bi, ai*br)
-    return hn::Add(t1, hn::OddEven(t2, hn::Neg(t2)));            // (ar*br - ai*bi, ar*bi + ai*br)
+    const V t1 = hn::Mul(hn::DupEven(x), y);                  // (ar*br, ar*bi)
+    const V t2 = hn::Mul(hn::DupOdd(x), hn::Reverse2(d, y));  // (ai*bi, ai*br)
+    return hn::Add(t1, hn::OddEven(t2, hn::Neg(t2)));         // (ar*br - ai*bi, ar*bi + ai*br)
   }
 };
 #endif

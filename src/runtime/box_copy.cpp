@@ -54,8 +54,8 @@ template <class T, int Mode>
 void tiled(const box_copy& c, int d, const T* src, T* dst, const scaling& s, transpose8_fn t8) {
   constexpr std::int64_t kTile = 32;
   const auto o = static_cast<std::size_t>(d), i = o + 1;
-  const bool simd = ((sizeof(T) == 8 && Mode == 0) || std::is_same_v<T, double>) && t8 && c.src_stride[o] == 1 &&
-                    c.dst_stride[i] == 1;
+  const bool simd =
+      ((sizeof(T) == 8 && Mode == 0) || std::is_same_v<T, double>)&&t8 && c.src_stride[o] == 1 && c.dst_stride[i] == 1;
   transpose_scale scale{s.alpha, s.beta, Mode == 2};
   const transpose_scale* scaled = Mode == 0 ? nullptr : &scale;
   for (std::int64_t a0 = 0; a0 < c.extent[o]; a0 += kTile) {
@@ -63,8 +63,8 @@ void tiled(const box_copy& c, int d, const T* src, T* dst, const scaling& s, tra
     for (std::int64_t b0 = 0; b0 < c.extent[i]; b0 += kTile) {
       const std::int64_t n = std::min(c.extent[i] - b0, kTile);
       if (simd) {
-        t8(src + a0 + b0 * c.src_stride[i], c.src_stride[i], dst + a0 * c.dst_stride[o] + b0, c.dst_stride[o], a1 - a0, n,
-           scaled);
+        t8(src + a0 + b0 * c.src_stride[i], c.src_stride[i], dst + a0 * c.dst_stride[o] + b0, c.dst_stride[o], a1 - a0,
+           n, scaled);
         continue;
       }
       for (std::int64_t a = a0; a < a1; ++a) {
@@ -151,8 +151,8 @@ void apply_raw(const box_copy& in, const void* src, void* dst) {
 }
 
 template <class T>
-constexpr bool kArithmetic = std::is_floating_point_v<T> || std::is_same_v<T, std::complex<float>> ||
-                             std::is_same_v<T, std::complex<double>>;
+constexpr bool kArithmetic =
+    std::is_floating_point_v<T> || std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 
 template <class T>
 void apply_rows(const row_group& g) {
@@ -195,19 +195,30 @@ void apply(const row_group& g) {
     if (g.extent[static_cast<std::size_t>(d)] == 0) return;
   }
   switch (g.type) {
-    case dtype::float32: return apply_rows<float>(g);
-    case dtype::float64: return apply_rows<double>(g);
-    case dtype::complex64: return apply_rows<std::complex<float>>(g);
-    case dtype::complex128: return apply_rows<std::complex<double>>(g);
-    default: break;
+    case dtype::float32:
+      return apply_rows<float>(g);
+    case dtype::float64:
+      return apply_rows<double>(g);
+    case dtype::complex64:
+      return apply_rows<std::complex<float>>(g);
+    case dtype::complex128:
+      return apply_rows<std::complex<double>>(g);
+    default:
+      break;
   }
   switch (dtype_size(g.type)) {  // copy-only types: plain rows of bytes of the right width
-    case 1: return apply_rows<raw<1>>(g);
-    case 2: return apply_rows<raw<2>>(g);
-    case 4: return apply_rows<raw<4>>(g);
-    case 8: return apply_rows<raw<8>>(g);
-    case 16: return apply_rows<raw<16>>(g);
-    default: throw error(errc::unsupported, "redistribute: unsupported element size");
+    case 1:
+      return apply_rows<raw<1>>(g);
+    case 2:
+      return apply_rows<raw<2>>(g);
+    case 4:
+      return apply_rows<raw<4>>(g);
+    case 8:
+      return apply_rows<raw<8>>(g);
+    case 16:
+      return apply_rows<raw<16>>(g);
+    default:
+      throw error(errc::unsupported, "redistribute: unsupported element size");
   }
 }
 
@@ -217,20 +228,32 @@ bool arithmetic_dtype(dtype t) {
 
 void apply(dtype t, const box_copy& c, const void* src, void* dst, const scaling& s) {
   switch (t) {
-    case dtype::float32: return apply_typed<float>(c, src, dst, s);
-    case dtype::float64: return apply_typed<double>(c, src, dst, s);
-    case dtype::complex64: return apply_typed<std::complex<float>>(c, src, dst, s);
-    case dtype::complex128: return apply_typed<std::complex<double>>(c, src, dst, s);
-    default: break;
+    case dtype::float32:
+      return apply_typed<float>(c, src, dst, s);
+    case dtype::float64:
+      return apply_typed<double>(c, src, dst, s);
+    case dtype::complex64:
+      return apply_typed<std::complex<float>>(c, src, dst, s);
+    case dtype::complex128:
+      return apply_typed<std::complex<double>>(c, src, dst, s);
+    default:
+      break;
   }
-  if (!s.plain()) throw error(errc::unsupported, "redistribute: alpha, beta and conjugation need a float or complex dtype");
+  if (!s.plain())
+    throw error(errc::unsupported, "redistribute: alpha, beta and conjugation need a float or complex dtype");
   switch (dtype_size(t)) {
-    case 1: return apply_raw<1>(c, src, dst);
-    case 2: return apply_raw<2>(c, src, dst);
-    case 4: return apply_raw<4>(c, src, dst);
-    case 8: return apply_raw<8>(c, src, dst);
-    case 16: return apply_raw<16>(c, src, dst);
-    default: throw error(errc::unsupported, "redistribute: unsupported element size");
+    case 1:
+      return apply_raw<1>(c, src, dst);
+    case 2:
+      return apply_raw<2>(c, src, dst);
+    case 4:
+      return apply_raw<4>(c, src, dst);
+    case 8:
+      return apply_raw<8>(c, src, dst);
+    case 16:
+      return apply_raw<16>(c, src, dst);
+    default:
+      throw error(errc::unsupported, "redistribute: unsupported element size");
   }
 }
 

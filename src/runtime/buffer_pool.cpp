@@ -23,7 +23,9 @@ class pool {
       // Best fit: the smallest free buffer that holds `bytes`, if at most twice as big.
       auto best = free_.end();
       for (auto it = free_.begin(); it != free_.end(); ++it) {
-        if (it->capacity >= bytes && it->capacity <= 2 * bytes && (best == free_.end() || it->capacity < best->capacity)) best = it;
+        if (it->capacity >= bytes && it->capacity <= 2 * bytes &&
+            (best == free_.end() || it->capacity < best->capacity))
+          best = it;
       }
       if (best != free_.end()) {
         capacity = best->capacity;

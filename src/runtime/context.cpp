@@ -119,8 +119,7 @@ node_layout build_layout(const comm_context& ctx, int ranks_per_node) {
     MPI_Comm_free(&shared);
     check_mpi(rc, "MPI_Allreduce (node key, node CPUs)");
     l.node_cpus = cpus.count();
-    check_mpi(MPI_Allgather(&key, 1, MPI_INT, node_key.data(), 1, MPI_INT, ctx.comm),
-              "MPI_Allgather (node keys)");
+    check_mpi(MPI_Allgather(&key, 1, MPI_INT, node_key.data(), 1, MPI_INT, ctx.comm), "MPI_Allgather (node keys)");
   }
   // Number nodes in order of their lowest rank.
   std::vector<int> keys = node_key;
@@ -131,7 +130,8 @@ node_layout build_layout(const comm_context& ctx, int ranks_per_node) {
   l.node_of.resize(static_cast<std::size_t>(ctx.size));
   l.local_of.resize(static_cast<std::size_t>(ctx.size));
   for (int r = 0; r < ctx.size; ++r) {
-    const auto node = static_cast<int>(std::lower_bound(keys.begin(), keys.end(), node_key[static_cast<std::size_t>(r)]) - keys.begin());
+    const auto node = static_cast<int>(
+        std::lower_bound(keys.begin(), keys.end(), node_key[static_cast<std::size_t>(r)]) - keys.begin());
     l.node_of[static_cast<std::size_t>(r)] = node;
     l.local_of[static_cast<std::size_t>(r)] = static_cast<int>(l.members[static_cast<std::size_t>(node)].size());
     l.members[static_cast<std::size_t>(node)].push_back(r);
@@ -198,8 +198,8 @@ comm_context& context_for(MPI_Comm user_comm) {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (!initialized || finalized) {
-    throw error(errc::mpi, std::string("collectives need MPI to be ") +
-                               (finalized ? "not yet finalized" : "initialized"));
+    throw error(errc::mpi,
+                std::string("collectives need MPI to be ") + (finalized ? "not yet finalized" : "initialized"));
   }
   const int key = keyval();
   void* value = nullptr;

@@ -28,11 +28,11 @@ namespace conveyor::detail {
 /// members of a node are listed in rank order.
 struct node_layout {
   int nodes = 1;
-  std::vector<int> node_of;             // rank -> node
-  std::vector<int> local_of;            // rank -> index within its node
+  std::vector<int> node_of;               // rank -> node
+  std::vector<int> local_of;              // rank -> index within its node
   std::vector<std::vector<int>> members;  // node -> ranks
-  int max_local = 1;                    // largest node size
-  int min_local = 1;                    // smallest node size
+  int max_local = 1;                      // largest node size
+  int min_local = 1;                      // smallest node size
   // CPUs in the union of the affinity masks of this rank's node's ranks
   // (runtime/cpu_affinity.hpp): the real nodes' layout (ranks per node 0) only;
   // 0 in an emulated layout.
@@ -67,7 +67,7 @@ struct comm_context : std::enable_shared_from_this<comm_context> {
   MPI_Comm comm = MPI_COMM_NULL;  // the private duplicate, errors returned (not fatal)
   int rank = 0;
   int size = 1;
-  std::map<int, node_layout> layouts;  // key: ranks per node (0 = shared-memory domains)
+  std::map<int, node_layout> layouts;        // key: ranks per node (0 = shared-memory domains)
   const node_layout* last_layout = nullptr;  // the most recently used entry of `layouts`
   int last_ranks_per_node = -1;
   // Read from the environment once, when the context is created (as MPI reads

@@ -26,7 +26,7 @@ struct slot {
   std::string what;
   std::int64_t value = INT64_MIN;
   bool present = false;
-  bool hidden = false;                         // a digest: compared, never shown
+  bool hidden = false;                            // a digest: compared, never shown
   std::function<std::string(std::int64_t)> show;  // null: as a number
 };
 
@@ -92,8 +92,8 @@ void check_thread_level(std::string_view operation) {
   const char* const level_name = provided == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
                                  : provided == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED"
                                                                    : "MPI_THREAD_SINGLE";
-  throw error(errc::mpi, std::string(operation) + ": another thread has a Conveyor call open, but MPI provides " + level_name +
-                             " (concurrent calls need MPI_Init_thread with MPI_THREAD_MULTIPLE)");
+  throw error(errc::mpi, std::string(operation) + ": another thread has a Conveyor call open, but MPI provides " +
+                             level_name + " (concurrent calls need MPI_Init_thread with MPI_THREAD_MULTIPLE)");
 }
 
 }  // namespace
@@ -154,8 +154,8 @@ namespace {
 void add_slot(collective_call::state& s, std::string_view what, std::optional<std::int64_t> value,
               std::function<std::string(std::int64_t)> show, bool hidden = false) {
   if (s.slots.size() >= static_cast<std::size_t>(collective_call::max_matched)) {
-    throw error(errc::internal, std::string(s.operation) + ": more than " + std::to_string(collective_call::max_matched) +
-                                    " arguments listed for matching");
+    throw error(errc::internal, std::string(s.operation) + ": more than " +
+                                    std::to_string(collective_call::max_matched) + " arguments listed for matching");
   }
   slot x;
   x.what = std::string(what);
@@ -217,7 +217,8 @@ void collective_call::agree() {
   if (s.agreed) throw error(errc::internal, std::string(s.operation) + ": agreed twice");
   s.agreed = true;
   if (s.agreed_by_caller) {
-    if (!ok()) throw error(errc::internal, std::string(s.operation) + ": a problem the caller's agreement missed: " + s.message);
+    if (!ok())
+      throw error(errc::internal, std::string(s.operation) + ": a problem the caller's agreement missed: " + s.message);
     return;
   }
   detail::comm_context& ctx = *s.ctx;

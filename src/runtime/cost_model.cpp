@@ -47,7 +47,8 @@ cost_model parse_cost_model(const std::string& text) {
     else if (key == "window") p.window = std::max(1, static_cast<int>(value));
     else if (key == "intra_piece_bytes") p.intra_piece_bytes = static_cast<std::size_t>(value);
     else if (key == "inter_piece_bytes") p.inter_piece_bytes = static_cast<std::size_t>(value);
-    else throw error(errc::invalid_argument, "tune file line " + std::to_string(lineno) + ": unknown key '" + key + "'");
+    else
+      throw error(errc::invalid_argument, "tune file line " + std::to_string(lineno) + ": unknown key '" + key + "'");
   }
   return p;
 }
@@ -58,8 +59,9 @@ std::string format_cost_model(const cost_model& p) {
   o << "# Conveyor cost model (seconds per message, seconds per byte); see docs/algorithms.md\n"
     << "intra_alpha " << p.intra_alpha << "\nintra_beta " << p.intra_beta << "\n"
     << "inter_alpha " << p.inter_alpha << "\ninter_beta " << p.inter_beta << "\n"
-    << "gamma " << p.gamma << "\ncopy_beta " << p.copy_beta << "\nshared_alpha " << p.shared_alpha << "\nsegment_bytes " << p.segment_bytes << "\nwindow " << p.window
-    << "\nintra_piece_bytes " << p.intra_piece_bytes << "\ninter_piece_bytes " << p.inter_piece_bytes << "\n";
+    << "gamma " << p.gamma << "\ncopy_beta " << p.copy_beta << "\nshared_alpha " << p.shared_alpha << "\nsegment_bytes "
+    << p.segment_bytes << "\nwindow " << p.window << "\nintra_piece_bytes " << p.intra_piece_bytes
+    << "\ninter_piece_bytes " << p.inter_piece_bytes << "\n";
   return o.str();
 }
 

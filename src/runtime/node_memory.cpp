@@ -35,9 +35,9 @@ struct header {
 };
 
 struct allocation {
-  char* base;          // the header
-  std::size_t total;   // header + data, page-rounded
-  int fd;              // -1: private memory (memfd unavailable)
+  char* base;         // the header
+  std::size_t total;  // header + data, page-rounded
+  int fd;             // -1: private memory (memfd unavailable)
   std::int64_t serial;
 };
 
@@ -93,7 +93,8 @@ std::shared_ptr<const peer_memory> map_node_memory(const node_memory_ref& ref) {
   auto& slot = r.peers[{ref.token, ref.serial}];
   if (auto mapped = slot.lock()) return mapped;
   char path[64];
-  std::snprintf(path, sizeof path, "/proc/%lld/fd/%lld", static_cast<long long>(ref.pid), static_cast<long long>(ref.fd));
+  std::snprintf(path, sizeof path, "/proc/%lld/fd/%lld", static_cast<long long>(ref.pid),
+                static_cast<long long>(ref.fd));
   const int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return nullptr;
   struct stat st {};
@@ -119,7 +120,8 @@ void* node_alloc(std::size_t bytes) {
   using detail::kHeader;
   detail::registry& r = detail::the_registry();
   const std::size_t total = kHeader + detail::page_round(bytes);
-  if (total < bytes) throw error(errc::invalid_argument, "node_alloc: " + std::to_string(bytes) + " bytes is too large");
+  if (total < bytes)
+    throw error(errc::invalid_argument, "node_alloc: " + std::to_string(bytes) + " bytes is too large");
   const int fd = static_cast<int>(memfd_create("conveyor-node-memory", MFD_CLOEXEC));
   void* base = MAP_FAILED;
   int err = 0;
@@ -136,7 +138,8 @@ void* node_alloc(std::size_t bytes) {
   } else {
     // No memfd (old kernels, seccomp): private memory, which no peer maps.
     base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED) throw error(errc::invalid_argument, "node_alloc: " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
+    if (base == MAP_FAILED)
+      throw error(errc::invalid_argument, "node_alloc: " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
   }
   std::lock_guard<std::mutex> hold(r.lock);
   const std::int64_t serial = r.next_serial++;

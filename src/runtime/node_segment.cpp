@@ -41,7 +41,8 @@ void* size_and_map(int fd, std::size_t bytes) {
 // A flag per rank, each on its own cache line, zero before any other rank maps
 // the segment (the broadcast that follows creation orders that).
 void init_flags(void* base, int size) {
-  for (int r = 0; r < size; ++r) new (static_cast<char*>(base) + kLine * static_cast<std::size_t>(r)) std::atomic<std::uint64_t>(0);
+  for (int r = 0; r < size; ++r)
+    new (static_cast<char*>(base) + kLine * static_cast<std::size_t>(r)) std::atomic<std::uint64_t>(0);
 }
 
 // Collective: every rank maps one segment, or none does (null everywhere).

@@ -71,8 +71,8 @@ constexpr std::array<entry, 17> kSettings = {{
     {"CONVEYOR_SCALAPACK_CACHE", "8",
      "plans kept per process set by the ScaLAPACK drop-ins (0: plan, run and free every call); same on every process",
      "first drop-in call"},
-    {"CONVEYOR_SCALAPACK_REPORT", "0",
-     "1: each process prints at exit the drop-in calls it served (planned / cached)", "first drop-in call"},
+    {"CONVEYOR_SCALAPACK_REPORT", "0", "1: each process prints at exit the drop-in calls it served (planned / cached)",
+     "first drop-in call"},
     {"CONVEYOR_MPI", "1",
      "libconveyor_mpi (the MPI interposition library): 0 passes every call to the MPI library unchanged",
      "first intercepted MPI call"},
@@ -114,7 +114,8 @@ const entry& entry_of(std::string_view name) {
   for (const entry& e : kSettings) {
     if (e.name == name) return e;
   }
-  throw error(errc::internal, "setting " + std::string(name) + " is not in the settings table (src/runtime/settings.cpp)");
+  throw error(errc::internal,
+              "setting " + std::string(name) + " is not in the settings table (src/runtime/settings.cpp)");
 }
 }  // namespace
 

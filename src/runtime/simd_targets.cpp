@@ -50,10 +50,12 @@ void select_locked(std::string_view name) {
   if (targets.empty()) throw error(errc::internal, "no runnable SIMD target");
   auto chosen = targets.begin();
   if (!name.empty()) {
-    chosen = std::find_if(targets.begin(), targets.end(), [&](const simd_target_entry& t) { return same_name(t.name, name); });
+    chosen = std::find_if(targets.begin(), targets.end(),
+                          [&](const simd_target_entry& t) { return same_name(t.name, name); });
     if (chosen == targets.end()) {
       const auto compiled = compiled_target_names();
-      const bool known = std::any_of(compiled.begin(), compiled.end(), [&](const std::string& c) { return same_name(c, name); });
+      const bool known =
+          std::any_of(compiled.begin(), compiled.end(), [&](const std::string& c) { return same_name(c, name); });
       throw error(errc::invalid_argument,
                   "SIMD target '" + std::string(name) + "' " +
                       (known ? "is not runnable on this CPU" : "is not a target this library was compiled for") +
@@ -97,7 +99,8 @@ std::string active_target_name() {
 void require_runnable(std::int64_t bit) {
   if (bit != 0 && (bit & (bit - 1)) == 0 && (runnable_mask() & bit) != 0) return;
   std::string what = "SIMD target bit " + std::to_string(bit);
-  if (bit != 0 && (bit & (bit - 1)) == 0 && (HWY_TARGETS & bit) != 0) what = std::string("SIMD target '") + hwy::TargetName(bit) + "'";
+  if (bit != 0 && (bit & (bit - 1)) == 0 && (HWY_TARGETS & bit) != 0)
+    what = std::string("SIMD target '") + hwy::TargetName(bit) + "'";
   throw error(errc::invalid_argument, what + " is not runnable on this CPU; runnable: " + runnable_list());
 }
 

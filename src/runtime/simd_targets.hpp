@@ -29,8 +29,8 @@
 namespace conveyor::detail {
 
 struct simd_target_entry {
-  std::int64_t bit;   // Highway's HWY_* target bit
-  std::string name;   // Highway's name for it, e.g. "AVX2"
+  std::int64_t bit;  // Highway's HWY_* target bit
+  std::string name;  // Highway's name for it, e.g. "AVX2"
 };
 
 /// Targets compiled into the library that this CPU can run, best first.

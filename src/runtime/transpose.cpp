@@ -21,7 +21,6 @@ namespace hn = hwy::HWY_NAMESPACE;
 // to four 64-bit values) loaded as L source columns, transposed in registers and
 // stored as L destination rows; the edges element by element.
 
-
 // One element: a copy, or alpha * x (+ beta * y) in float64.
 inline void Element(const std::uint64_t* in, std::uint64_t* out, const transpose_scale* s) {
   if (!s) {
@@ -95,7 +94,6 @@ void Transpose8(const void* src, std::int64_t sld, void* dst, std::int64_t dld, 
   TransposeBlocks(hn::CappedTag<std::uint64_t, 4>(), static_cast<const std::uint64_t*>(src), sld,
                   static_cast<std::uint64_t*>(dst), dld, rows, cols, s);
 }
-
 
 }  // namespace HWY_NAMESPACE
 }  // namespace detail

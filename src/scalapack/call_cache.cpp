@@ -76,7 +76,8 @@ process_set& set_of(int ctxt, const std::vector<int>& world_ranks, const std::ve
     const int rc = MPI_Comm_create_group(system_comm, group, /*tag=*/0x5ca1, &comm);
     MPI_Group_free(&group);
     MPI_Group_free(&system_group);
-    if (rc != MPI_SUCCESS || comm == MPI_COMM_NULL) throw error(errc::mpi, "MPI_Comm_create_group failed for a BLACS context");
+    if (rc != MPI_SUCCESS || comm == MPI_COMM_NULL)
+      throw error(errc::mpi, "MPI_Comm_create_group failed for a BLACS context");
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     process_set set;
     set.comm = comm;

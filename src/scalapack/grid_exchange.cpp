@@ -14,10 +14,17 @@ enum { kDtype = 0, kCtxt = 1 };
 
 // One process's row of the exchange.
 enum : int {
-  kPresent, kWorld, kSystem, kCandidateLo, kCandidateHi, kHit, kProblem, kProblemValue,
-  kScalars,                                   // call_scalars, kScalarCount ints
+  kPresent,
+  kWorld,
+  kSystem,
+  kCandidateLo,
+  kCandidateHi,
+  kHit,
+  kProblem,
+  kProblemValue,
+  kScalars,  // call_scalars, kScalarCount ints
   kScalarCount = 10,
-  kGridA = kScalars + kScalarCount,           // kGridInts ints per grid
+  kGridA = kScalars + kScalarCount,  // kGridInts ints per grid
   kGridInts = 13,
   kGridB = kGridA + kGridInts,
   kRecordInts = kGridB + kGridInts,
@@ -31,13 +38,21 @@ enum reason : int { kNone = 0, kBadType, kNegativeSize, kBadBlock, kBadSource, k
 std::string reason_text(int code, int value) {
   const char* which = code % 4 == 1 ? "A" : "B";
   switch (code / 4) {
-    case kBadType: return std::string("descriptor of ") + which + " has DTYPE " + std::to_string(value) + " (1 or 2 expected)";
-    case kNegativeSize: return std::string("descriptor of ") + which + " has a negative dimension (" + std::to_string(value) + ")";
-    case kBadBlock: return std::string("descriptor of ") + which + " has a block size " + std::to_string(value) + " < 1";
-    case kBadSource: return std::string("descriptor of ") + which + " has a source process " + std::to_string(value) + " outside its grid";
-    case kBadLld: return std::string("descriptor of ") + which + " has LLD " + std::to_string(value) + " below the local rows";
-    case kNullDescriptor: return std::string("descriptor of ") + which + " is null";
-    default: return "invalid argument";
+    case kBadType:
+      return std::string("descriptor of ") + which + " has DTYPE " + std::to_string(value) + " (1 or 2 expected)";
+    case kNegativeSize:
+      return std::string("descriptor of ") + which + " has a negative dimension (" + std::to_string(value) + ")";
+    case kBadBlock:
+      return std::string("descriptor of ") + which + " has a block size " + std::to_string(value) + " < 1";
+    case kBadSource:
+      return std::string("descriptor of ") + which + " has a source process " + std::to_string(value) +
+             " outside its grid";
+    case kBadLld:
+      return std::string("descriptor of ") + which + " has LLD " + std::to_string(value) + " below the local rows";
+    case kNullDescriptor:
+      return std::string("descriptor of ") + which + " is null";
+    default:
+      return "invalid argument";
   }
 }
 
@@ -50,7 +65,7 @@ int numroc(int n, int first, int nb, int me, int src, int P) {
   const int full = rest / nb, tail = rest % nb;
   // Blocks 1, 2, ... go to src+1, src+2, ...: process at distance d gets blocks k = d, d+P, ... (k >= 1).
   int mine = (dist == 0 ? first : 0);
-  const int k0 = dist == 0 ? P : dist;           // first block index >= 1 on this process
+  const int k0 = dist == 0 ? P : dist;  // first block index >= 1 on this process
   if (k0 <= full) mine += ((full - k0) / P + 1) * nb;
   if (tail > 0 && (full + 1 - k0) >= 0 && (full + 1 - k0) % P == 0) mine += tail;
   return mine;
@@ -61,7 +76,10 @@ int describe(const int* desc, int which, int* g, int& value, descriptor_rules ru
   const bool pblas = rules == descriptor_rules::pblas;
   for (int i = 0; i < kGridInts; ++i) g[i] = 0;
   g[gIn] = 0;
-  if (!desc) { value = 0; return kNullDescriptor * 4 + which; }
+  if (!desc) {
+    value = 0;
+    return kNullDescriptor * 4 + which;
+  }
   if (desc[kCtxt] < 0) return kNone;
   int nprow = 0, npcol = 0, row = -1, col = -1;
   Cblacs_gridinfo(desc[kCtxt], &nprow, &npcol, &row, &col);
@@ -199,15 +217,17 @@ exchange_result exchange(int ctxt, const call_scalars& s, const int* a_desc, con
     const int* q = &rows[static_cast<std::size_t>(p) * kRecordInts];
     out.world_ranks[static_cast<std::size_t>(p)] = q[kWorld];
     out.system_ranks[static_cast<std::size_t>(p)] = q[kSystem];
-    if (out.problem.empty() && q[kProblem] != kNone) out.problem = "process " + std::to_string(p) + ": " + reason_text(q[kProblem], q[kProblemValue]);
+    if (out.problem.empty() && q[kProblem] != kNone)
+      out.problem = "process " + std::to_string(p) + ": " + reason_text(q[kProblem], q[kProblemValue]);
   }
-  static const char* const kScalarNames[kScalarCount] = {"routine", "type", "M", "N", "IA", "JA", "IB", "JB", "UPLO", "DIAG"};
+  static const char* const kScalarNames[kScalarCount] = {"routine", "type", "M",  "N",    "IA",
+                                                         "JA",      "IB",   "JB", "UPLO", "DIAG"};
   for (int p = 1; p < np && out.problem.empty(); ++p) {
     for (int i = 0; i < kScalarCount; ++i) {
       const int x = rows[static_cast<std::size_t>(p) * kRecordInts + kScalars + i], y = rows[kScalars + i];
       if (x != y) {
-        out.problem = std::string("processes 0 and ") + std::to_string(p) + " pass different " + kScalarNames[i] + " (" +
-                      std::to_string(y) + " and " + std::to_string(x) + ")";
+        out.problem = std::string("processes 0 and ") + std::to_string(p) + " pass different " + kScalarNames[i] +
+                      " (" + std::to_string(y) + " and " + std::to_string(x) + ")";
         break;
       }
     }
@@ -220,7 +240,8 @@ exchange_result exchange(int ctxt, const call_scalars& s, const int* a_desc, con
   out.hit = rows[kHit];
   for (int p = 0; p < np; ++p) {
     const int* q = &rows[static_cast<std::size_t>(p) * kRecordInts];
-    const std::uint64_t c = static_cast<std::uint32_t>(q[kCandidateLo]) | (std::uint64_t{static_cast<std::uint32_t>(q[kCandidateHi])} << 32);
+    const std::uint64_t c = static_cast<std::uint32_t>(q[kCandidateLo]) |
+                            (std::uint64_t{static_cast<std::uint32_t>(q[kCandidateHi])} << 32);
     if (q[kHit] != out.hit || c != actual) out.hit = -1;
   }
   return out;

@@ -50,7 +50,7 @@ descriptor read_descriptor(const int* desc, std::string& problem, const char* wh
 struct grid_view {
   int nprow = 0, npcol = 0;
   int M = 0, N = 0, imb = 1, inb = 1, mb = 1, nb = 1, rsrc = 0, csrc = 0;
-  std::vector<int> member;  // r * npcol + c -> index of that process in the context
+  std::vector<int> member;                // r * npcol + c -> index of that process in the context
   int my_row = -1, my_col = -1, lld = 1;  // this process (-1: outside the grid)
 };
 
@@ -61,11 +61,11 @@ struct call_scalars {
 
 /// The outcome of the exchange, the same on every process of the context.
 struct exchange_result {
-  std::string problem;             // empty: the call is valid everywhere
-  std::vector<int> world_ranks;    // context process -> MPI_COMM_WORLD rank
-  std::vector<int> system_ranks;   // context process -> rank in the context's system communicator
-  int my_index = 0;                // this process's index in the context
-  int hit = -1;                    // the cache position every process found, or -1
+  std::string problem;            // empty: the call is valid everywhere
+  std::vector<int> world_ranks;   // context process -> MPI_COMM_WORLD rank
+  std::vector<int> system_ranks;  // context process -> rank in the context's system communicator
+  int my_index = 0;               // this process's index in the context
+  int hit = -1;                   // the cache position every process found, or -1
   grid_view a, b;
 };
 
@@ -76,8 +76,8 @@ std::uint64_t fingerprint(const std::vector<int>& ranks);
 /// `a_desc` / `b_desc`: this process's descriptors; `candidate`: the fingerprint of
 /// the process set whose cache this process looked in (every process compares it
 /// with the exchanged ranks), `hit`: where it found the call there (-1: not found).
-exchange_result exchange(int ctxt, const call_scalars& s, const int* a_desc, const int* b_desc,
-                         std::uint64_t candidate, int hit, descriptor_rules rules);
+exchange_result exchange(int ctxt, const call_scalars& s, const int* a_desc, const int* b_desc, std::uint64_t candidate,
+                         int hit, descriptor_rules rules);
 
 /// The communicator of a BLACS context's system context (where its grid lives).
 MPI_Comm system_communicator(int ctxt);

@@ -117,8 +117,8 @@ std::pair<std::int64_t, std::int64_t> trapezoid_rows(char uplo, char diag, int m
 
 // Everything a cached plan depends on, as this process sees it.
 std::vector<long long> key_of(const call& c) {
-  std::vector<long long> k = {c.routine, static_cast<int>(c.type), c.m, c.n, c.ia, c.ja, c.ib, c.jb, c.uplo, c.diag,
-                              c.conjugate, c.ctxt};
+  std::vector<long long> k = {
+      c.routine, static_cast<int>(c.type), c.m, c.n, c.ia, c.ja, c.ib, c.jb, c.uplo, c.diag, c.conjugate, c.ctxt};
   const double scalars[4] = {c.alpha.real(), c.alpha.imag(), c.beta.real(), c.beta.imag()};
   long long bits[4];
   std::memcpy(bits, scalars, sizeof bits);
@@ -211,11 +211,12 @@ struct call_counts {
 
 void report_at_exit() {
   const call_counts& c = call_counts::instance();
-  std::fprintf(stderr,
-               "conveyor scalapack report: rank %d: gemr2d %lld, trmr2d %lld, tran %lld calls (%lld planned, %lld cached, "
-               "%lld empty); seconds: agreeing %.4f, process sets %.4f, planning %.4f, moving %.4f\n",
-               c.world_rank, c.calls[kGemr], c.calls[kTrmr], c.calls[kTran], c.planned, c.cached, c.empty,
-               c.seconds[kAgree], c.seconds[kProcessSet], c.seconds[kPlan], c.seconds[kMove]);
+  std::fprintf(
+      stderr,
+      "conveyor scalapack report: rank %d: gemr2d %lld, trmr2d %lld, tran %lld calls (%lld planned, %lld cached, "
+      "%lld empty); seconds: agreeing %.4f, process sets %.4f, planning %.4f, moving %.4f\n",
+      c.world_rank, c.calls[kGemr], c.calls[kTrmr], c.calls[kTran], c.planned, c.cached, c.empty, c.seconds[kAgree],
+      c.seconds[kProcessSet], c.seconds[kPlan], c.seconds[kMove]);
 }
 
 enum class call_kind { planned, cached, empty };
@@ -270,8 +271,8 @@ void run(const char* name, const call& c) {
     const std::vector<long long> key = key_of(c);
     process_set* candidate = candidate_set(c.ctxt);
     const call_scalars scalars{c.routine, static_cast<int>(c.type), c.m, c.n, c.ia, c.ja, c.ib, c.jb, c.uplo, c.diag};
-    const descriptor_rules rules = kUnderScalapackNames && c.routine != kTran ? descriptor_rules::reference_redist
-                                                                               : descriptor_rules::pblas;
+    const descriptor_rules rules =
+        kUnderScalapackNames && c.routine != kTran ? descriptor_rules::reference_redist : descriptor_rules::pblas;
     const exchange_result x = exchange(c.ctxt, scalars, c.desca, c.descb, candidate ? candidate->fingerprint : 0,
                                        find_call(candidate, key), rules);
     clock.lap(kAgree);
@@ -413,18 +414,17 @@ extern "C" {
 
 // p?gemr2d (Fortran: by pointer) and Cp?gemr2d (C: by value); complex types as
 // interleaved (re, im) pairs of the real type.
-#define CONVEYOR_GEMR2D(x, T, dt)                                                                                      \
-  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(p##x##gemr2d)(const int* m, const int* n, const T* a,          \
-                                                                       const int* ia, const int* ja, const int* desca, \
-                                                                       T* b, const int* ib, const int* jb,             \
-                                                                       const int* descb, const int* ictxt) {           \
-    sd::gemr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(p##x##gemr2d)), dt, *m, *n, a, *ia, *ja, desca, b, *ib, *jb, descb, \
-               *ictxt);                                                                                                 \
-  }                                                                                                                     \
-  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_CNAME(Cp##x##gemr2d)(int m, int n, T* a, int ia, int ja, int* desca, \
-                                                                         T* b, int ib, int jb, int* descb, int ictxt) { \
-    sd::gemr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_CNAME(Cp##x##gemr2d)), dt, m, n, a, ia, ja, desca, b, ib, jb, descb,     \
-               ictxt);                                                                                                  \
+#define CONVEYOR_GEMR2D(x, T, dt)                                                                                   \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(p##x##gemr2d)(                                             \
+      const int* m, const int* n, const T* a, const int* ia, const int* ja, const int* desca, T* b, const int* ib,  \
+      const int* jb, const int* descb, const int* ictxt) {                                                          \
+    sd::gemr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(p##x##gemr2d)), dt, *m, *n, a, *ia, *ja, desca, b, *ib, *jb,    \
+               descb, *ictxt);                                                                                      \
+  }                                                                                                                 \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_CNAME(Cp##x##gemr2d)(                                           \
+      int m, int n, T* a, int ia, int ja, int* desca, T* b, int ib, int jb, int* descb, int ictxt) {                \
+    sd::gemr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_CNAME(Cp##x##gemr2d)), dt, m, n, a, ia, ja, desca, b, ib, jb, descb, \
+               ictxt);                                                                                              \
   }
 CONVEYOR_FOR_EACH_REDISTRIBUTION_TYPE(CONVEYOR_GEMR2D)
 #undef CONVEYOR_GEMR2D
@@ -432,42 +432,40 @@ CONVEYOR_FOR_EACH_REDISTRIBUTION_TYPE(CONVEYOR_GEMR2D)
 // p?trmr2d / Cp?trmr2d: the trapezoid of the submatrix (UPLO, DIAG as ScaLAPACK).
 // (Fortran passes the lengths of UPLO and DIAG as extra trailing arguments; they
 // are not needed for one character each.)
-#define CONVEYOR_TRMR2D(x, T, dt)                                                                                      \
-  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(p##x##trmr2d)(                                                \
-      const char* uplo, const char* diag, const int* m, const int* n, const T* a, const int* ia, const int* ja,         \
-      const int* desca, T* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {                       \
-    sd::trmr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(p##x##trmr2d)), dt, uplo, diag, *m, *n, a, *ia, *ja, desca, b, *ib, \
-               *jb, descb, *ictxt);                                                                                     \
-  }                                                                                                                     \
-  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_CNAME(Cp##x##trmr2d)(char* uplo, char* diag, int m, int n, T* a,    \
-                                                                         int ia, int ja, int* desca, T* b, int ib,      \
-                                                                         int jb, int* descb, int ictxt) {               \
-    sd::trmr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_CNAME(Cp##x##trmr2d)), dt, uplo, diag, m, n, a, ia, ja, desca, b, ib,    \
-               jb, descb, ictxt);                                                                                       \
+#define CONVEYOR_TRMR2D(x, T, dt)                                                                                    \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(p##x##trmr2d)(                                              \
+      const char* uplo, const char* diag, const int* m, const int* n, const T* a, const int* ia, const int* ja,      \
+      const int* desca, T* b, const int* ib, const int* jb, const int* descb, const int* ictxt) {                    \
+    sd::trmr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(p##x##trmr2d)), dt, uplo, diag, *m, *n, a, *ia, *ja, desca, b,   \
+               *ib, *jb, descb, *ictxt);                                                                             \
+  }                                                                                                                  \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_CNAME(Cp##x##trmr2d)(char* uplo, char* diag, int m, int n, T* a, \
+                                                                         int ia, int ja, int* desca, T* b, int ib,   \
+                                                                         int jb, int* descb, int ictxt) {            \
+    sd::trmr2d(CONVEYOR_STR(CONVEYOR_SCALAPACK_CNAME(Cp##x##trmr2d)), dt, uplo, diag, m, n, a, ia, ja, desca, b, ib, \
+               jb, descb, ictxt);                                                                                    \
   }
 CONVEYOR_FOR_EACH_REDISTRIBUTION_TYPE(CONVEYOR_TRMR2D)
 #undef CONVEYOR_TRMR2D
 
-#define CONVEYOR_TRAN(x, T, dt)                                                                                      \
-  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(x)(const int* m, const int* n, const T* alpha, const T* a,    \
-                                                            const int* ia, const int* ja, const int* desca,           \
-                                                            const T* beta, T* c, const int* ic, const int* jc,        \
-                                                            const int* descc) {                                       \
-    sd::tran(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, *m, *n, *alpha, a, *ia, *ja, desca, *beta, c, *ic, *jc,    \
-             descc, false);                                                                                           \
+#define CONVEYOR_TRAN(x, T, dt)                                                                                    \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(x)(                                                       \
+      const int* m, const int* n, const T* alpha, const T* a, const int* ia, const int* ja, const int* desca,      \
+      const T* beta, T* c, const int* ic, const int* jc, const int* descc) {                                       \
+    sd::tran(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, *m, *n, *alpha, a, *ia, *ja, desca, *beta, c, *ic, *jc, \
+             descc, false);                                                                                        \
   }
 CONVEYOR_TRAN(pstran, float, dtype::float32)
 CONVEYOR_TRAN(pdtran, double, dtype::float64)
 #undef CONVEYOR_TRAN
 
 // Complex: alpha and beta are (re, im) pairs; tranu transposes, tranc also conjugates.
-#define CONVEYOR_CTRAN(x, F, dt, conj)                                                                               \
-  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(x)(const int* m, const int* n, const F* alpha, const F* a,    \
-                                                            const int* ia, const int* ja, const int* desca,           \
-                                                            const F* beta, F* c, const int* ic, const int* jc,        \
-                                                            const int* descc) {                                       \
-    sd::tran(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, *m, *n, {alpha[0], alpha[1]}, a, *ia, *ja, desca,          \
-             {beta[0], beta[1]}, c, *ic, *jc, descc, conj);                                                           \
+#define CONVEYOR_CTRAN(x, F, dt, conj)                                                                        \
+  CONVEYOR_SCALAPACK_EXPORT void CONVEYOR_SCALAPACK_NAME(x)(                                                  \
+      const int* m, const int* n, const F* alpha, const F* a, const int* ia, const int* ja, const int* desca, \
+      const F* beta, F* c, const int* ic, const int* jc, const int* descc) {                                  \
+    sd::tran(CONVEYOR_STR(CONVEYOR_SCALAPACK_NAME(x)), dt, *m, *n, {alpha[0], alpha[1]}, a, *ia, *ja, desca,  \
+             {beta[0], beta[1]}, c, *ic, *jc, descc, conj);                                                   \
   }
 CONVEYOR_CTRAN(pctranu, float, dtype::complex64, false)
 CONVEYOR_CTRAN(pztranu, double, dtype::complex128, false)

@@ -73,8 +73,7 @@ template <class T>
 class barycenter_solver {
  public:
   barycenter_solver(const run_context& ctx, const barycenter_problem<T>& p, const barycenter_options& o)
-      : ctx_(ctx), p_(p), o_(o), k_(active<T>()), H_(p.hists), dim_(p.dim),
-        inv_eps_(static_cast<T>(1 / p.eps)) {}
+      : ctx_(ctx), p_(p), o_(o), k_(active<T>()), H_(p.hists), dim_(p.dim), inv_eps_(static_cast<T>(1 / p.eps)) {}
 
   barycenter_result<T> run() {
     barycenter_result<T> res;
@@ -97,7 +96,8 @@ class barycenter_solver {
       res.time.row_pass += rows_done - t0;
       res.time.column_pass += now() - rows_done;
       res.error_history.push_back(err);
-      const bool finite = std::isfinite(err) && std::all_of(q.begin(), q.end(), [](double x) { return std::isfinite(x); });
+      const bool finite =
+          std::isfinite(err) && std::all_of(q.begin(), q.end(), [](double x) { return std::isfinite(x); });
       if (!finite) {
         res.state = status::numerical_failure;
         break;
@@ -120,7 +120,9 @@ class barycenter_solver {
   }
 
  private:
-  int threads() const { return std::max(1, std::min(ctx_.threads, static_cast<int>(std::max<std::size_t>(p_.rows, 1)))); }
+  int threads() const {
+    return std::max(1, std::min(ctx_.threads, static_cast<int>(std::max<std::size_t>(p_.rows, 1))));
+  }
   const T* cost_row(std::size_t i) const { return p_.C + i * p_.ld; }
   const T* kernel_row(std::size_t i) const { return K_.data() + i * dim_; }
   T weight_of(std::size_t i, std::size_t k) const { return p_.A[(ctx_.first_row + i) * H_ + k]; }
@@ -131,7 +133,8 @@ class barycenter_solver {
     const auto n = static_cast<std::ptrdiff_t>(p_.rows);
 #pragma omp parallel for num_threads(threads()) schedule(static)
     for (std::ptrdiff_t i = 0; i < n; ++i) {
-      k_.gibbs_row(K_.data() + static_cast<std::size_t>(i) * dim_, cost_row(static_cast<std::size_t>(i)), neg_inv_eps, dim_);
+      k_.gibbs_row(K_.data() + static_cast<std::size_t>(i) * dim_, cost_row(static_cast<std::size_t>(i)), neg_inv_eps,
+                   dim_);
     }
   }
 
@@ -141,17 +144,20 @@ class barycenter_solver {
   // other histograms, and u_k, s_k are read once per 8 rows (fused_rows' groups)
   // instead of once per row and histogram (measured: results.md, "Barycenters").
   void row_pass(std::vector<T>& local) {
-    const std::size_t block = std::max<std::size_t>(8, (std::size_t{512} << 10) / std::max<std::size_t>(dim_ * sizeof(T), 1));
-    threaded_column_reduce(threads(), p_.rows, T(0), partial_, local, k_.add, [&](std::size_t lo, std::size_t hi, T* acc) {
-      std::vector<T> weights(block), factors(block);
-      for (std::size_t b0 = lo; b0 < hi; b0 += block) {
-        const std::size_t nb = std::min(block, hi - b0);
-        for (std::size_t k = 0; k < H_; ++k) {
-          for (std::size_t r = 0; r < nb; ++r) weights[r] = weight_of(b0 + r, k);
-          k_.fused_rows(kernel_row(b0), nb, dim_, dim_, u_.data() + k * dim_, weights.data(), factors.data(), acc + k * dim_);
-        }
-      }
-    });
+    const std::size_t block =
+        std::max<std::size_t>(8, (std::size_t{512} << 10) / std::max<std::size_t>(dim_ * sizeof(T), 1));
+    threaded_column_reduce(threads(), p_.rows, T(0), partial_, local, k_.add,
+                           [&](std::size_t lo, std::size_t hi, T* acc) {
+                             std::vector<T> weights(block), factors(block);
+                             for (std::size_t b0 = lo; b0 < hi; b0 += block) {
+                               const std::size_t nb = std::min(block, hi - b0);
+                               for (std::size_t k = 0; k < H_; ++k) {
+                                 for (std::size_t r = 0; r < nb; ++r) weights[r] = weight_of(b0 + r, k);
+                                 k_.fused_rows(kernel_row(b0), nb, dim_, dim_, u_.data() + k * dim_, weights.data(),
+                                               factors.data(), acc + k * dim_);
+                               }
+                             }
+                           });
   }
 
   // ukv = u s, q = the weighted geometric mean, u = u q / ukv; returns the error.
@@ -163,7 +169,8 @@ class barycenter_solver {
       for (std::size_t k = 0; k < H_; ++k) log_q += p_.weights[k] * std::log(static_cast<double>(ukv[k * dim_ + j]));
       q[j] = std::exp(log_q);
       for (std::size_t k = 0; k < H_; ++k) {
-        u_[k * dim_ + j] = static_cast<T>(static_cast<double>(u_[k * dim_ + j]) * q[j] / static_cast<double>(ukv[k * dim_ + j]));
+        u_[k * dim_ + j] =
+            static_cast<T>(static_cast<double>(u_[k * dim_ + j]) * q[j] / static_cast<double>(ukv[k * dim_ + j]));
       }
     }
     return spread_over_histograms(ukv, H_, dim_);
@@ -172,29 +179,30 @@ class barycenter_solver {
   // local_k = the column sums of my rows of plan k, f the row side's log scalings.
   void log_row_pass(std::vector<T>& local) {
     buffers_.resize(static_cast<std::size_t>(threads()));
-    threaded_column_reduce(threads(), p_.rows, T(0), partial_, local, k_.add, [&](std::size_t lo, std::size_t hi, T* acc) {
-      auto& e = buffers_[static_cast<std::size_t>(omp_get_thread_num())];
-      e.resize(dim_);
-      for (std::size_t i = lo; i < hi; ++i) {
-        for (std::size_t k = 0; k < H_; ++k) {
-          const T a = weight_of(i, k);
-          T& f = f_[i * H_ + k];
-          if (a == 0) {
-            f = -std::numeric_limits<T>::infinity();
-            continue;
+    threaded_column_reduce(
+        threads(), p_.rows, T(0), partial_, local, k_.add, [&](std::size_t lo, std::size_t hi, T* acc) {
+          auto& e = buffers_[static_cast<std::size_t>(omp_get_thread_num())];
+          e.resize(dim_);
+          for (std::size_t i = lo; i < hi; ++i) {
+            for (std::size_t k = 0; k < H_; ++k) {
+              const T a = weight_of(i, k);
+              T& f = f_[i * H_ + k];
+              if (a == 0) {
+                f = -std::numeric_limits<T>::infinity();
+                continue;
+              }
+              T m = 0;
+              const T rs = k_.exp_row(cost_row(i), G_.data() + k * dim_, inv_eps_, e.data(), dim_, &m);
+              if (!(rs > 0) || !std::isfinite(m)) {  // poisons the sums: every rank sees the failure
+                f = std::numeric_limits<T>::quiet_NaN();
+                if (dim_) acc[k * dim_] = std::numeric_limits<T>::quiet_NaN();
+                continue;
+              }
+              f = std::log(a) - m - std::log(rs);
+              k_.axpy(acc + k * dim_, a / rs, e.data(), dim_);
+            }
           }
-          T m = 0;
-          const T rs = k_.exp_row(cost_row(i), G_.data() + k * dim_, inv_eps_, e.data(), dim_, &m);
-          if (!(rs > 0) || !std::isfinite(m)) {  // poisons the sums: every rank sees the failure
-            f = std::numeric_limits<T>::quiet_NaN();
-            if (dim_) acc[k * dim_] = std::numeric_limits<T>::quiet_NaN();
-            continue;
-          }
-          f = std::log(a) - m - std::log(rs);
-          k_.axpy(acc + k * dim_, a / rs, e.data(), dim_);
-        }
-      }
-    });
+        });
   }
 
   // log KU from the plans' column sums s (exactly where one underflowed), then
@@ -205,7 +213,8 @@ class barycenter_solver {
     if (underflow) {
       exact_log_ku(log_ku);
     } else {
-      for (std::size_t x = 0; x < log_ku.size(); ++x) log_ku[x] = std::log(static_cast<double>(s[x])) - static_cast<double>(G_[x]);
+      for (std::size_t x = 0; x < log_ku.size(); ++x)
+        log_ku[x] = std::log(static_cast<double>(s[x])) - static_cast<double>(G_[x]);
     }
     std::vector<double> plan_columns(H_ * dim_);  // exp(G + log KU): the plans' column sums
     for (std::size_t x = 0; x < log_ku.size(); ++x) plan_columns[x] = std::exp(static_cast<double>(G_[x]) + log_ku[x]);
@@ -233,7 +242,8 @@ class barycenter_solver {
         [&](std::size_t lo, std::size_t hi, const T* m, T* acc) {
           for (std::size_t i = lo; i < hi; ++i) {
             for (std::size_t k = 0; k < H_; ++k) {
-              if (weight_of(i, k) > 0) k_.column_expsum(acc + k * dim_, cost_row(i), f_[i * H_ + k], inv_eps_, m + k * dim_, dim_);
+              if (weight_of(i, k) > 0)
+                k_.column_expsum(acc + k * dim_, cost_row(i), f_[i * H_ + k], inv_eps_, m + k * dim_, dim_);
             }
           }
         });
@@ -269,7 +279,8 @@ void check_data(const run_context& ctx, const barycenter_problem<T>& p) {
   }
   for (std::size_t k = 0; k < p.weights.size(); ++k) {
     if (!(std::isfinite(p.weights[k]) && p.weights[k] >= 0)) {
-      bad("weights[" + std::to_string(k) + "] = " + std::to_string(p.weights[k]) + " (weights must be finite and >= 0)");
+      bad("weights[" + std::to_string(k) + "] = " + std::to_string(p.weights[k]) +
+          " (weights must be finite and >= 0)");
     }
   }
   std::vector<double> mass(p.hists, 0.0);
@@ -296,8 +307,8 @@ void check_data(const run_context& ctx, const barycenter_problem<T>& p) {
     const T* c = p.C + i * p.ld;
     const auto hit = std::find_if(c, c + p.dim, [](T x) { return !std::isfinite(x); });
     if (hit != c + p.dim) {
-      bad("C[" + std::to_string(ctx.first_row + i) + "][" + std::to_string(hit - c) + "] = " +
-          std::to_string(static_cast<double>(*hit)) + " (costs must be finite)");
+      bad("C[" + std::to_string(ctx.first_row + i) + "][" + std::to_string(hit - c) +
+          "] = " + std::to_string(static_cast<double>(*hit)) + " (costs must be finite)");
     }
   }
 }
@@ -317,7 +328,8 @@ barycenter_result<T> barycenter_entry(barycenter_problem<T>& p, const T* weights
     if (!p.C && p.rows > 0 && p.dim > 0) bad("C is null");
     if (!p.A && p.dim > 0) bad("A is null");
   });
-  call.must_match("dims", static_cast<std::int64_t>(p.dim)).must_match("histogram counts", static_cast<std::int64_t>(p.hists));
+  call.must_match("dims", static_cast<std::int64_t>(p.dim))
+      .must_match("histogram counts", static_cast<std::int64_t>(p.hists));
   call.must_match("dtypes", dtype_of_v<T>).must_match("max_iter values", o.max_iter);
   call.must_match_real("tolerances", o.tol).must_match("log_domain flags", o.log_domain ? 1 : 0);
   call.must_match("check_every values", o.check_every).must_match("first_check values", o.first_check);

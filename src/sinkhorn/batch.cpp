@@ -78,7 +78,10 @@ template <class T>
 class point_passes {
  public:
   point_passes(const batch_problem<T>& p, metric ground)
-      : p_(p), k_(active_point_kernels<T>()), inv_eps_(static_cast<T>(1 / p.eps)), ground_(ground),
+      : p_(p),
+        k_(active_point_kernels<T>()),
+        inv_eps_(static_cast<T>(1 / p.eps)),
+        ground_(ground),
         scratch_(point_kernels<T>::kScratch) {}
 
   void load(std::size_t q) {
@@ -116,8 +119,8 @@ class point_passes {
       for (std::size_t k = 0; k < p_.dim; ++k) out[k * count + i] = points[i * p_.dim + k];
     }
   }
-  void fold(const std::vector<T>& points, std::size_t rows, const std::vector<T>& other_t, std::size_t cols,
-            const T* h, running_lse* out, bool with_cost) {
+  void fold(const std::vector<T>& points, std::size_t rows, const std::vector<T>& other_t, std::size_t cols, const T* h,
+            running_lse* out, bool with_cost) {
     std::fill(out, out + rows, running_lse{-kInf, 0.0, 0.0});
     k_.merge_block(points.data(), rows, p_.dim, other_t.data(), cols, h, inv_eps_, ground_, with_cost, out,
                    scratch_.data());
@@ -260,7 +263,8 @@ void check_batch_options(const batch_options& o) {
   if (!(o.tol >= 0)) bad("tol must be >= 0");
   if (o.max_iter < 1) bad("max_iter must be >= 1");
   if (o.check_every < 1) bad("check_every must be >= 1");
-  if (o.norm != error_norm::l1 && o.norm != error_norm::l2) bad("unknown norm " + std::to_string(static_cast<int>(o.norm)));
+  if (o.norm != error_norm::l1 && o.norm != error_norm::l2)
+    bad("unknown norm " + std::to_string(static_cast<int>(o.norm)));
   if (o.threads < 0) bad("threads must be >= 0");
   if (o.metric != metric::sqeuclidean && o.metric != metric::euclidean) {
     bad("unknown metric " + std::to_string(static_cast<int>(o.metric)));
@@ -283,8 +287,9 @@ void check_weights(const batch_problem<T>& p) {
     }
     if (p.n == 0 || p.m == 0) continue;  // (an empty problem: nothing to balance)
     if (!(mass[0] > 0) || !(mass[1] > 0) || std::abs(mass[0] - mass[1]) > tolerance * std::max(mass[0], mass[1])) {
-      throw error(errc::invalid_argument, "problem " + std::to_string(q) + ": a and b must have equal positive masses (" +
-                                              std::to_string(mass[0]) + " vs " + std::to_string(mass[1]) + ")");
+      throw error(errc::invalid_argument, "problem " + std::to_string(q) +
+                                              ": a and b must have equal positive masses (" + std::to_string(mass[0]) +
+                                              " vs " + std::to_string(mass[1]) + ")");
     }
   }
 }
@@ -309,7 +314,9 @@ batch_result<T> transport_batch_entry(const batch_problem<T>& p, MPI_Comm comm, 
       .must_match("point counts m", static_cast<std::int64_t>(p.m))
       .must_match("dims", static_cast<std::int64_t>(p.dim))
       .must_match("dtypes", dtype_of_v<T>);
-  call.must_match("max_iter values", o.max_iter).must_match_real("tolerances", o.tol).must_match("norms", o.norm, norm_name);
+  call.must_match("max_iter values", o.max_iter)
+      .must_match_real("tolerances", o.tol)
+      .must_match("norms", o.norm, norm_name);
   call.must_match("check_every values", o.check_every).must_match("metrics", o.metric, metric_name);
   if (eps_valid) call.must_match_real("eps values", p.eps);
   run_context ctx = agreed_context(call);

@@ -16,7 +16,8 @@
 namespace conveyor::sinkhorn {
 
 CONVEYOR_ENUM_NAMES(error_norm, CONVEYOR_SINKHORN_NORM_LIST, "error norm", kNormNames, norm_name, parse_norm)
-CONVEYOR_ENUM_NAMES(variant, CONVEYOR_SINKHORN_VARIANT_LIST, "Sinkhorn variant", kVariantNames, variant_name, parse_variant)
+CONVEYOR_ENUM_NAMES(variant, CONVEYOR_SINKHORN_VARIANT_LIST, "Sinkhorn variant", kVariantNames, variant_name,
+                    parse_variant)
 CONVEYOR_ENUM_NAMES(reg_type, CONVEYOR_SINKHORN_REG_TYPE_LIST, "reg_type", kRegTypeNames, reg_type_name, parse_reg_type)
 CONVEYOR_ENUM_NAMES(stop_rule, CONVEYOR_SINKHORN_STOP_LIST, "stop rule", kStopNames, stop_rule_name, parse_stop_rule)
 CONVEYOR_ENUM_NAME_ONLY(status, CONVEYOR_SINKHORN_STATUS_LIST, "Sinkhorn status", kStatusNames, status_name)
@@ -25,8 +26,7 @@ bool rewrites_matrix(variant v) { return v != variant::fused; }
 
 row_block balanced_rows(std::size_t M, int rank, int size) {
   if (size <= 0 || rank < 0 || rank >= size) {
-    throw error(errc::invalid_argument, "balanced_rows: rank " + std::to_string(rank) + " of " +
-                                            std::to_string(size));
+    throw error(errc::invalid_argument, "balanced_rows: rank " + std::to_string(rank) + " of " + std::to_string(size));
   }
   const auto [begin, end] = detail::share(M, rank, size);
   return {begin, end - begin};
@@ -40,7 +40,7 @@ void check_call(const call_shape& c, const options& o) {
   if (kind < 0 || kind > static_cast<int>(variant::blocked)) bad("unknown variant " + std::to_string(kind));
   if (!c.in_place && !c.transport && rewrites_matrix(o.variant)) {
     bad("variant '" + std::string(variant_name(o.variant)) +
-               "' rescales A in place; call scale_in_place (scale takes a read-only A: variant fused)");
+        "' rescales A in place; call scale_in_place (scale takes a read-only A: variant fused)");
   }
   if (c.ld < c.cols) bad("leading dimension " + std::to_string(c.ld) + " < columns " + std::to_string(c.cols));
   if (c.matrix_null && c.rows > 0 && c.cols > 0) bad("matrix is null");
@@ -49,7 +49,8 @@ void check_call(const call_shape& c, const options& o) {
   if (!(o.tol >= 0)) bad("tol must be >= 0");
   if (o.max_iter < 1) bad("max_iter must be >= 1");
   if (o.check_every < 1) bad("check_every must be >= 1");
-  if (static_cast<int>(o.norm) < 0 || o.norm > error_norm::l2) bad("unknown norm " + std::to_string(static_cast<int>(o.norm)));
+  if (static_cast<int>(o.norm) < 0 || o.norm > error_norm::l2)
+    bad("unknown norm " + std::to_string(static_cast<int>(o.norm)));
   if (o.threads < 0) bad("threads must be >= 0");
   check_unbalanced(o.reg_m_rows, o.reg_m_cols, o.reg_type, o.stop);
   if (!c.transport && (!std::isinf(o.reg_m_rows) || !std::isinf(o.reg_m_cols))) {
@@ -85,7 +86,8 @@ void check_unbalanced(double reg_m_rows, double reg_m_cols, reg_type type, stop_
   for (double r : {reg_m_rows, reg_m_cols}) {
     if (!(r > 0)) bad("reg_m must be > 0 (infinity: a balanced marginal), got " + std::to_string(r));
   }
-  if (type != reg_type::kl && type != reg_type::entropy) bad("unknown reg_type " + std::to_string(static_cast<int>(type)));
+  if (type != reg_type::kl && type != reg_type::entropy)
+    bad("unknown reg_type " + std::to_string(static_cast<int>(type)));
   if (stop != stop_rule::marginal && stop != stop_rule::change) {
     bad("unknown stop rule " + std::to_string(static_cast<int>(stop)));
   }
@@ -161,14 +163,12 @@ void check_masses(const run_context& ctx, double local_row_mass, double column_m
   // Room for the rounding of marginals normalized in the caller's precision.
   const double tolerance = single_precision ? 1e-4 : 1e-8;
   if (std::abs(rows - cols) > tolerance * std::max(rows, cols)) {
-    throw error(errc::invalid_argument, w + ": row and column marginals have different sums (" +
-                                            std::to_string(rows) + " vs " + std::to_string(cols) + ")");
+    throw error(errc::invalid_argument, w + ": row and column marginals have different sums (" + std::to_string(rows) +
+                                            " vs " + std::to_string(cols) + ")");
   }
 }
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 double ordered_sum(const std::vector<double>& x) { return std::accumulate(x.begin(), x.end(), 0.0); }
 

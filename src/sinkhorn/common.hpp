@@ -84,8 +84,8 @@ template <class T>
 void check_marginal(const T* x, std::size_t n, const char* name, std::size_t offset) {
   for (std::size_t i = 0; i < n; ++i) {
     if (!(std::isfinite(x[i]) && x[i] >= 0)) {
-      throw error(errc::invalid_argument, std::string(name) + "[" + std::to_string(offset + i) + "] = " +
-                                              std::to_string(static_cast<double>(x[i])) +
+      throw error(errc::invalid_argument, std::string(name) + "[" + std::to_string(offset + i) +
+                                              "] = " + std::to_string(static_cast<double>(x[i])) +
                                               " (marginals must be finite and >= 0)");
     }
   }
@@ -109,8 +109,8 @@ inline std::pair<std::size_t, std::size_t> share(std::size_t n, int part, int pa
 /// the accumulators into `out` in thread order with combine(dst, src, n), each
 /// thread over its share of the columns. Deterministic for a fixed thread count.
 template <class T, class Work, class Combine>
-void threaded_column_reduce(int nt, std::size_t rows, T init, std::vector<std::vector<T>>& partial,
-                            std::vector<T>& out, Combine&& combine, Work&& work) {
+void threaded_column_reduce(int nt, std::size_t rows, T init, std::vector<std::vector<T>>& partial, std::vector<T>& out,
+                            Combine&& combine, Work&& work) {
   const std::size_t cols = out.size();
   if (nt <= 1) {
     std::fill(out.begin(), out.end(), init);
@@ -127,8 +127,8 @@ void threaded_column_reduce(int nt, std::size_t rows, T init, std::vector<std::v
     work(lo, hi, mine.data());
 #pragma omp barrier
     const auto [j0, j1] = share(cols, tid, nt);
-    std::copy(partial[0].begin() + static_cast<std::ptrdiff_t>(j0), partial[0].begin() + static_cast<std::ptrdiff_t>(j1),
-              out.begin() + static_cast<std::ptrdiff_t>(j0));
+    std::copy(partial[0].begin() + static_cast<std::ptrdiff_t>(j0),
+              partial[0].begin() + static_cast<std::ptrdiff_t>(j1), out.begin() + static_cast<std::ptrdiff_t>(j0));
     for (int q = 1; q < nt; ++q) combine(out.data() + j0, partial[static_cast<std::size_t>(q)].data() + j0, j1 - j0);
   }
 }
@@ -146,16 +146,18 @@ void global_column_lse(int nt, std::size_t rows, std::vector<std::vector<T>>& pa
   const std::size_t n = lse.size();
   const T minus_inf = -std::numeric_limits<T>::infinity();
   std::vector<T> m(n), s(n);
-  threaded_column_reduce(nt, rows, minus_inf, partial, m,
-                         [](T* dst, const T* src, std::size_t k) {
-                           for (std::size_t j = 0; j < k; ++j) dst[j] = std::max(dst[j], src[j]);
-                         },
-                         max_rows);
-  threaded_column_reduce(nt, rows, T(0), partial, s,
-                         [](T* dst, const T* src, std::size_t k) {
-                           for (std::size_t j = 0; j < k; ++j) dst[j] += src[j];
-                         },
-                         [&](std::size_t lo, std::size_t hi, T* acc) { sum_rows(lo, hi, m.data(), acc); });
+  threaded_column_reduce(
+      nt, rows, minus_inf, partial, m,
+      [](T* dst, const T* src, std::size_t k) {
+        for (std::size_t j = 0; j < k; ++j) dst[j] = std::max(dst[j], src[j]);
+      },
+      max_rows);
+  threaded_column_reduce(
+      nt, rows, T(0), partial, s,
+      [](T* dst, const T* src, std::size_t k) {
+        for (std::size_t j = 0; j < k; ++j) dst[j] += src[j];
+      },
+      [&](std::size_t lo, std::size_t hi, T* acc) { sum_rows(lo, hi, m.data(), acc); });
   for (std::size_t j = 0; j < n; ++j) m[j] = m[j] == minus_inf ? minus_inf : m[j] + std::log(s[j]);
   allreduce(m.data(), lse.data(), n, op::logaddexp, comm, options);
 }
@@ -186,8 +188,8 @@ struct iteration_log {
 /// The column sums of one iteration, combined over ranks; calls `chunk(off, cnt)`
 /// as each range of the global sums arrives. Returns the seconds spent.
 template <class T, class Chunk>
-double allreduce_columns(const run_context& ctx, const options& o, const std::vector<T>& local,
-                         std::vector<T>& global, Chunk&& chunk) {
+double allreduce_columns(const run_context& ctx, const options& o, const std::vector<T>& local, std::vector<T>& global,
+                         Chunk&& chunk) {
   allreduce_options ao = o.allreduce;
   ao.on_chunk = [&](std::size_t off, std::size_t cnt) { chunk(off, cnt); };
   const double t0 = now();
@@ -242,8 +244,7 @@ struct iteration_step {
 /// iterate. `accept()` then takes the iteration's new column factors, except
 /// after the last iteration, whose measured pair is returned as it is.
 template <class Vec, class Step, class Accept>
-void run_iterations(const options& o, iteration_log& log, timing& t, Vec& row_factors, Step&& step,
-                    Accept&& accept) {
+void run_iterations(const options& o, iteration_log& log, timing& t, Vec& row_factors, Step&& step, Accept&& accept) {
   Vec previous(row_factors.size());
   for (int it = 1; it <= o.max_iter; ++it) {
     const double t0 = now();

@@ -64,7 +64,11 @@ template <class T>
 class log_solver {
  public:
   log_solver(const run_context& ctx, const ot_problem<T>& p, const options& o)
-      : ctx_(ctx), p_(p), o_(o), k_(active<T>()), inv_eps_(static_cast<T>(1 / p.eps)),
+      : ctx_(ctx),
+        p_(p),
+        o_(o),
+        k_(active<T>()),
+        inv_eps_(static_cast<T>(1 / p.eps)),
         rows_(update_for(o.reg_m_rows, p.eps, o.reg_type)),
         cols_(update_for(o.reg_m_cols, p.eps, o.reg_type)) {}
 
@@ -81,37 +85,40 @@ class log_solver {
     iteration_log log;
     timing t;
     std::vector<T> log_u_before;
-    run_iterations(o_, log, t, log_u_, [&](int) {
-      if (o_.stop == stop_rule::change) log_u_before = log_u_;
-      row_pass(s_local);
-      const double rows_done = now();
-      t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
-        for (std::size_t j = off; j < off + cnt; ++j) {
-          err_el[j] = error_term(static_cast<double>(s[j]), static_cast<double>(p_.b[j]), o_.norm);
-        }
-      });
-      double err = marginal_error(err_el, o_.norm);
-      bool underflow = false;
-      for (std::size_t j = 0; j < cols; ++j) {
-        underflow |= p_.b[j] > 0 && !(s[j] > 0 && std::isfinite(s[j]));
-      }
-      if (std::isfinite(err)) {
-        if (underflow) {
-          exact_column_update(log_v_new);
-        } else {
-          for (std::size_t j = 0; j < cols; ++j) log_v_new[j] = p_.b[j] == 0 ? log_v_[j] : column_from_sum(j, s[j]);
-        }
-        if (o_.stop == stop_rule::change) err = relative_change(log_u_before, log_v_new);
-      }
-      bool finite = std::isfinite(err);
-      for (std::size_t j = 0; j < cols && finite; ++j) finite = p_.b[j] == 0 || std::isfinite(log_v_new[j]);
-      // stop_rule::change measures the whole iterate (u, v new): it is kept at once,
-      // the last one included. (marginal: the column update waits for accept().)
-      if (measures_whole_iterate() && finite) log_v_.swap(log_v_new);
-      return iteration_step{rows_done, err, finite};
-    }, [&] {
-      if (!measures_whole_iterate()) log_v_.swap(log_v_new);
-    });
+    run_iterations(
+        o_, log, t, log_u_,
+        [&](int) {
+          if (o_.stop == stop_rule::change) log_u_before = log_u_;
+          row_pass(s_local);
+          const double rows_done = now();
+          t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
+            for (std::size_t j = off; j < off + cnt; ++j) {
+              err_el[j] = error_term(static_cast<double>(s[j]), static_cast<double>(p_.b[j]), o_.norm);
+            }
+          });
+          double err = marginal_error(err_el, o_.norm);
+          bool underflow = false;
+          for (std::size_t j = 0; j < cols; ++j) {
+            underflow |= p_.b[j] > 0 && !(s[j] > 0 && std::isfinite(s[j]));
+          }
+          if (std::isfinite(err)) {
+            if (underflow) {
+              exact_column_update(log_v_new);
+            } else {
+              for (std::size_t j = 0; j < cols; ++j) log_v_new[j] = p_.b[j] == 0 ? log_v_[j] : column_from_sum(j, s[j]);
+            }
+            if (o_.stop == stop_rule::change) err = relative_change(log_u_before, log_v_new);
+          }
+          bool finite = std::isfinite(err);
+          for (std::size_t j = 0; j < cols && finite; ++j) finite = p_.b[j] == 0 || std::isfinite(log_v_new[j]);
+          // stop_rule::change measures the whole iterate (u, v new): it is kept at once,
+          // the last one included. (marginal: the column update waits for accept().)
+          if (measures_whole_iterate() && finite) log_v_.swap(log_v_new);
+          return iteration_step{rows_done, err, finite};
+        },
+        [&] {
+          if (!measures_whole_iterate()) log_v_.swap(log_v_new);
+        });
     transport_result<T> res;
     take_log(res, log, t);
     res.cost = cost_and_plan();
@@ -121,7 +128,10 @@ class log_solver {
   }
 
  private:
-  int threads() const { return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx_.threads), std::max<std::size_t>(p_.rows, 1))); }
+  int threads() const {
+    return static_cast<int>(
+        std::min<std::size_t>(static_cast<std::size_t>(ctx_.threads), std::max<std::size_t>(p_.rows, 1)));
+  }
   const T* cost_row(std::size_t i) const { return p_.C + i * p_.ld; }
 
   // log_u from log_v, and the column sums of the plan (u, v) into s_local. A row whose
@@ -129,24 +139,25 @@ class log_solver {
   void row_pass(std::vector<T>& s_local) {
     const std::size_t cols = p_.cols;
     buffers_.resize(static_cast<std::size_t>(threads()));
-    threaded_column_reduce(threads(), p_.rows, T(0), partial_, s_local, k_.add, [&](std::size_t lo, std::size_t hi, T* acc) {
-      auto& e = buffers_[static_cast<std::size_t>(omp_get_thread_num())];
-      e.resize(cols);
-      for (std::size_t i = lo; i < hi; ++i) {
-        if (p_.a[i] == 0) {
-          log_u_[i] = -std::numeric_limits<T>::infinity();
-          continue;
-        }
-        T m = 0;
-        const T rs = k_.exp_row(cost_row(i), log_v_.data(), inv_eps_, e.data(), cols, &m);
-        if (!(rs > 0) || !std::isfinite(m)) {
-          log_u_[i] = std::numeric_limits<T>::quiet_NaN();
-          if (cols) acc[0] = std::numeric_limits<T>::quiet_NaN();
-          continue;
-        }
-        k_.axpy(acc, row_update(i, m, rs), e.data(), cols);
-      }
-    });
+    threaded_column_reduce(threads(), p_.rows, T(0), partial_, s_local, k_.add,
+                           [&](std::size_t lo, std::size_t hi, T* acc) {
+                             auto& e = buffers_[static_cast<std::size_t>(omp_get_thread_num())];
+                             e.resize(cols);
+                             for (std::size_t i = lo; i < hi; ++i) {
+                               if (p_.a[i] == 0) {
+                                 log_u_[i] = -std::numeric_limits<T>::infinity();
+                                 continue;
+                               }
+                               T m = 0;
+                               const T rs = k_.exp_row(cost_row(i), log_v_.data(), inv_eps_, e.data(), cols, &m);
+                               if (!(rs > 0) || !std::isfinite(m)) {
+                                 log_u_[i] = std::numeric_limits<T>::quiet_NaN();
+                                 if (cols) acc[0] = std::numeric_limits<T>::quiet_NaN();
+                                 continue;
+                               }
+                               k_.axpy(acc, row_update(i, m, rs), e.data(), cols);
+                             }
+                           });
   }
 
   // log_v_new_j = log b_j - LSE_i (log_u_i - C_ij / eps), computed exactly.
@@ -167,7 +178,8 @@ class log_solver {
           }
         });
     for (std::size_t j = 0; j < cols; ++j) {
-      log_v_new[j] = p_.b[j] == 0 ? -std::numeric_limits<T>::infinity() : potential(cols_, p_.b[j], static_cast<double>(lse[j]));
+      log_v_new[j] =
+          p_.b[j] == 0 ? -std::numeric_limits<T>::infinity() : potential(cols_, p_.b[j], static_cast<double>(lse[j]));
     }
   }
 
@@ -280,7 +292,8 @@ transport_result<T> solve_plain(const run_context& ctx, const ot_problem<T>& p, 
   conveyor::detail::large_array<T> K(rows * cols);  // written in full by gibbs_row
 #pragma omp parallel for num_threads(ctx.threads) schedule(static)
   for (std::ptrdiff_t i = 0; i < n; ++i) {
-    k.gibbs_row(K.data() + static_cast<std::size_t>(i) * cols, p.C + static_cast<std::size_t>(i) * p.ld, neg_inv_eps, cols);
+    k.gibbs_row(K.data() + static_cast<std::size_t>(i) * cols, p.C + static_cast<std::size_t>(i) * p.ld, neg_inv_eps,
+                cols);
   }
   const bool in_place = rewrites_matrix(o.variant);
   const scaling_problem<T> kernel_problem{K.data(), K.data(), in_place, rows, cols, cols, p.a, p.b};
@@ -347,9 +360,9 @@ transport_result<T> transport_entry(const ot_problem<T>& p, MPI_Comm comm, const
     if (first_bad == p.rows) return;
     const T* c = p.C + first_bad * p.ld;
     const auto bad = std::find_if(c, c + p.cols, [](T x) { return !std::isfinite(x); });
-    throw error(errc::invalid_argument, "C[" + std::to_string(ctx.first_row + first_bad) + "][" +
-                                            std::to_string(bad - c) + "] = " + std::to_string(static_cast<double>(*bad)) +
-                                            " (costs must be finite)");
+    throw error(errc::invalid_argument,
+                "C[" + std::to_string(ctx.first_row + first_bad) + "][" + std::to_string(bad - c) +
+                    "] = " + std::to_string(static_cast<double>(*bad)) + " (costs must be finite)");
   });
   transport_result<T> res;
   if (ctx.total_rows == 0 || p.cols == 0) {

@@ -61,15 +61,15 @@ template <class T>
 struct side {
   const T* points = nullptr;
   std::size_t count = 0;
-  side_update update;           // this side's update (a constraint, or a KL penalty)
+  side_update update;          // this side's update (a constraint, or a KL penalty)
   std::vector<double> weight;  // a or b (uniform: 1 / total)
   std::vector<T> log_weight;
-  std::vector<T> block;           // (dim + 1) * count
+  std::vector<T> block;             // (dim + 1) * count
   std::vector<std::size_t> counts;  // every rank's count
-  std::size_t first = 0;          // global index of this rank's first point
+  std::size_t first = 0;            // global index of this rank's first point
   std::size_t total = 0;
-  bool gathered = false;          // reaches the other ranks by allgather, not by ring
-  bool exchange_chosen = false;   // (automatic: after the side's first pass)
+  bool gathered = false;         // reaches the other ranks by allgather, not by ring
+  bool exchange_chosen = false;  // (automatic: after the side's first pass)
 
   T* potential() { return block.data(); }
   const T* potential() const { return block.data(); }
@@ -156,8 +156,7 @@ class point_solver {
   // agree on every rank (the diameter is a global maximum). Returns their count.
   int anneal() {
     const double target = eps_;
-    const double diameter =
-        bounding_box(ctx_.comm, x_.points, x_.count, y_.points, y_.count, p_.dim).diameter();
+    const double diameter = bounding_box(ctx_.comm, x_.points, x_.count, y_.points, y_.count, p_.dim).diameter();
     double eps = o_.metric == metric::euclidean ? diameter : diameter * diameter;
     int steps = 0;
     for (; eps > target && steps < kMaxAnnealingSteps; eps *= o_.eps_scaling, ++steps) {
@@ -235,7 +234,8 @@ class point_solver {
   pass_result pass(side<T>& rows, side<T>& cols, bool measure, bool with_cost, bool update) {
     const std::size_t n = rows.count;
     lse_.assign(n, running_lse{-std::numeric_limits<double>::infinity(), 0.0, 0.0});
-    const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx_.threads), std::max<std::size_t>(n, 1)));
+    const int nt =
+        static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx_.threads), std::max<std::size_t>(n, 1)));
     scratch_.resize(static_cast<std::size_t>(nt) * point_kernels<T>::kScratch);
     block_ring<T> ring(ctx_.comm, ctx_.rank, cols.counts, p_.dim + 1, cols.gathered);
     ring.circulate(cols.block.data(), [&](const T* block, std::size_t count, int) {
@@ -243,8 +243,8 @@ class point_solver {
       const T* transposed = block + count;
       ring.in_slabs(n, nt, [&](std::size_t r0, std::size_t r1, int tid) {
         T* scratch = scratch_.data() + static_cast<std::size_t>(tid) * point_kernels<T>::kScratch;
-        k_.merge_block(rows.points + r0 * p_.dim, r1 - r0, p_.dim, transposed, count, h, inv_eps_, o_.metric,
-                       with_cost, lse_.data() + r0, scratch);
+        k_.merge_block(rows.points + r0 * p_.dim, r1 - r0, p_.dim, transposed, count, h, inv_eps_, o_.metric, with_cost,
+                       lse_.data() + r0, scratch);
       });
     });
     if (!cols.exchange_chosen) {  // automatic, after this side's first (ring) pass
@@ -270,9 +270,10 @@ class point_solver {
       }
       if (update) {
         const side_update& u = rows.update;
-        potential[i] = u.constraint() ? static_cast<T>(static_cast<double>(rows.log_weight[i]) - lse)
-                                      : static_cast<T>(u.weight_power * static_cast<double>(rows.log_weight[i]) -
-                                                       u.lse_power * lse);
+        potential[i] =
+            u.constraint()
+                ? static_cast<T>(static_cast<double>(rows.log_weight[i]) - lse)
+                : static_cast<T>(u.weight_power * static_cast<double>(rows.log_weight[i]) - u.lse_power * lse);
       }
     }
     return r;
@@ -290,7 +291,8 @@ class point_solver {
   // v_before) to iterate k (u_now, the Y side's current potentials), POT's
   // unbalanced rule on the scalings (divided by the weights for reg_type kl);
   // maxima over the ranks.
-  double change_since(const std::vector<T>& u_now, const std::vector<T>& u_before, const std::vector<T>& v_before) const {
+  double change_since(const std::vector<T>& u_now, const std::vector<T>& u_before,
+                      const std::vector<T>& v_before) const {
     const bool kl = o_.reg_type == reg_type::kl;
     const auto add = [&](change_terms& c, const side<T>& s, const T* now, const T* before) {
       for (std::size_t i = 0; i < s.count; ++i) {
@@ -334,7 +336,8 @@ void check_options(const points_options& o, std::size_t n, std::size_t m) {
   if (!(o.tol >= 0)) bad("tol must be >= 0");
   if (o.max_iter < 1) bad("max_iter must be >= 1");
   if (o.check_every < 1) bad("check_every must be >= 1");
-  if (o.norm != error_norm::l1 && o.norm != error_norm::l2) bad("unknown norm " + std::to_string(static_cast<int>(o.norm)));
+  if (o.norm != error_norm::l1 && o.norm != error_norm::l2)
+    bad("unknown norm " + std::to_string(static_cast<int>(o.norm)));
   if (static_cast<int>(o.exchange) < 0 || static_cast<int>(o.exchange) >= exchange_count) {
     bad("unknown exchange " + std::to_string(static_cast<int>(o.exchange)));
   }
@@ -360,14 +363,16 @@ template <class T>
 void check_masses(const run_context& ctx, const side<T>& x, const side<T>& y, const T* a, const T* b,
                   bool equal_masses) {
   double local[2] = {0, 0};
-  for (std::size_t i = 0; i < x.count; ++i) local[0] += a ? static_cast<double>(a[i]) : 1.0 / static_cast<double>(x.total);
-  for (std::size_t j = 0; j < y.count; ++j) local[1] += b ? static_cast<double>(b[j]) : 1.0 / static_cast<double>(y.total);
+  for (std::size_t i = 0; i < x.count; ++i)
+    local[0] += a ? static_cast<double>(a[i]) : 1.0 / static_cast<double>(x.total);
+  for (std::size_t j = 0; j < y.count; ++j)
+    local[1] += b ? static_cast<double>(b[j]) : 1.0 / static_cast<double>(y.total);
   double mass[2];
   conveyor::detail::check_mpi(MPI_Allreduce(local, mass, 2, MPI_DOUBLE, MPI_SUM, ctx.comm), "MPI_Allreduce");
   const std::string w = kWhat;
   if (!(mass[0] > 0) || !(mass[1] > 0)) {
-    throw error(errc::invalid_argument, w + ": weights must have positive mass (a " + std::to_string(mass[0]) +
-                                            ", b " + std::to_string(mass[1]) + ")");
+    throw error(errc::invalid_argument, w + ": weights must have positive mass (a " + std::to_string(mass[0]) + ", b " +
+                                            std::to_string(mass[1]) + ")");
   }
   const double tolerance = sizeof(T) == 4 ? 1e-4 : 1e-8;
   if (equal_masses && std::abs(mass[0] - mass[1]) > tolerance * std::max(mass[0], mass[1])) {
@@ -419,7 +424,8 @@ points_result<T> transport_points_entry(const points_problem<T>& p, MPI_Comm com
   // The dot-product path computes |x|^2 + |y|^2 - 2<x, y>: centered points keep
   // its cancellation within the clouds' diameter (distances do not move).
   const bool centered = p.dim >= dot_min_dim();
-  const centered_points<T> cx = centered ? centered_points<T>(ctx.comm, p.X, p.n, p.Y, p.m, p.dim) : centered_points<T>{};
+  const centered_points<T> cx =
+      centered ? centered_points<T>(ctx.comm, p.X, p.n, p.Y, p.m, p.dim) : centered_points<T>{};
   side<T> x = make_side(centered ? cx.X.data() : p.X, p.n, p.dim, std::move(shares.n_of), ctx.rank);
   side<T> y = make_side(centered ? cx.Y.data() : p.Y, p.m, p.dim, std::move(shares.m_of), ctx.rank);
   ctx.total_rows = x.total;

@@ -193,8 +193,8 @@ HWY_INLINE hn::Vec<D> NearByDifferences(D tag, hn::Vec<D> sq, const T* HWY_RESTR
 // kExactNear, squared distances near 0 by differences (NearByDifferences).
 template <class T, bool kEuclid, bool kCost, std::size_t kRows, bool kExactNear = kEuclid>
 void TileValuesByDots(const T* HWY_RESTRICT x, std::size_t dim, const T* HWY_RESTRICT yt, std::size_t stride,
-                      const T* HWY_RESTRICT h, const T* HWY_RESTRICT yn, std::size_t n, T inv_eps,
-                      T* HWY_RESTRICT v, T* HWY_RESTRICT c, T* HWY_RESTRICT m) {
+                      const T* HWY_RESTRICT h, const T* HWY_RESTRICT yn, std::size_t n, T inv_eps, T* HWY_RESTRICT v,
+                      T* HWY_RESTRICT c, T* HWY_RESTRICT m) {
   constexpr std::size_t kTile = point_kernels<T>::kTile;
   const hn::ScalableTag<T> d;
   const hn::CappedTag<T, 1> d1;
@@ -268,8 +268,8 @@ void MergeTileByDots(const T* x, std::size_t rows, std::size_t dim, const T* yt,
 }
 
 template <class T, bool kEuclid, bool kCost>
-void MergeBlockFor(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h,
-                   T inv_eps, running_lse* lse, T* scratch) {
+void MergeBlockFor(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h, T inv_eps,
+                   running_lse* lse, T* scratch) {
   constexpr std::size_t kTile = point_kernels<T>::kTile;
   const bool by_dots = dim >= dot_min_dim();
   for (std::size_t j0 = 0; j0 < cols; j0 += kTile) {
@@ -289,11 +289,11 @@ void MergeBlock(const T* x, std::size_t rows, std::size_t dim, const T* yt, std:
                 metric ground, bool with_cost, running_lse* lse, T* scratch) {
   const bool euclid = ground == metric::euclidean;
   if (euclid) {
-    (with_cost ? MergeBlockFor<T, true, true> : MergeBlockFor<T, true, false>)(x, rows, dim, yt, cols, h, inv_eps,
-                                                                              lse, scratch);
+    (with_cost ? MergeBlockFor<T, true, true> : MergeBlockFor<T, true, false>)(x, rows, dim, yt, cols, h, inv_eps, lse,
+                                                                               scratch);
   } else {
     (with_cost ? MergeBlockFor<T, false, true> : MergeBlockFor<T, false, false>)(x, rows, dim, yt, cols, h, inv_eps,
-                                                                                lse, scratch);
+                                                                                 lse, scratch);
   }
 }
 
@@ -352,8 +352,8 @@ void FoldValuesTile(T* HWY_RESTRICT e, T* HWY_RESTRICT c, int power, std::size_t
 // The rows against the block a tile at a time, pass 1 by differences or (from
 // dot_min_dim(), on centered points) by dot products kDotRows rows at a time.
 template <class T, bool kEuclid, bool kCost>
-void ApplyBlockFor(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h,
-                   T inv_eps, int power, std::size_t plain, const T* vt, std::size_t k, double* acc, T* scratch) {
+void ApplyBlockFor(const T* x, std::size_t rows, std::size_t dim, const T* yt, std::size_t cols, const T* h, T inv_eps,
+                   int power, std::size_t plain, const T* vt, std::size_t k, double* acc, T* scratch) {
   constexpr std::size_t kTile = point_kernels<T>::kTile, kRows = point_kernels<T>::kDotRows;
   const bool by_dots = dim >= dot_min_dim();
   for (std::size_t j0 = 0; j0 < cols; j0 += kTile) {
@@ -371,8 +371,8 @@ void ApplyBlockFor(const T* x, std::size_t rows, std::size_t dim, const T* yt, s
       // (an inverse cost also takes the exact small distances)
       const auto values = power < 0 ? TileValuesByDots<T, kEuclid, kCost, kRows, true>
                                     : TileValuesByDots<T, kEuclid, kCost, kRows, kEuclid>;
-      const auto value = power < 0 ? TileValuesByDots<T, kEuclid, kCost, 1, true>
-                                   : TileValuesByDots<T, kEuclid, kCost, 1, kEuclid>;
+      const auto value =
+          power < 0 ? TileValuesByDots<T, kEuclid, kCost, 1, true> : TileValuesByDots<T, kEuclid, kCost, 1, kEuclid>;
       for (; i + kRows <= rows; i += kRows) {
         values(x + i * dim, dim, tile_y, cols, tile_h, yn, n, inv_eps, v, c, m);
         for (std::size_t r = 0; r < kRows; ++r) {

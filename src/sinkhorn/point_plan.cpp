@@ -75,8 +75,8 @@ template <class T>
 void check_potentials(const T* f, std::size_t count, const char* name, std::size_t first) {
   for (std::size_t i = 0; i < count; ++i) {
     if (std::isnan(f[i]) || f[i] == std::numeric_limits<T>::infinity()) {
-      throw error(errc::invalid_argument, std::string(name) + "[" + std::to_string(first + i) + "] = " +
-                                              std::to_string(static_cast<double>(f[i])) +
+      throw error(errc::invalid_argument, std::string(name) + "[" + std::to_string(first + i) +
+                                              "] = " + std::to_string(static_cast<double>(f[i])) +
                                               " (potentials must be finite or -inf)");
     }
   }
@@ -98,7 +98,8 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
       bad("unknown metric " + std::to_string(static_cast<int>(o.metric)));
     }
     if (o.threads < 0) bad("threads must be >= 0");
-    if (o.cost_power < -1 || o.cost_power > 1) bad("cost_power must be -1, 0 or 1, got " + std::to_string(o.cost_power));
+    if (o.cost_power < -1 || o.cost_power > 1)
+      bad("cost_power must be -1, 0 or 1, got " + std::to_string(o.cost_power));
     if (o.batch > (std::size_t{1} << 40)) bad("batch " + std::to_string(o.batch) + " is not a problem count");
     // (arrays of no elements may be null: no points, or no problems)
     const std::size_t n = p.n * o.batch, m = p.m * o.batch;
@@ -113,10 +114,12 @@ void apply_entry(const apply_problem<T>& p, MPI_Comm comm, const plan_apply_opti
     if (!p.V && other * o.batch > 0 && p.k > 0) bad("V is null");
     if (!p.out && own * o.batch > 0 && p.k > 0) bad(p.softmin ? "avg is null" : "out is null");
   });
-  call.must_match("dims", static_cast<std::int64_t>(p.dim)).must_match("value counts (k)", static_cast<std::int64_t>(p.k));
+  call.must_match("dims", static_cast<std::int64_t>(p.dim))
+      .must_match("value counts (k)", static_cast<std::int64_t>(p.k));
   call.must_match("dtypes", dtype_of_v<T>).must_match("metrics", o.metric, metric_name);
   call.must_match("transpose flags", o.transpose ? 1 : 0).must_match("calls (softmin_points: 1)", p.softmin ? 1 : 0);
-  call.must_match("batch sizes", static_cast<std::int64_t>(o.batch)).must_match("cost powers", std::int64_t{o.cost_power});
+  call.must_match("batch sizes", static_cast<std::int64_t>(o.batch))
+      .must_match("cost powers", std::int64_t{o.cost_power});
   if (eps_valid) call.must_match_real("eps values", p.eps);
   run_context ctx = agreed_context(call);
   const apply_sides<T> s = sides_of(p, gather_shares(ctx.comm, ctx.size, p.n, p.m), o.transpose);
@@ -180,7 +183,8 @@ void product(const run_context& ctx, const apply_problem<T>& p, const plan_apply
   std::vector<std::size_t> block_counts = s.col_counts;
   for (std::size_t& c : block_counts) c *= B;
   const point_kernels<T>& kernels = active_point_kernels<T>();
-  const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(rows, 1)));
+  const int nt =
+      static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(rows, 1)));
   std::vector<T> scratch(static_cast<std::size_t>(nt) * point_kernels<T>::kScratch);
   std::vector<double> acc(lse_only ? 0 : rows * (k + 1), 0.0);
   for (std::size_t i = 0; i < acc.size(); i += k + 1) acc[i] = -std::numeric_limits<double>::infinity();

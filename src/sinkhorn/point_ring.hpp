@@ -39,8 +39,12 @@ class block_ring {
   /// counts[q]: the points of rank q's block; per_point: the elements of each;
   /// gathered: one allgather per pass instead of the ring's steps.
   block_ring(MPI_Comm comm, int rank, std::vector<std::size_t> counts, std::size_t per_point, bool gathered = false)
-      : comm_(comm), rank_(rank), size_(static_cast<int>(counts.size())), counts_(std::move(counts)),
-        per_point_(per_point), gathered_(gathered && size_ > 1) {
+      : comm_(comm),
+        rank_(rank),
+        size_(static_cast<int>(counts.size())),
+        counts_(std::move(counts)),
+        per_point_(per_point),
+        gathered_(gathered && size_ > 1) {
     conveyor::detail::check_mpi(MPI_Type_contiguous(static_cast<int>(per_point), mpi_type(), &point_type_),
                                 "MPI_Type_contiguous");
     conveyor::detail::check_mpi(MPI_Type_commit(&point_type_), "MPI_Type_commit");
@@ -76,7 +80,8 @@ class block_ring {
       if (step + 1 < size_) {
         const int next_owner = (rank_ + step + 1) % size_;
         if (gathered_) {
-          next = buffers_[0].data() + static_cast<std::size_t>(firsts_[static_cast<std::size_t>(next_owner)]) * per_point_;
+          next =
+              buffers_[0].data() + static_cast<std::size_t>(firsts_[static_cast<std::size_t>(next_owner)]) * per_point_;
         } else {
           next = buffers_[static_cast<std::size_t>(step % 2)].data();
           post(next, counts_[static_cast<std::size_t>(next_owner)], current, counts_[static_cast<std::size_t>(owner)]);
@@ -129,18 +134,18 @@ class block_ring {
   void gather(const T* home) {
     std::vector<int> counts(counts_.size());
     for (std::size_t q = 0; q < counts_.size(); ++q) counts[q] = static_cast<int>(counts_[q]);
-    conveyor::detail::check_mpi(MPI_Allgatherv(home, counts[static_cast<std::size_t>(rank_)], point_type_, buffers_[0].data(),
-                                               counts.data(), firsts_.data(), point_type_, comm_),
+    conveyor::detail::check_mpi(MPI_Allgatherv(home, counts[static_cast<std::size_t>(rank_)], point_type_,
+                                               buffers_[0].data(), counts.data(), firsts_.data(), point_type_, comm_),
                                 "MPI_Allgatherv");
   }
 
   void post(T* into, std::size_t into_count, const T* from, std::size_t from_count) {
     constexpr int kTag = 7301;
     const int right = (rank_ + 1) % size_, left = (rank_ + size_ - 1) % size_;
-    conveyor::detail::check_mpi(MPI_Irecv(into, static_cast<int>(into_count), point_type_, right, kTag, comm_, &requests_[0]),
-                                "MPI_Irecv");
-    conveyor::detail::check_mpi(MPI_Isend(from, static_cast<int>(from_count), point_type_, left, kTag, comm_, &requests_[1]),
-                                "MPI_Isend");
+    conveyor::detail::check_mpi(
+        MPI_Irecv(into, static_cast<int>(into_count), point_type_, right, kTag, comm_, &requests_[0]), "MPI_Irecv");
+    conveyor::detail::check_mpi(
+        MPI_Isend(from, static_cast<int>(from_count), point_type_, left, kTag, comm_, &requests_[1]), "MPI_Isend");
     pending_ = 2;
   }
 

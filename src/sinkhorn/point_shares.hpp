@@ -71,7 +71,8 @@ box bounding_box(MPI_Comm comm, const T* X, std::size_t n, const T* Y, std::size
     }
   }
   conveyor::detail::check_mpi(
-      MPI_Allreduce(local.data(), global.data(), static_cast<int>(2 * dim), MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce");
+      MPI_Allreduce(local.data(), global.data(), static_cast<int>(2 * dim), MPI_DOUBLE, MPI_MAX, comm),
+      "MPI_Allreduce");
   box b;
   for (std::size_t k = 0; k < dim; ++k) {
     b.hi.push_back(global[k]);
@@ -105,10 +106,9 @@ void check_rows_finite(const T* p, std::size_t count, std::size_t width, const c
                        const char* what = "points") {
   for (std::size_t i = 0; i < count * width; ++i) {
     if (!std::isfinite(p[i])) {
-      throw error(errc::invalid_argument, std::string(name) + "[" + std::to_string(first + i / width) + "][" +
-                                              std::to_string(i % width) + "] = " +
-                                              std::to_string(static_cast<double>(p[i])) + " (" + what +
-                                              " must be finite)");
+      throw error(errc::invalid_argument,
+                  std::string(name) + "[" + std::to_string(first + i / width) + "][" + std::to_string(i % width) +
+                      "] = " + std::to_string(static_cast<double>(p[i])) + " (" + what + " must be finite)");
     }
   }
 }

@@ -39,27 +39,32 @@ template <class T>
 scaling_result<T> solve_fused(const run_context& ctx, const scaling_problem<T>& p, const options& o) {
   const auto& k = active<T>();
   const std::size_t rows = p.rows, cols = p.cols;
-  const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(rows, 1)));
+  const int nt =
+      static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(rows, 1)));
   std::vector<T> u = initial<T>(o.init_u, rows, T(1)), v = initial<T>(o.init_v, cols, T(1));
   std::vector<T> s_local(cols), s(cols), v_new(cols);
   std::vector<double> err_el(cols);
   std::vector<std::vector<T>> partial;
   iteration_log log;
   timing t;
-  run_iterations(o, log, t, u, [&](int) {
-    threaded_column_reduce(nt, rows, T(0), partial, s_local, k.add, [&](std::size_t lo, std::size_t hi, T* acc) {
-      k.fused_rows(p.A + lo * p.ld, hi - lo, cols, p.ld, v.data(), p.r + lo, u.data() + lo, acc);
-    });
-    const double rows_done = now();
-    // Column marginal of (u, v) is v_j s_j: the error of this iterate, and v_new = c / s.
-    t.allreduce += allreduce_columns(ctx, o, s_local, s, [&](std::size_t off, std::size_t cnt) {
-      for (std::size_t j = off; j < off + cnt; ++j) {
-        v_new[j] = factor(p.c[j], s[j]);
-        err_el[j] = error_term(static_cast<double>(v[j]) * static_cast<double>(s[j]), static_cast<double>(p.c[j]), o.norm);
-      }
-    });
-    return iteration_step{rows_done, marginal_error(err_el, o.norm), all_finite(v_new)};
-  }, [&] { v.swap(v_new); });
+  run_iterations(
+      o, log, t, u,
+      [&](int) {
+        threaded_column_reduce(nt, rows, T(0), partial, s_local, k.add, [&](std::size_t lo, std::size_t hi, T* acc) {
+          k.fused_rows(p.A + lo * p.ld, hi - lo, cols, p.ld, v.data(), p.r + lo, u.data() + lo, acc);
+        });
+        const double rows_done = now();
+        // Column marginal of (u, v) is v_j s_j: the error of this iterate, and v_new = c / s.
+        t.allreduce += allreduce_columns(ctx, o, s_local, s, [&](std::size_t off, std::size_t cnt) {
+          for (std::size_t j = off; j < off + cnt; ++j) {
+            v_new[j] = factor(p.c[j], s[j]);
+            err_el[j] =
+                error_term(static_cast<double>(v[j]) * static_cast<double>(s[j]), static_cast<double>(p.c[j]), o.norm);
+          }
+        });
+        return iteration_step{rows_done, marginal_error(err_el, o.norm), all_finite(v_new)};
+      },
+      [&] { v.swap(v_new); });
   return make_result(log, std::move(u), std::move(v), t);
 }
 
@@ -80,34 +85,37 @@ class in_place_solver {
     std::vector<double> err_el(cols);
     iteration_log log;
     timing t;
-    run_iterations(o_, log, t, u, [&](int) {
-      double rows_done;
-      if (o_.variant == variant::blocked) {
-        // Blocking applied to the other parts too (the paper, IV-B): each mc-row
-        // panel is rescaled and added into the column sums while it is in cache.
-        // Its time counts as row pass; the column pass is the allreduce and scaling.
-        row_pass_and_sums(u, s_local);
-        rows_done = now();
-      } else {
-        row_pass(u);
-        rows_done = now();
-        column_sums(s_local);
-      }
-      t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
-        for (std::size_t j = off; j < off + cnt; ++j) {
-          beta[j] = factor(p_.c[j], s[j]);
-          err_el[j] = error_term(static_cast<double>(s[j]), static_cast<double>(p_.c[j]), o_.norm);
-        }
-        if (o_.overlap) scale_columns(beta.data(), off, cnt);
-      });
-      if (!o_.overlap) scale_columns(beta.data(), 0, cols);
-      const bool finite = all_finite(beta);
-      // A is rescaled already: v takes the factors on every iteration, the last included.
-      if (finite) {
-        for (std::size_t j = 0; j < cols; ++j) v[j] *= beta[j];
-      }
-      return iteration_step{rows_done, marginal_error(err_el, o_.norm), finite};
-    }, [] {});
+    run_iterations(
+        o_, log, t, u,
+        [&](int) {
+          double rows_done;
+          if (o_.variant == variant::blocked) {
+            // Blocking applied to the other parts too (the paper, IV-B): each mc-row
+            // panel is rescaled and added into the column sums while it is in cache.
+            // Its time counts as row pass; the column pass is the allreduce and scaling.
+            row_pass_and_sums(u, s_local);
+            rows_done = now();
+          } else {
+            row_pass(u);
+            rows_done = now();
+            column_sums(s_local);
+          }
+          t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
+            for (std::size_t j = off; j < off + cnt; ++j) {
+              beta[j] = factor(p_.c[j], s[j]);
+              err_el[j] = error_term(static_cast<double>(s[j]), static_cast<double>(p_.c[j]), o_.norm);
+            }
+            if (o_.overlap) scale_columns(beta.data(), off, cnt);
+          });
+          if (!o_.overlap) scale_columns(beta.data(), 0, cols);
+          const bool finite = all_finite(beta);
+          // A is rescaled already: v takes the factors on every iteration, the last included.
+          if (finite) {
+            for (std::size_t j = 0; j < cols; ++j) v[j] *= beta[j];
+          }
+          return iteration_step{rows_done, marginal_error(err_el, o_.norm), finite};
+        },
+        [] {});
     return make_result(log, std::move(u), std::move(v), t);
   }
 
@@ -139,21 +147,22 @@ class in_place_solver {
   void row_pass_and_sums(std::vector<T>& u, std::vector<T>& s) {
     const blocking& b = o_.block;
     const std::size_t cols = p_.cols;
-    threaded_column_reduce(threads(), (p_.rows + b.mc - 1) / b.mc, T(0), partial_, s,  k_.add,
+    threaded_column_reduce(threads(), (p_.rows + b.mc - 1) / b.mc, T(0), partial_, s, k_.add,
                            [&](std::size_t first_panel, std::size_t end_panel, T* acc) {
-      for (std::size_t i0 = first_panel * b.mc; i0 < std::min(p_.rows, end_panel * b.mc); i0 += b.mc) {
-        const std::size_t i1 = std::min(p_.rows, i0 + b.mc);
-        for (std::size_t i = i0; i < i1; ++i) {
-          const T alpha = factor(p_.r[i], k_.sum(row(i), cols));
-          k_.scale(row(i), alpha, cols);
-          u[i] *= alpha;
-        }
-        for (std::size_t j = 0; j < cols; j += b.nc) {
-          const std::size_t w = std::min(b.nc, cols - j);
-          for (std::size_t i = i0; i < i1; ++i) k_.add(acc + j, row(i) + j, w);
-        }
-      }
-    });
+                             for (std::size_t i0 = first_panel * b.mc; i0 < std::min(p_.rows, end_panel * b.mc);
+                                  i0 += b.mc) {
+                               const std::size_t i1 = std::min(p_.rows, i0 + b.mc);
+                               for (std::size_t i = i0; i < i1; ++i) {
+                                 const T alpha = factor(p_.r[i], k_.sum(row(i), cols));
+                                 k_.scale(row(i), alpha, cols);
+                                 u[i] *= alpha;
+                               }
+                               for (std::size_t j = 0; j < cols; j += b.nc) {
+                                 const std::size_t w = std::min(b.nc, cols - j);
+                                 for (std::size_t i = i0; i < i1; ++i) k_.add(acc + j, row(i) + j, w);
+                               }
+                             }
+                           });
   }
 
   void column_sums(std::vector<T>& s) {
@@ -172,7 +181,9 @@ class in_place_solver {
     }
     // Algorithm 2, lines 1-5 (c2r: each thread's column range; blocked: nc-wide
     // blocks so the partial sums stay in L1), in row order.
-    const std::size_t width = o_.variant == variant::blocked ? o_.block.nc : (cols + static_cast<std::size_t>(threads()) - 1) / static_cast<std::size_t>(threads());
+    const std::size_t width = o_.variant == variant::blocked ? o_.block.nc
+                                                             : (cols + static_cast<std::size_t>(threads()) - 1) /
+                                                                   static_cast<std::size_t>(threads());
     const auto blocks = static_cast<std::ptrdiff_t>(width ? (cols + width - 1) / width : 0);
 #pragma omp parallel for num_threads(threads()) schedule(static)
     for (std::ptrdiff_t b = 0; b < blocks; ++b) {
@@ -297,7 +308,8 @@ template <class T>
 std::vector<double> first_column_update(const run_context& ctx, const scaling_problem<T>& p, const options& o) {
   const auto& k = active<T>();
   const std::vector<T> u = initial<T>(o.init_u, p.rows, T(1));
-  const int nt = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(p.rows, 1)));
+  const int nt =
+      static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx.threads), std::max<std::size_t>(p.rows, 1)));
   std::vector<T> s_local(p.cols), s(p.cols);
   std::vector<std::vector<T>> partial;
   threaded_column_reduce(nt, p.rows, T(0), partial, s_local, k.add, [&](std::size_t lo, std::size_t hi, T* acc) {

@@ -24,9 +24,9 @@ namespace conveyor::sinkhorn::detail {
 
 template <class T>
 struct scaling_problem {
-  const T* A = nullptr;  // rows x cols, stride ld
-  T* A_mut = nullptr;    // the same matrix, writable, when `in_place`
-  bool in_place = false; // the caller asked for A to be rescaled (scale_in_place, OT's own kernel)
+  const T* A = nullptr;   // rows x cols, stride ld
+  T* A_mut = nullptr;     // the same matrix, writable, when `in_place`
+  bool in_place = false;  // the caller asked for A to be rescaled (scale_in_place, OT's own kernel)
   std::size_t rows = 0, cols = 0, ld = 0;
   const T* r = nullptr;  // this rank's row marginals
   const T* c = nullptr;  // all column marginals

@@ -60,12 +60,14 @@ T Sum(const T* HWY_RESTRICT a, std::size_t n) {
 
 template <class T>
 void Scale(T* HWY_RESTRICT a, T alpha, std::size_t n) {
-  ForEachVector<T>(n, [&](auto d, std::size_t j) { hn::StoreU(hn::Mul(hn::LoadU(d, a + j), hn::Set(d, alpha)), d, a + j); });
+  ForEachVector<T>(
+      n, [&](auto d, std::size_t j) { hn::StoreU(hn::Mul(hn::LoadU(d, a + j), hn::Set(d, alpha)), d, a + j); });
 }
 
 template <class T>
 void Add(T* HWY_RESTRICT s, const T* HWY_RESTRICT a, std::size_t n) {
-  ForEachVector<T>(n, [&](auto d, std::size_t j) { hn::StoreU(hn::Add(hn::LoadU(d, s + j), hn::LoadU(d, a + j)), d, s + j); });
+  ForEachVector<T>(
+      n, [&](auto d, std::size_t j) { hn::StoreU(hn::Add(hn::LoadU(d, s + j), hn::LoadU(d, a + j)), d, s + j); });
 }
 
 template <class T>
@@ -141,13 +143,14 @@ HWY_INLINE void GroupAxpy(const T* A, std::size_t ld, std::size_t n, const T* w,
 }
 
 template <class T, int R>
-std::size_t FusedGroups(const T* A, std::size_t rows, std::size_t cols, std::size_t ld, const T* v, const T* r,
-                        T* u, T* s) {
+std::size_t FusedGroups(const T* A, std::size_t rows, std::size_t cols, std::size_t ld, const T* v, const T* r, T* u,
+                        T* s) {
   std::size_t i = 0;
   for (; i + R <= rows; i += R) {
     T dot[R];
     GroupDots<T, R>(A + i * ld, ld, cols, v, dot);
-    for (int k = 0; k < R; ++k) u[i + static_cast<std::size_t>(k)] = ScalingFactor(r[i + static_cast<std::size_t>(k)], dot[k]);
+    for (int k = 0; k < R; ++k)
+      u[i + static_cast<std::size_t>(k)] = ScalingFactor(r[i + static_cast<std::size_t>(k)], dot[k]);
     GroupAxpy<T, R>(A + i * ld, ld, cols, u + i, s);
   }
   return i;
@@ -170,8 +173,7 @@ T Dot(const T* HWY_RESTRICT a, const T* HWY_RESTRICT b, std::size_t n) {
 }
 
 template <class T>
-void FusedRows(const T* A, std::size_t rows, std::size_t cols, std::size_t ld, const T* v, const T* r, T* u,
-               T* s) {
+void FusedRows(const T* A, std::size_t rows, std::size_t cols, std::size_t ld, const T* v, const T* r, T* u, T* s) {
   // A group must stay in (half of) a typical 1 MiB L2 for its second sweep to hit
   // cache; very wide matrices go one row at a time.
   const std::size_t row_bytes = cols * sizeof(T), budget = std::size_t{512} << 10;

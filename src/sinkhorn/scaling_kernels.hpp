@@ -14,8 +14,8 @@ struct kernels {
   /// u[k] = r[k] / (A_k . v) (0 where r[k] = 0), then s += u[k] * A_k while the row is in cache.
   /// Rows go four at a time when four rows fit in L2 (v is loaded once for four
   /// dot products; s is read and written once per four rows).
-  void (*fused_rows)(const T* A, std::size_t rows, std::size_t cols, std::size_t ld, const T* v,
-                     const T* r, T* u, T* s);
+  void (*fused_rows)(const T* A, std::size_t rows, std::size_t cols, std::size_t ld, const T* v, const T* r, T* u,
+                     T* s);
   /// sum_j a[j]
   T (*sum)(const T* a, std::size_t n);
   /// a[j] *= alpha
@@ -26,8 +26,8 @@ struct kernels {
   void (*axpy)(T* s, T alpha, const T* a, std::size_t n);
   /// The paper's Algorithm 3 on one mc x nc block: rows of `cols` elements at A
   /// (stride ld) times w, walked in mr-row x nr-column micro-tiles.
-  void (*scale_columns_block)(T* A, std::size_t ld, std::size_t rows, std::size_t cols, const T* w,
-                              std::size_t mr, std::size_t nr);
+  void (*scale_columns_block)(T* A, std::size_t ld, std::size_t rows, std::size_t cols, const T* w, std::size_t mr,
+                              std::size_t nr);
   /// Log domain, one row: x_j = log_v[j] - c_j * inv_eps, m = max_j x_j (written to
   /// *max_out), e_j = exp(x_j - m); returns sum_j e_j. m = -Inf if all x_j are -Inf.
   T (*exp_row)(const T* c, const T* log_v, T inv_eps, T* e, std::size_t n, T* max_out);
@@ -56,9 +56,13 @@ const kernels<double>& active_double();
 template <class T>
 const kernels<T>& active();
 template <>
-inline const kernels<float>& active<float>() { return active_float(); }
+inline const kernels<float>& active<float>() {
+  return active_float();
+}
 template <>
-inline const kernels<double>& active<double>() { return active_double(); }
+inline const kernels<double>& active<double>() {
+  return active_double();
+}
 
 /// The tables of one runnable Highway target (tests run every target).
 const kernels<float>& float_for_target(std::int64_t bit);

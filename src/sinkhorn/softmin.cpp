@@ -69,8 +69,8 @@ void softmin_entry(const T* C, std::size_t batch, std::size_t n, std::size_t m, 
 
 namespace conveyor::sinkhorn {
 
-void softmin(const double* C, std::size_t batch, std::size_t n, std::size_t m, const double* h, double eps,
-             double* lse, double* W, MPI_Comm comm, int threads) {
+void softmin(const double* C, std::size_t batch, std::size_t n, std::size_t m, const double* h, double eps, double* lse,
+             double* W, MPI_Comm comm, int threads) {
   detail::softmin_entry<double>(C, batch, n, m, h, eps, lse, W, comm, threads);
 }
 

@@ -39,8 +39,8 @@ static long run_case(ptrdiff_t n0, ptrdiff_t n1, ptrdiff_t howmany, ptrdiff_t bl
                      unsigned flags, int rank) {
   ptrdiff_t ln0, s0, ln1, s1;
   const ptrdiff_t n[2] = {n0, n1};
-  ptrdiff_t alloc = fftw_mpi_local_size_many_transposed(2, n, howmany, block0, block1, MPI_COMM_WORLD, &ln0, &s0,
-                                                         &ln1, &s1);
+  ptrdiff_t alloc =
+      fftw_mpi_local_size_many_transposed(2, n, howmany, block0, block1, MPI_COMM_WORLD, &ln0, &s0, &ln1, &s1);
   if (alloc < 1) alloc = 1;
   double* in = fftw_alloc_real((size_t)alloc);
   double* out = in_place ? in : fftw_alloc_real((size_t)alloc);

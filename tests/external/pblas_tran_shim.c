@@ -27,13 +27,12 @@ typedef void tran_fn(const int* m, const int* n, const void* alpha, const void* 
 tran_fn pdtran_, pztranu_, pztranc_;
 
 static long routed, passed_on;
-static void report(void) {
-  fprintf(stderr, "pblas shim: %ld calls to p?tran, %ld to ScaLAPACK\n", routed, passed_on);
-}
+static void report(void) { fprintf(stderr, "pblas shim: %ld calls to p?tran, %ld to ScaLAPACK\n", routed, passed_on); }
 static void count(int to_tran) {
   static int registered;
   if (!registered) registered = 1, atexit(report);
-  if (to_tran) ++routed; else ++passed_on;
+  if (to_tran) ++routed;
+  else ++passed_on;
 }
 
 static int transposes(const char* trans) { return strchr("TtCc", *trans) != NULL; }
@@ -61,7 +60,7 @@ static void tran_on_trapezoid(tran_fn* tran, size_t esize, const char* uplo, con
     tran(m, n, alpha, a, ia, ja, desca, beta, c, ic, jc, descc);
     return;
   }
-  const int dtype2 = descc[0] == 2;  /* PBLAS's 11 integers: first blocks IMB, INB */
+  const int dtype2 = descc[0] == 2; /* PBLAS's 11 integers: first blocks IMB, INB */
   const int M = descc[2], N = descc[3];
   const int imb = descc[4], inb = descc[5];
   const int mb = dtype2 ? descc[6] : imb, nb = dtype2 ? descc[7] : inb;
@@ -76,8 +75,8 @@ static void tran_on_trapezoid(tran_fn* tran, size_t esize, const char* uplo, con
   for (int lj = 0; lj < nc; ++lj) {
     for (int li = 0; li < nr; ++li) {
       const int i = rows[li] - (*ic - 1), j = cols[lj] - (*jc - 1);
-      if (i < 0 || j < 0 || i >= *m || j >= *n) continue;  /* outside sub(C): not touched anyway */
-      if (upper ? i <= j : i >= j) continue;                /* in the trapezoid: updated */
+      if (i < 0 || j < 0 || i >= *m || j >= *n) continue; /* outside sub(C): not touched anyway */
+      if (upper ? i <= j : i >= j) continue;              /* in the trapezoid: updated */
       where[kept] = (size_t)li + (size_t)lj * (size_t)lld;
       memcpy(saved + kept * esize, (char*)c + where[kept] * esize, esize);
       ++kept;
@@ -89,43 +88,43 @@ static void tran_on_trapezoid(tran_fn* tran, size_t esize, const char* uplo, con
 }
 
 /* P?GEADD(TRANS, M, N, ALPHA, A, IA, JA, DESCA, BETA, C, IC, JC, DESCC) */
-#define GEADD(name, T, pick_tran)                                                                                  \
-  typedef void name##_fn(const char*, const int*, const int*, const T*, const T*, const int*, const int*,         \
-                         const int*, const T*, T*, const int*, const int*, const int*, size_t);                    \
-  void name##_(const char* trans, const int* m, const int* n, const T* alpha, const T* a, const int* ia,          \
-               const int* ja, const int* desca, const T* beta, T* c, const int* ic, const int* jc,               \
-               const int* descc, size_t trans_len) {                                                             \
-    if (transposes(trans)) {                                                                                     \
-      count(1);                                                                                                  \
-      (pick_tran)(m, n, alpha, a, ia, ja, desca, beta, c, ic, jc, descc);                             \
-      return;                                                                                                    \
-    }                                                                                                            \
-    count(0);                                                                                                    \
-    ((name##_fn*)dlsym(RTLD_NEXT, #name "_"))(trans, m, n, alpha, a, ia, ja, desca, beta, c, ic, jc, descc,      \
-                                              trans_len);                                                        \
+#define GEADD(name, T, pick_tran)                                                                                     \
+  typedef void name##_fn(const char*, const int*, const int*, const T*, const T*, const int*, const int*, const int*, \
+                         const T*, T*, const int*, const int*, const int*, size_t);                                   \
+  void name##_(const char* trans, const int* m, const int* n, const T* alpha, const T* a, const int* ia,              \
+               const int* ja, const int* desca, const T* beta, T* c, const int* ic, const int* jc, const int* descc,  \
+               size_t trans_len) {                                                                                    \
+    if (transposes(trans)) {                                                                                          \
+      count(1);                                                                                                       \
+      (pick_tran)(m, n, alpha, a, ia, ja, desca, beta, c, ic, jc, descc);                                             \
+      return;                                                                                                         \
+    }                                                                                                                 \
+    count(0);                                                                                                         \
+    ((name##_fn*)dlsym(RTLD_NEXT, #name "_"))(trans, m, n, alpha, a, ia, ja, desca, beta, c, ic, jc, descc,           \
+                                              trans_len);                                                             \
   }
 
 /* P?TRADD(UPLO, TRANS, M, N, ALPHA, A, IA, JA, DESCA, BETA, C, IC, JC, DESCC) */
-#define TRADD(name, T, pick_tran)                                                                                  \
-  typedef void name##_fn(const char*, const char*, const int*, const int*, const T*, const T*, const int*,       \
-                         const int*, const int*, const T*, T*, const int*, const int*, const int*, size_t,       \
-                         size_t);                                                                                \
-  void name##_(const char* uplo, const char* trans, const int* m, const int* n, const T* alpha, const T* a,       \
-               const int* ia, const int* ja, const int* desca, const T* beta, T* c, const int* ic,              \
-               const int* jc, const int* descc, size_t uplo_len, size_t trans_len) {                             \
-    if (transposes(trans)) {                                                                                     \
-      count(1);                                                                                                  \
-      tran_on_trapezoid((pick_tran), sizeof(T), uplo, m, n,                                        \
-                        alpha, a, ia, ja, desca, beta, c, ic, jc, descc);                                        \
-      return;                                                                                                    \
-    }                                                                                                            \
-    count(0);                                                                                                    \
-    ((name##_fn*)dlsym(RTLD_NEXT, #name "_"))(uplo, trans, m, n, alpha, a, ia, ja, desca, beta, c, ic, jc,       \
-                                              descc, uplo_len, trans_len);                                       \
+#define TRADD(name, T, pick_tran)                                                                                      \
+  typedef void name##_fn(const char*, const char*, const int*, const int*, const T*, const T*, const int*, const int*, \
+                         const int*, const T*, T*, const int*, const int*, const int*, size_t, size_t);                \
+  void name##_(const char* uplo, const char* trans, const int* m, const int* n, const T* alpha, const T* a,            \
+               const int* ia, const int* ja, const int* desca, const T* beta, T* c, const int* ic, const int* jc,      \
+               const int* descc, size_t uplo_len, size_t trans_len) {                                                  \
+    if (transposes(trans)) {                                                                                           \
+      count(1);                                                                                                        \
+      tran_on_trapezoid((pick_tran), sizeof(T), uplo, m, n, alpha, a, ia, ja, desca, beta, c, ic, jc, descc);          \
+      return;                                                                                                          \
+    }                                                                                                                  \
+    count(0);                                                                                                          \
+    ((name##_fn*)dlsym(RTLD_NEXT, #name "_"))(uplo, trans, m, n, alpha, a, ia, ja, desca, beta, c, ic, jc, descc,      \
+                                              uplo_len, trans_len);                                                    \
   }
 
 /* Complex*16 as (re, im) pairs of double. */
-typedef struct { double re, im; } zcomplex;
+typedef struct {
+  double re, im;
+} zcomplex;
 
 GEADD(pdgeadd, double, pdtran_)
 TRADD(pdtradd, double, pdtran_)

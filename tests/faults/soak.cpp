@@ -70,9 +70,9 @@ struct soak {
 
   void allreduce_call(MPI_Comm comm, int comm_rank, int comm_size) {
     static const conveyor::allreduce_algorithm algorithms[] = {
-        conveyor::allreduce_algorithm::automatic, conveyor::allreduce_algorithm::ring,
+        conveyor::allreduce_algorithm::automatic,          conveyor::allreduce_algorithm::ring,
         conveyor::allreduce_algorithm::recursive_doubling, conveyor::allreduce_algorithm::rabenseifner,
-        conveyor::allreduce_algorithm::shared_memory, conveyor::allreduce_algorithm::mpi};
+        conveyor::allreduce_algorithm::shared_memory,      conveyor::allreduce_algorithm::mpi};
     const std::size_t n = std::size_t{1} << pick(17);
     const std::size_t count = n - pick(std::max<std::size_t>(n / 2, 1));
     conveyor::allreduce_options o;
@@ -118,7 +118,8 @@ struct soak {
     const std::size_t n = 16 + pick(48);
     const auto rows = conveyor::sinkhorn::balanced_rows(n, rank, size);
     std::vector<double> A(std::max<std::size_t>(1, rows.count * n), 1.0);
-    std::vector<double> r(std::max<std::size_t>(1, rows.count), 1.0 / static_cast<double>(n)), c(n, 1.0 / static_cast<double>(n));
+    std::vector<double> r(std::max<std::size_t>(1, rows.count), 1.0 / static_cast<double>(n)),
+        c(n, 1.0 / static_cast<double>(n));
     conveyor::sinkhorn::options o;
     o.max_iter = 50;
     o.threads = 1;
@@ -170,7 +171,8 @@ int main(int argc, char** argv) {
       w.resident = resident_kib();
       w.fds = open_fds();
       const std::size_t b = static_cast<std::size_t>(tenth / batch);
-      w.per_call = median(std::vector<double>(batch_seconds.end() - static_cast<std::ptrdiff_t>(std::min(b, batch_seconds.size())), batch_seconds.end()));
+      w.per_call = median(std::vector<double>(
+          batch_seconds.end() - static_cast<std::ptrdiff_t>(std::min(b, batch_seconds.size())), batch_seconds.end()));
     }
   }
   const double total = MPI_Wtime() - start;

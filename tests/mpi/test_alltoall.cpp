@@ -57,7 +57,8 @@ const bool g_refusing = [] {
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
   sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) std::abort();
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+    std::abort();
   return true;
 }();
 
@@ -95,13 +96,16 @@ void reference_alltoallw(const void* send, const int* sc, const int* sd, const M
   for (int q = 0; q < P; ++q) {
     int pos = 0;
     if (sc[q]) {
-      MPI_Pack(static_cast<const char*>(send) + sd[q], sc[q], st[q], packed.data() + soff[q], sbytes[q], &pos, MPI_COMM_SELF);
+      MPI_Pack(static_cast<const char*>(send) + sd[q], sc[q], st[q], packed.data() + soff[q], sbytes[q], &pos,
+               MPI_COMM_SELF);
     }
   }
-  PMPI_Alltoallv(packed.data(), sbytes.data(), soff.data(), MPI_BYTE, got.data(), rbytes.data(), roff.data(), MPI_BYTE, comm);
+  PMPI_Alltoallv(packed.data(), sbytes.data(), soff.data(), MPI_BYTE, got.data(), rbytes.data(), roff.data(), MPI_BYTE,
+                 comm);
   for (int q = 0; q < P; ++q) {
     int pos = 0;
-    if (rc[q]) MPI_Unpack(got.data() + roff[q], rbytes[q], &pos, static_cast<char*>(recv) + rd[q], rc[q], rt[q], MPI_COMM_SELF);
+    if (rc[q])
+      MPI_Unpack(got.data() + roff[q], rbytes[q], &pos, static_cast<char*>(recv) + rd[q], rc[q], rt[q], MPI_COMM_SELF);
   }
 }
 
@@ -114,14 +118,16 @@ void expect_as_mpi(const case_w& c, MPI_Comm comm, bool in_place = false) {
   if (in_place) {
     got = want = pattern(c.recv_bytes, r + 7);
     ASSERT_EQ(MPI_Alltoallw(MPI_IN_PLACE, nullptr, nullptr, nullptr, got.data(), c.rcounts.data(), c.rdispls.data(),
-                            c.rtypes.data(), comm), MPI_SUCCESS);
+                            c.rtypes.data(), comm),
+              MPI_SUCCESS);
     reference_alltoallw(MPI_IN_PLACE, nullptr, nullptr, nullptr, want.data(), c.rcounts.data(), c.rdispls.data(),
                         c.rtypes.data(), comm);
   } else {
     ASSERT_EQ(MPI_Alltoallw(send.data(), c.scounts.data(), c.sdispls.data(), c.stypes.data(), got.data(),
-                            c.rcounts.data(), c.rdispls.data(), c.rtypes.data(), comm), MPI_SUCCESS);
-    reference_alltoallw(send.data(), c.scounts.data(), c.sdispls.data(), c.stypes.data(), want.data(),
-                        c.rcounts.data(), c.rdispls.data(), c.rtypes.data(), comm);
+                            c.rcounts.data(), c.rdispls.data(), c.rtypes.data(), comm),
+              MPI_SUCCESS);
+    reference_alltoallw(send.data(), c.scounts.data(), c.sdispls.data(), c.stypes.data(), want.data(), c.rcounts.data(),
+                        c.rdispls.data(), c.rtypes.data(), comm);
   }
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "rank " << r << " byte " << i;
 }
@@ -171,11 +177,12 @@ void free_types(case_w& c) {
 // A duplicate of the world on which this rank's sends follow `rule`
 // (CONVEYOR_ALLTOALL_COPY: auto, attach or slots; read at a communicator's first
 // all-to-all), unless the run set the copy path itself (the packed variants).
-MPI_Comm comm_with_rule(const std::string& rule, const std::function<MPI_Comm()>& make = [] {
-  MPI_Comm c;
-  MPI_Comm_dup(MPI_COMM_WORLD, &c);
-  return c;
-}) {
+MPI_Comm comm_with_rule(
+    const std::string& rule, const std::function<MPI_Comm()>& make = [] {
+      MPI_Comm c;
+      MPI_Comm_dup(MPI_COMM_WORLD, &c);
+      return c;
+    }) {
   const char* was = std::getenv("CONVEYOR_ALLTOALL_COPY");
   const std::string before = was ? was : "";
   const bool mine = before.empty() || before == "auto";
@@ -272,18 +279,22 @@ TEST(Alltoall, VUnevenSparseAndInPlace) {
   std::vector<long> send(static_cast<std::size_t>(st)), got(static_cast<std::size_t>(rt), -1), want(got);
   std::iota(send.begin(), send.end(), 100000L * r);
   ASSERT_EQ(MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_LONG, got.data(), rc.data(), rd.data(), MPI_LONG,
-                          MPI_COMM_WORLD), MPI_SUCCESS);
+                          MPI_COMM_WORLD),
+            MPI_SUCCESS);
   ASSERT_EQ(PMPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_LONG, want.data(), rc.data(), rd.data(), MPI_LONG,
-                           MPI_COMM_WORLD), MPI_SUCCESS);
+                           MPI_COMM_WORLD),
+            MPI_SUCCESS);
   EXPECT_EQ(got, want);
   // In place: the receive side's counts both ways (symmetric here: (r+q)%3 both ways).
   std::vector<long> a(static_cast<std::size_t>(rt)), b;
   std::iota(a.begin(), a.end(), 7L * r);
   b = a;
   ASSERT_EQ(MPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, a.data(), rc.data(), rd.data(), MPI_LONG,
-                          MPI_COMM_WORLD), MPI_SUCCESS);
+                          MPI_COMM_WORLD),
+            MPI_SUCCESS);
   ASSERT_EQ(PMPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, b.data(), rc.data(), rd.data(), MPI_LONG,
-                           MPI_COMM_WORLD), MPI_SUCCESS);
+                           MPI_COMM_WORLD),
+            MPI_SUCCESS);
   EXPECT_EQ(a, b);
 }
 
@@ -375,7 +386,8 @@ TEST(Alltoall, WLargeCountConstructorsDecoded) {
 TEST(Alltoall, MeasuredChoiceEveryCallRight) {
   const int P = size_of(), r = rank_of();
   for (int n : {16, 12000}) {
-    const int calls = n < 1000 ? 150 : 60;  // up to 3 x 31 and 3 x 15 trials (3 candidates across nodes), then settled calls
+    const int calls =
+        n < 1000 ? 150 : 60;  // up to 3 x 31 and 3 x 15 trials (3 candidates across nodes), then settled calls
     std::vector<std::int32_t> send(static_cast<std::size_t>(P * n)), got(send.size());
     for (int c = 0; c < calls; ++c) {
       for (int q = 0; q < P; ++q) {
@@ -385,13 +397,15 @@ TEST(Alltoall, MeasuredChoiceEveryCallRight) {
       const bool in_place = c % 3 == 2;
       if (in_place) {
         got = send;
-        ASSERT_EQ(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), n, MPI_INT32_T, MPI_COMM_WORLD), MPI_SUCCESS);
+        ASSERT_EQ(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), n, MPI_INT32_T, MPI_COMM_WORLD),
+                  MPI_SUCCESS);
       } else {
         ASSERT_EQ(MPI_Alltoall(send.data(), n, MPI_INT32_T, got.data(), n, MPI_INT32_T, MPI_COMM_WORLD), MPI_SUCCESS);
       }
       for (int q = 0; q < P; ++q) {
         for (int i = 0; i < n; ++i) {
-          ASSERT_EQ(got[static_cast<std::size_t>(q * n + i)], q * 1000003 + r * 1009 + i + c) << "call " << c << " n " << n;
+          ASSERT_EQ(got[static_cast<std::size_t>(q * n + i)], q * 1000003 + r * 1009 + i + c)
+              << "call " << c << " n " << n;
         }
       }
     }
@@ -421,17 +435,20 @@ TEST(Alltoall, VMeasuredAndAheadEveryCallRight) {
     const bool in_place = c % 5 == 4 && r != 0 && elements(c, 0) == elements(c, 1 % P);
     std::vector<std::int32_t> send(static_cast<std::size_t>(so)), got(static_cast<std::size_t>(ro), -1);
     for (int q = 0; q < P; ++q) {
-      for (int i = 0; i < sc[static_cast<std::size_t>(q)]; ++i) send[static_cast<std::size_t>(sd[static_cast<std::size_t>(q)] + i)] = r * 1000003 + q * 1009 + i + c;
+      for (int i = 0; i < sc[static_cast<std::size_t>(q)]; ++i)
+        send[static_cast<std::size_t>(sd[static_cast<std::size_t>(q)] + i)] = r * 1000003 + q * 1009 + i + c;
     }
     int all_in_place = in_place;  // in place needs every rank's counts equal: all or none
     MPI_Allreduce(MPI_IN_PLACE, &all_in_place, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (all_in_place && sc == rc) {
       got = send;
       ASSERT_EQ(MPI_Alltoallv(MPI_IN_PLACE, nullptr, nullptr, MPI_DATATYPE_NULL, got.data(), rc.data(), rd.data(),
-                              MPI_INT32_T, MPI_COMM_WORLD), MPI_SUCCESS);
+                              MPI_INT32_T, MPI_COMM_WORLD),
+                MPI_SUCCESS);
     } else {
       ASSERT_EQ(MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_INT32_T, got.data(), rc.data(), rd.data(),
-                              MPI_INT32_T, MPI_COMM_WORLD), MPI_SUCCESS);
+                              MPI_INT32_T, MPI_COMM_WORLD),
+                MPI_SUCCESS);
     }
     for (int q = 0; q < P; ++q) {
       for (int i = 0; i < rc[static_cast<std::size_t>(q)]; ++i) {
@@ -451,7 +468,9 @@ TEST(Alltoall, VMeasuredAndAheadEveryCallRight) {
 // 5 ranks, 3 + 1 at 4), scripts/test runs it on emulated clusters; on one node it
 // is the pairwise exchange (no message between nodes).
 // The byte at offset k of the part rank `from` sends rank `to`.
-unsigned char value(int from, int to, std::int64_t k) { return static_cast<unsigned char>(from * 131 + to * 31 + k * 7 + 1); }
+unsigned char value(int from, int to, std::int64_t k) {
+  return static_cast<unsigned char>(from * 131 + to * 31 + k * 7 + 1);
+}
 
 // check(comm) on the world, then on a subset of it: ranks 0, 2, 3, 4 (rank 1 alone).
 void on_world_and_a_subset(const std::function<void(MPI_Comm)>& check) {
@@ -467,11 +486,13 @@ void check_by_nodes(MPI_Comm comm) {
   MPI_Comm_size(comm, &P), MPI_Comm_rank(comm, &r);
   const int N = conveyor::alltoall_nodes(comm);
   for (int round = 0; round < 2; ++round) {
-    for (std::int64_t b : {std::int64_t{0}, std::int64_t{1}, std::int64_t{24}, std::int64_t{4096}, std::int64_t{40000}}) {
+    for (std::int64_t b :
+         {std::int64_t{0}, std::int64_t{1}, std::int64_t{24}, std::int64_t{4096}, std::int64_t{40000}}) {
       for (bool in_place : {false, true}) {
         const auto n = static_cast<std::size_t>(P * b);
         std::vector<unsigned char> send(n), got(n, 0xEE);
-        for (std::size_t i = 0; i < n; ++i) send[i] = value(r, static_cast<int>(i / static_cast<std::size_t>(b)), static_cast<std::int64_t>(i) % b);
+        for (std::size_t i = 0; i < n; ++i)
+          send[i] = value(r, static_cast<int>(i / static_cast<std::size_t>(b)), static_cast<std::int64_t>(i) % b);
         conveyor::alltoallw_report rep;
         if (in_place) {
           got = send;
@@ -481,7 +502,8 @@ void check_by_nodes(MPI_Comm comm) {
         }
         std::int64_t wrong = 0;
         for (std::size_t i = 0; i < n; ++i) {
-          wrong += got[i] != value(static_cast<int>(i / static_cast<std::size_t>(b)), r, static_cast<std::int64_t>(i) % b);
+          wrong +=
+              got[i] != value(static_cast<int>(i / static_cast<std::size_t>(b)), r, static_cast<std::int64_t>(i) % b);
         }
         EXPECT_EQ(wrong, 0) << b << " bytes per peer, in place " << in_place << ", round " << round;
         int messages = b > 0 && N > 1 ? rep.send_peers : 0;
@@ -510,11 +532,13 @@ void check_w_by_nodes(MPI_Comm comm) {
     // rank P-1 receives nothing, one pair 40 KB; 2, 5: in place, symmetric sizes.
     auto size = [&](int from, int to) -> std::int64_t {
       switch (round % 3) {
-        case 0: return (from * 7 + to * 3) % 5 == 0 ? 0 : (from + 2 * to) % 4 * 37 + 1;
+        case 0:
+          return (from * 7 + to * 3) % 5 == 0 ? 0 : (from + 2 * to) % 4 * 37 + 1;
         case 1:
           if (from == 0 || to == P - 1) return 0;
           return from == 1 && to == 0 ? 40000 : (from * 5 + to) % 3 * 19;
-        default: return (std::min(from, to) * 3 + std::max(from, to)) % 4 * 23 + (from == to ? 5 : 0);
+        default:
+          return (std::min(from, to) * 3 + std::max(from, to)) % 4 * 23 + (from == to ? 5 : 0);
       }
     };
     const bool strided = !in_place;
@@ -662,7 +686,8 @@ TEST(Alltoall, WEveryConstructorAsMpiReadsIt) {
   }
   for (int distrib : {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC}) {
     for (int order : {MPI_ORDER_C, MPI_ORDER_FORTRAN}) {
-      int gs[2] = {7, 9}, ds[2] = {distrib, MPI_DISTRIBUTE_NONE}, da[2] = {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG};
+      int gs[2] = {7, 9}, ds[2] = {distrib, MPI_DISTRIBUTE_NONE},
+          da[2] = {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG};
       int ps[2] = {3, 1};
       MPI_Type_create_darray(3, 1, 2, gs, ds, da, ps, order, MPI_INT, &t), types.push_back(t);
       const int first = distrib == MPI_DISTRIBUTE_CYCLIC ? 2 : MPI_DISTRIBUTE_DFLT_DARG;
@@ -671,7 +696,7 @@ TEST(Alltoall, WEveryConstructorAsMpiReadsIt) {
     }
   }
   MPI_Type_create_f90_real(15, MPI_UNDEFINED, &t), types.push_back(t);  // not read: staged through MPI_Pack
-  types.push_back(MPI_SHORT_INT);  // a named pair with padding: staged
+  types.push_back(MPI_SHORT_INT);                                       // a named pair with padding: staged
   for (std::size_t k = 0; k < types.size(); ++k) {
     MPI_Datatype type = types[k];
     int ni, na, nd, combiner;
@@ -744,7 +769,8 @@ TEST(Alltoall, WBottomAbsoluteAddresses) {
       MPI_Type_commit(&st[q]), MPI_Type_commit(&rt[q]);
     }
     ASSERT_EQ(MPI_Alltoallw(MPI_BOTTOM, ones.data(), zeros.data(), st.data(), MPI_BOTTOM, ones.data(), zeros.data(),
-                            rt.data(), MPI_COMM_WORLD), MPI_SUCCESS);
+                            rt.data(), MPI_COMM_WORLD),
+              MPI_SUCCESS);
     for (int q = 0; q < P; ++q) MPI_Type_free(&st[q]), MPI_Type_free(&rt[q]);
   };
   run(si.data(), ri.data(), MPI_INT, sizeof(int));
@@ -856,9 +882,9 @@ TEST(Alltoall, WSameArgumentsAnotherTypeBehindTheHandle) {
     MPI_Datatype previous = MPI_DATATYPE_NULL;
     for (int i = 0; i < 12; ++i) {
       MPI_Datatype t;
-      if (i % 3 == 0) MPI_Type_contiguous(4, MPI_INT, &t);       // 16 bytes in a row
+      if (i % 3 == 0) MPI_Type_contiguous(4, MPI_INT, &t);         // 16 bytes in a row
       else if (i % 3 == 1) MPI_Type_vector(4, 1, 2, MPI_INT, &t);  // every other int
-      else MPI_Type_vector(2, 2, 3, MPI_INT, &t);                // two pairs, a gap of one
+      else MPI_Type_vector(2, 2, 3, MPI_INT, &t);                  // two pairs, a gap of one
       MPI_Type_commit(&t);
       reused += t == previous;
       previous = t;
@@ -886,8 +912,8 @@ TEST(Alltoall, MismatchedCountsAnErrorNotWrongData) {
   if (r == 0) sc[1] = 2;
   if (r == 1) rc[0] = 4;
   std::vector<int> send(8 * P, r), got(8 * P, -1);
-  const int rc_code = MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_INT, got.data(), rc.data(), rd.data(),
-                                    MPI_INT, comm);
+  const int rc_code =
+      MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_INT, got.data(), rc.data(), rd.data(), MPI_INT, comm);
   const bool served = conveyor::alltoall_nodes(comm) == 1;
   if (r == 1 && served) {
     EXPECT_NE(rc_code, MPI_SUCCESS);
@@ -909,7 +935,8 @@ TEST(Alltoall, ValidatedErrorsOnEveryRank) {
   std::vector<int> a(static_cast<std::size_t>(4 * P), r), b(a.size(), -1);
   auto maps = [&](int ints_to_each) {
     std::vector<conveyor::byte_map> m(static_cast<std::size_t>(P));
-    for (int q = 0; q < P; ++q) m[static_cast<std::size_t>(q)] = {conveyor::byte_box{q * 16, ints_to_each * 4, 0, {}, {}}};
+    for (int q = 0; q < P; ++q)
+      m[static_cast<std::size_t>(q)] = {conveyor::byte_box{q * 16, ints_to_each * 4, 0, {}, {}}};
     return m;
   };
   for (int bad = 0; bad < P; ++bad) {
@@ -953,7 +980,8 @@ TEST(Alltoall, ValidatedErrorsOnEveryRank) {
       EXPECT_NE(what.find("the receive parts of ranks 0 and 1 overlap at byte 12"), std::string::npos) << what;
     }
   }
-  const conveyor::alltoallw_report rep = conveyor::alltoallw(a.data(), maps(4), b.data(), maps(4), MPI_COMM_WORLD, true);
+  const conveyor::alltoallw_report rep =
+      conveyor::alltoallw(a.data(), maps(4), b.data(), maps(4), MPI_COMM_WORLD, true);
   EXPECT_EQ(rep.self_bytes, 16);
   for (int q = 0; q < P; ++q) EXPECT_EQ(b[static_cast<std::size_t>(4 * q)], q);
 }
@@ -1068,7 +1096,8 @@ TEST(Alltoall, SharedWindowSendRowsReadByMemcpy) {
     std::int64_t wrong = 0;
     for (std::int64_t i = 0; i < n * P; ++i) {
       const std::int64_t q = i / n;
-      wrong += recv[static_cast<std::size_t>(i)] != static_cast<unsigned char>(r * 31 + q * 7 + (r * n + i % n) % 251 + round);
+      wrong += recv[static_cast<std::size_t>(i)] !=
+               static_cast<unsigned char>(r * 31 + q * 7 + (r * n + i % n) % 251 + round);
     }
     EXPECT_EQ(wrong, 0) << "round " << round;
     conveyor_forget_shared_window(win);
@@ -1179,8 +1208,8 @@ TEST(Alltoall, MismatchedLargeCountsEachWay) {
     if (r == 1) rc[0] = n;
     std::vector<unsigned char> send(static_cast<std::size_t>(P) * (n + 8192), static_cast<unsigned char>(r)),
         got(send.size(), 0xee);
-    const int code = MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, got.data(), rc.data(), rd.data(),
-                                   MPI_BYTE, comm);
+    const int code =
+        MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, got.data(), rc.data(), rd.data(), MPI_BYTE, comm);
     const bool served = conveyor::alltoall_nodes(comm) == 1;
     if (r == 1 && served) {
       EXPECT_NE(code, MPI_SUCCESS);
@@ -1242,10 +1271,13 @@ vote_call call_with_vote(MPI_Comm comm, const std::function<std::int64_t(int, in
   if (in_place) {
     EXPECT_EQ(sc, rc) << "an in-place call needs equal counts";
   }
-  auto value = [&](int from, int to, int i) { return static_cast<unsigned char>(from * 37 + to * 11 + i % 251 + salt); };
+  auto value = [&](int from, int to, int i) {
+    return static_cast<unsigned char>(from * 37 + to * 11 + i % 251 + salt);
+  };
   std::vector<unsigned char> send(static_cast<std::size_t>(soff) + 1), got(static_cast<std::size_t>(roff) + 1, 0xEE);
   for (int q = 0; q < P; ++q) {
-    for (int i = 0; i < sc[static_cast<std::size_t>(q)]; ++i) send[static_cast<std::size_t>(sd[static_cast<std::size_t>(q)] + i)] = value(r, q, i);
+    for (int i = 0; i < sc[static_cast<std::size_t>(q)]; ++i)
+      send[static_cast<std::size_t>(sd[static_cast<std::size_t>(q)] + i)] = value(r, q, i);
   }
   if (in_place) got = send;
   vote_call out;
@@ -1253,13 +1285,15 @@ vote_call call_with_vote(MPI_Comm comm, const std::function<std::int64_t(int, in
   out.rep = conveyor::alltoallw_auto(from, sp, got.data(), rp, comm, [&] {
     ++out.library_runs;
     if (sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
-    if (PMPI_Alltoallv(from, sc.data(), sd.data(), MPI_BYTE, got.data(), rc.data(), rd.data(), MPI_BYTE, comm) != MPI_SUCCESS) {
+    if (PMPI_Alltoallv(from, sc.data(), sd.data(), MPI_BYTE, got.data(), rc.data(), rd.data(), MPI_BYTE, comm) !=
+        MPI_SUCCESS) {
       throw conveyor::error(conveyor::errc::mpi, "PMPI_Alltoallv");
     }
   });
   std::int64_t wrong = 0;
   for (int q = 0; q < P; ++q) {
-    for (int i = 0; i < rc[static_cast<std::size_t>(q)]; ++i) wrong += got[static_cast<std::size_t>(rd[static_cast<std::size_t>(q)] + i)] != value(q, r, i);
+    for (int i = 0; i < rc[static_cast<std::size_t>(q)]; ++i)
+      wrong += got[static_cast<std::size_t>(rd[static_cast<std::size_t>(q)] + i)] != value(q, r, i);
   }
   EXPECT_EQ(wrong, 0) << "salt " << salt << (in_place ? ", in place" : "");
   EXPECT_EQ(out.library_runs, out.rep.library ? 1 : 0);
@@ -1327,7 +1361,8 @@ TEST(Alltoall, LibraryVoteAgreedByEveryRank) {
   if (P > 1) {
     MPI_Comm forced = comm_with_rule(rank_of() == P - 1 ? "slots" : "auto");
     for (int c = 0; c < 4; ++c) {
-      const vote_call v = call_with_vote(forced, [&](int, int) { return B; }, false, ++salt, 0);
+      const vote_call v = call_with_vote(
+          forced, [&](int, int) { return B; }, false, ++salt, 0);
       EXPECT_FALSE(v.rep.library_trial || v.rep.library);
     }
     MPI_Comm_free(&forced);
@@ -1422,13 +1457,15 @@ TEST(Alltoall, CountForms) {
   for (int q = 0; q < P; ++q) EXPECT_EQ(got[2 * q + 1], q);
   std::fill(got.begin(), got.end(), -1);
   ASSERT_EQ(MPI_Alltoallv_c(send.data(), c.data(), d.data(), MPI_INT, got.data(), c.data(), d.data(), MPI_INT,
-                            MPI_COMM_WORLD), MPI_SUCCESS);
+                            MPI_COMM_WORLD),
+            MPI_SUCCESS);
   for (int q = 0; q < P; ++q) EXPECT_EQ(got[2 * q], q);
   std::vector<MPI_Datatype> ty(P, MPI_INT);
   for (auto& x : d) x *= 4;
   std::fill(got.begin(), got.end(), -1);
   ASSERT_EQ(MPI_Alltoallw_c(send.data(), c.data(), d.data(), ty.data(), got.data(), c.data(), d.data(), ty.data(),
-                            MPI_COMM_WORLD), MPI_SUCCESS);
+                            MPI_COMM_WORLD),
+            MPI_SUCCESS);
   for (int q = 0; q < P; ++q) EXPECT_EQ(got[2 * q], q);
 }
 #endif

@@ -65,7 +65,9 @@ class watchdog {
   void disarm() { deadline_ = 0; }
 
  private:
-  static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+  static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
   void watch() {
     while (!stop_) {
       const double d = deadline_;
@@ -116,7 +118,8 @@ int sweep(const std::vector<sweep_case>& cases) {
       }
       const auto all = gather_strings(message);
       EXPECT_NE(code, 0) << what << ": rank " << me << " did not fail";
-      for (int p = 0; p < P; ++p) EXPECT_EQ(all[static_cast<std::size_t>(p)], message) << what << ": rank " << p << " differs";
+      for (int p = 0; p < P; ++p)
+        EXPECT_EQ(all[static_cast<std::size_t>(p)], message) << what << ": rank " << p << " differs";
       if (c.local && P > 1) {
         EXPECT_NE(message.find("rank " + std::to_string(bad_rank) + ":"), std::string::npos) << what << ": " << message;
       }
@@ -180,11 +183,13 @@ std::vector<sweep_case> collective_cases() {
   };
   allreduce_case("null send", true, [](ar_args& a) { a.send = nullptr; });
   allreduce_case("null recv", true, [](ar_args& a) { a.recv = nullptr; });
-  allreduce_case("partial overlap", true, [](ar_args& a) { a.recv = static_cast<char*>(const_cast<void*>(a.send)) + 4; });
+  allreduce_case("partial overlap", true,
+                 [](ar_args& a) { a.recv = static_cast<char*>(const_cast<void*>(a.send)) + 4; });
   allreduce_case("dtype out of range", true, [](ar_args& a) { a.t = static_cast<dtype>(99); });
   allreduce_case("op out of range", true, [](ar_args& a) { a.o = static_cast<op>(-1); });
   allreduce_case("band on float32", true, [](ar_args& a) { a.o = op::band; });
-  allreduce_case("algorithm out of range", true, [](ar_args& a) { a.opt.algorithm = static_cast<allreduce_algorithm>(17); });
+  allreduce_case("algorithm out of range", true,
+                 [](ar_args& a) { a.opt.algorithm = static_cast<allreduce_algorithm>(17); });
   allreduce_case("ranks_per_node < 0", true, [](ar_args& a) { a.opt.ranks_per_node = -2; });
   allreduce_case("count overflows", true, [](ar_args& a) { a.count = std::numeric_limits<std::size_t>::max() / 2; });
   allreduce_case("different count", false, [](ar_args& a) { a.count = 63; });
@@ -195,7 +200,8 @@ std::vector<sweep_case> collective_cases() {
   allreduce_case("different deterministic flag", false, [](ar_args& a) { a.opt.deterministic = true; });
   allreduce_case("different ranks_per_node", false, [](ar_args& a) { a.opt.ranks_per_node = 1; });
 
-  const auto rs_case = [&](const std::string& name, bool local, std::function<void(std::vector<std::size_t>&, const void*&, dtype&, op&)> mutate) {
+  const auto rs_case = [&](const std::string& name, bool local,
+                           std::function<void(std::vector<std::size_t>&, const void*&, dtype&, op&)> mutate) {
     cs.push_back({"reduce_scatter: " + name, local, [comm, P, mutate](bool bad) {
                     std::vector<std::size_t> counts(static_cast<std::size_t>(P), 3);
                     std::vector<double> x(3 * static_cast<std::size_t>(P), 1.0), y(3);
@@ -212,7 +218,8 @@ std::vector<sweep_case> collective_cases() {
   rs_case("different counts", false, [](auto& c, auto&, auto&, auto&) { c[0] = 2; });
   rs_case("different op", false, [](auto&, auto&, auto&, auto& o) { o = op::min; });
 
-  const auto ag_case = [&](const std::string& name, bool local, std::function<void(std::vector<std::size_t>&, void*&, dtype&)> mutate) {
+  const auto ag_case = [&](const std::string& name, bool local,
+                           std::function<void(std::vector<std::size_t>&, void*&, dtype&)> mutate) {
     cs.push_back({"allgatherv: " + name, local, [comm, P, mutate](bool bad) {
                     std::vector<std::size_t> counts(static_cast<std::size_t>(P), 2);
                     std::vector<int> x(2, rank_of()), y(2 * static_cast<std::size_t>(P));
@@ -333,7 +340,10 @@ std::vector<sweep_case> outer_cases() {
   add("algorithm out of range", true, [](args& x) { x.o.algorithm = static_cast<outer_algorithm>(9); });
   add("matrix order out of range", true, [](args& x) { x.o.order = static_cast<matrix_order>(2); });
   add("allreduce ranks_per_node < 0", true, [](args& x) { x.o.allreduce.ranks_per_node = -1; });
-  add("different N", false, [](args& x) { x.N = 5; x.G_count = 20; });
+  add("different N", false, [](args& x) {
+    x.N = 5;
+    x.G_count = 20;
+  });
   add("different algorithm", false, [](args& x) { x.o.algorithm = outer_algorithm::ring; });
   add("different distributed flag", false, [](args& x) { x.o.distributed = true; });
   return cs;
@@ -357,29 +367,31 @@ std::vector<sweep_case> plan_cases() {
     rd::plan_options o;
   };
   const auto add = [&](const std::string& name, bool local, std::function<void(args&)> mutate) {
-    cs.push_back({"redistribute::plan: " + name, local, [comm, P, mutate](bool bad) {
-                    args x;
-                    x.dst_shape = {2, 4 * static_cast<std::int64_t>(P)};
-                    x.dst_grid = {1, P};
-                    if (bad) mutate(x);
-                    std::vector<double> in(8, 1.0), out(8);
-                    const rd::layout src = rd::layout::cartesian({4 * static_cast<std::int64_t>(P), 2}, {P, 1}, x.null_storage ? nullptr : in.data());
-                    rd::layout dst = rd::layout::cartesian(x.dst_shape, x.dst_grid, out.data());
-                    if (x.rotate_owners) {  // the same blocks, owned by the next rank
-                      std::vector<int> owners(static_cast<std::size_t>(P));
-                      for (int q = 0; q < P; ++q) owners[static_cast<std::size_t>(q)] = (q + 1) % P;
-                      dst = rd::layout::custom({rd::axis_splits::regular(2, 2), rd::axis_splits::regular(4 * P, 4)}, owners);
-                      dst.set_storage({0, (rank_of() + P - 1) % P}, out.data(), {4, 1});
-                    }
-                    rd::transform t;
-                    t.src = x.null_src ? nullptr : &src;
-                    t.dst = &dst;
-                    t.perm = x.perm.empty() ? std::vector<int>{1, 0} : x.perm;
-                    t.type = x.t;
-                    t.alpha = x.alpha;
-                    rd::plan p(t, comm, x.o);
-                    p.execute();
-                  }});
+    cs.push_back(
+        {"redistribute::plan: " + name, local, [comm, P, mutate](bool bad) {
+           args x;
+           x.dst_shape = {2, 4 * static_cast<std::int64_t>(P)};
+           x.dst_grid = {1, P};
+           if (bad) mutate(x);
+           std::vector<double> in(8, 1.0), out(8);
+           const rd::layout src = rd::layout::cartesian({4 * static_cast<std::int64_t>(P), 2}, {P, 1},
+                                                        x.null_storage ? nullptr : in.data());
+           rd::layout dst = rd::layout::cartesian(x.dst_shape, x.dst_grid, out.data());
+           if (x.rotate_owners) {  // the same blocks, owned by the next rank
+             std::vector<int> owners(static_cast<std::size_t>(P));
+             for (int q = 0; q < P; ++q) owners[static_cast<std::size_t>(q)] = (q + 1) % P;
+             dst = rd::layout::custom({rd::axis_splits::regular(2, 2), rd::axis_splits::regular(4 * P, 4)}, owners);
+             dst.set_storage({0, (rank_of() + P - 1) % P}, out.data(), {4, 1});
+           }
+           rd::transform t;
+           t.src = x.null_src ? nullptr : &src;
+           t.dst = &dst;
+           t.perm = x.perm.empty() ? std::vector<int>{1, 0} : x.perm;
+           t.type = x.t;
+           t.alpha = x.alpha;
+           rd::plan p(t, comm, x.o);
+           p.execute();
+         }});
   };
   add("null source layout", true, [](args& x) { x.null_src = true; });
   add("null block storage", true, [](args& x) { x.null_storage = true; });
@@ -388,7 +400,10 @@ std::vector<sweep_case> plan_cases() {
   add("transport out of range", true, [](args& x) { x.o.transport = static_cast<rd::transport>(11); });
   add("relabeling out of range", true, [](args& x) { x.o.relabel = static_cast<rd::relabeling>(5); });
   add("chunk_bytes 0", true, [](args& x) { x.o.chunk_bytes = 0; });
-  add("alpha on a copy-only dtype", true, [](args& x) { x.t = dtype::int64; x.alpha = 2; });
+  add("alpha on a copy-only dtype", true, [](args& x) {
+    x.t = dtype::int64;
+    x.alpha = 2;
+  });
   add("different dtype", false, [](args& x) { x.t = dtype::int64; });
   add("different alpha", false, [](args& x) { x.alpha = 3; });
   add("different transport", false, [](args& x) { x.o.transport = rd::transport::alltoallv; });
@@ -411,16 +426,22 @@ std::vector<sweep_case> c_cases() {
     conveyor_allreduce_options o;
     conveyor_allreduce_options_init(&o);
     o.validate = 1;
-    c_call(conveyor_allreduce(x.data(), recv ? recv : (count ? nullptr : y.data()), count, t, CONVEYOR_SUM, comm, &o, nullptr));
+    c_call(conveyor_allreduce(x.data(), recv ? recv : (count ? nullptr : y.data()), count, t, CONVEYOR_SUM, comm, &o,
+                              nullptr));
   };
   std::vector<double> scratch(16);
-  add("conveyor_allreduce: dtype out of range", true, [=](bool bad) mutable { c_allreduce(bad ? static_cast<conveyor_dtype>(42) : CONVEYOR_FLOAT64, 16, scratch.data()); });
-  add("conveyor_allreduce: null recv", true, [=](bool bad) mutable { c_allreduce(CONVEYOR_FLOAT64, 16, bad ? nullptr : scratch.data()); });
-  add("conveyor_allreduce: different count", false, [=](bool bad) mutable { c_allreduce(CONVEYOR_FLOAT64, bad ? 15 : 16, scratch.data()); });
+  add("conveyor_allreduce: dtype out of range", true, [=](bool bad) mutable {
+    c_allreduce(bad ? static_cast<conveyor_dtype>(42) : CONVEYOR_FLOAT64, 16, scratch.data());
+  });
+  add("conveyor_allreduce: null recv", true,
+      [=](bool bad) mutable { c_allreduce(CONVEYOR_FLOAT64, 16, bad ? nullptr : scratch.data()); });
+  add("conveyor_allreduce: different count", false,
+      [=](bool bad) mutable { c_allreduce(CONVEYOR_FLOAT64, bad ? 15 : 16, scratch.data()); });
   add("conveyor_reduce_scatter: null counts", true, [comm, P](bool bad) {
     std::vector<size_t> counts(static_cast<std::size_t>(P), 2);
     std::vector<float> x(2 * static_cast<std::size_t>(P), 1), y(2);
-    c_call(conveyor_reduce_scatter(x.data(), y.data(), bad ? nullptr : counts.data(), CONVEYOR_FLOAT32, CONVEYOR_SUM, comm, 1));
+    c_call(conveyor_reduce_scatter(x.data(), y.data(), bad ? nullptr : counts.data(), CONVEYOR_FLOAT32, CONVEYOR_SUM,
+                                   comm, 1));
   });
   add("conveyor_allgatherv: null counts", true, [comm, P](bool bad) {
     std::vector<size_t> counts(static_cast<std::size_t>(P), 2);
@@ -440,21 +461,25 @@ std::vector<sweep_case> c_cases() {
         c_call(conveyor_sinkhorn_transport(t, s.A.data(), s.rows, s.cols, s.ld, s.r.data(), s.c.data(), 0.5, comm, &o,
                                            u.data(), v.data(), nullptr, 0, nullptr));
       } else {
-        c_call(conveyor_sinkhorn_scale(t, s.A.data(), s.rows, s.cols, s.ld, s.r.data(), s.c.data(), comm, 0, &o, u.data(),
-                                       v.data(), nullptr));
+        c_call(conveyor_sinkhorn_scale(t, s.A.data(), s.rows, s.cols, s.ld, s.r.data(), s.c.data(), comm, 0, &o,
+                                       u.data(), v.data(), nullptr));
       }
     };
-    add(fn + ": int32 dtype (checked before the C++ call)", true, [run](bool bad) { run(bad ? CONVEYOR_INT32 : CONVEYOR_FLOAT64, 0); });
-    add(fn + ": dtype out of range", true, [run](bool bad) { run(bad ? static_cast<conveyor_dtype>(-7) : CONVEYOR_FLOAT64, 0); });
+    add(fn + ": int32 dtype (checked before the C++ call)", true,
+        [run](bool bad) { run(bad ? CONVEYOR_INT32 : CONVEYOR_FLOAT64, 0); });
+    add(fn + ": dtype out of range", true,
+        [run](bool bad) { run(bad ? static_cast<conveyor_dtype>(-7) : CONVEYOR_FLOAT64, 0); });
     add(fn + ": variant out of range", true, [run](bool bad) { run(CONVEYOR_FLOAT64, bad ? 12 : 0); });
   }
   add("conveyor_outer_sum: G too small", true, [comm](bool bad) {
     std::vector<double> a(3, 1), b(2, 1), G(6);
-    c_call(conveyor_outer_sum(a.data(), 3, b.data(), 2, G.data(), bad ? 5 : 6, CONVEYOR_FLOAT64, comm, nullptr, nullptr));
+    c_call(
+        conveyor_outer_sum(a.data(), 3, b.data(), 2, G.data(), bad ? 5 : 6, CONVEYOR_FLOAT64, comm, nullptr, nullptr));
   });
   add("conveyor_outer_sum: different M", false, [comm](bool bad) {
     std::vector<double> a(3, 1), b(3, 1), G(9);
-    c_call(conveyor_outer_sum(a.data(), 3, b.data(), bad ? 3 : 2, G.data(), 9, CONVEYOR_FLOAT64, comm, nullptr, nullptr));
+    c_call(
+        conveyor_outer_sum(a.data(), 3, b.data(), bad ? 3 : 2, G.data(), 9, CONVEYOR_FLOAT64, comm, nullptr, nullptr));
   });
   const auto create = [comm, P](bool null_transforms, bool null_result, int transport) {
     std::vector<double> in(4, 1.0), out(4);
@@ -467,7 +492,8 @@ std::vector<sweep_case> c_cases() {
     conveyor_redistribute_options o = c_redistribute_options();
     o.transport = transport;
     conveyor_redistribution plan = nullptr;
-    const int rc = conveyor_redistribution_create(null_transforms ? nullptr : &t, 1, comm, &o, null_result ? nullptr : &plan);
+    const int rc =
+        conveyor_redistribution_create(null_transforms ? nullptr : &t, 1, comm, &o, null_result ? nullptr : &plan);
     if (rc == CONVEYOR_SUCCESS) c_call(conveyor_redistribution_execute(plan));
     conveyor_redistribution_free(plan);
     conveyor_layout_free(src);
@@ -476,8 +502,10 @@ std::vector<sweep_case> c_cases() {
   };
   add("conveyor_redistribution_create: null transforms", true, [create](bool bad) { create(bad, false, 0); });
   add("conveyor_redistribution_create: null result", true, [create](bool bad) { create(false, bad, 0); });
-  add("conveyor_redistribution_create: transport out of range", true, [create](bool bad) { create(false, false, bad ? 99 : 0); });
-  add("conveyor_redistribution_create: different transport", false, [create](bool bad) { create(false, false, bad ? 2 : 0); });
+  add("conveyor_redistribution_create: transport out of range", true,
+      [create](bool bad) { create(false, false, bad ? 99 : 0); });
+  add("conveyor_redistribution_create: different transport", false,
+      [create](bool bad) { create(false, false, bad ? 2 : 0); });
   return cs;
 }
 

@@ -45,7 +45,8 @@ std::vector<double> gather_rows(const std::vector<double>& mine, std::size_t col
 void into_block_cyclic_and_check(std::vector<double>& rows_of_mine, std::int64_t rows, std::int64_t cols,
                                  const std::vector<double>& whole) {
   const int P = size_of(), me = rank_of();
-  const rd::layout cart = rd::layout::cartesian({rows, cols}, {P, 1}, rows_of_mine.empty() ? nullptr : rows_of_mine.data());
+  const rd::layout cart =
+      rd::layout::cartesian({rows, cols}, {P, 1}, rows_of_mine.empty() ? nullptr : rows_of_mine.data());
   rd::layout::block_cyclic_params p;
   p.M = rows;
   p.N = cols;
@@ -77,7 +78,8 @@ TEST(EnginesTogether, DistributedSinkhornPlanIntoBlockCyclic) {
   const int P = size_of(), me = rank_of();
   const std::size_t M = 7 * static_cast<std::size_t>(P) + 3, N = 9;  // M % P != 0: uneven row blocks
   const sinkhorn::row_block mine = sinkhorn::balanced_rows(M, me, P);
-  std::vector<double> C(mine.count * N), a(mine.count, 1.0 / static_cast<double>(M)), b(N, 1.0 / static_cast<double>(N));
+  std::vector<double> C(mine.count * N), a(mine.count, 1.0 / static_cast<double>(M)),
+      b(N, 1.0 / static_cast<double>(N));
   for (std::size_t i = 0; i < mine.count; ++i) {
     for (std::size_t j = 0; j < N; ++j) C[i * N + j] = static_cast<double>(((mine.first + i) * 7 + j * 3) % 11) / 10.0;
   }
@@ -86,8 +88,10 @@ TEST(EnginesTogether, DistributedSinkhornPlanIntoBlockCyclic) {
   o.max_iter = 200;
   sinkhorn::transport(C.data(), mine.count, N, N, a.data(), b.data(), 0.5, MPI_COMM_WORLD, o, plan.data(), N);
   std::vector<int> counts(static_cast<std::size_t>(P));
-  for (int p = 0; p < P; ++p) counts[static_cast<std::size_t>(p)] = static_cast<int>(sinkhorn::balanced_rows(M, p, P).count);
-  into_block_cyclic_and_check(plan, static_cast<std::int64_t>(M), static_cast<std::int64_t>(N), gather_rows(plan, N, counts));
+  for (int p = 0; p < P; ++p)
+    counts[static_cast<std::size_t>(p)] = static_cast<int>(sinkhorn::balanced_rows(M, p, P).count);
+  into_block_cyclic_and_check(plan, static_cast<std::int64_t>(M), static_cast<std::int64_t>(N),
+                              gather_rows(plan, N, counts));
 }
 
 TEST(EnginesTogether, DistributedOuterSumIntoBlockCyclic) {

@@ -28,7 +28,8 @@ TEST(Interpose, AllreduceEveryKindOfPredefinedType) {
   std::vector<float> f(n), fout(n);
   for (int i = 0; i < n; ++i) f[i] = static_cast<float>(r) + 0.5f * static_cast<float>(i);
   ASSERT_EQ(MPI_Allreduce(f.data(), fout.data(), n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
-  for (int i = 0; i < n; ++i) ASSERT_EQ(fout[i], static_cast<float>(sum_of_ranks(p)) + 0.5f * static_cast<float>(p * i)) << i;
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(fout[i], static_cast<float>(sum_of_ranks(p)) + 0.5f * static_cast<float>(p * i)) << i;
 
   std::vector<double> d(n);
   for (int i = 0; i < n; ++i) d[i] = (i % 2 ? 1.0 : -1.0) * r;
@@ -219,7 +220,8 @@ TEST(Interpose, GathersWithMixedTypesGapsAndInPlace) {
   MPI_Type_create_resized(MPI_DOUBLE, 0, 2 * sizeof(double), &every_other);
   MPI_Type_commit(&every_other);
   std::vector<double> spread(static_cast<std::size_t>(12 * p), -9.0);
-  for (int i = 0; i < counts[static_cast<std::size_t>(r)]; ++i) spread[static_cast<std::size_t>(2 * (6 * r + i))] = 0.5 + r;
+  for (int i = 0; i < counts[static_cast<std::size_t>(r)]; ++i)
+    spread[static_cast<std::size_t>(2 * (6 * r + i))] = 0.5 + r;
   MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, spread.data(), counts.data(), displs.data(), every_other,
                  MPI_COMM_WORLD);
   for (int q = 0; q < p; ++q) {
@@ -253,8 +255,9 @@ TEST(Interpose, LargeCountForms) {
   ASSERT_EQ(MPI_Allreduce_c(MPI_IN_PLACE, v.data(), MPI_Count{77}, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
   EXPECT_EQ(v[76], p + sum_of_ranks(p));
   std::vector<double> mine(77, 1.0 * r);
-  ASSERT_EQ(MPI_Allgather_c(mine.data(), MPI_Count{77}, MPI_DOUBLE, all.data(), MPI_Count{77}, MPI_DOUBLE, MPI_COMM_WORLD),
-            MPI_SUCCESS);
+  ASSERT_EQ(
+      MPI_Allgather_c(mine.data(), MPI_Count{77}, MPI_DOUBLE, all.data(), MPI_Count{77}, MPI_DOUBLE, MPI_COMM_WORLD),
+      MPI_SUCCESS);
   EXPECT_EQ(all.back(), p - 1.0);
   std::vector<double> block(77);
   ASSERT_EQ(MPI_Reduce_scatter_block_c(all.data(), block.data(), MPI_Count{77}, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),

@@ -43,7 +43,9 @@ class huge_buffer {
 };
 
 // (i * mul + add) mod 256: every array here holds such a pattern, of period 256 in i.
-std::int8_t pattern(std::size_t i, std::size_t mul, std::size_t add) { return static_cast<std::int8_t>((i * mul + add) & 0xFF); }
+std::int8_t pattern(std::size_t i, std::size_t mul, std::size_t add) {
+  return static_cast<std::int8_t>((i * mul + add) & 0xFF);
+}
 
 // Writes, and counts the elements that differ from, pattern(first + k) over
 // p[0, n), a period at a time with memcpy / memcmp: a loop of one element at a

@@ -112,11 +112,8 @@ TEST(MpiOp, AllreduceEveryPair) {
         for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1000}}) {
           const auto mine = contribution<T>(o, rank_of(), n);
           std::vector<T> out(n);
-          ASSERT_EQ(MPI_Allreduce(mine.data(), out.data(), static_cast<int>(n), mdt, mop,
-                                  MPI_COMM_WORLD),
-                    MPI_SUCCESS);
-          EXPECT_TRUE(all_same(out, expected<T>(o, P, n), o, P))
-              << op_name(o) << "/" << dtype_name(t) << " n=" << n;
+          ASSERT_EQ(MPI_Allreduce(mine.data(), out.data(), static_cast<int>(n), mdt, mop, MPI_COMM_WORLD), MPI_SUCCESS);
+          EXPECT_TRUE(all_same(out, expected<T>(o, P, n), o, P)) << op_name(o) << "/" << dtype_name(t) << " n=" << n;
         }
       });
     }
@@ -129,16 +126,17 @@ TEST(MpiOp, InPlaceLargeAndOtherCollectives) {
   // In place, large (above any eager/segment threshold).
   const std::size_t n = (std::size_t{1} << 20) + 3;
   auto buf = contribution<float>(op::sum, r, n);
-  ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(n), MPI_FLOAT, sum_f32,
-                          MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(n), MPI_FLOAT, sum_f32, MPI_COMM_WORLD),
+            MPI_SUCCESS);
   EXPECT_TRUE(all_same(buf, expected<float>(op::sum, P, n)));
 
   // Reduce to the last rank.
   const std::size_t m = 333;
   auto mine = contribution<std::int16_t>(op::prod, r, m);
   std::vector<std::int16_t> root_out(m);
-  ASSERT_EQ(MPI_Reduce(mine.data(), root_out.data(), static_cast<int>(m), MPI_INT16_T,
-                       mpi_op(op::prod, dtype::int16), P - 1, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Reduce(mine.data(), root_out.data(), static_cast<int>(m), MPI_INT16_T, mpi_op(op::prod, dtype::int16),
+                       P - 1, MPI_COMM_WORLD),
+            MPI_SUCCESS);
   if (r == P - 1) {
     EXPECT_TRUE(all_same(root_out, expected<std::int16_t>(op::prod, P, m)));
   }
@@ -147,12 +145,11 @@ TEST(MpiOp, InPlaceLargeAndOtherCollectives) {
   const std::size_t block = 129;
   auto full_in = contribution<double>(op::max, r, block * P);
   std::vector<double> part(block);
-  ASSERT_EQ(MPI_Reduce_scatter_block(full_in.data(), part.data(), static_cast<int>(block),
-                                     MPI_DOUBLE, mpi_op(op::max, dtype::float64), MPI_COMM_WORLD),
+  ASSERT_EQ(MPI_Reduce_scatter_block(full_in.data(), part.data(), static_cast<int>(block), MPI_DOUBLE,
+                                     mpi_op(op::max, dtype::float64), MPI_COMM_WORLD),
             MPI_SUCCESS);
   const auto full_want = expected<double>(op::max, P, block * P);
-  EXPECT_TRUE(all_same(part, std::vector<double>(full_want.begin() + r * block,
-                                                 full_want.begin() + (r + 1) * block)));
+  EXPECT_TRUE(all_same(part, std::vector<double>(full_want.begin() + r * block, full_want.begin() + (r + 1) * block)));
 }
 
 // A derived datatype of 3 contiguous elements is reduced element by element.
@@ -164,8 +161,8 @@ TEST(MpiOp, DerivedContiguousDatatype) {
   const std::size_t n = 3 * 101;
   const auto mine = contribution<bfloat16>(op::sum, rank_of(), n);
   std::vector<bfloat16> out(n);
-  ASSERT_EQ(MPI_Allreduce(mine.data(), out.data(), 101, triple, mpi_op(op::sum, dtype::bfloat16),
-                          MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Allreduce(mine.data(), out.data(), 101, triple, mpi_op(op::sum, dtype::bfloat16), MPI_COMM_WORLD),
+            MPI_SUCCESS);
   EXPECT_TRUE(all_same(out, expected<bfloat16>(op::sum, P, n)));
   MPI_Type_free(&triple);
 }

@@ -46,8 +46,9 @@ std::vector<double> reference(std::size_t N, std::size_t M, int P) {
   return G;
 }
 
-const outer_algorithm kAlgorithms[] = {outer_algorithm::automatic, outer_algorithm::allgather, outer_algorithm::allreduce,
-                                       outer_algorithm::ring, outer_algorithm::generalized_rabenseifner};
+const outer_algorithm kAlgorithms[] = {outer_algorithm::automatic, outer_algorithm::allgather,
+                                       outer_algorithm::allreduce, outer_algorithm::ring,
+                                       outer_algorithm::generalized_rabenseifner};
 
 template <class T>
 void check_all(std::size_t N, std::size_t M) {
@@ -66,8 +67,8 @@ void check_all(std::size_t N, std::size_t M) {
         const outer_block mine = outer_rows(N, me, P);
         const std::size_t rows = distributed ? mine.count : N;
         std::vector<T> G(rows * M + 1, T(-99));  // one canary past the end
-        const std::string label = std::string(outer_algorithm_name(alg)) + " N=" + std::to_string(N) + " M=" +
-                                  std::to_string(M) + (order == matrix_order::row_major ? " row" : " col") +
+        const std::string label = std::string(outer_algorithm_name(alg)) + " N=" + std::to_string(N) +
+                                  " M=" + std::to_string(M) + (order == matrix_order::row_major ? " row" : " col") +
                                   (distributed ? " distributed" : " full") + (sizeof(T) == 4 ? " f32" : " f64");
         const outer_report r = outer_sum(a.data(), N, b.data(), M, G.data(), rows * M, MPI_COMM_WORLD, o);
         if (alg != outer_algorithm::automatic) {
@@ -103,7 +104,8 @@ struct shape {
 
 TEST(OuterSum, EveryAlgorithmOrderAndResultMatchesTheReference) {
   const std::size_t P = static_cast<std::size_t>(size_of());
-  const shape shapes[] = {{1, 1}, {5, 3}, {3, 40}, {P - 1, 7}, {P + 1, 9}, {37, 29}, {64, 64}, {0, 6}, {6, 0}, {131, 250}};
+  const shape shapes[] = {{1, 1},   {5, 3},   {3, 40}, {P - 1, 7}, {P + 1, 9},
+                          {37, 29}, {64, 64}, {0, 6},  {6, 0},     {131, 250}};
   for (const shape s : shapes) {
     check_all<double>(s.N, s.M);
     check_all<float>(s.N, s.M);
@@ -129,7 +131,8 @@ TEST(OuterSum, ShapeOnlyPredictionsAreWhatTheCallsReport) {
   const cost_model& m = current_cost_model();
   const auto a = vec(rank_of(), 300, 1), b = vec(rank_of(), 200, 2);
   std::vector<double> G(300 * 200);
-  for (const auto alg : {outer_algorithm::allgather, outer_algorithm::ring, outer_algorithm::generalized_rabenseifner}) {
+  for (const auto alg :
+       {outer_algorithm::allgather, outer_algorithm::ring, outer_algorithm::generalized_rabenseifner}) {
     outer_options o;
     o.algorithm = alg;
     o.allreduce.ranks_per_node = P;  // one node of P ranks, as the shape says
@@ -144,8 +147,8 @@ TEST(OuterSum, ShapeOnlyPredictionsAreWhatTheCallsReport) {
     EXPECT_EQ(predicted_outer_choice(300, 200, sizeof(double), 1, P, false, m), chosen.algorithm);
   }
   std::vector<float> send(1024, 1.0f), recv(1024);
-  for (const auto alg : {allreduce_algorithm::recursive_doubling, allreduce_algorithm::rabenseifner,
-                         allreduce_algorithm::ring}) {
+  for (const auto alg :
+       {allreduce_algorithm::recursive_doubling, allreduce_algorithm::rabenseifner, allreduce_algorithm::ring}) {
     allreduce_options ao;
     ao.algorithm = alg;
     ao.ranks_per_node = P;
@@ -169,20 +172,24 @@ TEST(OuterSum, BadArgumentsFailOnEveryRank) {
   outer_options o;
   o.validate = true;
   // G too small on one rank only.
-  expect_error_everywhere([&] { outer_sum(a.data(), 10, b.data(), 8, G.data(), rank_of() == last ? 79 : 80, MPI_COMM_WORLD, o); },
-                          "G holds 79 elements");
+  expect_error_everywhere(
+      [&] { outer_sum(a.data(), 10, b.data(), 8, G.data(), rank_of() == last ? 79 : 80, MPI_COMM_WORLD, o); },
+      "G holds 79 elements");
   // Null pointers with non-zero sizes.
-  expect_error_everywhere([&] {
-    outer_sum(rank_of() == last ? nullptr : a.data(), 10, b.data(), 8, G.data(), 80, MPI_COMM_WORLD, o);
-  }, "a is null");
-  expect_error_everywhere([&] { outer_sum(a.data(), 10, b.data(), 8, rank_of() == last ? nullptr : G.data(), 80, MPI_COMM_WORLD, o); },
-                          "G is null");
+  expect_error_everywhere(
+      [&] { outer_sum(rank_of() == last ? nullptr : a.data(), 10, b.data(), 8, G.data(), 80, MPI_COMM_WORLD, o); },
+      "a is null");
+  expect_error_everywhere(
+      [&] { outer_sum(a.data(), 10, b.data(), 8, rank_of() == last ? nullptr : G.data(), 80, MPI_COMM_WORLD, o); },
+      "G is null");
   // N or M differing across ranks (validate mode).
   if (size_of() > 1) {
-    expect_error_everywhere([&] { outer_sum(a.data(), rank_of() == last ? 9 : 10, b.data(), 8, G.data(), 80, MPI_COMM_WORLD, o); },
-                            "different N (9 to 10)");
-    expect_error_everywhere([&] { outer_sum(a.data(), 10, b.data(), rank_of() == 0 ? 7 : 8, G.data(), 80, MPI_COMM_WORLD, o); },
-                            "different M (7 to 8)");
+    expect_error_everywhere(
+        [&] { outer_sum(a.data(), rank_of() == last ? 9 : 10, b.data(), 8, G.data(), 80, MPI_COMM_WORLD, o); },
+        "different N (9 to 10)");
+    expect_error_everywhere(
+        [&] { outer_sum(a.data(), 10, b.data(), rank_of() == 0 ? 7 : 8, G.data(), 80, MPI_COMM_WORLD, o); },
+        "different M (7 to 8)");
   }
   // Unsupported dtype.
   expect_error_everywhere([&] { outer_sum(a.data(), 10, b.data(), 8, G.data(), 80, dtype::int64, MPI_COMM_WORLD, o); },
@@ -211,8 +218,9 @@ TEST(OuterSum, CApi) {
   for (std::size_t i = 0; i < mine.count; ++i) {
     for (std::size_t j = 0; j < M; ++j) EXPECT_EQ(G[j * mine.count + i], ref[(mine.first + i) * M + j]);
   }
-  EXPECT_EQ(conveyor_outer_sum(a.data(), N, b.data(), M, G.data(), G.size(), CONVEYOR_INT8, MPI_COMM_WORLD, nullptr, nullptr),
-            CONVEYOR_ERR_UNSUPPORTED);
+  EXPECT_EQ(
+      conveyor_outer_sum(a.data(), N, b.data(), M, G.data(), G.size(), CONVEYOR_INT8, MPI_COMM_WORLD, nullptr, nullptr),
+      CONVEYOR_ERR_UNSUPPORTED);
 }
 
 }  // namespace

@@ -32,7 +32,7 @@
 // calls to MPI_Isend, MPI_Put and MPI_Alltoallv resolve to these definitions.
 namespace wire {
 bool counting = false;
-long long allgathers = 0;  // MPI_Allgather calls (always counted)
+long long allgathers = 0;                   // MPI_Allgather calls (always counted)
 std::vector<std::int64_t> bytes, messages;  // per destination rank
 void add(int peer, int count, MPI_Datatype type) {
   if (!counting || peer < 0 || count == 0) return;
@@ -49,12 +49,13 @@ void add(int peer, int count, MPI_Datatype type) {
 // mpi.h, unlike Open MPI's, does not mark the declarations default-visible.)
 #define CONVEYOR_TEST_EXPORT __attribute__((visibility("default")))
 extern "C" {
-CONVEYOR_TEST_EXPORT int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) {
+CONVEYOR_TEST_EXPORT int MPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                                   MPI_Request* req) {
   wire::add(dest, count, type);
   return PMPI_Isend(buf, count, type, dest, tag, comm, req);
 }
-CONVEYOR_TEST_EXPORT int MPI_Put(const void* buf, int count, MPI_Datatype type, int target, MPI_Aint disp, int tcount, MPI_Datatype ttype,
-            MPI_Win win) {
+CONVEYOR_TEST_EXPORT int MPI_Put(const void* buf, int count, MPI_Datatype type, int target, MPI_Aint disp, int tcount,
+                                 MPI_Datatype ttype, MPI_Win win) {
   wire::add(target, count, type);
   return PMPI_Put(buf, count, type, target, disp, tcount, ttype, win);
 }
@@ -63,8 +64,8 @@ CONVEYOR_TEST_EXPORT int MPI_Allgather(const void* sbuf, int sc, MPI_Datatype st
   ++wire::allgathers;
   return PMPI_Allgather(sbuf, sc, st, rbuf, rc, rt, comm);
 }
-CONVEYOR_TEST_EXPORT int MPI_Alltoallv(const void* sbuf, const int sc[], const int sd[], MPI_Datatype st, void* rbuf, const int rc[],
-                  const int rd[], MPI_Datatype rt, MPI_Comm comm) {
+CONVEYOR_TEST_EXPORT int MPI_Alltoallv(const void* sbuf, const int sc[], const int sd[], MPI_Datatype st, void* rbuf,
+                                       const int rc[], const int rd[], MPI_Datatype rt, MPI_Comm comm) {
   int size = 0;
   PMPI_Comm_size(comm, &size);
   for (int p = 0; p < size; ++p) wire::add(p, sc[p], st);
@@ -94,7 +95,9 @@ struct block_allocator {
   explicit block_allocator(bool in_node_memory) : node(in_node_memory) {}
   template <class U>
   block_allocator(const block_allocator<U>& o) : node(o.node) {}
-  T* allocate(std::size_t n) { return static_cast<T*>(node ? conveyor::node_alloc(n * sizeof(T)) : ::operator new(n * sizeof(T))); }
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(node ? conveyor::node_alloc(n * sizeof(T)) : ::operator new(n * sizeof(T)));
+  }
   void deallocate(T* p, std::size_t) {
     if (node) conveyor::node_free(p);
     else ::operator delete(p);
@@ -152,7 +155,8 @@ owned_layout random_layout(const index_t& shape, std::uint64_t seed, int slots, 
     out.blocks.push_back(b);
     out.strides.push_back(strides);
   }
-  for (std::size_t i = 0; i < out.blocks.size(); ++i) out.l.set_storage(out.blocks[i], out.storage[i].data(), out.strides[i]);
+  for (std::size_t i = 0; i < out.blocks.size(); ++i)
+    out.l.set_storage(out.blocks[i], out.storage[i].data(), out.strides[i]);
   return out;
 }
 
@@ -210,17 +214,19 @@ struct case_params {
   std::vector<int> perm;
   double alpha = 1, beta = 0;
   bool conjugate = false;
-  int ranks_per_node = 0;  // emulated nodes (one_sided: shared memory within, MPI_Put across)
+  int ranks_per_node = 0;          // emulated nodes (one_sided: shared memory within, MPI_Put across)
   bool node_sources = false;       // source blocks in node memory (one_copy pulls)
   bool node_destinations = false;  // destination blocks in node memory (one_copy pushes)
 };
 
 // Returns the transport the plan ran.
 template <class T>
-rd::transport run_case(const case_params& c, rd::transport method, std::uint64_t seed, const std::string& label, int executions = 1) {
+rd::transport run_case(const case_params& c, rd::transport method, std::uint64_t seed, const std::string& label,
+                       int executions = 1) {
   const int n = static_cast<int>(c.shape.size());
   index_t dshape(static_cast<std::size_t>(n));
-  for (int k = 0; k < n; ++k) dshape[static_cast<std::size_t>(k)] = c.shape[static_cast<std::size_t>(c.perm[static_cast<std::size_t>(k)])];
+  for (int k = 0; k < n; ++k)
+    dshape[static_cast<std::size_t>(k)] = c.shape[static_cast<std::size_t>(c.perm[static_cast<std::size_t>(k)])];
   const int slots = static_cast<int>((sizeof(T) + sizeof(double) - 1) / sizeof(double));
   owned_layout src = random_layout(c.shape, seed, slots, c.node_sources);
   owned_layout dst = random_layout(dshape, seed + 977, slots, c.node_destinations);
@@ -259,7 +265,8 @@ rd::transport run_case(const case_params& c, rd::transport method, std::uint64_t
     std::int64_t wrong = 0;
     for_my_elements<T>(dst, [&](const index_t& at, T* x) {
       index_t sat(static_cast<std::size_t>(n));
-      for (int k = 0; k < n; ++k) sat[static_cast<std::size_t>(c.perm[static_cast<std::size_t>(k)])] = at[static_cast<std::size_t>(k)];
+      for (int k = 0; k < n; ++k)
+        sat[static_cast<std::size_t>(c.perm[static_cast<std::size_t>(k)])] = at[static_cast<std::size_t>(k)];
       T v = encode<T>(linear_index(c.shape, sat), gen);
       if constexpr (!std::is_integral_v<T>) {
         if constexpr (!std::is_floating_point_v<T>) {
@@ -281,7 +288,8 @@ rd::transport run_case(const case_params& c, rd::transport method, std::uint64_t
 std::vector<int> random_perm(int n, testing::splitmix64& rng) {
   std::vector<int> p(static_cast<std::size_t>(n));
   std::iota(p.begin(), p.end(), 0);
-  for (int i = n - 1; i > 0; --i) std::swap(p[static_cast<std::size_t>(i)], p[rng() % static_cast<std::uint64_t>(i + 1)]);
+  for (int i = n - 1; i > 0; --i)
+    std::swap(p[static_cast<std::size_t>(i)], p[rng() % static_cast<std::uint64_t>(i + 1)]);
   return p;
 }
 
@@ -297,7 +305,7 @@ case_params random_case(int trial, testing::splitmix64& rng) {
   return c;
 }
 
-const rd::transport kTransports[] = {rd::transport::packed, rd::transport::pipelined, rd::transport::datatype,
+const rd::transport kTransports[] = {rd::transport::packed,    rd::transport::pipelined, rd::transport::datatype,
                                      rd::transport::one_sided, rd::transport::alltoallv, rd::transport::automatic};
 
 TEST(Redistribute, RandomLayoutsEveryTransport) {
@@ -306,8 +314,8 @@ TEST(Redistribute, RandomLayoutsEveryTransport) {
     const case_params c = random_case(trial, rng);
     const int n = static_cast<int>(c.shape.size());
     for (rd::transport m : kTransports) {
-      const std::string label = "trial " + std::to_string(trial) + " ndim " + std::to_string(n) + " " +
-                                std::string(rd::transport_name(m));
+      const std::string label =
+          "trial " + std::to_string(trial) + " ndim " + std::to_string(n) + " " + std::string(rd::transport_name(m));
       run_case<double>(c, m, 100 + static_cast<std::uint64_t>(trial), label);
     }
   }
@@ -341,7 +349,8 @@ TEST(Redistribute, OneSidedBackToBackExecutions) {
     c.shape = {64, 48};
     c.perm = {1, 0};
     c.ranks_per_node = ppn;
-    run_case<double>(c, rd::transport::one_sided, 555 + static_cast<std::uint64_t>(ppn), "ranks per node " + std::to_string(ppn), 40);
+    run_case<double>(c, rd::transport::one_sided, 555 + static_cast<std::uint64_t>(ppn),
+                     "ranks per node " + std::to_string(ppn), 40);
   }
 }
 
@@ -389,7 +398,8 @@ TEST(Redistribute, OneCopyThroughNodeMemory) {
     c.node_destinations = false;
     c.node_sources = true;
     run_case<double>(c, rd::transport::one_copy, seed, label + " pull", 3);
-    EXPECT_NE(run_case<double>(c, rd::transport::automatic, seed, label + " sources only, auto"), rd::transport::one_copy);
+    EXPECT_NE(run_case<double>(c, rd::transport::automatic, seed, label + " sources only, auto"),
+              rd::transport::one_copy);
     c.conjugate = true;
     run_case<std::complex<float>>(c, rd::transport::one_copy, seed + 20, label + " pull complex64");
     c.node_destinations = true;
@@ -416,7 +426,8 @@ TEST(Redistribute, OneCopyRefusedOnEveryRankWhereItCannotRun) {
   const std::int64_t n = 1000;  // per rank
   const auto splits = rd::axis_splits::regular(n * size, n);
   std::vector<int> owners(static_cast<std::size_t>(size)), rotated(static_cast<std::size_t>(size));
-  for (int r = 0; r < size; ++r) owners[static_cast<std::size_t>(r)] = r, rotated[static_cast<std::size_t>(r)] = (r + 1) % size;
+  for (int r = 0; r < size; ++r)
+    owners[static_cast<std::size_t>(r)] = r, rotated[static_cast<std::size_t>(r)] = (r + 1) % size;
   auto* node = static_cast<double*>(conveyor::node_alloc(2 * n * sizeof(double)));
   std::vector<double> heap(static_cast<std::size_t>(2 * n));
   const std::string invalid = "error " + std::to_string(static_cast<int>(conveyor::errc::invalid_argument));
@@ -534,7 +545,8 @@ TEST(Redistribute, AutoChoosesTheCheapestPredictedTransport) {
     const rd::transport chosen = p.transport();
     ASSERT_NE(chosen, rd::transport::automatic);
     EXPECT_NE(chosen, rd::transport::datatype);
-    for (rd::transport m : {rd::transport::packed, rd::transport::pipelined, rd::transport::one_sided, rd::transport::alltoallv}) {
+    for (rd::transport m :
+         {rd::transport::packed, rd::transport::pipelined, rd::transport::one_sided, rd::transport::alltoallv}) {
       EXPECT_GT(p.predicted_seconds(m), 0.0);
       if (shared) {
         EXPECT_LE(p.predicted_seconds(chosen), p.predicted_seconds(m)) << rd::transport_name(m);
@@ -612,8 +624,12 @@ TEST(Redistribute, BatchedPlanOneMessagePerPeer) {
     o.transport = m;
     o.ranks_per_node = 1;  // one_sided: MPI_Put, so the messages can be counted
     rd::plan p(batch, MPI_COMM_WORLD, o);
-    for_my_elements<double>(a, [&](const index_t& at, double* x) { *x = static_cast<double>(linear_index({9, 4}, at)); });
-    for_my_elements<double>(c2, [&](const index_t& at, double* x) { *x = static_cast<double>(linear_index({6, 6, 3}, at)); });
+    for_my_elements<double>(a, [&](const index_t& at, double* x) {
+      *x = static_cast<double>(linear_index({9, 4}, at));
+    });
+    for_my_elements<double>(c2, [&](const index_t& at, double* x) {
+      *x = static_cast<double>(linear_index({6, 6, 3}, at));
+    });
     wire::bytes.assign(static_cast<std::size_t>(size), 0);
     wire::messages.assign(static_cast<std::size_t>(size), 0);
     wire::counting = true;
@@ -623,11 +639,15 @@ TEST(Redistribute, BatchedPlanOneMessagePerPeer) {
     // chunk of >= chunk_bytes, 8 MiB here, so one).
     for (int j = 0; j < size; ++j) {
       const bool sends = j != rank && p.volume()[static_cast<std::size_t>(rank * size + j)] > 0;
-      EXPECT_EQ(wire::messages[static_cast<std::size_t>(j)], sends ? 1 : 0) << rd::transport_name(m) << " to rank " << j;
+      EXPECT_EQ(wire::messages[static_cast<std::size_t>(j)], sends ? 1 : 0)
+          << rd::transport_name(m) << " to rank " << j;
     }
     std::int64_t wrong = 0;
-    for_my_elements<double>(b, [&](const index_t& at, double* x) { wrong += *x != static_cast<double>(at[1] * 4 + at[0]); });
-    for_my_elements<double>(d, [&](const index_t& at, double* x) { wrong += *x != 3.0 * static_cast<double>(linear_index({6, 6, 3}, at)); });
+    for_my_elements<double>(
+        b, [&](const index_t& at, double* x) { wrong += *x != static_cast<double>(at[1] * 4 + at[0]); });
+    for_my_elements<double>(d, [&](const index_t& at, double* x) {
+      wrong += *x != 3.0 * static_cast<double>(linear_index({6, 6, 3}, at));
+    });
     EXPECT_EQ(wrong, 0) << rd::transport_name(m);
   }
 }
@@ -640,7 +660,7 @@ TEST(Redistribute, BlockCyclicAndCartesian) {
     const int pc = P / pr;
     const std::int64_t M = 23, N = 17, mb = 4, nb = 3, ia = 2, ja = 5;  // submatrix M x N at (ia, ja)
     const std::int64_t GM = M + ia, GN = N + ja;                        // the full global matrix
-    const int myr = me / pc, myc = me % pc;                              // row-major grid
+    const int myr = me / pc, myc = me % pc;                             // row-major grid
     const auto numroc = [](std::int64_t n, std::int64_t nbk, int iproc, int nprocs) {
       const std::int64_t nblocks = n / nbk;
       std::int64_t count = (nblocks / nprocs) * nbk;
@@ -744,7 +764,8 @@ cyclic_matrix random_cyclic(std::int64_t M, std::int64_t N, testing::splitmix64&
   const rd::layout probe = rd::layout::block_cyclic(whole);
   const std::vector<std::int64_t> shape = probe.local_shape(me);
   p.lld = std::max<std::int64_t>(1, shape[0]) + padding;
-  cyclic_matrix m{probe, std::vector<double>(static_cast<std::size_t>(p.lld * std::max<std::int64_t>(1, shape[1])), -7.0)};
+  cyclic_matrix m{probe,
+                  std::vector<double>(static_cast<std::size_t>(p.lld * std::max<std::int64_t>(1, shape[1])), -7.0)};
   p.local = m.local.data();
   m.l = rd::layout::block_cyclic(p);
   for (const rd::block_index& b : m.l.blocks_of(me)) {
@@ -829,8 +850,10 @@ TEST(Redistribute, BlockCyclicIntervalProductsMatchPieceLists) {
           for (std::int64_t j = 0; j < block_extent(b.l, blk, 1); ++j) {
             const std::int64_t gi = b.l.splits(0).start(blk[0]) + i, gj = b.l.splits(1).start(blk[1]) + j;
             const double v = static_cast<double>(transpose ? gj * 1000 + gi : gi * 1000 + gj);
-            const std::ptrdiff_t at = static_cast<double*>(st.data) + st.offset + i * st.strides[0] + j * st.strides[1] - b.local.data();
-            wrong += b.local[static_cast<std::size_t>(at)] != (scaled ? 2 * v + 0.5 * before[static_cast<std::size_t>(at)] : v);
+            const std::ptrdiff_t at =
+                static_cast<double*>(st.data) + st.offset + i * st.strides[0] + j * st.strides[1] - b.local.data();
+            wrong += b.local[static_cast<std::size_t>(at)] !=
+                     (scaled ? 2 * v + 0.5 * before[static_cast<std::size_t>(at)] : v);
           }
         }
       }
@@ -857,7 +880,8 @@ TEST(Redistribute, EmptyArraysMoveNothing) {
   const rd::layout bc_src = rd::layout::block_cyclic(bp);
   bp.nb = 3;
   const rd::layout bc_dst = rd::layout::block_cyclic(bp);
-  const rd::layout custom = rd::layout::custom({rd::axis_splits::regular(0, 3), rd::axis_splits::explicit_points({0, 2, 4})}, {});
+  const rd::layout custom =
+      rd::layout::custom({rd::axis_splits::regular(0, 3), rd::axis_splits::explicit_points({0, 2, 4})}, {});
   EXPECT_EQ(cart_src.blocks(), 0);
   EXPECT_TRUE(cart_dst.blocks_of(rank_of()).empty());
   EXPECT_EQ(custom.blocks(), 0);
@@ -883,10 +907,14 @@ TEST(Redistribute, EmptyArraysMoveNothing) {
       EXPECT_EQ(std::count(p.volume().begin(), p.volume().end(), 0), static_cast<std::ptrdiff_t>(P) * P) << k;
     }
     rd::plan p(batch, MPI_COMM_WORLD, o);
-    for_my_elements<double>(a, [&](const index_t& at, double* x) { *x = static_cast<double>(linear_index({6, 5}, at)); });
+    for_my_elements<double>(a, [&](const index_t& at, double* x) {
+      *x = static_cast<double>(linear_index({6, 5}, at));
+    });
     p.execute();
     std::int64_t wrong = 0;
-    for_my_elements<double>(b, [&](const index_t& at, double* x) { wrong += *x != static_cast<double>(linear_index({6, 5}, at)); });
+    for_my_elements<double>(b, [&](const index_t& at, double* x) {
+      wrong += *x != static_cast<double>(linear_index({6, 5}, at));
+    });
     EXPECT_EQ(wrong, 0) << rd::transport_name(m);
     EXPECT_EQ(unused, 7);
   }
@@ -929,14 +957,16 @@ TEST(Redistribute, CApi) {
   for (int method = CONVEYOR_TRANSPORT_AUTO; method <= CONVEYOR_TRANSPORT_ALLTOALLV; ++method) {
     conveyor_layout src = nullptr, dst = nullptr;
     ASSERT_EQ(conveyor_layout_block_cyclic(&bc, &src), CONVEYOR_SUCCESS) << conveyor_last_error();
-    ASSERT_EQ(conveyor_layout_cartesian(2, dshape, grid, c.data(), 0, nullptr, &dst), CONVEYOR_SUCCESS) << conveyor_last_error();
+    ASSERT_EQ(conveyor_layout_cartesian(2, dshape, grid, c.data(), 0, nullptr, &dst), CONVEYOR_SUCCESS)
+        << conveyor_last_error();
     conveyor_transform t = c_transform(src, dst);
     t.perm = perm;
     t.alpha = 2;
     conveyor_redistribute_options o = c_redistribute_options();
     o.transport = method;
     conveyor_redistribution plan = nullptr;
-    ASSERT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_SUCCESS) << conveyor_last_error();
+    ASSERT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_SUCCESS)
+        << conveyor_last_error();
     conveyor_layout_free(src);
     conveyor_layout_free(dst);
     int ran = -1;
@@ -949,7 +979,8 @@ TEST(Redistribute, CApi) {
     ASSERT_EQ(conveyor_redistribution_execute(plan), CONVEYOR_SUCCESS) << conveyor_last_error();
     std::int64_t wrong = 0;
     for (int64_t i = r0; i < r1; ++i) {
-      for (int64_t j = 0; j < M; ++j) wrong += c[static_cast<std::size_t>((i - r0) * M + j)] != 2.0 * static_cast<double>(j * 100 + i);
+      for (int64_t j = 0; j < M; ++j)
+        wrong += c[static_cast<std::size_t>((i - r0) * M + j)] != 2.0 * static_cast<double>(j * 100 + i);
     }
     EXPECT_EQ(wrong, 0) << "transport " << method;
     std::vector<int64_t> volume(static_cast<std::size_t>(P) * static_cast<std::size_t>(P));
@@ -985,7 +1016,8 @@ TEST(Redistribute, CApi) {
   conveyor_redistribute_options o = c_redistribute_options();
   o.relabel = CONVEYOR_RELABEL_OPTIMAL;
   conveyor_redistribution plan = nullptr;
-  ASSERT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_SUCCESS) << conveyor_last_error();
+  ASSERT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_SUCCESS)
+      << conveyor_last_error();
   ASSERT_EQ(conveyor_redistribution_execute(plan), CONVEYOR_SUCCESS) << conveyor_last_error();
   for (int i = 0; i < 3; ++i) EXPECT_EQ(ys[i], static_cast<double>(3 * me + i));
   std::vector<int> sigma(static_cast<std::size_t>(P));
@@ -1052,7 +1084,8 @@ TEST(Redistribute, TopologyAwareRelabelingKeepsBytesOnTheNode) {
   rd::layout b = rd::layout::custom({rd::axis_splits::explicit_points(points)}, to);
   std::vector<double> src_mem(64), dst_mem(64);  // each block at its global position
   for (auto [l, mem] : {std::pair{&a, &src_mem}, std::pair{&b, &dst_mem}}) {
-    for (const auto& blk : l->blocks_of(rank_of())) l->set_storage(blk, mem->data() + points[static_cast<std::size_t>(blk[0])], {1});
+    for (const auto& blk : l->blocks_of(rank_of()))
+      l->set_storage(blk, mem->data() + points[static_cast<std::size_t>(blk[0])], {1});
   }
   rd::transform t;
   t.src = &a;
@@ -1067,15 +1100,17 @@ TEST(Redistribute, TopologyAwareRelabelingKeepsBytesOnTheNode) {
     std::int64_t bytes = 0;
     for (int i = 0; i < P; ++i) {
       for (int j = 0; j < P; ++j) {
-        if (i / 2 != p.sigma()[static_cast<std::size_t>(j)] / 2) bytes += p.volume()[static_cast<std::size_t>(i * P + j)];
+        if (i / 2 != p.sigma()[static_cast<std::size_t>(j)] / 2)
+          bytes += p.volume()[static_cast<std::size_t>(i * P + j)];
       }
     }
     return bytes / static_cast<std::int64_t>(sizeof(double));
   };
   EXPECT_EQ(across_nodes(pb), 20);
   EXPECT_EQ(across_nodes(pa), 14);
-  EXPECT_EQ(pb.relabeled_remote_bytes() / 8, 20);      // the byte-count optimum: the identity
-  EXPECT_GE(pa.relabeled_remote_bytes(), pb.relabeled_remote_bytes());  // aware gives up local bytes for node-local ones
+  EXPECT_EQ(pb.relabeled_remote_bytes() / 8, 20);  // the byte-count optimum: the identity
+  EXPECT_GE(pa.relabeled_remote_bytes(),
+            pb.relabeled_remote_bytes());  // aware gives up local bytes for node-local ones
 }
 
 TEST(Redistribute, OptimalAssignmentEqualsBruteForce) {
@@ -1257,7 +1292,7 @@ TEST(Redistribute, PlanOwnsItsLayouts) {
     t.src = &src;
     t.dst = &dst;
     plan = std::make_unique<rd::plan>(t, MPI_COMM_WORLD);
-  }  // the source layout is gone
+  }                                                            // the source layout is gone
   dst.set_storage({(me + P - 1) % P}, elsewhere.data(), {1});  // the caller's layout changes
   plan->execute();
   const double from = static_cast<double>((me + P - 1) % P) + 1.0;  // block me-1 came from rank me-1

@@ -46,7 +46,8 @@ dmatrix make(int M, int N, int mb, int nb, int pr, int pc, int rsrc, int csrc, b
   } else {
     std::vector<int> map(static_cast<std::size_t>(pr * pc));
     for (int r = 0; r < pr; ++r) {
-      for (int c = 0; c < pc; ++c) map[static_cast<std::size_t>(r + c * pr)] = first + (row_order ? r * pc + c : c * pr + r);
+      for (int c = 0; c < pc; ++c)
+        map[static_cast<std::size_t>(r + c * pr)] = first + (row_order ? r * pc + c : c * pr + r);
     }
     d.ctxt = system_context();
     Cblacs_gridmap(&d.ctxt, map.data(), pr, pr, pc);  // collective over all processes; others get -1
@@ -105,10 +106,13 @@ std::vector<gemr_case> cases() {
     c.m = std::min(c.M - c.ia + 1, c.M - c.ib + 1) - static_cast<int>(rng() % 3);
     c.n = std::min(c.N - c.ja + 1, c.N - c.jb + 1) - static_cast<int>(rng() % 3);
     // Grids over subsets of the ranks: A on the first pa ranks, B on the last pb ranks.
-    const int pa = 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(P)), pb = 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(P));
+    const int pa = 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(P)),
+              pb = 1 + static_cast<int>(rng() % static_cast<std::uint64_t>(P));
     std::vector<int> fa, fb;
-    for (int r = 1; r <= pa; ++r) if (pa % r == 0) fa.push_back(r);
-    for (int r = 1; r <= pb; ++r) if (pb % r == 0) fb.push_back(r);
+    for (int r = 1; r <= pa; ++r)
+      if (pa % r == 0) fa.push_back(r);
+    for (int r = 1; r <= pb; ++r)
+      if (pb % r == 0) fb.push_back(r);
     c.pra = fa[rng() % fa.size()];
     c.pca = pa / c.pra;
     c.prb = fb[rng() % fb.size()];
@@ -142,16 +146,20 @@ TEST(ScaLAPACK, Gemr2dMatchesReference) {
       dmatrix b = make(c.M, c.N, c.mbb, c.nbb, c.prb, c.pcb, c.rsb, c.csb, c.rowb, c.firstb, slots, -7);
       dmatrix ref = make(c.M, c.N, c.mbb, c.nbb, c.prb, c.pcb, c.rsb, c.csb, c.rowb, c.firstb, slots, -7);
       if (slots == 1) {
-        pdgemr2d_(&c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, ref.local.data(), &c.ib, &c.jb, ref.desc, &all_ctxt);
-        conveyor_pdgemr2d(&c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, b.local.data(), &c.ib, &c.jb, b.desc, &all_ctxt);
+        pdgemr2d_(&c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, ref.local.data(), &c.ib, &c.jb, ref.desc,
+                  &all_ctxt);
+        conveyor_pdgemr2d(&c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, b.local.data(), &c.ib, &c.jb, b.desc,
+                          &all_ctxt);
       } else {
-        pzgemr2d_(&c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, ref.local.data(), &c.ib, &c.jb, ref.desc, &all_ctxt);
-        conveyor_pzgemr2d(&c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, b.local.data(), &c.ib, &c.jb, b.desc, &all_ctxt);
+        pzgemr2d_(&c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, ref.local.data(), &c.ib, &c.jb, ref.desc,
+                  &all_ctxt);
+        conveyor_pzgemr2d(&c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, b.local.data(), &c.ib, &c.jb, b.desc,
+                          &all_ctxt);
       }
-      EXPECT_EQ(b.local, ref.local) << "case " << k << (slots == 2 ? " complex" : " double") << ": " << c.M << "x" << c.N
-                                    << " sub " << c.m << "x" << c.n << " A grid " << c.pra << "x" << c.pca << " blocks "
-                                    << c.mba << "x" << c.nba << " B grid " << c.prb << "x" << c.pcb << " blocks " << c.mbb
-                                    << "x" << c.nbb;
+      EXPECT_EQ(b.local, ref.local) << "case " << k << (slots == 2 ? " complex" : " double") << ": " << c.M << "x"
+                                    << c.N << " sub " << c.m << "x" << c.n << " A grid " << c.pra << "x" << c.pca
+                                    << " blocks " << c.mba << "x" << c.nba << " B grid " << c.prb << "x" << c.pcb
+                                    << " blocks " << c.mbb << "x" << c.nbb;
       for (dmatrix* d : {&a, &b, &ref}) {
         if (d->myrow >= 0) Cblacs_gridexit(d->ctxt);
       }
@@ -176,14 +184,18 @@ TEST(ScaLAPACK, Trmr2dMatchesReference) {
       dmatrix ref = make(c.M, c.N, c.mbb, c.nbb, c.prb, c.pcb, c.rsb, c.csb, c.rowb, c.firstb, slots, -7);
       char uplo = ud[0], diag = ud[1];
       if (slots == 1) {
-        pdtrmr2d_(&uplo, &diag, &c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, ref.local.data(), &c.ib, &c.jb, ref.desc, &all_ctxt);
-        conveyor_Cpdtrmr2d(&uplo, &diag, c.m, c.n, a.local.data(), c.ia, c.ja, a.desc, b.local.data(), c.ib, c.jb, b.desc, all_ctxt);
+        pdtrmr2d_(&uplo, &diag, &c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, ref.local.data(), &c.ib, &c.jb,
+                  ref.desc, &all_ctxt);
+        conveyor_Cpdtrmr2d(&uplo, &diag, c.m, c.n, a.local.data(), c.ia, c.ja, a.desc, b.local.data(), c.ib, c.jb,
+                           b.desc, all_ctxt);
       } else {
-        pztrmr2d_(&uplo, &diag, &c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, ref.local.data(), &c.ib, &c.jb, ref.desc, &all_ctxt);
-        conveyor_pztrmr2d(&uplo, &diag, &c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, b.local.data(), &c.ib, &c.jb, b.desc, &all_ctxt);
+        pztrmr2d_(&uplo, &diag, &c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, ref.local.data(), &c.ib, &c.jb,
+                  ref.desc, &all_ctxt);
+        conveyor_pztrmr2d(&uplo, &diag, &c.m, &c.n, a.local.data(), &c.ia, &c.ja, a.desc, b.local.data(), &c.ib, &c.jb,
+                          b.desc, &all_ctxt);
       }
-      EXPECT_EQ(b.local, ref.local) << "case " << k << " " << ud << (slots == 2 ? " complex" : " double") << ": sub " << c.m
-                                    << "x" << c.n;
+      EXPECT_EQ(b.local, ref.local) << "case " << k << " " << ud << (slots == 2 ? " complex" : " double") << ": sub "
+                                    << c.m << "x" << c.n;
       for (dmatrix* d : {&a, &b, &ref}) {
         if (d->myrow >= 0) Cblacs_gridexit(d->ctxt);
       }
@@ -310,7 +322,8 @@ TEST(ScaLAPACK, LayoutFromDescriptor) {
   rd::plan(tr, comm).execute();
   int wrong = 0;
   for (int i = r0; i < r1; ++i) {
-    for (int j = 0; j < m; ++j) wrong += t[static_cast<std::size_t>((i - r0) * m + j)] != 2.0 * ((ia - 1 + j) * 10000.0 + (ja - 1 + i));
+    for (int j = 0; j < m; ++j)
+      wrong += t[static_cast<std::size_t>((i - r0) * m + j)] != 2.0 * ((ia - 1 + j) * 10000.0 + (ja - 1 + i));
   }
   EXPECT_EQ(wrong, 0);
 
@@ -337,7 +350,8 @@ TEST(ScaLAPACK, TranMatchesReference) {
   testing::splitmix64 rng(99);
   for (int k = 0; k < 16; ++k) {
     std::vector<int> f;
-    for (int r = 1; r <= P; ++r) if (P % r == 0) f.push_back(r);
+    for (int r = 1; r <= P; ++r)
+      if (P % r == 0) f.push_back(r);
     const int pr = f[rng() % f.size()], pc = P / pr;
     const int m = 3 + static_cast<int>(rng() % 30), n = 3 + static_cast<int>(rng() % 30);
     const int ia = 1 + static_cast<int>(rng() % 3), ja = 1 + static_cast<int>(rng() % 3);
@@ -401,7 +415,8 @@ TEST(ScaLAPACK, TranWithElevenIntegerDescriptorsMatchesReference) {
   testing::splitmix64 rng(11);
   for (int k = 0; k < 16; ++k) {
     std::vector<int> f;
-    for (int r = 1; r <= P; ++r) if (P % r == 0) f.push_back(r);
+    for (int r = 1; r <= P; ++r)
+      if (P % r == 0) f.push_back(r);
     const int pr = f[rng() % f.size()], pc = P / pr;
     int ctxt = system_context();
     Cblacs_gridinit(&ctxt, "R", pr, pc);
@@ -415,9 +430,10 @@ TEST(ScaLAPACK, TranWithElevenIntegerDescriptorsMatchesReference) {
     const int one = 1;
     dmatrix2 ref = c0, ours = c0;
     pdtran_(&m, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, ref.local.data(), &one, &one, ref.desc);
-    conveyor_pdtran(&m, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, ours.local.data(), &one, &one, ours.desc);
-    EXPECT_EQ(ours.local, ref.local) << "case " << k << ": " << m << "x" << n << " grid " << pr << "x" << pc << " blocks "
-                                     << mb << " first " << imb;
+    conveyor_pdtran(&m, &n, &alpha, a.local.data(), &one, &one, a.desc, &beta, ours.local.data(), &one, &one,
+                    ours.desc);
+    EXPECT_EQ(ours.local, ref.local) << "case " << k << ": " << m << "x" << n << " grid " << pr << "x" << pc
+                                     << " blocks " << mb << " first " << imb;
     int changed = ours.local != c0.local ? 1 : 0;  // somewhere (a process may hold none of C)
     MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     EXPECT_EQ(changed, 1) << "case " << k << ": nothing was written";
@@ -430,7 +446,8 @@ TEST(ScaLAPACK, ComplexTranuTrancMatchReference) {
   testing::splitmix64 rng(7);
   for (int k = 0; k < 12; ++k) {
     std::vector<int> f;
-    for (int r = 1; r <= P; ++r) if (P % r == 0) f.push_back(r);
+    for (int r = 1; r <= P; ++r)
+      if (P % r == 0) f.push_back(r);
     const int pr = f[rng() % f.size()], pc = P / pr;
     const int m = 3 + static_cast<int>(rng() % 20), n = 3 + static_cast<int>(rng() % 20);
     const int ia = 1 + static_cast<int>(rng() % 3), ja = 1 + static_cast<int>(rng() % 3);

@@ -34,8 +34,8 @@ TEST(ScaLAPACKCompat, Pdgemr2dIsInterposedAndCorrect) {
   const int la = numroc_(&N, &nba, &mycol, &zero, &P), lb = numroc_(&N, &nbb, &mycol, &zero, &P);
   descinit_(desca, &M, &N, &mba, &nba, &zero, &zero, &ctxt, &M, &info_a);
   descinit_(descb, &M, &N, &mbb, &nbb, &zero, &zero, &ctxt, &M, &info_b);
-  std::vector<double> a(static_cast<std::size_t>(M * std::max(la, 1))), b(static_cast<std::size_t>(M * std::max(lb, 1)), -1),
-      ref(b);
+  std::vector<double> a(static_cast<std::size_t>(M * std::max(la, 1))),
+      b(static_cast<std::size_t>(M * std::max(lb, 1)), -1), ref(b);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(i) + 1000.0 * testing::rank_of();
   pdgemr2d_(&M, &N, a.data(), &one, &one, desca, b.data(), &one, &one, descb, &ctxt);
   Cpdgemr2d(M, N, a.data(), 1, 1, desca, ref.data(), 1, 1, descb, ctxt);
@@ -76,7 +76,8 @@ TEST(ScaLAPACKCompat, PdtranHonoursElevenIntegerDescriptors) {
   pdtran_(&N, &M, &alpha, a.data(), &one, &one, desca, &beta, c.data(), &one, &one, descc);
   for (std::size_t lc = 0; lc < c_cols.size(); ++lc) {
     for (int j = 0; j < N; ++j) {
-      ASSERT_EQ(c[static_cast<std::size_t>(j) + N * lc], c_cols[lc] + 100.0 * j) << "C(" << j << ", " << c_cols[lc] << ")";
+      ASSERT_EQ(c[static_cast<std::size_t>(j) + N * lc], c_cols[lc] + 100.0 * j)
+          << "C(" << j << ", " << c_cols[lc] << ")";
     }
   }
   Cblacs_gridexit(ctxt);

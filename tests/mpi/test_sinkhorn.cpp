@@ -223,9 +223,8 @@ void check_scaling_variants() {
             // In place: A is now the scaled matrix (padding untouched); read-only: A unchanged.
             for (std::size_t i = 0; i < b.count; ++i) {
               for (std::size_t j = 0; j < ld; ++j) {
-                const double want = j >= s.N || !sk::rewrites_matrix(kind)
-                                        ? double(A0[i * ld + j])
-                                        : ref[(b.first + i) * s.N + j];
+                const double want =
+                    j >= s.N || !sk::rewrites_matrix(kind) ? double(A0[i * ld + j]) : ref[(b.first + i) * s.N + j];
                 ASSERT_NEAR(double(A[i * ld + j]), want, tolerance<T>() * 4) << label << " A[" << i << "][" << j << "]";
               }
             }
@@ -347,7 +346,9 @@ struct my_scaling {
   sk::row_block b;
   std::vector<double> A, r;
   my_scaling(std::size_t M, std::size_t N, std::uint64_t seed)
-      : p(scaling_problem(M, N, seed, false)), b(my_rows(M, false)), A(rows_of<double>(p.A, p.N, b, p.N)),
+      : p(scaling_problem(M, N, seed, false)),
+        b(my_rows(M, false)),
+        A(rows_of<double>(p.A, p.N, b, p.N)),
         r(convert<double>(p.r.data() + b.first, b.count)) {}
 };
 
@@ -449,8 +450,7 @@ void check_transport(double eps, double offset, bool log_domain, sk::variant kin
       const std::size_t gi = b.first + i;
       worst = std::max(worst, std::abs(double(plan[i * p.N + j]) - ref[gi * p.N + j]));
       // The log scalings reproduce the plan.
-      const double from_potentials =
-          std::exp(double(res.log_u[i]) + double(res.log_v[j]) - p.A[gi * p.N + j] / eps);
+      const double from_potentials = std::exp(double(res.log_u[i]) + double(res.log_v[j]) - p.A[gi * p.N + j] / eps);
       ASSERT_NEAR(from_potentials, double(plan[i * p.N + j]), plan_tol) << label;
     }
   }
@@ -481,9 +481,11 @@ TEST(SinkhornTransport, KernelPastTheHugePageThreshold) {
   o.threads = 2;
   o.tol = 0;
   o.max_iter = 30;  // the same iterations in both domains
-  const auto plain = sk::transport(C.data(), b.count, N, N, a.data(), p.c.data(), 0.5, MPI_COMM_WORLD, o, plain_plan.data());
+  const auto plain =
+      sk::transport(C.data(), b.count, N, N, a.data(), p.c.data(), 0.5, MPI_COMM_WORLD, o, plain_plan.data());
   o.log_domain = true;
-  const auto logd = sk::transport(C.data(), b.count, N, N, a.data(), p.c.data(), 0.5, MPI_COMM_WORLD, o, log_plan.data());
+  const auto logd =
+      sk::transport(C.data(), b.count, N, N, a.data(), p.c.data(), 0.5, MPI_COMM_WORLD, o, log_plan.data());
   EXPECT_EQ(plain.iterations, logd.iterations);
   double worst = 0;
   for (std::size_t k = 0; k < plain_plan.size(); ++k) {
@@ -564,14 +566,16 @@ pot_result pot_reference(const dense_problem& p, double eps, bool log_domain, do
     for (std::size_t j = 0; j < N; ++j) {
       double t = 0;
       for (std::size_t i = 0; i < M; ++i) {
-        if (log_domain) col[i] = p.A[i * N + j] / -eps + u[i]; else t += K(i, j) * u[i];
+        if (log_domain) col[i] = p.A[i * N + j] / -eps + u[i];
+        else t += K(i, j) * u[i];
       }
       v[j] = log_domain ? std::log(p.c[j]) - lse(col) : p.c[j] / t;
     }
     for (std::size_t i = 0; i < M; ++i) {
       double t = 0;
       for (std::size_t j = 0; j < N; ++j) {
-        if (log_domain) row[j] = p.A[i * N + j] / -eps + v[j]; else t += K(i, j) * v[j];
+        if (log_domain) row[j] = p.A[i * N + j] / -eps + v[j];
+        else t += K(i, j) * v[j];
       }
       u[i] = log_domain ? std::log(p.r[i]) - lse(row) : p.r[i] / t;
     }
@@ -619,7 +623,8 @@ TEST(SinkhornTransport, PotOrderMatchesPotsLoop) {
       o.variant = kind == 1 ? sk::variant::c2r : sk::variant::fused;
       if (!log_domain) o.init_u.assign(b.count, 1.0 / double(p.M));
       std::vector<double> plan(std::max<std::size_t>(b.count * p.N, 1));
-      const auto res = sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.05, MPI_COMM_WORLD, o, plan.data());
+      const auto res =
+          sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.05, MPI_COMM_WORLD, o, plan.data());
       const std::string label = std::to_string(kind) + " max_iter " + std::to_string(max_iter);
       EXPECT_EQ(res.iterations - 1, ref.niter) << label;
       EXPECT_EQ(res.state, max_iter == 1000 ? sk::status::converged : sk::status::max_iter) << label;
@@ -745,8 +750,9 @@ TEST(SinkhornErrors, BadArgumentsOnOneRankFailEveryRank) {
   {
     bad_input_case t;
     if (t.on_last_rank()) {
-      expect_error_everywhere([&] { sk::scale(t.A.data(), t.b.count, t.p.N, t.p.N - 1, t.r.data(), t.p.c.data(), MPI_COMM_WORLD, t.o); },
-                              "leading dimension");
+      expect_error_everywhere(
+          [&] { sk::scale(t.A.data(), t.b.count, t.p.N, t.p.N - 1, t.r.data(), t.p.c.data(), MPI_COMM_WORLD, t.o); },
+          "leading dimension");
     } else {
       expect_error_everywhere([&] { t.run(); }, "leading dimension");
     }
@@ -756,8 +762,9 @@ TEST(SinkhornErrors, BadArgumentsOnOneRankFailEveryRank) {
     bad_input_case t;
     std::vector<double> wide(t.b.count * (t.p.N + 1) + 1, 1.0), c(t.p.N + 1, 1.0);
     if (rank_of() == 0) {
-      expect_error_everywhere([&] { sk::scale(wide.data(), t.b.count, t.p.N + 1, t.p.N + 1, t.r.data(), c.data(), MPI_COMM_WORLD, t.o); },
-                              "different column counts");
+      expect_error_everywhere(
+          [&] { sk::scale(wide.data(), t.b.count, t.p.N + 1, t.p.N + 1, t.r.data(), c.data(), MPI_COMM_WORLD, t.o); },
+          "different column counts");
     } else {
       expect_error_everywhere([&] { t.run(); }, "different column counts");
     }
@@ -768,11 +775,14 @@ TEST(SinkhornErrors, BadArgumentsOnOneRankFailEveryRank) {
     auto C = rows_of<double>(p.A, p.N, b, p.N);
     const auto a = convert<double>(p.r.data() + b.first, b.count);
     sk::options o;
-    expect_error_everywhere([&] { sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.0, MPI_COMM_WORLD, o); },
-                            "eps must be finite and > 0");
-    if (rank_of() == std::min(size_of(), 8) - 1) C[0] = std::numeric_limits<double>::infinity();  // (the last with rows)
-    expect_error_everywhere([&] { sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.1, MPI_COMM_WORLD, o); },
-                            "(costs must be finite)");
+    expect_error_everywhere(
+        [&] { sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.0, MPI_COMM_WORLD, o); },
+        "eps must be finite and > 0");
+    if (rank_of() == std::min(size_of(), 8) - 1)
+      C[0] = std::numeric_limits<double>::infinity();  // (the last with rows)
+    expect_error_everywhere(
+        [&] { sk::transport(C.data(), b.count, p.N, p.N, a.data(), p.c.data(), 0.1, MPI_COMM_WORLD, o); },
+        "(costs must be finite)");
   }
 }
 

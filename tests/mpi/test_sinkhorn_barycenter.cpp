@@ -102,7 +102,8 @@ reference_run pot_plain(const problem& p, double eps, int iterations) {
         for (std::size_t j = 0; j < n; ++j) ku += K[i * n + j] * u[k][j];
         ratio[i] = p.A[i * H + k] / ku;
       }
-      for (std::size_t i = 0; i < n; ++i) for (std::size_t j = 0; j < n; ++j) t[j] += K[i * n + j] * ratio[i];
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n; ++j) t[j] += K[i * n + j] * ratio[i];
       for (std::size_t j = 0; j < n; ++j) ukv[k][j] = u[k][j] * t[j];
     }
     for (std::size_t j = 0; j < n; ++j) {
@@ -140,7 +141,8 @@ reference_run pot_log(const problem& p, double eps, int iterations) {
       }
     }
     r.errors.push_back(spread(plan_columns));
-    for (std::size_t k = 0; k < H; ++k) for (std::size_t j = 0; j < n; ++j) G[k][j] = log_bar[j] - log_ku[k][j];
+    for (std::size_t k = 0; k < H; ++k)
+      for (std::size_t j = 0; j < n; ++j) G[k][j] = log_bar[j] - log_ku[k][j];
   }
   for (double& x : log_bar) x = std::exp(x);
   r.barycenter = log_bar;
@@ -299,11 +301,12 @@ TEST(SinkhornBarycenter, OnHalfTheRanksEqualsOneProcess) {
   o.max_iter = 5000;
   o.log_domain = color == 1;
   std::vector<double> A = p.A, w = p.weights;
-  const auto alone = sk::barycenter(p.C.data(), p.dim, p.dim, p.dim, A.data(), p.hists, w.data(), 0.05, MPI_COMM_SELF, o);
+  const auto alone =
+      sk::barycenter(p.C.data(), p.dim, p.dim, p.dim, A.data(), p.hists, w.data(), 0.05, MPI_COMM_SELF, o);
   const sk::row_block b = sk::balanced_rows(p.dim, rank_of(half), size_of(half));
   for (int call = 0; call < 2; ++call) {
-    const auto shared = sk::barycenter(p.C.data() + b.first * p.dim, b.count, p.dim, p.dim, A.data(), p.hists, w.data(),
-                                       0.05, half, o);
+    const auto shared =
+        sk::barycenter(p.C.data() + b.first * p.dim, b.count, p.dim, p.dim, A.data(), p.hists, w.data(), 0.05, half, o);
     ASSERT_EQ(shared.state, sk::status::converged);
     EXPECT_EQ(shared.iterations, alone.iterations);
     for (std::size_t j = 0; j < p.dim; ++j) EXPECT_NEAR(shared.barycenter[j], alone.barycenter[j], 1e-12) << call;
@@ -325,7 +328,9 @@ TEST(SinkhornBarycenter, BadInputOnAnyOneRankFailsEveryRank) {
   for (int bad = 0; bad < size_of(); ++bad) {
     SCOPED_TRACE("bad rank " + std::to_string(bad));
     const bool me = rank_of() == bad;
-    const auto run = [&](const problem& p, double eps, const sk::barycenter_options& o) { solve<double>(p, eps, o, false); };
+    const auto run = [&](const problem& p, double eps, const sk::barycenter_options& o) {
+      solve<double>(p, eps, o, false);
+    };
     {
       problem p = good;
       if (me) p.A[3] = std::nan("");
@@ -369,9 +374,12 @@ TEST(SinkhornBarycenter, BadInputOnAnyOneRankFailsEveryRank) {
     const sk::row_block b = rows_for(p.dim, false);
     const std::size_t rows = b.first + b.count == p.dim ? b.count - 1 : b.count;
     std::vector<double> A = p.A;
-    expect_error_everywhere([&] {
-      sk::barycenter(p.C.data() + b.first * p.dim, rows, p.dim, p.dim, A.data(), p.hists, nullptr, 0.1, MPI_COMM_WORLD);
-    }, "(a barycenter's cost is square)");
+    expect_error_everywhere(
+        [&] {
+          sk::barycenter(p.C.data() + b.first * p.dim, rows, p.dim, p.dim, A.data(), p.hists, nullptr, 0.1,
+                         MPI_COMM_WORLD);
+        },
+        "(a barycenter's cost is square)");
   }
 }
 

@@ -131,7 +131,7 @@ std::vector<T> slice(const std::vector<double>& v, std::size_t first, std::size_
 
 // One distributed solve of `c`, gathered back.
 struct distributed_run {
-  sk::points_result<double> res;  // (log_u, log_v: this rank's)
+  sk::points_result<double> res;     // (log_u, log_v: this rank's)
   std::vector<double> log_u, log_v;  // gathered
 };
 
@@ -159,7 +159,8 @@ distributed_run run_points(const clouds& c, double eps, const sk::points_options
 }
 
 // Max relative difference of the plans of (log_u, log_v) and the reference.
-double plan_difference(const clouds& c, const distributed_run& run, const reference& ref, double eps, sk::metric metric) {
+double plan_difference(const clouds& c, const distributed_run& run, const reference& ref, double eps,
+                       sk::metric metric) {
   double worst = 0, largest = 0;
   for (std::size_t i = 0; i < c.n; ++i) {
     for (std::size_t j = 0; j < c.m; ++j) {
@@ -536,7 +537,8 @@ TEST(SinkhornPointsPlan, BarycentricMapAndRowSums) {
   const double eps = 0.05;
   const auto run = run_points<double>(c, eps, o, false);
   ASSERT_EQ(run.res.state, sk::status::converged);
-  const sk::row_block bx = sk::balanced_rows(c.n, rank_of(), size_of()), by = sk::balanced_rows(c.m, rank_of(), size_of());
+  const sk::row_block bx = sk::balanced_rows(c.n, rank_of(), size_of()),
+                      by = sk::balanced_rows(c.m, rank_of(), size_of());
   const auto X = slice<double>(c.X, bx.first, bx.count, c.d), Y = slice<double>(c.Y, by.first, by.count, c.d);
   std::vector<double> mapped(bx.count * c.d), sums(bx.count), ones(by.count, 1.0);
   sk::apply_plan_points(X.data(), bx.count, Y.data(), by.count, c.d, run.res.log_u.data(), run.res.log_v.data(), eps,
@@ -566,11 +568,11 @@ TEST(SinkhornPointsPlan, OnHalfTheRanksEqualsOneProcess) {
   const sk::row_block by = sk::balanced_rows(c.m, rank_of(half), size_of(half));
   const auto X = slice<double>(c.X, bx.first, bx.count, c.d), Y = slice<double>(c.Y, by.first, by.count, c.d);
   const auto a = slice<double>(c.a, bx.first, bx.count), b = slice<double>(c.b, by.first, by.count);
-  const auto whole = sk::transport_points(c.X.data(), c.n, c.Y.data(), c.m, c.d, c.a.data(), c.b.data(), eps,
-                                          MPI_COMM_SELF, o);
+  const auto whole =
+      sk::transport_points(c.X.data(), c.n, c.Y.data(), c.m, c.d, c.a.data(), c.b.data(), eps, MPI_COMM_SELF, o);
   std::vector<double> whole_out(c.n * c.d);
-  sk::apply_plan_points(c.X.data(), c.n, c.Y.data(), c.m, c.d, whole.log_u.data(), whole.log_v.data(), eps,
-                        c.Y.data(), c.d, whole_out.data(), MPI_COMM_SELF);
+  sk::apply_plan_points(c.X.data(), c.n, c.Y.data(), c.m, c.d, whole.log_u.data(), whole.log_v.data(), eps, c.Y.data(),
+                        c.d, whole_out.data(), MPI_COMM_SELF);
   for (int repeat = 0; repeat < 2; ++repeat) {  // (the communicator's cached state reused)
     const auto r = sk::transport_points(X.data(), bx.count, Y.data(), by.count, c.d, a.data(), b.data(), eps, half, o);
     EXPECT_NEAR(r.cost, whole.cost, 1e-12 * whole.cost);
@@ -640,8 +642,8 @@ TEST(SinkhornPointsPlan, ABatchEqualsEachProblemAlone) {
                               batched.data(), MPI_COMM_WORLD, all);
         for (std::size_t b = 0; b < B; ++b) {
           sk::apply_plan_points(X.data() + b * bx.count * d, bx.count, Y.data() + b * by.count * d, by.count, d,
-                                log_u.data() + b * bx.count, log_v.data() + b * by.count, eps,
-                                V.data() + b * other * k, k, alone.data() + b * own * k, MPI_COMM_WORLD, one);
+                                log_u.data() + b * bx.count, log_v.data() + b * by.count, eps, V.data() + b * other * k,
+                                k, alone.data() + b * own * k, MPI_COMM_WORLD, one);
         }
         expect_close(batched, alone, transpose ? "P^T V" : "P V");
       }
@@ -685,7 +687,8 @@ TEST(SinkhornPointsPlan, ABatchEqualsEachProblemAlone) {
 
 TEST(SinkhornPointsPlan, BadInputOnAnyOneRankFailsEveryRank) {
   const clouds c = make_clouds(12, 10, 3, 47, false);
-  const sk::row_block bx = sk::balanced_rows(c.n, rank_of(), size_of()), by = sk::balanced_rows(c.m, rank_of(), size_of());
+  const sk::row_block bx = sk::balanced_rows(c.n, rank_of(), size_of()),
+                      by = sk::balanced_rows(c.m, rank_of(), size_of());
   for (int bad = 0; bad < size_of(); ++bad) {
     SCOPED_TRACE("bad rank " + std::to_string(bad));
     const bool me = rank_of() == bad;
@@ -771,16 +774,16 @@ TEST(SinkhornPointsCApi, MatchesTheCppApi) {
   sk::points_options cpp;
   cpp.tol = 1e-5;
   cpp.metric = sk::metric::euclidean;
-  const auto r = sk::transport_points(X.data(), bx.count, Y.data(), by.count, c.d, a.data(), b.data(), 0.05,
-                                      MPI_COMM_WORLD, cpp);
+  const auto r =
+      sk::transport_points(X.data(), bx.count, Y.data(), by.count, c.d, a.data(), b.data(), 0.05, MPI_COMM_WORLD, cpp);
   EXPECT_EQ(info.status, static_cast<int>(r.state));
   EXPECT_EQ(info.iterations, r.iterations);
   EXPECT_EQ(info.cost, r.cost);
   EXPECT_TRUE(std::equal(r.log_u.begin(), r.log_u.end(), log_u.begin()));
   EXPECT_TRUE(std::equal(r.log_v.begin(), r.log_v.end(), log_v.begin()));
   // A bad dtype is refused on every rank.
-  EXPECT_NE(conveyor_sinkhorn_points(CONVEYOR_INT32, X.data(), bx.count, Y.data(), by.count, c.d, nullptr, nullptr, 0.05,
-                                     MPI_COMM_WORLD, nullptr, nullptr, nullptr, nullptr),
+  EXPECT_NE(conveyor_sinkhorn_points(CONVEYOR_INT32, X.data(), bx.count, Y.data(), by.count, c.d, nullptr, nullptr,
+                                     0.05, MPI_COMM_WORLD, nullptr, nullptr, nullptr, nullptr),
             CONVEYOR_SUCCESS);
   // The plan applied (transposed: a row per Y point), C against C++.
   conveyor_plan_apply_options ao;

@@ -36,9 +36,9 @@ int thread_level() {
 // Allreduces of every algorithm and many sizes; returns the wrong results seen.
 int allreduce_rounds(MPI_Comm comm, int rounds) {
   const int P = size_of();
-  const allreduce_algorithm algorithms[] = {allreduce_algorithm::ring, allreduce_algorithm::recursive_doubling,
+  const allreduce_algorithm algorithms[] = {allreduce_algorithm::ring,         allreduce_algorithm::recursive_doubling,
                                             allreduce_algorithm::rabenseifner, allreduce_algorithm::shared_memory,
-                                            allreduce_algorithm::automatic, allreduce_algorithm::mpi};
+                                            allreduce_algorithm::automatic,    allreduce_algorithm::mpi};
   int wrong = 0;
   for (int round = 0; round < rounds; ++round) {
     const std::size_t n = (std::size_t{1} << (round % 15)) + static_cast<std::size_t>(round % 3);
@@ -139,7 +139,8 @@ TEST(ThreadLevel, ACallWhileAnotherThreadHasOneOpenIsAnError) {
     other.join();
   }
   EXPECT_EQ(code, errc::mpi);
-  EXPECT_NE(message.find("another thread has a Conveyor call open, but MPI provides MPI_THREAD_SERIALIZED"), std::string::npos)
+  EXPECT_NE(message.find("another thread has a Conveyor call open, but MPI provides MPI_THREAD_SERIALIZED"),
+            std::string::npos)
       << message;
   // Calls one after another from other threads are fine at MPI_THREAD_SERIALIZED.
   int wrong = 0;

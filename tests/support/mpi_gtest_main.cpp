@@ -27,8 +27,8 @@ class RankFailurePrinter : public testing::EmptyTestEventListener {
   explicit RankFailurePrinter(int rank) : rank_(rank) {}
   void OnTestPartResult(const testing::TestPartResult& r) override {
     if (!r.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_,
-                 r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
+    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_, r.file_name() ? r.file_name() : "?", r.line_number(),
+                 r.summary());
     std::fflush(stderr);
   }
 
@@ -51,8 +51,8 @@ class CollectiveVerdict : public testing::EmptyTestEventListener {
       if (failed[static_cast<std::size_t>(r)]) list += " " + std::to_string(r);
     }
     if (!list.empty()) {
-      std::printf("[ MPI FAIL ] %s.%s failed on rank(s):%s (of %d)\n", info.test_suite_name(),
-                  info.name(), list.c_str(), size);
+      std::printf("[ MPI FAIL ] %s.%s failed on rank(s):%s (of %d)\n", info.test_suite_name(), info.name(),
+                  list.c_str(), size);
       std::fflush(stdout);
     }
   }

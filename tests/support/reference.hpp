@@ -18,26 +18,43 @@
 
 namespace conveyor::testing {
 
-template <class T> struct tag { using type = T; };
+template <class T>
+struct tag {
+  using type = T;
+};
 
 /// Calls f(tag<T>{}) with T the C++ storage type of t.
 template <class F>
 decltype(auto) visit_dtype(dtype t, F&& f) {
   switch (t) {
-    case dtype::int8: return f(tag<std::int8_t>{});
-    case dtype::int16: return f(tag<std::int16_t>{});
-    case dtype::int32: return f(tag<std::int32_t>{});
-    case dtype::int64: return f(tag<std::int64_t>{});
-    case dtype::uint8: return f(tag<std::uint8_t>{});
-    case dtype::uint16: return f(tag<std::uint16_t>{});
-    case dtype::uint32: return f(tag<std::uint32_t>{});
-    case dtype::uint64: return f(tag<std::uint64_t>{});
-    case dtype::float16: return f(tag<float16>{});
-    case dtype::bfloat16: return f(tag<bfloat16>{});
-    case dtype::float32: return f(tag<float>{});
-    case dtype::float64: return f(tag<double>{});
-    case dtype::complex64: return f(tag<std::complex<float>>{});
-    case dtype::complex128: return f(tag<std::complex<double>>{});
+    case dtype::int8:
+      return f(tag<std::int8_t>{});
+    case dtype::int16:
+      return f(tag<std::int16_t>{});
+    case dtype::int32:
+      return f(tag<std::int32_t>{});
+    case dtype::int64:
+      return f(tag<std::int64_t>{});
+    case dtype::uint8:
+      return f(tag<std::uint8_t>{});
+    case dtype::uint16:
+      return f(tag<std::uint16_t>{});
+    case dtype::uint32:
+      return f(tag<std::uint32_t>{});
+    case dtype::uint64:
+      return f(tag<std::uint64_t>{});
+    case dtype::float16:
+      return f(tag<float16>{});
+    case dtype::bfloat16:
+      return f(tag<bfloat16>{});
+    case dtype::float32:
+      return f(tag<float>{});
+    case dtype::float64:
+      return f(tag<double>{});
+    case dtype::complex64:
+      return f(tag<std::complex<float>>{});
+    case dtype::complex128:
+      return f(tag<std::complex<double>>{});
   }
   throw std::logic_error("bad dtype");
 }
@@ -53,10 +70,12 @@ inline std::vector<op> all_ops() {
   return v;
 }
 
-template <class T> inline constexpr bool is_half_v =
-    std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
-template <class T> struct is_complex : std::false_type {};
-template <class T> struct is_complex<std::complex<T>> : std::true_type {};
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
+template <class T>
+struct is_complex : std::false_type {};
+template <class T>
+struct is_complex<std::complex<T>> : std::true_type {};
 
 // IEEE 754-2019 minimum / maximum: NaN wins, -0 < +0.
 template <class F>
@@ -84,12 +103,18 @@ F logaddexp_ref(F a, F b) {
 template <class F>
 F real_ref(op o, F a, F b) {
   switch (o) {
-    case op::sum: return a + b;
-    case op::prod: return a * b;
-    case op::min: return ieee_min(a, b);
-    case op::max: return ieee_max(a, b);
-    case op::logaddexp: return logaddexp_ref(a, b);
-    default: throw std::logic_error("op not defined on reals");
+    case op::sum:
+      return a + b;
+    case op::prod:
+      return a * b;
+    case op::min:
+      return ieee_min(a, b);
+    case op::max:
+      return ieee_max(a, b);
+    case op::logaddexp:
+      return logaddexp_ref(a, b);
+    default:
+      throw std::logic_error("op not defined on reals");
   }
 }
 
@@ -99,17 +124,28 @@ T int_ref(op o, T a, T b) {
   using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
   const W ua = static_cast<U>(a), ub = static_cast<U>(b);
   switch (o) {
-    case op::sum: return static_cast<T>(static_cast<U>(ua + ub));
-    case op::prod: return static_cast<T>(static_cast<U>(ua * ub));
-    case op::min: return a < b ? a : b;
-    case op::max: return a > b ? a : b;
-    case op::band: return static_cast<T>(a & b);
-    case op::bor: return static_cast<T>(a | b);
-    case op::bxor: return static_cast<T>(a ^ b);
-    case op::land: return static_cast<T>((a != 0) && (b != 0));
-    case op::lor: return static_cast<T>((a != 0) || (b != 0));
-    case op::lxor: return static_cast<T>((a != 0) != (b != 0));
-    case op::logaddexp: break;  // real types only
+    case op::sum:
+      return static_cast<T>(static_cast<U>(ua + ub));
+    case op::prod:
+      return static_cast<T>(static_cast<U>(ua * ub));
+    case op::min:
+      return a < b ? a : b;
+    case op::max:
+      return a > b ? a : b;
+    case op::band:
+      return static_cast<T>(a & b);
+    case op::bor:
+      return static_cast<T>(a | b);
+    case op::bxor:
+      return static_cast<T>(a ^ b);
+    case op::land:
+      return static_cast<T>((a != 0) && (b != 0));
+    case op::lor:
+      return static_cast<T>((a != 0) || (b != 0));
+    case op::lxor:
+      return static_cast<T>((a != 0) != (b != 0));
+    case op::logaddexp:
+      break;  // real types only
   }
   throw std::logic_error("bad op");
 }
@@ -239,11 +275,16 @@ T random_value(Rng& rng) {
   std::uniform_int_distribution<int> pick(0, 99);
   if constexpr (std::is_integral_v<T>) {
     switch (pick(rng) % 10) {
-      case 0: return std::numeric_limits<T>::max();
-      case 1: return std::numeric_limits<T>::min();
-      case 2: return T(0);
-      case 3: return T(1);
-      default: return static_cast<T>(rng());  // random bits: wraps on sum/prod
+      case 0:
+        return std::numeric_limits<T>::max();
+      case 1:
+        return std::numeric_limits<T>::min();
+      case 2:
+        return T(0);
+      case 3:
+        return T(1);
+      default:
+        return static_cast<T>(rng());  // random bits: wraps on sum/prod
     }
   } else if constexpr (is_half_v<T>) {
     return T::from_bits(static_cast<std::uint16_t>(rng()));  // every pattern, NaN/Inf included

@@ -5,13 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHECK(cond)                                                 \
-  do {                                                              \
-    if (!(cond)) {                                                  \
-      fprintf(stderr, "%s:%d: CHECK failed: %s (%s)\n", __FILE__,   \
-              __LINE__, #cond, conveyor_last_error());              \
-      return 1;                                                     \
-    }                                                               \
+#define CHECK(cond)                                                                                        \
+  do {                                                                                                     \
+    if (!(cond)) {                                                                                         \
+      fprintf(stderr, "%s:%d: CHECK failed: %s (%s)\n", __FILE__, __LINE__, #cond, conveyor_last_error()); \
+      return 1;                                                                                            \
+    }                                                                                                      \
   } while (0)
 
 int main(void) {

@@ -16,21 +16,17 @@ namespace {
 
 TEST(CApi, ReduceLocalAndReduce) {
   std::vector<float> in = {1, 2, 3, 4, 5}, inout = {10, 20, 30, 40, 50}, out(5);
-  ASSERT_EQ(conveyor_reduce_local(in.data(), inout.data(), 5, CONVEYOR_FLOAT32, CONVEYOR_SUM),
-            CONVEYOR_SUCCESS);
+  ASSERT_EQ(conveyor_reduce_local(in.data(), inout.data(), 5, CONVEYOR_FLOAT32, CONVEYOR_SUM), CONVEYOR_SUCCESS);
   EXPECT_EQ(inout, (std::vector<float>{11, 22, 33, 44, 55}));
-  ASSERT_EQ(conveyor_reduce(in.data(), inout.data(), out.data(), 5, CONVEYOR_FLOAT32, CONVEYOR_MAX),
-            CONVEYOR_SUCCESS);
+  ASSERT_EQ(conveyor_reduce(in.data(), inout.data(), out.data(), 5, CONVEYOR_FLOAT32, CONVEYOR_MAX), CONVEYOR_SUCCESS);
   EXPECT_EQ(out, inout);
 }
 
 TEST(CApi, ErrorsAreCodesWithMessages) {
   float x = 0, y = 0;
-  EXPECT_EQ(conveyor_reduce_local(&x, &y, 1, CONVEYOR_FLOAT32, CONVEYOR_BXOR),
-            CONVEYOR_ERR_UNSUPPORTED);
+  EXPECT_EQ(conveyor_reduce_local(&x, &y, 1, CONVEYOR_FLOAT32, CONVEYOR_BXOR), CONVEYOR_ERR_UNSUPPORTED);
   EXPECT_NE(std::string(conveyor_last_error()).find("bxor"), std::string::npos);
-  EXPECT_EQ(conveyor_reduce_local(nullptr, &y, 1, CONVEYOR_FLOAT32, CONVEYOR_SUM),
-            CONVEYOR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(conveyor_reduce_local(nullptr, &y, 1, CONVEYOR_FLOAT32, CONVEYOR_SUM), CONVEYOR_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(conveyor_last_error()), "");
   EXPECT_EQ(conveyor_reduce_local(&x, &y, 1, static_cast<conveyor_dtype>(77), CONVEYOR_SUM),
             CONVEYOR_ERR_INVALID_ARGUMENT);

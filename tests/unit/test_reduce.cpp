@@ -42,10 +42,8 @@ class guarded_buffer {
   }
   bool canaries_intact() const {
     const auto end = offset_ + n_ * sizeof(T);
-    return std::all_of(bytes_.begin(), bytes_.begin() + offset_,
-                       [](unsigned char c) { return c == kCanary; }) &&
-           std::all_of(bytes_.begin() + end, bytes_.end(),
-                       [](unsigned char c) { return c == kCanary; });
+    return std::all_of(bytes_.begin(), bytes_.begin() + offset_, [](unsigned char c) { return c == kCanary; }) &&
+           std::all_of(bytes_.begin() + end, bytes_.end(), [](unsigned char c) { return c == kCanary; });
   }
 
  private:
@@ -62,13 +60,12 @@ std::vector<T> reference(op o, const std::vector<T>& a, const std::vector<T>& b)
 
 // Returns "" when out[0..n) matches ref, else a description of the first mismatch.
 template <class T>
-std::string first_mismatch(op o, const guarded_buffer<T>& out, const std::vector<T>& a,
-                           const std::vector<T>& b, const std::vector<T>& ref, std::size_t n) {
+std::string first_mismatch(op o, const guarded_buffer<T>& out, const std::vector<T>& a, const std::vector<T>& b,
+                           const std::vector<T>& ref, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     if (!testing::same_result(o, out.at(i), ref[i])) {
-      return "element " + std::to_string(i) + " of " + std::to_string(n) + ": " +
-             testing::show(a[i]) + " op " + testing::show(b[i]) + " gave " +
-             testing::show(out.at(i)) + ", reference " + testing::show(ref[i]);
+      return "element " + std::to_string(i) + " of " + std::to_string(n) + ": " + testing::show(a[i]) + " op " +
+             testing::show(b[i]) + " gave " + testing::show(out.at(i)) + ", reference " + testing::show(ref[i]);
     }
   }
   if (!out.canaries_intact()) return "wrote outside the output buffer at n=" + std::to_string(n);
@@ -86,9 +83,7 @@ class ReduceOnTarget : public ::testing::TestWithParam<std::string> {
   void TearDown() override { set_simd_target(""); }
 };
 
-TEST_P(ReduceOnTarget, TargetIsActive) {
-  EXPECT_EQ(simd_targets().active, GetParam());
-}
+TEST_P(ReduceOnTarget, TargetIsActive) { EXPECT_EQ(simd_targets().active, GetParam()); }
 
 // Every supported pair at every length 0..1000. The op is element-wise, so the
 // reference for length n is the first n elements of the reference for 1000.
@@ -269,13 +264,9 @@ void check_half_correct_rounding(double (*round_fn)(double)) {
   }
 }
 
-TEST_P(ReduceOnTarget, Float16CorrectlyRounded) {
-  check_half_correct_rounding<float16>(&testing::round_to_f16);
-}
+TEST_P(ReduceOnTarget, Float16CorrectlyRounded) { check_half_correct_rounding<float16>(&testing::round_to_f16); }
 
-TEST_P(ReduceOnTarget, BFloat16CorrectlyRounded) {
-  check_half_correct_rounding<bfloat16>(&testing::round_to_bf16);
-}
+TEST_P(ReduceOnTarget, BFloat16CorrectlyRounded) { check_half_correct_rounding<bfloat16>(&testing::round_to_bf16); }
 
 // Every float16 pattern survives x + (-0) unchanged (exercises the widening and
 // narrowing paths on every subnormal, normal, infinite and NaN input).
@@ -299,12 +290,9 @@ TEST_P(ReduceOnTarget, HalfRoundTripAllPatterns) {
   }
 }
 
-std::string target_test_name(const ::testing::TestParamInfo<std::string>& info) {
-  return info.param;
-}
+std::string target_test_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
 
-INSTANTIATE_TEST_SUITE_P(AllTargets, ReduceOnTarget,
-                         ::testing::ValuesIn(simd_targets().supported), target_test_name);
+INSTANTIATE_TEST_SUITE_P(AllTargets, ReduceOnTarget, ::testing::ValuesIn(simd_targets().supported), target_test_name);
 
 // ---------------------------------------------------------------------------
 // Errors and target selection (independent of the target)
@@ -325,8 +313,7 @@ TEST(ReduceErrors, UnsupportedPairsAreRejected) {
   for (dtype t : all_dtypes()) {
     for (op o : all_ops()) {
       const errc got = code_of([&] { reduce_local(x, y, 0, t, o); });
-      EXPECT_EQ(got, supports(o, t) ? errc::success : errc::unsupported)
-          << op_name(o) << "/" << dtype_name(t);
+      EXPECT_EQ(got, supports(o, t) ? errc::success : errc::unsupported) << op_name(o) << "/" << dtype_name(t);
     }
   }
   EXPECT_EQ(code_of([&] { reduce_local(x, y, 4, dtype::float32, op::band); }), errc::unsupported);
@@ -335,26 +322,18 @@ TEST(ReduceErrors, UnsupportedPairsAreRejected) {
 
 TEST(ReduceErrors, BadArguments) {
   float x[8] = {}, y[8] = {};
-  EXPECT_EQ(code_of([&] { reduce_local(nullptr, y, 1, dtype::float32, op::sum); }),
-            errc::invalid_argument);
-  EXPECT_EQ(code_of([&] { reduce_local(x, nullptr, 1, dtype::float32, op::sum); }),
-            errc::invalid_argument);
-  EXPECT_EQ(code_of([&] { reduce_local(nullptr, nullptr, 0, dtype::float32, op::sum); }),
-            errc::success);
-  EXPECT_EQ(code_of([&] { reduce_local(x, y, 1, static_cast<dtype>(99), op::sum); }),
-            errc::invalid_argument);
-  EXPECT_EQ(code_of([&] { reduce_local(x, y, 1, dtype::float32, static_cast<op>(-1)); }),
-            errc::invalid_argument);
+  EXPECT_EQ(code_of([&] { reduce_local(nullptr, y, 1, dtype::float32, op::sum); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([&] { reduce_local(x, nullptr, 1, dtype::float32, op::sum); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([&] { reduce_local(nullptr, nullptr, 0, dtype::float32, op::sum); }), errc::success);
+  EXPECT_EQ(code_of([&] { reduce_local(x, y, 1, static_cast<dtype>(99), op::sum); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([&] { reduce_local(x, y, 1, dtype::float32, static_cast<op>(-1)); }), errc::invalid_argument);
   // Partial overlap of input and output.
-  EXPECT_EQ(code_of([&] { reduce_local(x, x + 1, 4, dtype::float32, op::sum); }),
-            errc::invalid_argument);
-  EXPECT_EQ(code_of([&] { reduce(x, y, y + 2, 4, dtype::float32, op::sum); }),
-            errc::invalid_argument);
+  EXPECT_EQ(code_of([&] { reduce_local(x, x + 1, 4, dtype::float32, op::sum); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([&] { reduce(x, y, y + 2, 4, dtype::float32, op::sum); }), errc::invalid_argument);
   // Exact aliasing is fine.
   EXPECT_EQ(code_of([&] { reduce(x, x, x, 8, dtype::float32, op::sum); }), errc::success);
   // A count whose byte size overflows.
-  EXPECT_EQ(code_of([&] { reduce_local(x, y, ~std::size_t{0} / 2, dtype::float64, op::sum); }),
-            errc::invalid_argument);
+  EXPECT_EQ(code_of([&] { reduce_local(x, y, ~std::size_t{0} / 2, dtype::float64, op::sum); }), errc::invalid_argument);
 }
 
 TEST(SimdTargets, ReportAndSelect) {

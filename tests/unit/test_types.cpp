@@ -16,8 +16,7 @@ namespace {
 
 TEST(Types, SizesMatchStorageTypes) {
   for (dtype t : testing::all_dtypes()) {
-    const std::size_t expected =
-        testing::visit_dtype(t, [](auto tg) { return sizeof(typename decltype(tg)::type); });
+    const std::size_t expected = testing::visit_dtype(t, [](auto tg) { return sizeof(typename decltype(tg)::type); });
     EXPECT_EQ(dtype_size(t), expected) << dtype_name(t);
   }
 }
@@ -60,9 +59,8 @@ TEST(Types, SupportMatrix) {
 // float -> float16 against the independent rounding reference, on special values,
 // every float16 neighbourhood, halfway points, and random floats.
 TEST(Float16, ConversionFromFloatRoundsToNearestEven) {
-  std::vector<float> inputs = {0.0f, -0.0f, 1.0f, 65504.0f, 65519.99f, 65520.0f, 1e10f,
-                               -1e-10f, 5.96e-8f, 2.98e-8f, 2.99e-8f, 6.1e-5f,
-                               INFINITY, -INFINITY};
+  std::vector<float> inputs = {0.0f,    -0.0f,    1.0f,     65504.0f, 65519.99f, 65520.0f, 1e10f,
+                               -1e-10f, 5.96e-8f, 2.98e-8f, 2.99e-8f, 6.1e-5f,   INFINITY, -INFINITY};
   for (std::uint32_t h = 0; h < 0x7C00; ++h) {  // each finite half and its halfway points
     const float v = static_cast<float>(float16::from_bits(static_cast<std::uint16_t>(h)));
     const float next = static_cast<float>(float16::from_bits(static_cast<std::uint16_t>(h + 1)));
@@ -96,8 +94,8 @@ TEST(Float16, EveryPatternWidensExactly) {
       ASSERT_EQ(std::isnan(f), mant != 0) << h;
       ASSERT_EQ(std::isinf(f), mant == 0) << h;
     } else {
-      const double want = (exp == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, int(exp) - 25)) *
-                          ((h & 0x8000) ? -1 : 1);
+      const double want =
+          (exp == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, int(exp) - 25)) * ((h & 0x8000) ? -1 : 1);
       ASSERT_EQ(static_cast<double>(f), want) << h;
       ASSERT_EQ(float16(f).bits, h) << h;  // round trip
     }
