@@ -55,21 +55,25 @@ def use_formed(backend, p, debias, x, y, comm):
     "auto" from FORMED_MIN_DIM dimensions where `forms` says so for every rank;
     p = 1 and empty clouds always take the point-cloud engine.
     x, y: this rank's (B, n, D), (B, m, D)."""
-    # (each rank's own batch, dimension and itemsize: ranks that disagree, which the
-    # softmins then refuse, still take one path)
-    everyone = with_memory_shares(comm, (x.shape[1], y.shape[1], x.shape[0], x.shape[-1], x.dtype.itemsize))
-    shapes = np.array([c for c, _ in everyone], dtype=np.int64).reshape(-1, 5)
+    # Each rank's own arguments, shapes and itemsize: every rank evaluates every
+    # rank's wish, so ranks that disagree (which the softmins then refuse) still
+    # take one path, the formed arrays only if every rank wants them.
+    everyone = with_memory_shares(comm, ((x.shape[1], y.shape[1], x.shape[0], x.shape[-1], x.dtype.itemsize),
+                                         (p, bool(debias), backend)))
+    shapes = np.array([c for (c, _), _ in everyone], dtype=np.int64).reshape(-1, 5)
     n, m = (int(c) for c in shapes[:, :2].sum(axis=0))
-    if not (p == 2 and n > 0 and m > 0):
-        return False
-    if backend != "auto":
-        return backend == "tensorized"
-    rows, cols = shapes[:, 0], shapes[:, 1]
-    arrays = [rows * m, cols * n] + ([rows * n, cols * m] if debias else [])
-    item = shapes[:, 2] * shapes[:, 4]  # (bytes of one entry over the batch)
-    return all(forms(int(total * k), int(largest * k), int(d), int(size), memory)
-               for total, largest, k, d, size, (_, memory)
-               in zip(sum(arrays), np.max(arrays, axis=0), item, shapes[:, 3], shapes[:, 4], everyone))
+
+    def wants(rows, cols, batch, d, itemsize, p_, debias_, backend_, memory):
+        if not (p_ == 2 and n > 0 and m > 0) or backend_ not in ("auto", "tensorized"):
+            return False
+        if backend_ == "tensorized":
+            return True
+        arrays = [rows * m, cols * n] + ([rows * n, cols * m] if debias_ else [])
+        entry = batch * itemsize  # (bytes of one entry over the batch)
+        return forms(sum(arrays) * entry, max(arrays) * entry, d, itemsize, memory)
+
+    return all(wants(*(int(v) for v in row), *args, memory)
+               for row, ((_, args), memory) in zip(shapes, everyone))
 
 
 def forms(arrays, largest, d, itemsize, memory=None):

@@ -411,6 +411,20 @@ def test_auto_backend_forms_the_arrays_where_the_rule_says():
             formed.DENSE_BYTES = saved
 
 
+def test_ranks_that_disagree_on_the_backend_take_one_path():
+    """use_formed gives every rank the same answer when one rank (each in turn)
+    passes another backend or p: the formed arrays only if every rank wants them."""
+    from conveyor._ot_samples_loss_formed import FORMED_MIN_DIM, use_formed
+
+    x = np.zeros((1, 5, FORMED_MIN_DIM[8]))
+    for odd in range(SIZE):
+        for mine, others, want in ((("online", 2), ("tensorized", 2), False), (("tensorized", 1), ("auto", 2), False),
+                                   (("auto", 2), ("tensorized", 2), True)):
+            backend, p = mine if RANK == odd else others
+            got = COMM.allgather(use_formed(backend, p, True, x, x, COMM))
+            assert got == [want] * SIZE, (odd, mine, others)
+
+
 def test_auto_backend_past_dense_bytes_limits_the_peak(monkeypatch):
     """Past DENSE_BYTES, backend="auto" forms the arrays from FORMED_MIN_DIM_PAST
     dimensions while a rank's peak (its arrays and one more of the largest's
