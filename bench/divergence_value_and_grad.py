@@ -41,7 +41,8 @@ cores either way. Values and gathered gradients are compared as above.
 
 usage: divergence_value_and_grad.py [--sizes 1000,10000] [--dims 3,64] [--dtypes float64,float32]
                                     [--rounds 3] [--blur 0.05] [--scaling 0.5] [--reg 0.05] [--tol 1e-6]
-                                    [--tol32 1e-4]
+                                    [--tol32 1e-4] [--only NAMES] [--tables samples,fixed]
+                                    [--warmup-size N]
 """
 import argparse
 import os
@@ -232,6 +233,11 @@ def main():
     p.add_argument("--tol", type=float, default=1e-6, help="float64's tolerance")
     p.add_argument("--tol32", type=float, default=1e-4, help="float32's (1e-6 is below its rounding)")
     p.add_argument("--only", default="", help="comma-separated implementation names to run (default: all)")
+    p.add_argument("--tables", default="samples,fixed",
+                   help="which tables: samples (GeomLoss's loss), fixed (fixed eps, tol)")
+    p.add_argument("--warmup-size", type=int, default=0,
+                   help="the warm-up call's n (default: the cell's; a smaller one still builds KeOps's "
+                        "kernels and compiles JAX's, where a warm-up at n would take as long as the round)")
     args = p.parse_args()
     torch.set_num_threads(1)
     only = [s for s in args.only.split(",") if s]
@@ -249,13 +255,16 @@ def main():
             for dtype in (np.dtype(s).type for s in args.dtypes.split(",")):
                 X, Y = clouds(n, d, dtype)
                 cell = argparse.Namespace(**dict(vars(args), tol=args.tol if dtype == np.float64 else args.tol32))
+                tables = {"samples": "GeomLoss's loss", "fixed": "fixed eps, tol"}
+                wanted = {tables[t] for t in args.tables.split(",")}
                 runs = {k: v for k, v in implementations(cell, n, d, dtype).items()
-                        if not only or k[1] in only or k[1] == "conveyor"}
+                        if k[0] in wanted and (not only or k[1] in only or k[1] == "conveyor")}
+                warm = clouds(args.warmup_size, d, dtype) if args.warmup_size else (X, Y)
                 times = {k: [] for k in runs}
                 results = {}
                 for r in range(-1, args.rounds):  # round -1: the warm-up (kernels built, JAX compiled)
                     for k in (list(runs) if r % 2 == 0 else list(reversed(list(runs)))):
-                        out = one_call(runs[k], k[1], X, Y)
+                        out = one_call(runs[k], k[1], *((X, Y) if r >= 0 else warm))
                         if r >= 0 and out is not None:
                             times[k].append(out[:2])
                         results[k] = out
