@@ -177,7 +177,7 @@ def cpp_fields(header, struct):
 
 
 def c_fields(struct):
-    text = (INCLUDE / "conveyor.h").read_text()
+    text = "".join(path.read_text() for path in [INCLUDE / "conveyor.h", *sorted((INCLUDE / "c").glob("*.h"))])
     body = re.search(r"typedef struct %s \{(.*?)\}" % struct, text, re.S).group(1)
     body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
     fields = []
