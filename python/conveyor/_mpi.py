@@ -44,6 +44,11 @@ _WORLD = MPI.COMM_WORLD
 _WORLD_ADDRESS = _addressof(_WORLD)
 
 
+def comm_or_world(comm):
+    """The communicator a call runs on: comm, or MPI.COMM_WORLD for None."""
+    return MPI.COMM_WORLD if comm is None else comm
+
+
 def comm_address(comm):
     """`comm` (None: COMM_WORLD) as the address of its MPI_Comm."""
     if comm is None or comm is _WORLD:
