@@ -74,12 +74,13 @@ libs="$sysroot/usr/lib/aarch64-linux-gnu"
 # 2. The cross build: the library and the programs run below (not every test
 # program: the others run natively on both MPIs; a third of the build's time).
 build="$work/build"
-programs=(conveyor_tool conveyor_unit_tests conveyor_allreduce_tests conveyor_sinkhorn_tests conveyor_outer_tests
-          conveyor_redistribute_tests conveyor_sinkhorn_points_tests)
+# CMakePresets.json's arm64 presets: the configuration, and these targets.
+mapfile -t programs < <(/usr/bin/python3 -c '
+import json, sys
+presets = json.load(open(sys.argv[1]))["buildPresets"]
+print("\n".join(next(p for p in presets if p["name"] == "arm64")["targets"]))' "$root/CMakePresets.json")
 echo "== aarch64: cross build (log: $work/build.log)"
-if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$root/tests/emulated/aarch64-toolchain.cmake" \
-         -DCONVEYOR_ARM64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release -DCONVEYOR_WERROR=ON \
-         -DCONVEYOR_BUILD_PYTHON=OFF -DCONVEYOR_BUILD_BENCHMARKS=OFF &&
+if ! { (cd "$root" && cmake --preset arm64 -B "$build" -DCONVEYOR_ARM64_SYSROOT="$sysroot") &&
        cmake --build "$build" -j "${CONVEYOR_JOBS:-$(nproc)}" --target "${programs[@]}"; } >"$work/build.log" 2>&1; then
   tail -n 30 "$work/build.log"
   echo "aarch64: the cross build failed"
