@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "conveyor/alltoall.hpp"
+#include "conveyor/collectives.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/settings.hpp"
 #include "conveyor/version.hpp"
@@ -61,6 +62,11 @@ int run_info() {
   else std::printf("  ranks per node     %d to %d\n", min_ppn, max_ppn);
   std::printf("  OpenMP threads     %d per rank\n", omp_get_max_threads());
   std::printf("  all-to-all copy    %s (between ranks of a node)\n", copy_path.c_str());
+  std::printf("allreduce algorithms (CONVEYOR_ALLREDUCE_ALGORITHM; src/collectives/allreduce/)\n");
+  for (const conveyor::allreduce_algorithm_info& a : conveyor::allreduce_algorithms()) {
+    std::printf("  %-20s %s%s\n", std::string(a.name).c_str(), a.summary,
+                a.modeled ? "" : (a.measured ? " [auto: measured only]" : " [auto: never]"));
+  }
   std::printf("settings (environment; conveyor/settings.hpp)\n");
   for (const conveyor::setting_info& s : conveyor::settings()) {
     std::printf("  %-32s %s%s\n      %s (default: %s; read at %s)\n", s.name.c_str(), s.value ? "= " : "unset",

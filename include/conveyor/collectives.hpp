@@ -53,6 +53,19 @@ struct allreduce_options {
   std::function<void(std::size_t offset, std::size_t count)> on_chunk;
 };
 
+/// One of allreduce's algorithms, as the table of algorithms describes it
+/// (src/collectives/allreduce/: one file and one row each).
+struct allreduce_algorithm_info {
+  allreduce_algorithm algorithm;
+  std::string_view name;  // the setting's and Python's name ("ring", ...)
+  const char* summary;    // what it does and when it pays
+  bool modeled;           // `automatic`'s cost model considers it (where its constraints hold)
+  bool measured;          // `automatic` measures it beside the model's choice (where it applies)
+};
+/// Every algorithm but `automatic`, in the table's order: what `conveyor info`
+/// lists, and the case lists of the benchmarks and tests.
+CONVEYOR_API const std::vector<allreduce_algorithm_info>& allreduce_algorithms();
+
 /// What allreduce did.
 struct allreduce_report {
   allreduce_algorithm algorithm = allreduce_algorithm::automatic;

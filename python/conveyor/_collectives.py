@@ -26,8 +26,11 @@ def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", determinist
         Where to write the result (same dtype and size; may be `send` itself, in
         place); a new array when None.
     algorithm : str
-        "auto" (measured cost model), "ring", "recursive_doubling",
-        "rabenseifner", "hierarchical", "mpi", "shared_memory".
+        "auto" (the cost model's choice, measured against the candidates of
+        CONVEYOR_ALLREDUCE_MEASURE), or one of the table of algorithms
+        (src/collectives/allreduce/):
+
+{algorithms}
     deterministic : bool
         The same bits for any algorithm and segmentation.
     validate : bool
@@ -64,6 +67,12 @@ def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", determinist
                    ranks_per_node=ranks_per_node)
     return _conveyor.allreduce(send, out, op, comm_address(comm), bool(validate), options)[0]
 
+
+
+# The algorithms' names and summaries, from the extension's table: a new row is
+# documented here without an edit.
+allreduce.__doc__ = (allreduce.__doc__ or "").replace("{algorithms}", "\n".join(
+    f"        - \"{name}\": {summary}" for name, summary in _conveyor.allreduce_algorithms()))
 
 _MPI_OP_BY_NAME = {name: getattr(MPI, name.upper())
                    for name in ("sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor")}

@@ -396,6 +396,15 @@ void bind_buffer_collectives(nb::module_& m) {
 void bind_collectives(nb::module_& m) {
   bind_array_collectives(m);
   bind_buffer_collectives(m);
+  // The table of allreduce's algorithms (src/collectives/allreduce/): (name,
+  // summary) pairs, from which conveyor.allreduce's docstring lists them.
+  m.def("allreduce_algorithms", [] {
+    nb::list out;
+    for (const conveyor::allreduce_algorithm_info& a : conveyor::allreduce_algorithms()) {
+      out.append(nb::make_tuple(std::string(a.name), std::string(a.summary)));
+    }
+    return out;
+  });
 }
 
 }  // namespace conveyor::python

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Public entry points of the collectives: argument checks, validation, algorithm
-// choice, schedule building (algorithms.cpp) and execution (schedule.cpp).
+// The allreduce's entry point: argument checks, validation, the algorithm's choice
+// (the cost model, `auto`'s measured candidates, the repeated-shape fast path),
+// and its dispatch through the table of algorithms (allreduce/table.hpp): a row
+// runs directly or as schedules (schedule.cpp).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +14,8 @@
 #include <string>
 
 #include "collectives/algorithms.hpp"
+#include "collectives/allreduce/stock.hpp"
+#include "collectives/allreduce/table.hpp"
 #include "collectives/measured_choice.hpp"
 #include "collectives/shared_memory.hpp"
 #include "collectives/state.hpp"
@@ -38,12 +42,16 @@ bool overlaps_partially(const void* x, const void* y, std::size_t bytes) {
   return a != b && a < b + bytes && b < a + bytes;
 }
 
-// Builds the schedules of one allreduce; with a null scratch base it only measures.
+// Builds the schedules of one allreduce (its row's rounds per chunk, or the
+// ordered schedule of the deterministic mode); with a null scratch base it only
+// measures.
 void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool deterministic, std::size_t count,
                      std::size_t chunk, detail::comm_context& ctx, const detail::node_layout* layout, range_buffer buf,
                      scratch_alloc& scratch) {
   out.clear();
   const std::vector<int> all = detail::all_ranks(ctx.size);
+  const detail::allreduce_row& row = detail::allreduce_row_of(alg);
+  if (!deterministic && !row.build) throw error(errc::internal, "allreduce: no schedule for this algorithm");
   for (std::size_t off = 0; off < count; off += chunk) {
     const block range{off, std::min(chunk, count - off)};
     schedule& s = out.emplace_back();
@@ -54,53 +62,8 @@ void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool d
       detail::ring_allgather(s, all, ctx.rank, blocks, buf, /*notify=*/true);
       continue;
     }
-    switch (alg) {
-      case allreduce_algorithm::ring: {
-        const auto blocks = detail::split(range.offset, range.count, ctx.size);
-        detail::ring_reduce_scatter(s, all, ctx.rank, blocks, buf, scratch);
-        detail::notify_now(s, blocks[static_cast<std::size_t>(ctx.rank)]);
-        detail::ring_allgather(s, all, ctx.rank, blocks, buf, /*notify=*/true);
-        break;
-      }
-      case allreduce_algorithm::rabenseifner:
-        detail::rabenseifner(s, all, ctx.rank, range, buf, scratch);
-        break;
-      case allreduce_algorithm::hierarchical:
-        detail::hierarchical(s, *layout, ctx.rank, range, buf, scratch);
-        break;
-      case allreduce_algorithm::recursive_doubling:  // run directly, never as schedules
-      case allreduce_algorithm::mpi:
-      case allreduce_algorithm::shared_memory:
-      case allreduce_algorithm::automatic:
-        throw error(errc::internal, "allreduce: no schedule for this algorithm");
-    }
+    row.build(s, {all, ctx.rank, *layout, range, buf}, scratch);
   }
-}
-
-// The MPI library's own allreduce (PMPI_Allreduce: an interposing library passes
-// it through), in pieces of at most INT_MAX elements (the reduction is element
-// by element, so pieces are independent). Predefined types and ops where MPI has
-// them and gets them right; Conveyor's kernel as an MPI_Op for the 16-bit floats
-// (no MPI type), for 8- and 16-bit integers (Open MPI 4.1's op/avx component
-// saturates their sums instead of wrapping as MPI and C define (measured: ~half
-// of 2^31 int8 sums wrong, tests/mpi/test_large.cpp) and for logaddexp (no MPI op).
-struct stock_call {
-  MPI_Datatype type;
-  MPI_Op mop;
-};
-stock_call stock_call_of(dtype t, op o) {
-  const bool native = dtype_size(t) > 2 && o != op::logaddexp;  // else Conveyor's kernel
-  return {mpi_datatype(t), native ? mpi_builtin_op(o) : mpi_op(o, t)};
-}
-
-void stock_allreduce(MPI_Comm comm, const void* send, void* recv, std::size_t count, dtype t, op o) {
-  const stock_call c = stock_call_of(t, o);
-  const std::size_t esize = dtype_size(t);
-  detail::for_each_piece(count, [&](std::size_t off, int n, int) {
-    const void* in = send == MPI_IN_PLACE ? MPI_IN_PLACE : static_cast<const char*>(send) + off * esize;
-    detail::check_mpi(PMPI_Allreduce(in, static_cast<char*>(recv) + off * esize, n, c.type, c.mop, comm),
-                      "MPI_Allreduce");
-  });
 }
 
 // The repeated-shape fast path. Once the algorithm of a call is settled (auto
@@ -135,7 +98,7 @@ struct fast_entry {
   detail::comm_context* ctx = nullptr;
   allreduce_algorithm requested{};  // options.algorithm of the calls served (automatic or pinned)
   allreduce_algorithm algorithm{};  // what runs
-  stock_call call{};                // for mpi: resolved once
+  detail::stock_call call{};        // for mpi: resolved once
   reduce_kernel_fn kernel = nullptr;
   const detail::node_layout* layout = nullptr;
   int window = 0;
@@ -159,42 +122,24 @@ bool fast_entry::serves(const void* send, const void* recv, std::size_t n, dtype
          (send == MPI_IN_PLACE || send == recv || !overlaps_partially(send, recv, bytes));
 }
 
-// The shared-memory segment of a context, mapped at the first call that needs it:
-// collective, and every rank reaches it at the same call (the algorithm is
-// decided alike everywhere). Null when the ranks are not all on one node.
-detail::shm_allreduce* shared_segment_of(detail::comm_context& ctx) {
-  detail::collectives_state& state = detail::collectives_state_of(ctx);
-  if (!state.shared_segment_tried) {
-    state.shared_segment_tried = true;
-    const detail::node_layout& node = ctx.layout(0);
-    if (node.nodes == 1)
-      state.shared_segment = detail::shm_allreduce::create(ctx.comm, ctx.rank, ctx.size, node.node_cpus);
-  }
-  return state.shared_segment.get();
-}
-
 // What runs for `alg`: shared_memory becomes recursive doubling where the ranks
 // cannot share a segment.
 allreduce_algorithm runnable(detail::comm_context& ctx, allreduce_algorithm alg) {
   if (alg != allreduce_algorithm::shared_memory || ctx.size == 1) return alg;
-  return shared_segment_of(ctx) ? alg : allreduce_algorithm::recursive_doubling;
+  return detail::shared_segment_of(ctx) ? alg : allreduce_algorithm::recursive_doubling;
 }
 
-// Runs `alg` (resolved) for one call.
+// Runs `alg` (resolved) for one call: directly if its row runs so, else as the
+// row's schedules (cached per shape), pipelined in chunks where the row says.
 void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const void* send, void* recv, std::size_t count,
                    dtype t, op o, reduce_kernel_fn kernel, const allreduce_options& options,
                    const detail::node_layout& layout, std::size_t segment_bytes, int window) {
+  const detail::allreduce_row& row = detail::allreduce_row_of(alg);
+  if (row.run && (row.deterministic || !options.deterministic) && count > 0 && ctx.size > 1) {
+    row.run({ctx, send, recv, count, t, o, kernel, options, layout});
+    return;
+  }
   const std::size_t bytes = count * dtype_size(t);
-  if (alg == allreduce_algorithm::mpi && !options.deterministic && count > 0 && ctx.size > 1) {
-    stock_allreduce(ctx.comm, send == recv ? MPI_IN_PLACE : send, recv, count, t, o);
-    if (options.on_chunk) options.on_chunk(0, count);
-    return;
-  }
-  if (alg == allreduce_algorithm::shared_memory && count > 0 && ctx.size > 1) {  // resolved by runnable()
-    shared_segment_of(ctx)->run(send == MPI_IN_PLACE ? recv : send, recv, count, dtype_size(t), kernel);
-    if (options.on_chunk) options.on_chunk(0, count);
-    return;
-  }
   if (send != MPI_IN_PLACE && send != recv && bytes) std::memcpy(recv, send, bytes);
   if (count == 0) return;
   if (ctx.size == 1) {  // nothing to combine: the copy above is the result
@@ -203,17 +148,7 @@ void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const voi
   }
 
   const std::size_t esize = dtype_size(t);
-  if (alg == allreduce_algorithm::recursive_doubling && !options.deterministic) {
-    detail::recursive_doubling_direct(ctx.comm, ctx.rank, ctx.size, static_cast<char*>(recv), count, esize, kernel,
-                                      detail::collectives_state_of(ctx).scratch(bytes),
-                                      detail::pieces_for(ctx.rank, layout), &options.on_chunk);
-    return;
-  }
-
-  // Ring, hierarchical and the deterministic schedule are pipelined in chunks;
-  // Rabenseifner runs on the whole vector.
-  const bool chunked =
-      options.deterministic || alg == allreduce_algorithm::ring || alg == allreduce_algorithm::hierarchical;
+  const bool chunked = options.deterministic || row.chunked;
   const std::size_t chunk = chunked ? std::max<std::size_t>(1, segment_bytes / esize) : count;
 
   detail::schedule_cache& cache = detail::collectives_state_of(ctx).schedules;
@@ -243,17 +178,19 @@ CONVEYOR_ENUM_NAMES(allreduce_algorithm, CONVEYOR_ALLREDUCE_ALGORITHM_LIST, "all
 namespace {
 
 // The candidates of a class `auto` is about to measure: the model's choice
-// (already resolved by runnable()), the library's allreduce, and shared_memory
-// where the ranks share a node and the model chose otherwise. The same on every
+// (already resolved by runnable()), then each row that `auto` measures on this
+// layout and that runs as itself here (the library's allreduce; shared_memory
+// where the ranks share a node and the model chose otherwise). The same on every
 // rank: the model's choice and the layout agree.
 void set_candidates(detail::measured_class& m, detail::comm_context& ctx, allreduce_algorithm model_choice,
                     const detail::node_layout& layout) {
   m.candidates[0] = model_choice;
-  m.candidates[1] = allreduce_algorithm::mpi;
-  m.count = 2;
-  if (model_choice != allreduce_algorithm::shared_memory && layout.nodes == 1 &&
-      runnable(ctx, allreduce_algorithm::shared_memory) == allreduce_algorithm::shared_memory) {
-    m.candidates[m.count++] = allreduce_algorithm::shared_memory;
+  m.count = 1;
+  for (const detail::allreduce_row* row : detail::allreduce_rows()) {
+    if (row->measured && row->measured(layout) && row->algorithm != model_choice &&
+        runnable(ctx, row->algorithm) == row->algorithm && m.count < static_cast<int>(std::size(m.candidates))) {
+      m.candidates[m.count++] = row->algorithm;
+    }
   }
 }
 
@@ -336,7 +273,7 @@ const detail::model_choice& model_choice_for(detail::collectives_state& state, a
   const auto report_running = [&](allreduce_algorithm a) {
     report.algorithm = a;
     report.spin_waits =
-        a == allreduce_algorithm::shared_memory && ctx.size > 1 && shared_segment_of(ctx)->spins_before_yield();
+        a == allreduce_algorithm::shared_memory && ctx.size > 1 && detail::shared_segment_of(ctx)->spins_before_yield();
   };
   report_running(alg);
 
@@ -362,7 +299,8 @@ const detail::model_choice& model_choice_for(detail::collectives_state& state, a
   // Settled: the next call of this shape may take the fast path.
   if (plain_options(options) && count > 0 && ctx.size > 1 &&
       (alg != allreduce_algorithm::mpi || count <= detail::kMaxMessageBytes)) {
-    const stock_call stock = alg == allreduce_algorithm::mpi ? stock_call_of(t, o) : stock_call{};
+    const detail::stock_call stock =
+        alg == allreduce_algorithm::mpi ? detail::stock_call_of(t, o) : detail::stock_call{};
     t_repeated_shape = {comm,
                         count,
                         t,

@@ -6,7 +6,12 @@
 #include <array>
 #include <cstdlib>
 
+#include "conveyor/enums.h"
 #include "conveyor/types.hpp"
+
+// An enum list's names as one string literal (" auto ring ..."), for a
+// setting's help text: the names come from the one list of include/conveyor/enums.h.
+#define CONVEYOR_SETTING_NAME_(suffix, cpp, name) " " name
 
 namespace {
 // libconveyor_mpi's default threshold: 0, every size served. It was higher while
@@ -48,7 +53,8 @@ constexpr std::array<entry, 17> kSettings = {{
      "trace: as 1, and rank 0 prints each decision to stderr",
      "first measured all-to-all in the process"},
     {"CONVEYOR_ALLREDUCE_ALGORITHM", "auto",
-     "what `automatic` allreduce runs: auto, ring, recursive_doubling, rabenseifner, hierarchical, mpi",
+     "what `automatic` allreduce runs, one of:" CONVEYOR_ALLREDUCE_ALGORITHM_LIST(
+         CONVEYOR_SETTING_NAME_) " (`conveyor info` says what each does)",
      "first use of a communicator"},
     {"CONVEYOR_ALLREDUCE_MEASURE", "1",
      "0: `automatic` allreduce takes the cost model's choice alone; 1: per size class it times its candidates "

@@ -113,6 +113,22 @@ std::vector<config> configs() {
   };
 }
 
+// The table of algorithms (src/collectives/allreduce/) and configs() agree: a row
+// added to the table is run by these tests or this test fails; and the table
+// lists every algorithm of the enum but automatic.
+TEST(Allreduce, EveryAlgorithmOfTheTableIsTested) {
+  const auto& table = allreduce_algorithms();
+  EXPECT_EQ(table.size(), static_cast<std::size_t>(allreduce_algorithm_count - 1));
+  for (const allreduce_algorithm_info& a : table) {
+    EXPECT_NE(a.algorithm, allreduce_algorithm::automatic);
+    EXPECT_EQ(a.name, algorithm_name(a.algorithm));
+    EXPECT_GT(std::string(a.summary).size(), 20u) << a.name;
+    const auto cs = configs();
+    EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [&](const config& c) { return c.algorithm == a.algorithm; }))
+        << a.name << " is in the table but not in configs()";
+  }
+}
+
 std::vector<std::size_t> counts_for(int p, bool include_large) {
   std::vector<std::size_t> c = {0, 1, static_cast<std::size_t>(p > 1 ? p - 1 : 2), static_cast<std::size_t>(p), 1009};
   if (include_large) c.push_back(1000000);

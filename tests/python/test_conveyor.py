@@ -72,7 +72,8 @@ def test_reduce_local_rejects_mismatches():
         conveyor.reduce_local(np.zeros(4), np.zeros(4), "average")
 
 
-@pytest.mark.parametrize("algorithm", ["auto", "ring", "recursive_doubling", "rabenseifner", "hierarchical", "mpi", "shared_memory"])
+# Every row of the table of algorithms (src/collectives/allreduce/), and auto.
+@pytest.mark.parametrize("algorithm", ["auto"] + [name for name, _ in conveyor._conveyor.allreduce_algorithms()])
 @pytest.mark.parametrize("n", [0, 1, 7, 1000, 100003])
 def test_allreduce_sum_every_algorithm(algorithm, n):
     mine = values(np.float64, n, 10 + RANK)
