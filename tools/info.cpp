@@ -9,6 +9,7 @@
 
 #include "conveyor/alltoall.hpp"
 #include "conveyor/collectives.hpp"
+#include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/settings.hpp"
 #include "conveyor/version.hpp"
@@ -66,6 +67,11 @@ int run_info() {
   for (const conveyor::allreduce_algorithm_info& a : conveyor::allreduce_algorithms()) {
     std::printf("  %-20s %s%s\n", std::string(a.name).c_str(), a.summary,
                 a.modeled ? "" : (a.measured ? " [auto: measured only]" : " [auto: never]"));
+  }
+  std::printf("redistribute transports (CONVEYOR_REDISTRIBUTE_TRANSPORT; src/redistribute/transport_table.hpp)\n");
+  for (const conveyor::redistribute::transport_info& t : conveyor::redistribute::transports()) {
+    std::printf("  %-20s %s%s\n", std::string(t.name).c_str(), t.summary,
+                t.modeled ? "" : " [not in auto's cost model]");
   }
   std::printf("settings (environment; conveyor/settings.hpp)\n");
   for (const conveyor::setting_info& s : conveyor::settings()) {

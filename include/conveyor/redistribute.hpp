@@ -160,6 +160,18 @@ class CONVEYOR_API layout {
 /// conveyor/enums.h and docs/algorithms.md.
 CONVEYOR_DECLARE_ENUM(transport, CONVEYOR_TRANSPORT_LIST, transport_name, parse_transport);
 
+/// One transport, as the table of transports describes it
+/// (src/redistribute/transport_table.hpp: one file and one row each).
+struct transport_info {
+  redistribute::transport transport;
+  std::string_view name;  // the setting's and Python's name ("packed", ...)
+  const char* summary;    // how it moves the packages
+  bool modeled;           // `automatic`'s cost model chooses among it
+};
+/// Every transport but `automatic`, in the table's order: what `conveyor info`
+/// lists, and the tests' case lists.
+CONVEYOR_API const std::vector<transport_info>& transports();
+
 /// none, greedy, optimal.
 CONVEYOR_DECLARE_ENUM(relabeling, CONVEYOR_RELABELING_LIST, relabeling_name, parse_relabeling);
 

@@ -163,9 +163,13 @@ class Plan:
     permutation (perm[k]: the source axis that becomes destination axis k; None:
     identity), with complex conjugation if asked. Built once (collective), then
     execute() as often as the local arrays change. alpha, beta: real or complex
-    (complex dtypes). transport: "auto" (cost model), "datatype", "packed",
-    "pipelined", "one_sided", "alltoallv", "one_copy" (destinations, or sources, made
-    by ``conveyor.empty``); relabel: "none", "greedy", "optimal"
+    (complex dtypes). transport: "auto" (cost model), or one of the table of
+    transports (src/redistribute/transport_table.hpp; one_copy needs the
+    destinations, or the sources, made by ``conveyor.empty``):
+
+{transports}
+
+    relabel: "none", "greedy", "optimal"
     (see .sigma), weighing bytes within a node by intra_node_cost; ranks_per_node:
     emulate nodes (None: the real ones); chunk_bytes: the pipelined transport's
     chunk (None: 8 MiB). Plan.batch: several transforms in one plan.
@@ -251,3 +255,9 @@ class Plan:
     def sigma(self):
         """The relabeling asked for: destination blocks of rank r would go to sigma[r]."""
         return list(self._impl.sigma)
+
+
+# The transports' names and summaries, from the extension's table: a new row is
+# documented here without an edit.
+Plan.__doc__ = (Plan.__doc__ or "").replace("{transports}", "\n".join(
+    f"    - \"{name}\": {summary}" for name, summary in _conveyor.transports()))

@@ -268,6 +268,15 @@ std::vector<datatype_part> parts_of(nb::handle list, const char* name) {
 }  // namespace
 
 void bind_redistribute(nb::module_& m) {
+  // The table of transports (src/redistribute/transport_table.hpp): (name, summary)
+  // pairs, from which conveyor.Plan's docstring lists them.
+  m.def("transports", [] {
+    nb::list out;
+    for (const conveyor::redistribute::transport_info& t : conveyor::redistribute::transports()) {
+      out.append(nb::make_tuple(std::string(t.name), std::string(t.summary)));
+    }
+    return out;
+  });
   // --- Redistribute: layouts are built collectively (their local arrays checked
   // against the layout and their dtype agreed), plans from two layouts ---
   // The local shape ScaLAPACK allocates on `rank` (NUMROC rows, columns), from

@@ -1,22 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Redistribute's cost model: the seconds each transport is predicted to take for
 // one rank's share of a plan (parameters: runtime/cost_model.hpp), and `auto`'s
-// choice, the cheapest for the slowest rank. With c = copy_beta; S, R, L the
-// bytes a rank sends, receives and copies locally; (alpha, beta) of the link to
-// each peer (docs/algorithms.md derives them):
-//   packed:    sum_peers alpha + (S + R + L) c + sum_peers bytes beta
-//   pipelined: the same plus one alpha per chunk, packing overlapped with sending
-//              to other nodes: max(S_inter c, wire_inter) + S_intra c + wire_intra
-//              + (R + L) c (within a node the "wire" is a copy by the same cores).
-//   alltoallv: (P - 1) alpha + (S + R + L) c + wire (no overlap)
-//   one_sided: a counter handshake per node peer (alpha_intra each), two fences
-//              (log2 P) if any peer is off-node, + (S + R + L) c + only the
-//              off-node wire (on a node the package is packed into the
-//              receiver's shared segment).
-//   one_copy:  a counter handshake per node peer + (R + L) c: the receiver copies
-//              from the sender's source (every rank on one node, sources in node
-//              memory; plan.cpp builds it where it can run and predicts less).
-//   datatype:  as packed (MPI packs and unpacks); reported, never chosen.
+// choice, the cheapest modeled transport for the slowest rank. Each transport's
+// prediction is its row's (transport_table.hpp; the formula in the header comment
+// above the row, in its transport_<name>.cpp; docs/algorithms.md derives them).
 #pragma once
 
 #include <array>
@@ -40,9 +27,8 @@ struct traffic {
 using transport_seconds = std::array<double, redistribute::transport_count>;
 /// Predicted seconds of every transport for this rank.
 transport_seconds predict_transports(const traffic& t, const cost_model& p);
-/// The cheapest of packed, pipelined, one_sided, alltoallv for the slowest rank's
-/// predictions (`slowest[i]`: the maximum over ranks). datatype is the baseline,
-/// never chosen: MPI packs a derived type at best as fast as Conveyor does.
+/// The cheapest modeled transport (packed, pipelined, one_sided, alltoallv) for the
+/// slowest rank's predictions (`slowest[i]`: the maximum over ranks).
 redistribute::transport cheapest_transport(const transport_seconds& slowest);
 
 }  // namespace conveyor::detail

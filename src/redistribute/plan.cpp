@@ -17,6 +17,7 @@
 #include "conveyor/redistribute.hpp"
 #include "runtime/context.hpp"
 #include "redistribute/cost_model.hpp"
+#include "redistribute/transport_table.hpp"
 #include "conveyor/contract.hpp"
 #include "core/names.hpp"
 #include "redistribute/transport.hpp"
@@ -68,30 +69,18 @@ transport choose_transport(const detail::exchange_map& g, const conveyor::detail
   return conveyor::detail::cheapest_transport(predicted);
 }
 
-// The transport object of kind `t`. one_sided chosen by `auto` counted on shared
-// memory: where some node cannot have a shared window (agreed by every rank) it
-// builds nothing more and packed runs instead.
+// The transport object of kind `t` (its row's builder, transport_table.hpp). A
+// transport that cannot run here builds nothing (one_sided chosen by `auto`
+// counted on shared memory, which some node lacks: agreed by every rank), and
+// packed runs instead.
 std::unique_ptr<detail::transport_base> build_transport(transport& t, detail::exchange_map& g, const plan_options& o,
                                                         int node_color, bool automatic) {
-  switch (t) {
-    case transport::packed:
-      return detail::make_packed_transport(g);
-    case transport::pipelined:
-      return detail::make_pipelined_transport(g, o.chunk_bytes);
-    case transport::datatype:
-      return detail::make_datatype_transport(g);
-    case transport::alltoallv:
-      return detail::make_alltoallv_transport(g);
-    case transport::one_copy:
-      break;  // built by the constructor, or not at all
-    case transport::one_sided:
-      if (auto one_sided = detail::make_one_sided_transport(g, node_color, automatic)) return one_sided;
-      t = transport::packed;
-      return detail::make_packed_transport(g);
-    case transport::automatic:
-      break;
-  }
-  throw error(errc::internal, "redistribute: no transport chosen");
+  const detail::transport_row& row = detail::transport_row_of(t);
+  if (!row.make) throw error(errc::internal, "redistribute: no transport chosen");
+  const detail::transport_build build{o, node_color, automatic};
+  if (auto mover = row.make(g, build)) return mover;
+  t = transport::packed;
+  return detail::packed_row.make(g, build);
 }
 
 }  // namespace

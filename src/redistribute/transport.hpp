@@ -2,22 +2,9 @@
 // Internal: the transports of the Redistribute engine, one object per plan. The
 // plan owns the exchange map (exchange_map.hpp: what moves where) and one transport built
 // from it, which owns what that transport reuses on every execution (buffers, MPI
-// datatypes, windows). Each transport lives in its own file:
-//   transport_packed.cpp     packed     Irecv per peer; pack per peer + Isend;
-//                                       local pieces copied (and transformed)
-//                                       directly; each package unpacked as it arrives.
-//   transport_pipelined.cpp  pipelined  the same in chunks of >= chunk_bytes, so
-//                                       packing the next chunk overlaps sending.
-//   transport_datatype.cpp   datatype   one MPI struct type per peer over the source
-//                                       (and, for plain copies, destination) blocks:
-//                                       MPI walks the types (the tensor paper's baseline).
-//   transport_one_sided.cpp  one_sided  node peers: packed straight into their segment
-//                                       of a shared window, synchronized by counters
-//                                       (no fences); others: MPI_Put between fences.
-//   transport_alltoallv.cpp  alltoallv  all packages in one buffer, one MPI_Alltoallv.
-//   transport_one_copy.cpp   one_copy   sources in node memory: each receiver copies
-//                                       its pieces from the senders' sources (no
-//                                       package, no MPI call when it runs).
+// datatypes, windows). Each transport lives in its own file, transport_<name>.cpp,
+// with its row of the table of transports (transport_table.hpp: what it does, its
+// prediction, its builder; `conveyor info` prints the table).
 // Bytes on the wire: exactly the off-diagonal of the volume matrix; local pieces
 // never touch MPI. docs/algorithms.md ("Redistribute") has the details.
 #pragma once

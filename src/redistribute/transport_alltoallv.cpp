@@ -13,6 +13,7 @@
 #include "runtime/context.hpp"
 #include "redistribute/source_order.hpp"
 #include "redistribute/transport.hpp"
+#include "redistribute/transport_table.hpp"
 #include "runtime/buffer_pool.hpp"
 
 namespace conveyor::redistribute::detail {
@@ -69,5 +70,17 @@ class alltoallv_transport final : public transport_base {
 std::unique_ptr<transport_base> make_alltoallv_transport(const exchange_map& g) {
   return std::make_unique<alltoallv_transport>(g);
 }
+
+// The table's row (transport_table.hpp).
+// Predicted: (P - 1) alpha + (S + R + L) c + the wire (no overlap).
+namespace {
+double predict_alltoallv(const traffic_terms& e, const conveyor::detail::traffic& t, const cost_model&) {
+  return (t.ranks - 1) * e.alpha_any + e.copy + e.wire_intra + e.wire_inter;
+}
+}  // namespace
+
+const transport_row alltoallv_row = {
+    transport::alltoallv, "every package in one buffer, one MPI_Alltoallv", predict_alltoallv, /*modeled=*/true,
+    [](exchange_map& g, const transport_build&) { return make_alltoallv_transport(g); }};
 
 }  // namespace conveyor::redistribute::detail

@@ -13,6 +13,7 @@
 #include "conveyor/mpi.hpp"
 #include "runtime/context.hpp"
 #include "redistribute/transport.hpp"
+#include "redistribute/transport_table.hpp"
 #include "runtime/buffer_pool.hpp"
 
 namespace conveyor::redistribute::detail {
@@ -133,5 +134,21 @@ class datatype_transport final : public transport_base {
 std::unique_ptr<transport_base> make_datatype_transport(const exchange_map& g) {
   return std::make_unique<datatype_transport>(g);
 }
+
+// The table's row (transport_table.hpp).
+// Predicted: as packed (MPI packs and unpacks); reported, never chosen by `auto`:
+// MPI packs a derived type at best as fast as Conveyor does.
+namespace {
+double predict_datatype(const traffic_terms& e, const conveyor::detail::traffic&, const cost_model&) {
+  return e.latency + e.copy + e.wire_intra + e.wire_inter;  // MPI packs and unpacks
+}
+}  // namespace
+
+const transport_row datatype_row = {
+    transport::datatype,
+    "one MPI struct datatype per peer over the blocks: MPI walks the types (the tensor paper's baseline; "
+    "never chosen by auto)",
+    predict_datatype, /*modeled=*/false,
+    [](exchange_map& g, const transport_build&) { return make_datatype_transport(g); }};
 
 }  // namespace conveyor::redistribute::detail

@@ -39,6 +39,7 @@
 #include "conveyor/mpi.hpp"
 #include "redistribute/source_order.hpp"
 #include "redistribute/transport.hpp"
+#include "redistribute/transport_table.hpp"
 #include "runtime/context.hpp"
 #include "runtime/cpu_affinity.hpp"
 #include "runtime/node_memory.hpp"
@@ -300,5 +301,22 @@ std::unique_ptr<transport_base> make_one_copy_transport(exchange_map& g, bool on
   t->spins_ = conveyor::detail::ranks_share_cores(g.size, node_cpus) ? 0 : conveyor::detail::kSpinsBeforeYield;
   return t;
 }
+
+// The table's row (transport_table.hpp).
+// Predicted: a counter handshake per node peer + (R + L) c: the receiver copies
+// from the sender's source. Not among `auto`'s modeled choices: the plan builds it
+// wherever it can run (its model would always win there).
+namespace {
+double predict_one_copy(const traffic_terms&, const conveyor::detail::traffic& t, const cost_model& p) {
+  // Only ever run on one node: the receiver's copy is the only one.
+  return t.peers_intra * p.intra_alpha + static_cast<double>(t.received + t.local) * p.copy_beta;
+}
+}  // namespace
+
+const transport_row one_copy_row = {
+    transport::one_copy,
+    "sources or destinations in node memory, one node: each receiver copies its pieces from the senders' sources "
+    "(auto takes it wherever it can run)",
+    predict_one_copy, /*modeled=*/false, nullptr};  // the plan builds it wherever it can run (plan.cpp)
 
 }  // namespace conveyor::redistribute::detail

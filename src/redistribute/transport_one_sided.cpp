@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <new>
 #include <numeric>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "runtime/context.hpp"
 #include "redistribute/source_order.hpp"
 #include "redistribute/transport.hpp"
+#include "redistribute/transport_table.hpp"
 #include "runtime/buffer_pool.hpp"
 #include "runtime/message_pieces.hpp"
 
@@ -289,5 +291,26 @@ std::unique_ptr<transport_base> make_one_sided_transport(const exchange_map& g, 
   t->finish();
   return t;
 }
+
+// The table's row (transport_table.hpp).
+// Predicted: a counter handshake per node peer (alpha_intra each), two fences
+// (log2 P) if any peer is off-node, + (S + R + L) c + only the off-node wire (on a
+// node the package is packed into the receiver's shared segment). Chosen by
+// `auto` counting on shared memory: where some node cannot have a shared window
+// it builds nothing and the plan runs packed.
+namespace {
+double predict_one_sided(const traffic_terms& e, const conveyor::detail::traffic& t, const cost_model& p) {
+  const double log2_ranks = std::ceil(std::log2(std::max(t.ranks, 1)));
+  const double sync = t.peers_intra * p.intra_alpha + (t.peers_inter > 0 ? 2 * log2_ranks * p.inter_alpha : 0);
+  return sync + e.copy + e.wire_inter + t.peers_inter * p.inter_alpha;
+}
+}  // namespace
+
+const transport_row one_sided_row = {
+    transport::one_sided,
+    "node peers: packed straight into their segment of a shared window (counters, no fences); others: MPI_Put",
+    predict_one_sided, /*modeled=*/true, [](exchange_map& g, const transport_build& b) {
+      return make_one_sided_transport(g, b.node_color, /*require_shared_memory=*/b.automatic);
+    }};
 
 }  // namespace conveyor::redistribute::detail

@@ -11,6 +11,7 @@
 #include "conveyor/mpi.hpp"
 #include "runtime/context.hpp"
 #include "redistribute/transport.hpp"
+#include "redistribute/transport_table.hpp"
 #include "runtime/buffer_pool.hpp"
 #include "runtime/message_pieces.hpp"
 
@@ -83,5 +84,18 @@ class packed_transport final : public transport_base {
 std::unique_ptr<transport_base> make_packed_transport(const exchange_map& g) {
   return std::make_unique<packed_transport>(g);
 }
+
+// The table's row (transport_table.hpp).
+// Predicted: one alpha per peer + (S + R + L) c + the bytes on each link times its beta.
+namespace {
+double predict_packed(const traffic_terms& e, const conveyor::detail::traffic&, const cost_model&) {
+  return e.latency + e.copy + e.wire_intra + e.wire_inter;
+}
+}  // namespace
+
+const transport_row packed_row = {
+    transport::packed,
+    "Irecv per peer; pack per peer and Isend; local pieces copied directly; each package unpacked as it arrives",
+    predict_packed, /*modeled=*/true, [](exchange_map& g, const transport_build&) { return make_packed_transport(g); }};
 
 }  // namespace conveyor::redistribute::detail

@@ -12,6 +12,7 @@
 #include "conveyor/mpi.hpp"
 #include "runtime/context.hpp"
 #include "redistribute/transport.hpp"
+#include "redistribute/transport_table.hpp"
 #include "runtime/buffer_pool.hpp"
 
 namespace conveyor::redistribute::detail {
@@ -152,5 +153,22 @@ class pipelined_transport final : public transport_base {
 std::unique_ptr<transport_base> make_pipelined_transport(exchange_map& g, std::size_t chunk_bytes) {
   return std::make_unique<pipelined_transport>(g, chunk_bytes);
 }
+
+// The table's row (transport_table.hpp).
+// Predicted: as packed plus one alpha per chunk, packing overlapped with sending to
+// other nodes: max(S_inter c, wire_inter) + S_intra c + wire_intra + (R + L) c
+// (within a node the "wire" is a copy by the same cores).
+namespace {
+double predict_pipelined(const traffic_terms& e, const conveyor::detail::traffic& t, const cost_model& p) {
+  const auto d = [](std::int64_t x) { return static_cast<double>(x); };
+  return e.latency + e.chunks * e.alpha_any + std::max(d(t.sent_inter) * p.copy_beta, e.wire_inter) +
+         d(t.sent_intra + t.received + t.local) * p.copy_beta + e.wire_intra;
+}
+}  // namespace
+
+const transport_row pipelined_row = {
+    transport::pipelined, "packed in chunks of chunk_bytes, packing the next chunk while the last one is on the wire",
+    predict_pipelined, /*modeled=*/true,
+    [](exchange_map& g, const transport_build& b) { return make_pipelined_transport(g, b.options.chunk_bytes); }};
 
 }  // namespace conveyor::redistribute::detail

@@ -308,6 +308,21 @@ case_params random_case(int trial, testing::splitmix64& rng) {
 const rd::transport kTransports[] = {rd::transport::packed,    rd::transport::pipelined, rd::transport::datatype,
                                      rd::transport::one_sided, rd::transport::alltoallv, rd::transport::automatic};
 
+// The table of transports (src/redistribute/transport_table.hpp) and kTransports
+// agree: a row added to the table is run by the random-layout tests or this test
+// fails (one_copy, which needs node memory, has its own tests below).
+TEST(Redistribute, EveryTransportOfTheTableIsTested) {
+  const auto& table = rd::transports();
+  EXPECT_EQ(table.size(), static_cast<std::size_t>(rd::transport_count - 1));
+  for (const rd::transport_info& t : table) {
+    EXPECT_EQ(t.name, rd::transport_name(t.transport));
+    EXPECT_GT(std::string(t.summary).size(), 20u) << t.name;
+    const bool listed = std::find(std::begin(kTransports), std::end(kTransports), t.transport) != std::end(kTransports);
+    EXPECT_TRUE(listed || t.transport == rd::transport::one_copy)
+        << t.name << " is in the table but not in kTransports";
+  }
+}
+
 TEST(Redistribute, RandomLayoutsEveryTransport) {
   testing::splitmix64 rng(2024);
   for (int trial = 0; trial < 12; ++trial) {
