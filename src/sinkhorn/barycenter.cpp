@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "runtime/large_array.hpp"
-#include "sinkhorn/common.hpp"
+#include "sinkhorn/run_context.hpp"
 #include "sinkhorn/scaling_kernels.hpp"
 
 namespace conveyor::sinkhorn::detail {

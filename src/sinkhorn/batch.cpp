@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "conveyor/sinkhorn_batch.hpp"
-#include "sinkhorn/common.hpp"
+#include "sinkhorn/run_context.hpp"
 #include "sinkhorn/point_kernels.hpp"
 #include "sinkhorn/point_shares.hpp"
 #include "sinkhorn/scaling_kernels.hpp"

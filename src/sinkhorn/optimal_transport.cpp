@@ -26,7 +26,7 @@
 #include "conveyor/collectives.hpp"
 #include "runtime/context.hpp"
 #include "runtime/large_array.hpp"
-#include "sinkhorn/common.hpp"
+#include "sinkhorn/run_context.hpp"
 #include "sinkhorn/scaling_kernels.hpp"
 #include "sinkhorn/scaling.hpp"
 

@@ -29,7 +29,7 @@
 #include "conveyor/sinkhorn_points.hpp"
 #include "core/names.hpp"
 #include "runtime/context.hpp"
-#include "sinkhorn/common.hpp"
+#include "sinkhorn/run_context.hpp"
 #include "sinkhorn/point_kernels.hpp"
 #include "sinkhorn/point_ring.hpp"
 #include "sinkhorn/point_shares.hpp"

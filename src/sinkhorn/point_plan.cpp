@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "conveyor/sinkhorn_points.hpp"
-#include "sinkhorn/common.hpp"
+#include "sinkhorn/run_context.hpp"
 #include "sinkhorn/point_kernels.hpp"
 #include "sinkhorn/point_ring.hpp"
 #include "sinkhorn/point_shares.hpp"

@@ -29,7 +29,7 @@
 #include "conveyor/contract.hpp"
 #include "runtime/context.hpp"
 #include "runtime/cost_model.hpp"
-#include "sinkhorn/common.hpp"
+#include "sinkhorn/run_context.hpp"
 
 namespace conveyor::sinkhorn::detail {
 

@@ -18,7 +18,7 @@
 #include <cstddef>
 
 #include "conveyor/sinkhorn.hpp"
-#include "sinkhorn/common.hpp"
+#include "sinkhorn/run_context.hpp"
 
 namespace conveyor::sinkhorn::detail {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "conveyor/sinkhorn.hpp"
-#include "sinkhorn/common.hpp"
+#include "sinkhorn/run_context.hpp"
 #include "sinkhorn/scaling_kernels.hpp"
 
 namespace conveyor::sinkhorn::detail {

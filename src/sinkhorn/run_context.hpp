@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: what the scaling and OT drivers share: argument checks that every rank
-// agrees on, the row partition, OpenMP thread ranges and the iteration bookkeeping.
+// Internal: the run context of a solve, what the scaling and OT drivers share:
+// argument checks that every rank agrees on, the row partition, OpenMP thread
+// ranges and the iteration bookkeeping.
 #pragma once
 
 #include <mpi.h>

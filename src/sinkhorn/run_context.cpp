@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "sinkhorn/common.hpp"
+// The run context of a solve (run_context.hpp).
+#include "sinkhorn/run_context.hpp"
 
 #include "runtime/context.hpp"
 #include "runtime/cpu_affinity.hpp"
