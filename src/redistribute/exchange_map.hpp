@@ -74,6 +74,15 @@ struct interval_product {
   std::int64_t elements() const;
 };
 
+/// The pieces of an interval product in package order (columns outer, rows
+/// inner): copy(row, column) for each.
+template <class Copy>
+void for_product_pieces(const interval_product& p, Copy&& copy) {
+  for (const axis_interval& c : p.cols) {
+    for (const axis_interval& r : p.rows) copy(r, c);
+  }
+}
+
 /// One transform of a (possibly batched) plan.
 struct transform_plan {
   const layout* src = nullptr;
