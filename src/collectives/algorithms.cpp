@@ -11,7 +11,7 @@
 
 #include "runtime/context.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::collectives::detail {
 namespace {
 
 int mod(int a, int g) { return ((a % g) + g) % g; }
@@ -267,9 +267,9 @@ void rabenseifner(schedule& s, const std::vector<int>& group, int me, block rang
   fold_out(s, f, group, me, data, bytes, range);
 }
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail
 
-namespace conveyor::detail {
+namespace conveyor::collectives::detail {
 
 void notify_now(schedule& s, block b) {
   if (s.rounds.empty()) s.next();
@@ -355,4 +355,4 @@ void hierarchical(schedule& s, const node_layout& layout, int rank, block range,
   }
 }
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

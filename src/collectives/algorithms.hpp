@@ -15,7 +15,15 @@
 
 #include "collectives/schedule.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::detail {  // the runtime's
+struct node_layout;
+struct comm_context;
+}  // namespace conveyor::detail
+
+// The engine's own namespace, which sees the runtime's.
+namespace conveyor::collectives::detail {
+
+using namespace conveyor::detail;
 
 struct block {
   std::size_t offset = 0;
@@ -95,11 +103,9 @@ void recursive_doubling_direct(MPI_Comm comm, int me, int g, char* data, std::si
 void rabenseifner(schedule& s, const std::vector<int>& group, int me, block range, range_buffer buf,
                   scratch_alloc& scratch);
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail
 
-namespace conveyor::detail {
-
-struct node_layout;
+namespace conveyor::collectives::detail {
 
 /// Appends a chunk notification to the last round (or a new one if there is none).
 void notify_now(schedule& s, block b);
@@ -121,4 +127,4 @@ void notify_now(schedule& s, block b);
 void hierarchical(schedule& s, const node_layout& layout, int rank, block range, range_buffer buf,
                   scratch_alloc& scratch);
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

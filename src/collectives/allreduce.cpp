@@ -32,10 +32,10 @@
 namespace conveyor {
 namespace {
 
-using detail::block;
-using detail::range_buffer;
-using detail::schedule;
-using detail::scratch_alloc;
+using collectives::detail::block;
+using collectives::detail::range_buffer;
+using collectives::detail::schedule;
+using collectives::detail::scratch_alloc;
 
 bool overlaps_partially(const void* x, const void* y, std::size_t bytes) {
   const auto a = reinterpret_cast<std::uintptr_t>(x), b = reinterpret_cast<std::uintptr_t>(y);
@@ -49,17 +49,17 @@ void build_allreduce(std::vector<schedule>& out, allreduce_algorithm alg, bool d
                      std::size_t chunk, detail::comm_context& ctx, const detail::node_layout* layout, range_buffer buf,
                      scratch_alloc& scratch) {
   out.clear();
-  const std::vector<int> all = detail::all_ranks(ctx.size);
-  const detail::allreduce_row& row = detail::allreduce_row_of(alg);
+  const std::vector<int> all = collectives::detail::all_ranks(ctx.size);
+  const collectives::detail::allreduce_row& row = collectives::detail::allreduce_row_of(alg);
   if (!deterministic && !row.build) throw error(errc::internal, "allreduce: no schedule for this algorithm");
   for (std::size_t off = 0; off < count; off += chunk) {
     const block range{off, std::min(chunk, count - off)};
     schedule& s = out.emplace_back();
     if (deterministic) {
-      const auto blocks = detail::split(range.offset, range.count, ctx.size);
-      detail::ordered_reduce_scatter(s, all, ctx.rank, blocks, buf, scratch);
-      detail::notify_now(s, blocks[static_cast<std::size_t>(ctx.rank)]);
-      detail::ring_allgather(s, all, ctx.rank, blocks, buf, /*notify=*/true);
+      const auto blocks = collectives::detail::split(range.offset, range.count, ctx.size);
+      collectives::detail::ordered_reduce_scatter(s, all, ctx.rank, blocks, buf, scratch);
+      collectives::detail::notify_now(s, blocks[static_cast<std::size_t>(ctx.rank)]);
+      collectives::detail::ring_allgather(s, all, ctx.rank, blocks, buf, /*notify=*/true);
       continue;
     }
     row.build(s, {all, ctx.rank, *layout, range, buf}, scratch);
@@ -96,9 +96,9 @@ struct fast_entry {
   std::size_t bytes = 0;
   std::uint64_t generation = 0;
   detail::comm_context* ctx = nullptr;
-  allreduce_algorithm requested{};  // options.algorithm of the calls served (automatic or pinned)
-  allreduce_algorithm algorithm{};  // what runs
-  detail::stock_call call{};        // for mpi: resolved once
+  allreduce_algorithm requested{};         // options.algorithm of the calls served (automatic or pinned)
+  allreduce_algorithm algorithm{};         // what runs
+  collectives::detail::stock_call call{};  // for mpi: resolved once
   reduce_kernel_fn kernel = nullptr;
   const detail::node_layout* layout = nullptr;
   int window = 0;
@@ -126,7 +126,7 @@ bool fast_entry::serves(const void* send, const void* recv, std::size_t n, dtype
 // cannot share a segment.
 allreduce_algorithm runnable(detail::comm_context& ctx, allreduce_algorithm alg) {
   if (alg != allreduce_algorithm::shared_memory || ctx.size == 1) return alg;
-  return detail::shared_segment_of(ctx) ? alg : allreduce_algorithm::recursive_doubling;
+  return collectives::detail::shared_segment_of(ctx) ? alg : allreduce_algorithm::recursive_doubling;
 }
 
 // Runs `alg` (resolved) for one call: directly if its row runs so, else as the
@@ -134,7 +134,7 @@ allreduce_algorithm runnable(detail::comm_context& ctx, allreduce_algorithm alg)
 void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const void* send, void* recv, std::size_t count,
                    dtype t, op o, reduce_kernel_fn kernel, const allreduce_options& options,
                    const detail::node_layout& layout, std::size_t segment_bytes, int window) {
-  const detail::allreduce_row& row = detail::allreduce_row_of(alg);
+  const collectives::detail::allreduce_row& row = collectives::detail::allreduce_row_of(alg);
   if (row.run && (row.deterministic || !options.deterministic) && count > 0 && ctx.size > 1) {
     row.run({ctx, send, recv, count, t, o, kernel, options, layout});
     return;
@@ -151,24 +151,24 @@ void run_algorithm(detail::comm_context& ctx, allreduce_algorithm alg, const voi
   const bool chunked = options.deterministic || row.chunked;
   const std::size_t chunk = chunked ? std::max<std::size_t>(1, segment_bytes / esize) : count;
 
-  detail::schedule_cache& cache = detail::collectives_state_of(ctx).schedules;
+  collectives::detail::schedule_cache& cache = collectives::detail::collectives_state_of(ctx).schedules;
   range_buffer buf{static_cast<char*>(recv), esize};
   const bool same_shape = cache.fits(alg, options.deterministic, count, chunk, esize, &layout);
   if (!same_shape) {  // measure the scratch memory once per shape
     scratch_alloc measure(nullptr);
     build_allreduce(cache.schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, measure);
-    cache = detail::schedule_cache{alg,     options.deterministic, count,   chunk, esize, &layout,
-                                   nullptr, measure.used(),        nullptr, {}};
+    cache = collectives::detail::schedule_cache{alg,     options.deterministic, count,   chunk, esize, &layout,
+                                                nullptr, measure.used(),        nullptr, {}};
   }
-  char* scratch_base = detail::collectives_state_of(ctx).scratch(cache.scratch_bytes);
+  char* scratch_base = collectives::detail::collectives_state_of(ctx).scratch(cache.scratch_bytes);
   if (cache.recv != recv || cache.scratch != scratch_base || cache.schedules.empty()) {
     scratch_alloc scratch(scratch_base);
     build_allreduce(cache.schedules, alg, options.deterministic, count, chunk, ctx, &layout, buf, scratch);
     cache.recv = recv;
     cache.scratch = scratch_base;
   }
-  detail::run_schedules(ctx.comm, cache.schedules, kernel, &options.on_chunk, window,
-                        detail::pieces_for(ctx.rank, layout));
+  collectives::detail::run_schedules(ctx.comm, cache.schedules, kernel, &options.on_chunk, window,
+                                     collectives::detail::pieces_for(ctx.rank, layout));
 }
 }  // namespace
 
@@ -182,11 +182,11 @@ namespace {
 // layout and that runs as itself here (the library's allreduce; shared_memory
 // where the ranks share a node and the model chose otherwise). The same on every
 // rank: the model's choice and the layout agree.
-void set_candidates(detail::measured_class& m, detail::comm_context& ctx, allreduce_algorithm model_choice,
+void set_candidates(collectives::detail::measured_class& m, detail::comm_context& ctx, allreduce_algorithm model_choice,
                     const detail::node_layout& layout) {
   m.candidates[0] = model_choice;
   m.count = 1;
-  for (const detail::allreduce_row* row : detail::allreduce_rows()) {
+  for (const collectives::detail::allreduce_row* row : collectives::detail::allreduce_rows()) {
     if (row->measured && row->measured(layout) && row->algorithm != model_choice &&
         runnable(ctx, row->algorithm) == row->algorithm && m.count < static_cast<int>(std::size(m.candidates))) {
       m.candidates[m.count++] = row->algorithm;
@@ -214,20 +214,23 @@ void check_arguments(const void* send, const void* recv, std::size_t bytes, cons
 
 // The cost model's choice for `requested` (automatic: the cheapest) and its
 // prediction, memoized in the state for repeated calls of one size.
-const detail::model_choice& model_choice_for(detail::collectives_state& state, allreduce_algorithm requested,
-                                             std::size_t bytes, int size, const detail::node_layout& layout,
-                                             std::size_t segment_bytes) {
-  detail::model_choice& memo = state.last_choice;
+const collectives::detail::model_choice& model_choice_for(collectives::detail::collectives_state& state,
+                                                          allreduce_algorithm requested, std::size_t bytes, int size,
+                                                          const detail::node_layout& layout,
+                                                          std::size_t segment_bytes) {
+  collectives::detail::model_choice& memo = state.last_choice;
   if (memo.bytes == bytes && memo.layout == &layout && memo.segment_bytes == segment_bytes &&
       memo.requested == requested) {
     return memo;
   }
   const cost_model& params = current_cost_model();
-  const allreduce_algorithm chosen = requested == allreduce_algorithm::automatic
-                                         ? detail::choose_allreduce(bytes, size, layout, segment_bytes, params)
-                                         : requested;
-  memo = {bytes,     &layout, segment_bytes,
-          requested, chosen,  detail::predict_allreduce(chosen, bytes, size, layout, segment_bytes, params)};
+  const allreduce_algorithm chosen =
+      requested == allreduce_algorithm::automatic
+          ? collectives::detail::choose_allreduce(bytes, size, layout, segment_bytes, params)
+          : requested;
+  memo = {bytes,         &layout,
+          segment_bytes, requested,
+          chosen,        collectives::detail::predict_allreduce(chosen, bytes, size, layout, segment_bytes, params)};
   return memo;
 }
 
@@ -260,30 +263,32 @@ const detail::model_choice& model_choice_for(detail::collectives_state& state, a
   allreduce_report report;
   report.nodes = layout.nodes;
   report.segment_bytes = options.segment_bytes ? options.segment_bytes : params.segment_bytes;
-  detail::collectives_state& state = detail::collectives_state_of(ctx);
+  collectives::detail::collectives_state& state = collectives::detail::collectives_state_of(ctx);
   const allreduce_algorithm requested =
       options.algorithm == allreduce_algorithm::automatic ? state.env_algorithm : options.algorithm;
-  const detail::model_choice& memo = model_choice_for(state, requested, bytes, ctx.size, layout, report.segment_bytes);
+  const collectives::detail::model_choice& memo =
+      model_choice_for(state, requested, bytes, ctx.size, layout, report.segment_bytes);
   const bool measure_candidate = options.algorithm == allreduce_algorithm::automatic &&
                                  state.env_algorithm == allreduce_algorithm::automatic && !options.deterministic &&
-                                 !options.on_chunk && count > 0 && ctx.size > 1 && detail::measuring_enabled();
+                                 !options.on_chunk && count > 0 && ctx.size > 1 &&
+                                 collectives::detail::measuring_enabled();
   allreduce_algorithm alg = runnable(ctx, memo.chosen);
   report.predicted_seconds = memo.predicted;
   // What the report says about the algorithm that runs (resolved by runnable()).
   const auto report_running = [&](allreduce_algorithm a) {
     report.algorithm = a;
-    report.spin_waits =
-        a == allreduce_algorithm::shared_memory && ctx.size > 1 && detail::shared_segment_of(ctx)->spins_before_yield();
+    report.spin_waits = a == allreduce_algorithm::shared_memory && ctx.size > 1 &&
+                        collectives::detail::shared_segment_of(ctx)->spins_before_yield();
   };
   report_running(alg);
 
   if (measure_candidate) {
     const int cls = detail::size_class(bytes);
     const int kernel_class = o == op::logaddexp ? 1 : 0;  // compute-bound: its own decisions (state.hpp)
-    detail::measured_class& m = state.measured_for({cls, &layout, report.segment_bytes, kernel_class});
+    collectives::detail::measured_class& m = state.measured_for({cls, &layout, report.segment_bytes, kernel_class});
     if (m.decided == allreduce_algorithm::automatic) {
       if (m.count == 0) set_candidates(m, ctx, alg, layout);
-      const allreduce_algorithm trial = detail::run_next_trial(
+      const allreduce_algorithm trial = collectives::detail::run_next_trial(
           m, cls, send, recv, bytes, state.trial_out,
           [&](allreduce_algorithm a, const void* in, void* out) {
             run_algorithm(ctx, a, in, out, count, t, o, kernel, options, layout, report.segment_bytes, params.window);
@@ -299,8 +304,8 @@ const detail::model_choice& model_choice_for(detail::collectives_state& state, a
   // Settled: the next call of this shape may take the fast path.
   if (plain_options(options) && count > 0 && ctx.size > 1 &&
       (alg != allreduce_algorithm::mpi || count <= detail::kMaxMessageBytes)) {
-    const detail::stock_call stock =
-        alg == allreduce_algorithm::mpi ? detail::stock_call_of(t, o) : detail::stock_call{};
+    const collectives::detail::stock_call stock =
+        alg == allreduce_algorithm::mpi ? collectives::detail::stock_call_of(t, o) : collectives::detail::stock_call{};
     t_repeated_shape = {comm,
                         count,
                         t,

@@ -10,7 +10,7 @@
 #include "runtime/context.hpp"
 
 namespace conveyor {
-namespace detail {
+namespace collectives::detail {
 
 double predict_allreduce(allreduce_algorithm a, std::size_t bytes, int size, const node_layout& layout,
                          std::size_t segment_bytes, const cost_model& p) {
@@ -36,20 +36,20 @@ allreduce_algorithm choose_allreduce(std::size_t bytes, int size, const node_lay
   return best;
 }
 
-}  // namespace detail
+}  // namespace collectives::detail
 
 // Predictions for a job described by its shape alone (no communicator).
 double predict_allreduce_seconds(allreduce_algorithm a, std::size_t bytes, int nodes, int ranks_per_node,
                                  const cost_model& m) {
   const detail::node_layout l = detail::uniform_node_layout(nodes, ranks_per_node, "predict_allreduce_seconds");
   const int P = nodes * ranks_per_node;
-  if (a == allreduce_algorithm::automatic) a = detail::choose_allreduce(bytes, P, l, m.segment_bytes, m);
-  return detail::predict_allreduce(a, bytes, P, l, m.segment_bytes, m);
+  if (a == allreduce_algorithm::automatic) a = collectives::detail::choose_allreduce(bytes, P, l, m.segment_bytes, m);
+  return collectives::detail::predict_allreduce(a, bytes, P, l, m.segment_bytes, m);
 }
 
 allreduce_algorithm predicted_allreduce_choice(std::size_t bytes, int nodes, int ranks_per_node, const cost_model& m) {
   const detail::node_layout l = detail::uniform_node_layout(nodes, ranks_per_node, "predicted_allreduce_choice");
-  return detail::choose_allreduce(bytes, nodes * ranks_per_node, l, m.segment_bytes, m);
+  return collectives::detail::choose_allreduce(bytes, nodes * ranks_per_node, l, m.segment_bytes, m);
 }
 
 }  // namespace conveyor

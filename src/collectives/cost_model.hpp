@@ -11,7 +11,12 @@
 #include "conveyor/collectives.hpp"
 #include "runtime/cost_model.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::detail {}  // namespace conveyor::detail
+
+// The engine's own namespace, which sees the runtime's.
+namespace conveyor::collectives::detail {
+
+using namespace conveyor::detail;
 
 /// Predicted seconds of `a` for `bytes` on the layout.
 double predict_allreduce(allreduce_algorithm a, std::size_t bytes, int size, const node_layout& layout,
@@ -22,4 +27,4 @@ inline constexpr std::size_t kSharedMemoryMaxBytes = std::size_t{64} << 10;
 allreduce_algorithm choose_allreduce(std::size_t bytes, int size, const node_layout& layout, std::size_t segment_bytes,
                                      const cost_model& p);
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

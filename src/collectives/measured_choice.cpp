@@ -8,7 +8,7 @@
 #include "conveyor/settings.hpp"
 #include "runtime/context.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::collectives::detail {
 namespace {
 
 // CONVEYOR_ALLREDUCE_MEASURE, read once.
@@ -42,4 +42,4 @@ allreduce_algorithm run_next_trial(measured_class& m, int cls, const void* send,
   });
 }
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

@@ -26,7 +26,12 @@
 #include "conveyor/collectives.hpp"
 #include "runtime/measured_choice.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::detail {}  // namespace conveyor::detail
+
+// The engine's own namespace, which sees the runtime's.
+namespace conveyor::collectives::detail {
+
+using namespace conveyor::detail;
 
 using measured_class = measured_choice<allreduce_algorithm>;
 
@@ -42,4 +47,4 @@ using trial_runner = std::function<void(allreduce_algorithm a, const void* in, v
 allreduce_algorithm run_next_trial(measured_class& m, int cls, const void* send, void* recv, std::size_t bytes,
                                    byte_buffer& trial_out, const trial_runner& run, MPI_Comm comm, int rank, int size);
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

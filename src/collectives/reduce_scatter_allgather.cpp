@@ -17,9 +17,9 @@
 namespace conveyor {
 namespace {
 
-using detail::block;
-using detail::schedule;
-using detail::scratch_alloc;
+using collectives::detail::block;
+using collectives::detail::schedule;
+using collectives::detail::scratch_alloc;
 
 // The per-rank counts of a v-collective must be the same list on every rank.
 collective_call& match_counts(collective_call& call, const std::vector<std::size_t>& counts) {
@@ -66,22 +66,22 @@ void reduce_scatter(const void* send, void* recv, const std::vector<std::size_t>
 
   const std::size_t esize = dtype_size(t);
   const std::size_t mine = counts[static_cast<std::size_t>(ctx.rank)];
-  const std::vector<int> all = detail::all_ranks(ctx.size);
+  const std::vector<int> all = collectives::detail::all_ranks(ctx.size);
   // Scratch: a working copy of `send`, plus the ring's receive block.
   std::size_t largest = 0;
   for (const block& b : blocks) largest = std::max(largest, b.count);
   scratch_alloc measure(nullptr);
   measure.take(bytes);
   measure.take(largest * esize);
-  scratch_alloc scratch(detail::collectives_state_of(ctx).scratch(measure.used()));
+  scratch_alloc scratch(collectives::detail::collectives_state_of(ctx).scratch(measure.used()));
   char* work = scratch.take(bytes);
   // MPI_IN_PLACE (MPI's meaning): the input is in `recv`, which then holds all
   // sum(counts) elements; the result is written to its start.
   if (bytes) std::memcpy(work, send == MPI_IN_PLACE ? recv : send, bytes);
   std::vector<schedule> schedules(1);
-  detail::ring_reduce_scatter(schedules[0], all, ctx.rank, blocks, {work, esize}, scratch);
-  detail::run_schedules(ctx.comm, schedules, kernel, nullptr, 1,
-                        detail::pieces_for(ctx.rank, ctx.layout(ctx.env_ranks_per_node)));
+  collectives::detail::ring_reduce_scatter(schedules[0], all, ctx.rank, blocks, {work, esize}, scratch);
+  collectives::detail::run_schedules(ctx.comm, schedules, kernel, nullptr, 1,
+                                     collectives::detail::pieces_for(ctx.rank, ctx.layout(ctx.env_ranks_per_node)));
   if (mine) std::memcpy(recv, work + blocks[static_cast<std::size_t>(ctx.rank)].offset * esize, mine * esize);
 }
 
@@ -115,11 +115,11 @@ void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& co
   if (send != MPI_IN_PLACE && mine.count) {
     std::memmove(static_cast<char*>(recv) + mine.offset * esize, send, mine.count * esize);
   }
-  const std::vector<int> all = detail::all_ranks(ctx.size);
+  const std::vector<int> all = collectives::detail::all_ranks(ctx.size);
   std::vector<schedule> schedules(1);
-  detail::ring_allgather(schedules[0], all, ctx.rank, blocks, {static_cast<char*>(recv), esize}, false);
-  detail::run_schedules(ctx.comm, schedules, nullptr, nullptr, 1,
-                        detail::pieces_for(ctx.rank, ctx.layout(ctx.env_ranks_per_node)));
+  collectives::detail::ring_allgather(schedules[0], all, ctx.rank, blocks, {static_cast<char*>(recv), esize}, false);
+  collectives::detail::run_schedules(ctx.comm, schedules, nullptr, nullptr, 1,
+                                     collectives::detail::pieces_for(ctx.rank, ctx.layout(ctx.env_ranks_per_node)));
 }
 
 void allgather(const void* send, void* recv, std::size_t block_count, dtype t, MPI_Comm comm, bool validate) {

@@ -8,7 +8,7 @@
 #include "conveyor/cost_model.hpp"
 #include "runtime/context.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::collectives::detail {
 namespace {
 
 constexpr int kTagSpace = 32000;  // well below the MPI-guaranteed MPI_TAG_UB of 32767
@@ -151,4 +151,4 @@ void executor::run(std::vector<schedule>& schedules, int window) {
   }
 }
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

@@ -27,9 +27,15 @@
 #include "conveyor/reduce.hpp"
 #include "runtime/message_pieces.hpp"
 
-namespace conveyor::detail {
-
+namespace conveyor::detail {  // the runtime's
 struct node_layout;
+struct comm_context;
+}  // namespace conveyor::detail
+
+// The engine's own namespace, which sees the runtime's.
+namespace conveyor::collectives::detail {
+
+using namespace conveyor::detail;
 
 /// How a message to `peer` of `bytes` is cut: in pieces of the model's piece size
 /// (intra for a peer on this rank's node of `layout`, inter otherwise) when that
@@ -115,4 +121,4 @@ piece_rule pieces_for(int me, const node_layout& layout);
 void run_schedules(MPI_Comm comm, std::vector<schedule>& schedules, reduce_kernel_fn f,
                    const std::function<void(std::size_t, std::size_t)>* on_chunk, int window, const piece_rule& pieces);
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

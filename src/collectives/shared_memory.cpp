@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-namespace conveyor::detail {
+namespace conveyor::collectives::detail {
 
 namespace {
 
@@ -52,4 +52,4 @@ void shm_allreduce::run(const void* in, void* out, std::size_t count, std::size_
   }
 }
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

@@ -39,7 +39,15 @@
 #include "conveyor/reduce.hpp"
 #include "runtime/node_segment.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::detail {  // the runtime's
+struct node_layout;
+struct comm_context;
+}  // namespace conveyor::detail
+
+// The engine's own namespace, which sees the runtime's.
+namespace conveyor::collectives::detail {
+
+using namespace conveyor::detail;
 
 class shm_allreduce {
  public:
@@ -77,12 +85,10 @@ class shm_allreduce {
   std::uint64_t chunks_ = 0;  // chunks run so far: the same on every rank
 };
 
-struct comm_context;
-
 /// The shared-memory segment of a context, mapped at the first call that needs it:
 /// collective, and every rank reaches it at the same call (the algorithm is
 /// decided alike everywhere). Null when the ranks are not all on one node.
 /// (allreduce/shared_memory.cpp)
 shm_allreduce* shared_segment_of(comm_context& ctx);
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

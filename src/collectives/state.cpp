@@ -5,7 +5,7 @@
 
 #include "conveyor/settings.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::collectives::detail {
 
 namespace {
 std::unique_ptr<engine_state> make_collectives_state(const comm_context&) {
@@ -19,4 +19,4 @@ std::unique_ptr<engine_state> make_collectives_state(const comm_context&) {
 
 const int kCollectivesSlot = register_engine_state(make_collectives_state);
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

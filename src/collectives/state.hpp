@@ -18,7 +18,12 @@
 #include "runtime/buffer_pool.hpp"
 #include "runtime/context.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::detail {}  // namespace conveyor::detail
+
+// The engine's own namespace, which sees the runtime's.
+namespace conveyor::collectives::detail {
+
+using namespace conveyor::detail;
 
 // The schedules of the last scheduled allreduce on a context, with what they were
 // built for. Schedules hold addresses (of recv and of the scratch memory), so a
@@ -101,4 +106,4 @@ inline collectives_state& collectives_state_of(comm_context& ctx) {
   return ctx.state<collectives_state>(kCollectivesSlot);
 }
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

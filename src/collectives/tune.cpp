@@ -71,8 +71,8 @@ double exchange_time(detail::comm_context& ctx, int a, int b, std::size_t bytes,
   for (int r = -3; r < 31; ++r) {
     const double t0 = MPI_Wtime();
     if (ctx.rank == a || ctx.rank == b) {
-      detail::exchange_in_pieces(ctx.comm, reinterpret_cast<const char*>(out.data()),
-                                 reinterpret_cast<char*>(in.data()), bytes, ctx.rank == a ? b : a, piece);
+      collectives::detail::exchange_in_pieces(ctx.comm, reinterpret_cast<const char*>(out.data()),
+                                              reinterpret_cast<char*>(in.data()), bytes, ctx.rank == a ? b : a, piece);
       reduce_local(in.data(), out.data(), out.size(), op::sum);
     }
     if (r >= 0) samples.push_back(MPI_Wtime() - t0);
@@ -103,7 +103,7 @@ std::size_t measure_piece(detail::comm_context& ctx, int a, int b) {
 void measure_shared_alpha(detail::comm_context& ctx, double& shared_alpha) {
   const detail::node_layout& node = ctx.layout(0);
   if (ctx.size < 2 || node.nodes != 1) return;
-  const auto segment = detail::shm_allreduce::create(ctx.comm, ctx.rank, ctx.size, node.node_cpus);
+  const auto segment = collectives::detail::shm_allreduce::create(ctx.comm, ctx.rank, ctx.size, node.node_cpus);
   if (!segment) return;
   const reduce_kernel_fn kernel = reduce_kernel(dtype::float32, op::sum);
   float in = 1.0f, out = 0.0f;

@@ -5,7 +5,7 @@
 #include "runtime/context.hpp"
 
 namespace conveyor {
-namespace detail {
+namespace dsop::detail {
 namespace {
 
 // Seconds of local work: each multiply-add on cached data costs `gamma * T / 4`
@@ -64,21 +64,21 @@ outer_algorithm choose_dsop(const dsop_shape& s, const node_layout& layout, cons
   return best;
 }
 
-}  // namespace detail
+}  // namespace dsop::detail
 
 // Predictions for a job described by its shape alone (no communicator).
 double predict_outer_seconds(outer_algorithm a, std::size_t N, std::size_t M, std::size_t element_bytes, int nodes,
                              int ranks_per_node, bool distributed, const cost_model& m) {
   const detail::node_layout l = detail::uniform_node_layout(nodes, ranks_per_node, "predict_outer_seconds");
-  const detail::dsop_shape s{N, M, element_bytes, nodes * ranks_per_node, distributed};
-  if (a == outer_algorithm::automatic) a = detail::choose_dsop(s, l, m);
-  return detail::predict_dsop(a, s, l, m);
+  const dsop::detail::dsop_shape s{N, M, element_bytes, nodes * ranks_per_node, distributed};
+  if (a == outer_algorithm::automatic) a = dsop::detail::choose_dsop(s, l, m);
+  return dsop::detail::predict_dsop(a, s, l, m);
 }
 
 outer_algorithm predicted_outer_choice(std::size_t N, std::size_t M, std::size_t element_bytes, int nodes,
                                        int ranks_per_node, bool distributed, const cost_model& m) {
   const detail::node_layout l = detail::uniform_node_layout(nodes, ranks_per_node, "predicted_outer_choice");
-  return detail::choose_dsop({N, M, element_bytes, nodes * ranks_per_node, distributed}, l, m);
+  return dsop::detail::choose_dsop({N, M, element_bytes, nodes * ranks_per_node, distributed}, l, m);
 }
 
 }  // namespace conveyor

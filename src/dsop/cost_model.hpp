@@ -16,7 +16,12 @@
 #include "conveyor/outer.hpp"
 #include "runtime/cost_model.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::detail {}  // namespace conveyor::detail
+
+// The engine's own namespace, which sees the runtime's.
+namespace conveyor::dsop::detail {
+
+using namespace conveyor::detail;
 
 struct dsop_shape {
   std::size_t N, M, T;  // rows, columns, element bytes
@@ -28,4 +33,4 @@ double predict_dsop(outer_algorithm a, const dsop_shape& s, const node_layout& l
 /// ring, allreduce (Conveyor's own before the baseline).
 outer_algorithm choose_dsop(const dsop_shape& s, const node_layout& layout, const cost_model& p);
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::dsop::detail

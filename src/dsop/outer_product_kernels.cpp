@@ -12,7 +12,7 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace conveyor {
-namespace detail {
+namespace dsop::detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -58,14 +58,14 @@ const outer_kernel_tables* GetOuterTables() {
 }
 
 }  // namespace HWY_NAMESPACE
-}  // namespace detail
+}  // namespace dsop::detail
 }  // namespace conveyor
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 
 namespace conveyor {
-namespace detail {
+namespace dsop::detail {
 
 HWY_EXPORT(GetOuterTables);  // constant data: each pass's GetOuterTables address
 
@@ -73,6 +73,6 @@ const outer_kernel_tables& outer_active_tables() {
   return *for_target(HWY_DISPATCH_TABLE(GetOuterTables), active_target())();
 }
 
-}  // namespace detail
+}  // namespace dsop::detail
 }  // namespace conveyor
 #endif  // HWY_ONCE

@@ -5,7 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace conveyor::detail {
+namespace conveyor::detail {}  // namespace conveyor::detail
+
+// The engine's own namespace, which sees the runtime's.
+namespace conveyor::dsop::detail {
+
+using namespace conveyor::detail;
 
 template <class T>
 struct outer_kernels {
@@ -25,4 +30,4 @@ struct outer_kernel_tables {
 /// The tables of the library's active SIMD target (runtime/simd_targets.hpp).
 const outer_kernel_tables& outer_active_tables();
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::dsop::detail

@@ -84,7 +84,7 @@ struct dsop_run {
   MPI_Comm comm;
   int rank, size;
   const outer_options& options;
-  const detail::outer_kernels<T>& k;
+  const dsop::detail::outer_kernels<T>& k;
 
   outer_block mine() const { return outer_rows(N, rank, size); }
   std::vector<std::size_t> block_counts() const {
@@ -196,8 +196,8 @@ void to_column_major(const T* in, std::size_t rows, std::size_t M, T* out) {
 template <class T>
 void run_typed(const void* a, std::size_t N, const void* b, std::size_t M, void* G, outer_algorithm alg,
                const outer_options& o, MPI_Comm comm, int rank, int size) {
-  const auto& tables = detail::outer_active_tables();
-  const auto& k = [&]() -> const detail::outer_kernels<T>& {
+  const auto& tables = dsop::detail::outer_active_tables();
+  const auto& k = [&]() -> const dsop::detail::outer_kernels<T>& {
     if constexpr (sizeof(T) == 4) return tables.f32;
     else return tables.f64;
   }();
@@ -263,11 +263,11 @@ outer_report outer_sum(const void* a, std::size_t N, const void* b, std::size_t 
   detail::comm_context& ctx = detail::context_of(call);
   const int ppn = o.allreduce.ranks_per_node > 0 ? o.allreduce.ranks_per_node : ctx.env_ranks_per_node;
   const detail::node_layout& layout = ctx.layout(ppn);
-  const detail::dsop_shape shape{N, M, dtype_size(t), size, o.distributed};
+  const dsop::detail::dsop_shape shape{N, M, dtype_size(t), size, o.distributed};
   const cost_model& params = current_cost_model();
-  if (alg == outer_algorithm::automatic) alg = detail::choose_dsop(shape, layout, params);
+  if (alg == outer_algorithm::automatic) alg = dsop::detail::choose_dsop(shape, layout, params);
   report.algorithm = alg;
-  report.predicted_seconds = detail::predict_dsop(alg, shape, layout, params);
+  report.predicted_seconds = dsop::detail::predict_dsop(alg, shape, layout, params);
   if (N == 0 || M == 0) return report;
   if (t == dtype::float32) run_typed<float>(a, N, b, M, G, alg, o, comm, rank, size);
   else run_typed<double>(a, N, b, M, G, alg, o, comm, rank, size);

@@ -11,7 +11,7 @@
 #include "runtime/simd_targets.hpp"
 
 namespace conveyor {
-namespace detail {
+namespace reduction::detail {
 namespace {
 
 // The active target's table, cached with the target it belongs to (namespace
@@ -44,7 +44,7 @@ kernel_fn find_kernel(op o, dtype t) {
   return f;
 }
 
-}  // namespace detail
+}  // namespace reduction::detail
 
 namespace {
 
@@ -58,7 +58,7 @@ bool partially_overlap(const void* x, const void* y, std::size_t bytes) {
 // by the collectives, where a few nanoseconds per call matter for small buffers.
 [[noreturn, gnu::cold, gnu::noinline]] void reduce_failed(const void* a, const void* b, void* out, std::size_t count,
                                                           dtype t, op o) {
-  detail::find_kernel(o, t);  // throws for unknown enums and unsupported pairs
+  reduction::detail::find_kernel(o, t);  // throws for unknown enums and unsupported pairs
   if (!a || !b || !out) throw error(errc::invalid_argument, "reduce: null buffer with count > 0");
   const std::size_t bytes = detail::checked_bytes(count, t, "reduce");
   if (partially_overlap(a, out, bytes) || partially_overlap(b, out, bytes)) {
@@ -76,7 +76,7 @@ void reduce(const void* a, const void* b, void* out, std::size_t count, dtype t,
   if (ti >= static_cast<unsigned>(dtype_count) || oi >= static_cast<unsigned>(op_count)) {
     reduce_failed(a, b, out, count, t, o);
   }
-  const detail::kernel_fn f = detail::active_kernels().fn[oi][ti];
+  const reduction::detail::kernel_fn f = reduction::detail::active_kernels().fn[oi][ti];
   if (f == nullptr) reduce_failed(a, b, out, count, t, o);
   if (count == 0) return;
   std::size_t bytes = 0;
@@ -91,6 +91,6 @@ void reduce_local(const void* in, void* inout, std::size_t count, dtype t, op o)
   reduce(in, inout, inout, count, t, o);
 }
 
-reduce_kernel_fn reduce_kernel(dtype t, op o) { return detail::find_kernel(o, t); }
+reduce_kernel_fn reduce_kernel(dtype t, op o) { return reduction::detail::find_kernel(o, t); }
 
 }  // namespace conveyor

@@ -10,7 +10,13 @@
 
 #include "conveyor/types.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::detail {}  // namespace conveyor::detail
+
+// The engine's own namespace (reduction: conveyor::reduce is the public
+// function), which sees the runtime's.
+namespace conveyor::reduction::detail {
+
+using namespace conveyor::detail;
 
 /// out[i] = a[i] op b[i] for i < count (count in elements of the dtype). `out` may
 /// alias `a` or `b` exactly; never partially. Never throws.
@@ -30,4 +36,4 @@ const kernel_table& active_kernels();
 /// unsupported pair.
 kernel_fn find_kernel(op o, dtype t);
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::reduction::detail

@@ -78,7 +78,8 @@ template <int I>
 void user_fn(void* in, void* inout, int* len, MPI_Datatype* datatype) {
   constexpr op o = static_cast<op>(I / dtype_count);
   constexpr dtype t = static_cast<dtype>(I % dtype_count);
-  const detail::kernel_fn f = detail::active_kernels().fn[static_cast<int>(o)][static_cast<int>(t)];
+  const reduction::detail::kernel_fn f =
+      reduction::detail::active_kernels().fn[static_cast<int>(o)][static_cast<int>(t)];
   std::size_t count = static_cast<std::size_t>(*len);
   if (*datatype != mpi_datatype(t)) {
     // A derived type of contiguous elements (e.g. a vector of 4 floats): count its
@@ -168,7 +169,7 @@ MPI_Op mpi_builtin_op(op o) {
 }
 
 MPI_Op mpi_op(op o, dtype t) {
-  detail::find_kernel(o, t);                                         // validates and throws for unsupported pairs
+  reduction::detail::find_kernel(o, t);                              // validates and throws for unsupported pairs
   if (t == dtype::float16 || t == dtype::bfloat16) mpi_datatype(t);  // created before use
   registry& r = reg();
   std::lock_guard<std::mutex> lock(r.mutex);

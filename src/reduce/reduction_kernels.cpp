@@ -40,7 +40,7 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace conveyor {
-namespace detail {
+namespace reduction::detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -452,16 +452,16 @@ const kernel_table* GetTable() {
 }
 
 }  // namespace HWY_NAMESPACE
-}  // namespace detail
+}  // namespace reduction::detail
 }  // namespace conveyor
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-namespace conveyor::detail {
+namespace conveyor::reduction::detail {
 
 HWY_EXPORT(GetTable);  // constant data: each pass's GetTable address
 
 const kernel_table& kernels_for_target(std::int64_t bit) { return *for_target(HWY_DISPATCH_TABLE(GetTable), bit)(); }
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::reduction::detail
 #endif  // HWY_ONCE

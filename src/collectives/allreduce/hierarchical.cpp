@@ -11,7 +11,7 @@
 
 #include "collectives/allreduce/table.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::collectives::detail {
 namespace {
 
 double predict(const allreduce_shape& s, const cost_model& p) {
@@ -43,4 +43,4 @@ const allreduce_row hierarchical_row = {
     /*chunked=*/true,
     /*deterministic=*/false};
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

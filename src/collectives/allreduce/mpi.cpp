@@ -12,7 +12,7 @@
 #include "conveyor/mpi.hpp"
 #include "runtime/message_pieces.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::collectives::detail {
 
 stock_call stock_call_of(dtype t, op o) {
   const bool native = dtype_size(t) > 2 && o != op::logaddexp;  // else Conveyor's kernel
@@ -49,4 +49,4 @@ const allreduce_row mpi_row = {allreduce_algorithm::mpi,
                                /*chunked=*/false,
                                /*deterministic=*/false};
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

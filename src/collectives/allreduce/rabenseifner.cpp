@@ -7,7 +7,7 @@
 // on the node's link.
 #include "collectives/allreduce/table.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::collectives::detail {
 namespace {
 
 double predict(const allreduce_shape& s, const cost_model& p) {
@@ -40,4 +40,4 @@ const allreduce_row rabenseifner_row = {
     /*chunked=*/false,
     /*deterministic=*/false};
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

@@ -10,7 +10,7 @@
 #include "collectives/allreduce/table.hpp"
 #include "collectives/state.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::collectives::detail {
 namespace {
 
 double predict(const allreduce_shape& s, const cost_model& p) {
@@ -45,4 +45,4 @@ const allreduce_row recursive_doubling_row = {
     /*chunked=*/false,
     /*deterministic=*/false};
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

@@ -6,7 +6,7 @@
 // further chunk (runtime/cost_model.hpp's pipelined ring).
 #include "collectives/allreduce/table.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::collectives::detail {
 namespace {
 
 double predict(const allreduce_shape& s, const cost_model& p) {
@@ -33,4 +33,4 @@ const allreduce_row ring_row = {
     /*chunked=*/true,
     /*deterministic=*/false};
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

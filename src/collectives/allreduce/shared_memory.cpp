@@ -12,7 +12,7 @@
 #include "collectives/shared_memory.hpp"
 #include "collectives/state.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::collectives::detail {
 
 shm_allreduce* shared_segment_of(comm_context& ctx) {
   collectives_state& state = collectives_state_of(ctx);
@@ -52,4 +52,4 @@ const allreduce_row shared_memory_row = {
     /*chunked=*/false,
     /*deterministic=*/true};
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

@@ -8,7 +8,12 @@
 
 #include "conveyor/types.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::detail {}  // namespace conveyor::detail
+
+// The engine's own namespace, which sees the runtime's.
+namespace conveyor::collectives::detail {
+
+using namespace conveyor::detail;
 
 struct stock_call {
   MPI_Datatype type;
@@ -22,4 +27,4 @@ struct stock_call {
 /// MPI op).
 stock_call stock_call_of(dtype t, op o);
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail

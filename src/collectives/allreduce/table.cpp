@@ -6,7 +6,7 @@
 #include <string>
 
 namespace conveyor {
-namespace detail {
+namespace collectives::detail {
 
 const std::vector<const allreduce_row*>& allreduce_rows() {
   static const std::vector<const allreduce_row*> rows = {
@@ -37,12 +37,12 @@ double fold_seconds(const allreduce_shape& s, const cost_model& p) {
   return 2 * (flat.alpha + n * flat.beta) + n * p.gamma;
 }
 
-}  // namespace detail
+}  // namespace collectives::detail
 
 const std::vector<allreduce_algorithm_info>& allreduce_algorithms() {
   static const std::vector<allreduce_algorithm_info> infos = [] {
     std::vector<allreduce_algorithm_info> out;
-    for (const detail::allreduce_row* row : detail::allreduce_rows()) {
+    for (const collectives::detail::allreduce_row* row : collectives::detail::allreduce_rows()) {
       out.push_back({row->algorithm, algorithm_name(row->algorithm), row->summary, row->modeled != nullptr,
                      row->measured != nullptr});
     }

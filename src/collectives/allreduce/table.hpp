@@ -21,7 +21,12 @@
 #include "runtime/context.hpp"
 #include "runtime/cost_model.hpp"
 
-namespace conveyor::detail {
+namespace conveyor::detail {}  // namespace conveyor::detail
+
+// The engine's own namespace, which sees the runtime's.
+namespace conveyor::collectives::detail {
+
+using namespace conveyor::detail;
 
 /// What the cost model sees of a call.
 struct allreduce_shape {
@@ -91,4 +96,4 @@ extern const allreduce_row hierarchical_row;
 extern const allreduce_row mpi_row;
 extern const allreduce_row shared_memory_row;
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::collectives::detail
