@@ -39,7 +39,7 @@ import torch  # noqa: E402
 import conveyor  # noqa: E402
 import conveyor.ot  # noqa: E402
 from mpi4py import MPI  # noqa: E402
-from conveyor._ot_barycenter_gradients import barycenter_vjp  # noqa: E402
+from conveyor.ot._barycenter_gradients import barycenter_vjp  # noqa: E402
 
 
 def problem(dim):

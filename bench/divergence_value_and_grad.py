@@ -10,12 +10,12 @@ same run, one core:
   backend="tensorized" (its N x M matrices in memory, where they fit) and
   backend="online" (KeOps, where installed). Gradients: the envelope theorem's,
   from the last update, in both. Conveyor's default ("auto": formed cost arrays
-  where conveyor._ot_samples_loss_formed.use_formed says, else the point-cloud
+  where conveyor.ot._samples_loss_formed.use_formed says, else the point-cloud
   engine) is shown with its other backend beside:
   "conveyor-online" or "conveyor-tensorized".
 - A fixed eps and tolerance: conveyor.ot.empirical_sinkhorn_divergence (implicit
   differentiation; its default forms the N x M cost matrix where
-  conveyor._ot_points_dense.auto_forms says, and the other path is shown beside:
+  conveyor.ot._points_dense.auto_forms says, and the other path is shown beside:
   "conveyor-lazy", the point-cloud solver, or "conveyor-dense") against POT's on torch tensors (the cost
   matrix formed, the iterations recorded and differentiated by autograd, where
   they fit) and ott-jax's sinkhorn_divergence under jax.value_and_grad (its
@@ -148,7 +148,7 @@ def conveyor_divergence(args, dense="auto"):
 def conveyor_forms_arrays(n, d, dtype):
     """Whether SamplesLoss's default (backend="auto") forms its cost arrays here
     (its rule, collective: each rank's share of both clouds, as the calls pass them)."""
-    from conveyor._ot_samples_loss_formed import use_formed
+    from conveyor.ot._samples_loss_formed import use_formed
     mine = np.empty((1, len(share(np.empty(n))), d), dtype)
     return use_formed("auto", 2, True, mine, mine, COMM)
 
@@ -156,7 +156,7 @@ def conveyor_forms_arrays(n, d, dtype):
 def conveyor_forms_matrix(n, d, dtype):
     """Whether conveyor.ot's default (dense="auto") forms the cost matrix here (its
     rule, on this machine's available memory shared by the ranks)."""
-    from conveyor import _ot_points_dense as dense
+    from conveyor.ot import _points_dense as dense
     memory = dense.available_memory()
     return dense.auto_forms(n * -(-n // RANKS), d, np.dtype(dtype).itemsize, memory and memory // RANKS)
 

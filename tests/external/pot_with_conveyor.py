@@ -34,7 +34,7 @@ import pytest
 
 import conveyor.ot
 from outside_verdicts import fail_if_never_called, record, write_summary
-from conveyor._ot_solve import GRAD_MODES
+from conveyor.ot._solve import GRAD_MODES
 import ot
 from ot.backend import get_backend_list
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Gradients through conveyor.ot.barycenter (issue "Optimal transport inside
 training loops"): torch tensors and JAX arrays, differentiated by implicit
-differentiation of the barycenter's fixed point (_ot_barycenter_gradients.py).
+differentiation of the barycenter's fixed point (ot/_barycenter_gradients.py).
 Checked against central finite differences of the NumPy barycenter (M by rows
 over the ranks, A and the weights whole), against POT's unrolled gradients,
 with torch.autograd.gradcheck, float32 against float64, JAX against torch, and
@@ -90,7 +90,7 @@ def test_gradients_equal_finite_differences(method, scale):
 def test_shared_kernel_equals_formed_rows():
     """The two ways through the plans (_Kernel where K and v stay normal floats,
     _Rows otherwise) give the same products, and each is chosen where it should be."""
-    from conveyor._ot_barycenter_gradients import _Kernel, _Rows
+    from conveyor.ot._barycenter_gradients import _Kernel, _Rows
 
     A, M = problem()
     log_v = np.random.default_rng(8).standard_normal((A.shape[1], len(A))) * 3

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Gradients through conveyor.ot (issue "Optimal transport inside training
 loops"): sinkhorn2's loss differentiated by implicit differentiation of the
-Sinkhorn fixed point (conveyor/_ot_gradients.py), checked against central finite
+Sinkhorn fixed point (conveyor/ot/_gradients.py), checked against central finite
 differences of the solver itself and, under JAX, against a Sinkhorn loop unrolled
 and differentiated by JAX (what POT does through its iterations). At several
 ranks the problem is split by rows over the ranks (`comm`) and must give the
@@ -14,7 +14,7 @@ from mpi4py import MPI
 
 import conveyor
 import conveyor.ot
-from conveyor._ot_gradients import sinkhorn2_gradients
+from conveyor.ot._gradients import sinkhorn2_gradients
 from unrolled_sinkhorn import unrolled_plan
 
 COMM = MPI.COMM_WORLD

@@ -239,7 +239,7 @@ def test_divergence_equals_pots_and_vanishes_between_equal_clouds():
 
 
 # ---------------------------------------------------------------------------
-# The cost matrix formed (isLazy=False, below conveyor._ot_points_dense.DENSE_BYTES):
+# The cost matrix formed (isLazy=False, below conveyor.ot._points_dense.DENSE_BYTES):
 # the dense engine runs the point-cloud solver's iteration on it.
 
 def plan_of(f, g, X, Y, reg, metric):
@@ -278,7 +278,7 @@ def test_auto_forms_the_matrix_only_below_the_limit_and_when_not_lazy(monkeypatc
     """dense="auto" (the default) is bitwise dense=True while the matrix fits and
     the call is not lazy; bitwise dense=False with isLazy=True, with an option only
     the point-cloud solver has, or past the rule's limits on any rank."""
-    from conveyor import _ot_points_dense
+    from conveyor.ot import _points_dense as _ot_points_dense
 
     X, Y, a, b = clouds()
     sx, sy = uneven(len(X), -1), uneven(len(Y), -1)
@@ -328,7 +328,7 @@ def test_auto_forms_by_dtype_dimension_and_peak():
     """auto_forms's rule: a block within DENSE_BYTES always; past it, float32
     points of fewer than DENSE_MIN_DIM_FLOAT32 dimensions never; else while the
     peak is within DENSE_PEAK_BYTES and half the memory given."""
-    from conveyor._ot_points_dense import (DENSE_BYTES, DENSE_MIN_DIM_FLOAT32, DENSE_PEAK_BYTES,
+    from conveyor.ot._points_dense import (DENSE_BYTES, DENSE_MIN_DIM_FLOAT32, DENSE_PEAK_BYTES,
                                            PEAK_BYTES_PER_ENTRY, auto_forms)
 
     for itemsize in (4, 8):
@@ -348,7 +348,7 @@ def test_small_reg_iterates_on_log_potentials_and_a_failed_kernel_reruns():
     iteration (exp(-C / reg) would underflow to 0); and where the kernel form is
     tried anyway (the range raised) and fails, the solve reruns in the log
     domain: both give the point-cloud solver's plan."""
-    from conveyor import _ot_points_dense
+    from conveyor.ot import _points_dense as _ot_points_dense
 
     X, Y, a, b = clouds(n=30, m=20)
     Y = Y + 1.0  # (every cost >= 0.5: exp(-C / 1e-3) is 0 in float64)

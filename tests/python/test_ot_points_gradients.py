@@ -3,7 +3,7 @@
 loops"): conveyor.ot.empirical_sinkhorn2 and empirical_sinkhorn_divergence on
 torch tensors / JAX arrays, differentiated in the points and the weights by
 implicit differentiation without the n x m matrix
-(conveyor/_ot_points_gradients.py). Checked against the dense path on the cost
+(conveyor/ot/_points_gradients.py). Checked against the dense path on the cost
 matrix made from the same points (conveyor.ot.sinkhorn2, itself checked against
 POT in test_ot_gradients.py), against POT's own torch gradients, and against
 central finite differences of the solver. At several ranks each rank holds a

@@ -380,7 +380,7 @@ def test_auto_backend_forms_the_arrays_where_the_rule_says():
     """backend="auto" gives the formed arrays' bits from FORMED_MIN_DIM dimensions
     (by itemsize) while a rank's arrays fit DENSE_BYTES, and the engine's
     otherwise; p = 1 always the engine's, whatever the backend."""
-    from conveyor import _ot_samples_loss_formed as formed
+    from conveyor.ot import _samples_loss_formed as formed
 
     def both(d, dtype=torch.float64, **case):
         a, x, b, y = clouds(d=d, dtype=dtype, seed=9)
@@ -414,7 +414,7 @@ def test_auto_backend_forms_the_arrays_where_the_rule_says():
 def test_ranks_that_disagree_on_the_backend_take_one_path():
     """use_formed gives every rank the same answer when one rank (each in turn)
     passes another backend or p: the formed arrays only if every rank wants them."""
-    from conveyor._ot_samples_loss_formed import FORMED_MIN_DIM, use_formed
+    from conveyor.ot._samples_loss_formed import FORMED_MIN_DIM, use_formed
 
     x = np.zeros((1, 5, FORMED_MIN_DIM[8]))
     for odd in range(SIZE):
@@ -430,8 +430,8 @@ def test_auto_backend_past_dense_bytes_limits_the_peak(monkeypatch):
     dimensions while a rank's peak (its arrays and one more of the largest's
     size) is within DENSE_PEAK_BYTES and half its share of its machine's memory;
     one rank short of memory sends every rank to the engine."""
-    from conveyor import _ot_points_dense as dense
-    from conveyor import _ot_samples_loss_formed as formed
+    from conveyor.ot import _points_dense as dense
+    from conveyor.ot import _samples_loss_formed as formed
 
     d = formed.FORMED_MIN_DIM_PAST
     a, x, b, y = clouds(d=d, seed=4)

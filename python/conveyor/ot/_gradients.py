@@ -30,7 +30,7 @@ import warnings
 import numpy as np
 from mpi4py import MPI
 
-from ._mpi import agree
+from .._mpi import agree
 
 
 def _summed(comm, v):
@@ -78,7 +78,7 @@ def plan_vjp(P, G, reg, comm=None, tol=1e-10, max_iter=None, marginals=None):
     for (a, b, M): the plan's vector-Jacobian product. Balanced (`marginals`
     None): the weights' gradients centred over all ranks. Unbalanced:
     `marginals` = (reg_m_rows, reg_m_cols, reference, a, b) of the problem
-    solved (_ot_unbalanced; reference "kl" or "entropy"). float64 throughout."""
+    solved (_unbalanced; reference "kl" or "entropy"). float64 throughout."""
     P = np.asarray(P, dtype=np.float64)
     G = np.asarray(G, dtype=np.float64)
     reg = float(reg)

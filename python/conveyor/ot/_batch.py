@@ -20,7 +20,7 @@ M, reg times the centred log potentials for a and b, and for point clouds
 sum_j P_ij grad_x c(x_i, y_j), from two plan applications of the engine, no
 matrix); "autodiff" (and POT's "last_step", its cheaper approximation of the
 same) makes the plan and values differentiable by implicit differentiation of
-each problem's fixed point (``_ot_gradients.plan_vjp``; point clouds form their
+each problem's fixed point (``_gradients.plan_vjp``; point clouds form their
 cost matrices for it, as POT does); "detach" none.
 
 With ``comm``, each rank passes its own problems (any number, zero included) and
@@ -30,10 +30,10 @@ is every rank's error.
 import numpy as np
 from mpi4py import MPI
 
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
-from ._mpi import comm_address
-from ._ot_gradients import autodiff_ops, is_jax, is_torch
-from ._ot_solve import OTResult
+from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .._mpi import comm_address
+from ._gradients import autodiff_ops, is_jax, is_torch
+from ._solve import OTResult
 
 _GRADS = ("envelope", "autodiff", "last_step", "detach")
 _METRICS = ("sqeuclidean", "euclidean")

@@ -29,7 +29,7 @@ Deviations from the point-cloud solver: the error is tested on iterations
 in the kernel form's rounding.
 
 The gradients' plan applications (``apply(V, transpose, cost_power)`` of
-_ot_points_gradients) use this rank's Pt = exp(f_i + g_j - Ct_ji / reg),
+_points_gradients) use this rank's Pt = exp(f_i + g_j - Ct_ji / reg),
 formed in float64: P @ V is a local product and an allreduce of n x k values,
 P^T @ U an allgather of U and a local product.
 
@@ -43,10 +43,10 @@ import os
 import numpy as np
 from mpi4py import MPI
 
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
-from ._mpi import agree, comm_address
-from ._ot_gradients import _summed
-from ._ot_points_gradients import _adjoint, _centred
+from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .._mpi import agree, comm_address
+from ._gradients import _summed
+from ._points_gradients import _adjoint, _centred
 
 #: Bytes of one rank's cost matrix up to which ``dense="auto"`` forms it whatever
 #: the dtype and dimension (2^28: 5792^2 float64 entries, near GeomLoss's 5000^2 for

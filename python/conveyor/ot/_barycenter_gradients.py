@@ -4,7 +4,7 @@ fixed-support barycenter q with respect to the histograms A, the cost M and the
 weights w, by implicit differentiation of the fixed point of the iteration
 (docs/algorithms.md, "Gradients of the barycenter"), not by storing iterations.
 
-The log-domain iteration (_ot_barycenter.py's engine) on the log column
+The log-domain iteration (_barycenter.py's engine) on the log column
 scalings G_k of the H plans P_k = diag(A_k) R_k, R_k the rows of
 exp(G_k - M / reg) normalized to sum 1, c_k = P_k^T 1 their column sums and
 phi_k = log c_k - G_k:
@@ -41,7 +41,7 @@ A's and w's whole on every rank. float64 throughout.
 import numpy as np
 from mpi4py import MPI
 
-from ._ot_gradients import _summed
+from ._gradients import _summed
 
 _CHECK_EVERY = 10  # the adjoint's stop test (one allreduce of a flag) every tenth step
 
@@ -179,8 +179,8 @@ def torch_barycenter(A, M, weights, reg, solve, comm):
     barycenter_vjp in the backward pass (collective with comm, as the solve)."""
     import torch
 
-    from ._mpi import agree
-    from ._ot_gradients import _numpy_of
+    from .._mpi import agree
+    from ._gradients import _numpy_of
 
     def forward(ctx, A_, M_, w_):
         def convert():

@@ -20,10 +20,10 @@ rank's rows, the costs the totals.
 import numpy as np
 from mpi4py import MPI
 
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
-from ._backends import foreign_backend, is_foreign
-from ._mpi import agree, comm_address
-from ._ot_gradients import autodiff_ops
+from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .._backends import foreign_backend, is_foreign
+from .._mpi import agree, comm_address
+from ._gradients import autodiff_ops
 
 __all__ = ["sinkhorn_unbalanced", "sinkhorn_unbalanced2", "UNBALANCED_METHODS"]
 
@@ -204,7 +204,7 @@ def _numpy(x):
 
 
 def autodiff_unbalanced(ops, a, b, M, reg, reg_m, reg_type, c, solve_plan, comm):
-    """The unbalanced plan in the arrays' own library (`ops`: _ot_gradients'
+    """The unbalanced plan in the arrays' own library (`ops`: _gradients'
     JAX or PyTorch ops), differentiable in a, b and M by implicit
     differentiation of its fixed point (plan_vjp with the marginal penalties; a
     reference `c` held constant), and the values computed from it there, so

@@ -11,7 +11,7 @@ NotImplementedError naming what is missing.
 
 ``grad`` (on JAX arrays and PyTorch CPU tensors; NumPy has no gradients): "autodiff"
 makes ``value``, ``value_linear`` and ``plan`` differentiable, through the plan's
-implicit differentiation (``_ot_gradients.py``; with ``unbalanced``, its fixed
+implicit differentiation (``_gradients.py``; with ``unbalanced``, its fixed
 point with the KL penalties); "envelope" ``value`` alone, by the envelope theorem
 (balanced; unbalanced, through the plan: POT's total cost leaves out the KL mass
 terms, so the envelope theorem's gradients are not its gradients); "detach"
@@ -19,10 +19,10 @@ none. The potentials carry no gradient.
 """
 import numpy as np
 
-from ._backends import foreign_backend, is_foreign
-from ._mpi import agree
-from ._ot_gradients import _summed, autodiff_ops, is_jax, is_torch
-from ._ot_unbalanced import autodiff_unbalanced, sinkhorn_unbalanced
+from .._backends import foreign_backend, is_foreign
+from .._mpi import agree
+from ._gradients import _summed, autodiff_ops, is_jax, is_torch
+from ._unbalanced import autodiff_unbalanced, sinkhorn_unbalanced
 
 GRAD_MODES = ("autodiff", "envelope", "detach")
 
@@ -171,7 +171,7 @@ def _penalized(unbalanced):
 
 def _solve_numpy(M, a, b, reg, reg_type, max_iter, tol, verbose, warmstart, comm, engine, unbalanced=None):
     """Values on NumPy arrays: (value, value_linear, plan, (log_u, log_v), log)."""
-    from .ot import sinkhorn  # (ot.py imports this module)
+    from . import sinkhorn  # (conveyor/ot/__init__.py imports this module)
 
     M = np.asarray(M)
     dtype = np.float32 if M.dtype == np.float32 else np.float64
@@ -258,7 +258,7 @@ def solve(M, a=None, b=None, reg=None, c=None, reg_type="KL", unbalanced=None, u
 
 def _solve_autodiff(ops, M, a, b, reg, reg_type, max_iter, tol, verbose, potentials_init, comm, engine, grad,
                     unbalanced=None):
-    """solve on JAX arrays or PyTorch tensors (`ops`, _ot_gradients.autodiff_ops):
+    """solve on JAX arrays or PyTorch tensors (`ops`, _gradients.autodiff_ops):
     the plan (and potentials) from one solve, differentiable through the plan
     (jax_plan's custom VJP, torch_plan's autograd Function); the values computed
     from it in the arrays' library, so "autodiff" differentiates them through the
@@ -385,7 +385,7 @@ def solve_sample(X_a, X_b, a=None, b=None, metric="sqeuclidean", reg=None, c=Non
     if not lazy:
         return solve(_cost_matrix(X_a, X_b, metric), a, b, reg, c, reg_type, unbalanced, unbalanced_type, None,
                      n_threads, max_iter, plan_init, potentials_init, tol, verbose, grad, comm=comm, **kwargs)
-    from ._ot_points import differentiable_with_potentials, empirical_sinkhorn2  # (ot.py imports this module)
+    from ._points import differentiable_with_potentials, empirical_sinkhorn2  # (conveyor/ot/__init__.py imports this module)
 
     arguments = dict(metric=metric, numIterMax=1000 if max_iter is None else int(max_iter),
                      stopThr=1e-9 if tol is None else float(tol), isLazy=True,

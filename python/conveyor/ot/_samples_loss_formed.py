@@ -27,12 +27,12 @@ GEMM form does not give exactly near 0, where the engine computes it by
 differences). The peak is a rank's arrays (two, four with debias) and the
 weights W of one softmin (one more of the largest's size): within DENSE_BYTES
 for the arrays "auto" forms them, past it within the dense limits' peak rule
-(_ot_points_dense.within_peak).
+(_points_dense.within_peak).
 """
 import numpy as np
 
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
-from ._ot_points_dense import DENSE_BYTES, _gathered, cost_matrix, with_memory_shares, within_peak
+from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from ._points_dense import DENSE_BYTES, _gathered, cost_matrix, with_memory_shares, within_peak
 
 
 #: The dimension from which ``backend="auto"`` forms the arrays, by itemsize: below

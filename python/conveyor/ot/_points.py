@@ -9,8 +9,8 @@ updates the source potential first (f = log a - LSE_j(g_j - M_ij / reg)), then
 the target's; the row-marginal error ``sum_i |rowsum_i - a_i|`` is tested after
 iterations 10, 20, ... against ``stopThr``; the potentials are log-scalings
 (f = log u). With ``isLazy=False`` (the default), where each rank's part of the
-cost matrix fits (``_ot_points_dense.auto_forms``), the matrix is formed
-once and the dense engine runs this same iteration on it (_ot_points_dense.py:
+cost matrix fits (``_points_dense.auto_forms``), the matrix is formed
+once and the dense engine runs this same iteration on it (_points_dense.py:
 the error is then tested at iterations 1, 11, ...); with ``isLazy=True``, or
 the keyword ``dense=False``, or past that rule, the point-cloud solver
 recomputes each cost where it is needed; ``dense=True`` forms the matrix at
@@ -33,11 +33,11 @@ import warnings
 import numpy as np
 from mpi4py import MPI
 
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
-from ._backends import foreign_backend, on_numpy
-from ._mpi import agree, comm_address
-from ._ot_points_dense import check_choice, dense_vjp, solve_dense, use_dense
-from ._ot_points_gradients import local_loss, points_autodiff, points_vjp
+from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .._backends import foreign_backend, on_numpy
+from .._mpi import agree, comm_address
+from ._points_dense import check_choice, dense_vjp, solve_dense, use_dense
+from ._points_gradients import local_loss, points_autodiff, points_vjp
 
 __all__ = ["empirical_sinkhorn", "empirical_sinkhorn2", "empirical_sinkhorn_divergence", "empirical_plan_apply",
            "empirical_barycentric_mapping", "empirical_plan_rows", "METRICS"]
@@ -149,7 +149,7 @@ def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numI
 
 def _differentiable_sinkhorn2(lib, call):
     """empirical_sinkhorn2's loss in the arrays' own library (torch / JAX),
-    differentiable in X_s, X_t, a and b (_ot_points_gradients.py)."""
+    differentiable in X_s, X_t, a and b (_points_gradients.py)."""
     return differentiable_sinkhorn2_potentials(lib, call)[0]
 
 

@@ -4,15 +4,15 @@
 and return what they return, computed by Conveyor's Sinkhorn engine;
 ``empirical_sinkhorn``, ``empirical_sinkhorn2`` and
 ``empirical_sinkhorn_divergence`` those of POT's point-cloud solvers
-(``ot.bregman``), computed without the cost matrix (``_ot_points.py``), with
+(``ot.bregman``), computed without the cost matrix (``_points.py``), with
 ``empirical_plan_apply``, ``empirical_barycentric_mapping`` and
 ``empirical_plan_rows`` for what users do with that plan (not in POT);
 ``sinkhorn_unbalanced`` and ``sinkhorn_unbalanced2`` those of
-``ot.unbalanced`` (``_ot_unbalanced.py``); ``barycenter`` and
+``ot.unbalanced`` (``_unbalanced.py``); ``barycenter`` and
 ``free_support_sinkhorn_barycenter`` those of ``ot.bregman``'s barycenters
-(``_ot_barycenter.py``); ``solve`` and ``solve_sample`` POT 0.9's unified ``ot.solve`` and
-``ot.solve_sample`` for entropic problems (``_ot_solve.py``); ``SamplesLoss``
-GeomLoss's Sinkhorn divergence between point clouds (``_ot_samples_loss.py``).
+(``_barycenter.py``); ``solve`` and ``solve_sample`` POT 0.9's unified ``ot.solve`` and
+``ot.solve_sample`` for entropic problems (``_solve.py``); ``SamplesLoss``
+GeomLoss's Sinkhorn divergence between point clouds (``_samples_loss.py``).
 
 The contract followed is POT's (0.9): the iteration starts with the column update
 (v = b / K^T u, then u = a / K v; for ``method="sinkhorn_log"`` the same on log
@@ -41,7 +41,7 @@ dtype and device, through POT's backend. ``sinkhorn2`` on JAX arrays or PyTorch
 CPU tensors (one histogram, ``log=False``) is differentiable: ``jax.grad`` /
 ``jax.value_and_grad`` / ``jax.jit``, or ``loss.backward()``, give the gradient of
 the converged loss with respect to ``M``, ``a`` and ``b`` by implicit
-differentiation of the fixed point (``_ot_gradients.py``; the weights' gradients
+differentiation of the fixed point (``_gradients.py``; the weights' gradients
 centred), with ``comm`` too (``backward()`` is then collective, as the solve is).
 The other results of this module come back as values: no gradient flows through
 them yet (``solve``, ``solve_sample`` and ``SamplesLoss`` aside).
@@ -52,18 +52,18 @@ import warnings
 import numpy as np
 from mpi4py import MPI
 
-from . import _conveyor
-from ._backends import foreign_backend, is_foreign
-from ._ot_gradients import autodiff_ops, autodiff_sinkhorn2
-from ._mpi import agree, comm_address
-from ._ot_points import (METRICS, empirical_barycentric_mapping, empirical_plan_apply, empirical_plan_rows,
+from .. import _conveyor
+from .._backends import foreign_backend, is_foreign
+from ._gradients import autodiff_ops, autodiff_sinkhorn2
+from .._mpi import agree, comm_address
+from ._points import (METRICS, empirical_barycentric_mapping, empirical_plan_apply, empirical_plan_rows,
                          empirical_sinkhorn, empirical_sinkhorn2, empirical_sinkhorn_divergence)
-from ._ot_barycenter import BARYCENTER_METHODS, barycenter, free_support_sinkhorn_barycenter
-from ._ot_unbalanced import UNBALANCED_METHODS, sinkhorn_unbalanced, sinkhorn_unbalanced2
-from ._ot_solve import OTResult, solve, solve_sample
-from ._ot_samples_loss import SamplesLoss
-from ._ot_batch import BatchResult, solve_batch, solve_sample_batch
-from . import _ot_batch as batch  # (POT's spelling: ot.batch.solve_batch)
+from ._barycenter import BARYCENTER_METHODS, barycenter, free_support_sinkhorn_barycenter
+from ._unbalanced import UNBALANCED_METHODS, sinkhorn_unbalanced, sinkhorn_unbalanced2
+from ._solve import OTResult, solve, solve_sample
+from ._samples_loss import SamplesLoss
+from ._batch import BatchResult, solve_batch, solve_sample_batch
+from . import _batch as batch  # (POT's spelling: ot.batch.solve_batch)
 
 __all__ = ["sinkhorn", "sinkhorn2", "IMPLEMENTED_METHODS", "empirical_sinkhorn", "empirical_sinkhorn2",
            "empirical_sinkhorn_divergence", "empirical_plan_apply", "empirical_barycentric_mapping",
@@ -163,7 +163,7 @@ def sinkhorn2(a, b, M, reg, method="sinkhorn", numItermax=1000, stopThr=1e-9, ve
     ops = autodiff_ops(a, b, M)
     if ops is not None and not log and np.ndim(b) <= 1:
         # JAX (a custom VJP) or PyTorch (an autograd Function): gradients by implicit
-        # differentiation of the fixed point (_ot_gradients.py).
+        # differentiation of the fixed point (_gradients.py).
         start = None if warmstart is None else tuple(np.asarray(w) for w in warmstart)
 
         def solve_plan(a_, b_, M_):

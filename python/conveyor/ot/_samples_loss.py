@@ -32,8 +32,8 @@ derivative of the value in its output; for p = 1, c_i d sum_j w_ij (x_i - y_j) /
 Passes (each one engine pass over the n m pairs, split over the ranks): 2 per
 eps, 4 with debias, and as many for the last update (gradients included).
 Where the problem's arrays fit and the dimension makes a pass cost more than
-an exp per pair (``backend="auto"``, _ot_samples_loss_formed.use_formed), or with ``backend="tensorized"``, the
-same softmins run on cost arrays formed once (_ot_samples_loss_formed.py;
+an exp per pair (``backend="auto"``, _samples_loss_formed.use_formed), or with ``backend="tensorized"``, the
+same softmins run on cost arrays formed once (_samples_loss_formed.py;
 p = 2 only); "online" and "multiscale" are the engine's passes.
 Differences from GeomLoss, each on purpose: the engine folds every softmin in
 double (on the formed arrays, in the clouds' dtype, as GeomLoss's tensorized
@@ -51,10 +51,10 @@ callbacks; the gradients are made in the forward pass, whether asked for or not)
 import numpy as np
 from mpi4py import MPI
 
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
-from ._mpi import agree, comm_address
-from ._ot_gradients import is_jax
-from ._ot_samples_loss_formed import FormedArrays, use_formed
+from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .._mpi import agree, comm_address
+from ._gradients import is_jax
+from ._samples_loss_formed import FormedArrays, use_formed
 
 _METRIC = {1: "euclidean", 2: "sqeuclidean"}
 _KERNEL_EPS = {1: 1.0, 2: 2.0}  # the engine's cost is |x - y|^p: C / eps = |x - y|^p / (p eps)

@@ -9,7 +9,7 @@ the point-cloud engine's P @ V or P^T @ V, split over ``comm`` as the solve).
 With w the cotangent of this rank's term (its rows' share of L), G_ij = w_i C_ij,
 s = [(P o G) 1; (P o G)^T 1] and H = [[diag(P 1), P], [P^T, diag(P^T 1)]], the
 adjoint (alpha, beta) solves H [alpha; beta] = s (on the Schur complement of
-the source block, by conjugate gradients, as _ot_gradients.plan_vjp), and
+the source block, by conjugate gradients, as _gradients.plan_vjp), and
 
     dL/dC_ij = W_ij = P_ij (w_i + (alpha_i + beta_j - w_i C_ij) / reg),
     dL/dx_i = 2 sum_j W_ij (x_i - y_j),   dL/dy_j = 2 sum_i W_ij (y_j - x_i),
@@ -27,9 +27,9 @@ import warnings
 
 import numpy as np
 
-from ._mpi import agree
-from ._ot_gradients import _conjugate_gradients, _is_empty, _numpy_of, _summed, autodiff_ops
-from ._ot_gradients import total_over_ranks, torch_total_over_ranks
+from .._mpi import agree
+from ._gradients import _conjugate_gradients, _is_empty, _numpy_of, _summed, autodiff_ops
+from ._gradients import total_over_ranks, torch_total_over_ranks
 
 
 def local_loss(apply, X, Y, metric="sqeuclidean"):
@@ -180,7 +180,7 @@ def torch_loss(X, Y, a, b, solve, vjp, comm):
         grads = vjp(*ctx.state, float(grad_value))
         return tuple(torch.from_numpy(np.ascontiguousarray(g_)).to(grad_value.dtype) for g_ in grads)
 
-    # Made with type(), as _ot_gradients.torch_plan (a nested class trips mypy.stubtest).
+    # Made with type(), as _gradients.torch_plan (a nested class trips mypy.stubtest).
     Loss = type("PointsLoss", (torch.autograd.Function,), {"forward": staticmethod(forward),
                                                            "backward": staticmethod(backward)})
     return Loss.apply(X, Y, a, b)

@@ -25,12 +25,12 @@
 import numpy as np
 from mpi4py import MPI
 
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
-from ._backends import foreign_backend, on_numpy
-from ._mpi import agree, comm_address
-from ._ot_barycenter_gradients import jax_barycenter, torch_barycenter
-from ._ot_gradients import is_jax, is_torch
-from ._ot_points import _apply, _solve_points, warn_outcome
+from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .._backends import foreign_backend, on_numpy
+from .._mpi import agree, comm_address
+from ._barycenter_gradients import jax_barycenter, torch_barycenter
+from ._gradients import is_jax, is_torch
+from ._points import _apply, _solve_points, warn_outcome
 
 __all__ = ["barycenter", "free_support_sinkhorn_barycenter", "BARYCENTER_METHODS"]
 
@@ -91,7 +91,7 @@ def barycenter(A, M, reg, weights=None, method="sinkhorn", numItermax=10000, sto
     args = (method, numItermax, stopThr, verbose, warn, comm, kwargs)
     if is_torch(A, M, weights) or is_jax(A, M, weights):
         # Differentiable (an autograd Function, a custom VJP): implicit
-        # differentiation of the fixed point (_ot_barycenter_gradients.py).
+        # differentiation of the fixed point (_barycenter_gradients.py).
         return _differentiable(A, M, reg, weights, log, args)
     nx = foreign_backend(A, M, weights)
     if nx is not None:
