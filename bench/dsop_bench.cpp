@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "conveyor/outer.hpp"
+#include "conveyor/dsop.hpp"
 
 namespace conveyor::bench {
 namespace {

@@ -26,7 +26,7 @@
 
 #include "allreduce_bench.hpp"
 #include "conveyor/collectives.hpp"
-#include "conveyor/outer.hpp"
+#include "conveyor/dsop.hpp"
 #include "conveyor/redistribute.hpp"
 #include "conveyor/sinkhorn.hpp"
 #include "conveyor/types.hpp"

@@ -14,7 +14,7 @@
 #include "bench_util.hpp"
 #include "conveyor/alltoall.hpp"
 #include "conveyor/collectives.hpp"
-#include "conveyor/outer.hpp"
+#include "conveyor/dsop.hpp"
 #include "conveyor/redistribute.hpp"
 
 namespace conveyor::bench {

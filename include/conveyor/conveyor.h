@@ -14,7 +14,7 @@
 #include "conveyor/c/reduce.h"
 #include "conveyor/c/collectives.h"
 #include "conveyor/c/sinkhorn.h"
-#include "conveyor/c/outer.h"
+#include "conveyor/c/dsop.h"
 #include "conveyor/c/redistribute.h"
 
 #endif /* CONVEYOR_CONVEYOR_H */

@@ -7,7 +7,7 @@
 #include "conveyor/mpi.hpp"
 #include "conveyor/node_memory.hpp"
 #include "conveyor/contract.hpp"
-#include "conveyor/outer.hpp"
+#include "conveyor/dsop.hpp"
 #include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/settings.hpp"

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""The distributed sum of outer products (DSOP) from Python (conveyor/outer.hpp)."""
+"""The distributed sum of outer products (DSOP) from Python (conveyor/dsop.hpp)."""
 from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
 from ._mpi import comm_address, comm_or_world
 

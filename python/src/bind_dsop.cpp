@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bindings.hpp"
-#include "conveyor/outer.hpp"
+#include "conveyor/dsop.hpp"
 #include "convert.hpp"
 
 namespace conveyor::python {

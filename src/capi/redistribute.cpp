@@ -18,7 +18,7 @@ struct conveyor_layout_s {
 };
 
 // The plan keeps its own copies of the layouts: the caller's handles may go first.
-struct conveyor_redistribution_s {
+struct conveyor_redistribute_plan_s {
   std::unique_ptr<rd::plan> p;
 };
 
@@ -126,13 +126,14 @@ void conveyor_redistribute_options_init(conveyor_redistribute_options* options) 
   }
 }
 
-int conveyor_redistribution_create(const conveyor_transform* transforms, size_t count, MPI_Comm comm,
-                                   const conveyor_redistribute_options* options, conveyor_redistribution* result) {
+int conveyor_redistribute_plan_create(const conveyor_transform* transforms, size_t count, MPI_Comm comm,
+                                      const conveyor_redistribute_options* options,
+                                      conveyor_redistribute_plan* result) {
   if (result) *result = nullptr;
   return guarded([&] {
     // The conversion is the front end's part of the plan's collective call.
     conveyor::collective_call call("redistribute::plan", comm);
-    auto out = std::make_unique<conveyor_redistribution_s>();
+    auto out = std::make_unique<conveyor_redistribute_plan_s>();
     std::vector<rd::transform> batch(count);
     rd::plan_options o;
     call.check([&] {
@@ -165,17 +166,17 @@ int conveyor_redistribution_create(const conveyor_transform* transforms, size_t 
   });
 }
 
-int conveyor_redistribution_execute(conveyor_redistribution plan) {
+int conveyor_redistribute_plan_execute(conveyor_redistribute_plan plan) {
   return guarded([&] {
-    require(plan != nullptr, "conveyor_redistribution_execute: plan is NULL");
+    require(plan != nullptr, "conveyor_redistribute_plan_execute: plan is NULL");
     plan->p->execute();
   });
 }
 
-int conveyor_redistribution_transport(conveyor_redistribution plan, int* result) {
-  if (!result) return null_result("conveyor_redistribution_transport");
+int conveyor_redistribute_plan_transport(conveyor_redistribute_plan plan, int* result) {
+  if (!result) return null_result("conveyor_redistribute_plan_transport");
   return guarded([&] {
-    require(plan != nullptr, "conveyor_redistribution_transport: plan is NULL");
+    require(plan != nullptr, "conveyor_redistribute_plan_transport: plan is NULL");
     *result = static_cast<int>(plan->p->transport());
   });
 }
@@ -185,7 +186,7 @@ namespace {
 // Copies one of a plan's vectors (`what` of the plan) to the caller's array of
 // `capacity` entries.
 template <class T>
-int copy_out(const char* fn, conveyor_redistribution plan, T* out, size_t capacity,
+int copy_out(const char* fn, conveyor_redistribute_plan plan, T* out, size_t capacity,
              const std::vector<T>& (rd::plan::*what)() const, const char* needed) {
   return guarded([&] {
     require(plan && out, (std::string(fn) + ": plan or output array is NULL").c_str());
@@ -197,25 +198,49 @@ int copy_out(const char* fn, conveyor_redistribution plan, T* out, size_t capaci
 
 }  // namespace
 
-int conveyor_redistribution_volume(conveyor_redistribution plan, int64_t* matrix, size_t capacity) {
-  return copy_out<std::int64_t>("conveyor_redistribution_volume", plan, matrix, capacity, &rd::plan::volume, "P * P");
+int conveyor_redistribute_plan_volume(conveyor_redistribute_plan plan, int64_t* matrix, size_t capacity) {
+  return copy_out<std::int64_t>("conveyor_redistribute_plan_volume", plan, matrix, capacity, &rd::plan::volume,
+                                "P * P");
 }
 
-int conveyor_redistribution_sigma(conveyor_redistribution plan, int* sigma, size_t capacity) {
-  return copy_out<int>("conveyor_redistribution_sigma", plan, sigma, capacity, &rd::plan::sigma, "P");
+int conveyor_redistribute_plan_sigma(conveyor_redistribute_plan plan, int* sigma, size_t capacity) {
+  return copy_out<int>("conveyor_redistribute_plan_sigma", plan, sigma, capacity, &rd::plan::sigma, "P");
 }
 
-int conveyor_redistribution_relabeled_destination(conveyor_redistribution plan, size_t k, conveyor_layout* result) {
-  if (!result) return null_result("conveyor_redistribution_relabeled_destination");
+int conveyor_redistribute_plan_relabeled_destination(conveyor_redistribute_plan plan, size_t k,
+                                                     conveyor_layout* result) {
+  if (!result) return null_result("conveyor_redistribute_plan_relabeled_destination");
   return guarded([&] {
-    require(plan != nullptr, "conveyor_redistribution_relabeled_destination: plan is NULL");
+    require(plan != nullptr, "conveyor_redistribute_plan_relabeled_destination: plan is NULL");
     try {
       *result = wrap(plan->p->relabeled_destination(k));
     } catch (const std::out_of_range&) {
       throw conveyor::error(conveyor::errc::invalid_argument,
-                            "conveyor_redistribution_relabeled_destination: no transform " + std::to_string(k));
+                            "conveyor_redistribute_plan_relabeled_destination: no transform " + std::to_string(k));
     }
   });
 }
 
-void conveyor_redistribution_free(conveyor_redistribution plan) { delete plan; }
+void conveyor_redistribute_plan_free(conveyor_redistribute_plan plan) { delete plan; }
+
+// The deprecated names (conveyor/c/redistribute.h): the same calls.
+int conveyor_redistribution_create(const conveyor_transform* transforms, size_t count, MPI_Comm comm,
+                                   const conveyor_redistribute_options* options, conveyor_redistribute_plan* result) {
+  return conveyor_redistribute_plan_create(transforms, count, comm, options, result);
+}
+int conveyor_redistribution_execute(conveyor_redistribute_plan plan) {
+  return conveyor_redistribute_plan_execute(plan);
+}
+int conveyor_redistribution_transport(conveyor_redistribute_plan plan, int* result) {
+  return conveyor_redistribute_plan_transport(plan, result);
+}
+int conveyor_redistribution_volume(conveyor_redistribute_plan plan, int64_t* matrix, size_t capacity) {
+  return conveyor_redistribute_plan_volume(plan, matrix, capacity);
+}
+int conveyor_redistribution_sigma(conveyor_redistribute_plan plan, int* sigma, size_t capacity) {
+  return conveyor_redistribute_plan_sigma(plan, sigma, capacity);
+}
+int conveyor_redistribution_relabeled_destination(conveyor_redistribute_plan plan, size_t k, conveyor_layout* result) {
+  return conveyor_redistribute_plan_relabeled_destination(plan, k, result);
+}
+void conveyor_redistribution_free(conveyor_redistribute_plan plan) { conveyor_redistribute_plan_free(plan); }

@@ -13,7 +13,7 @@
 
 #include <cstddef>
 
-#include "conveyor/outer.hpp"
+#include "conveyor/dsop.hpp"
 #include "runtime/cost_model.hpp"
 
 namespace conveyor::detail {}  // namespace conveyor::detail

@@ -23,7 +23,7 @@
 // Limits: float32 and float64; G must fit in memory on every rank (full mode) and
 // the row-block allgather needs n_p M T bytes of scratch.
 #include "conveyor/settings.hpp"
-#include "conveyor/outer.hpp"
+#include "conveyor/dsop.hpp"
 
 #include <mpi.h>
 

@@ -24,7 +24,7 @@
 // Prints one line per rank and event, so the driver reads the job's state from
 // its output alone.
 #include <conveyor/collectives.hpp>
-#include <conveyor/outer.hpp>
+#include <conveyor/dsop.hpp>
 #include <conveyor/redistribute.hpp>
 #include <conveyor/sinkhorn.hpp>
 #include <conveyor/types.hpp>

@@ -15,7 +15,7 @@
 // (generous: the machine is shared and oversubscribed; a leak of per-call state
 // grows without bound). Prints "soak: ..." lines and exits 1 on any failure.
 #include <conveyor/collectives.hpp>
-#include <conveyor/outer.hpp>
+#include <conveyor/dsop.hpp>
 #include <conveyor/redistribute.hpp>
 #include <conveyor/sinkhorn.hpp>
 #include <conveyor/types.hpp>

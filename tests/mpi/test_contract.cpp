@@ -23,7 +23,7 @@
 
 #include "conveyor/collectives.hpp"
 #include "conveyor/conveyor.h"
-#include "conveyor/outer.hpp"
+#include "conveyor/dsop.hpp"
 #include "conveyor/redistribute.hpp"
 #include "conveyor/sinkhorn.hpp"
 #include "c_api_util.hpp"
@@ -491,20 +491,20 @@ std::vector<sweep_case> c_cases() {
     conveyor_transform t = c_transform(src, dst);
     conveyor_redistribute_options o = c_redistribute_options();
     o.transport = transport;
-    conveyor_redistribution plan = nullptr;
+    conveyor_redistribute_plan plan = nullptr;
     const int rc =
-        conveyor_redistribution_create(null_transforms ? nullptr : &t, 1, comm, &o, null_result ? nullptr : &plan);
-    if (rc == CONVEYOR_SUCCESS) c_call(conveyor_redistribution_execute(plan));
-    conveyor_redistribution_free(plan);
+        conveyor_redistribute_plan_create(null_transforms ? nullptr : &t, 1, comm, &o, null_result ? nullptr : &plan);
+    if (rc == CONVEYOR_SUCCESS) c_call(conveyor_redistribute_plan_execute(plan));
+    conveyor_redistribute_plan_free(plan);
     conveyor_layout_free(src);
     conveyor_layout_free(dst);
     if (rc != CONVEYOR_SUCCESS) c_call(rc);
   };
-  add("conveyor_redistribution_create: null transforms", true, [create](bool bad) { create(bad, false, 0); });
-  add("conveyor_redistribution_create: null result", true, [create](bool bad) { create(false, bad, 0); });
-  add("conveyor_redistribution_create: transport out of range", true,
+  add("conveyor_redistribute_plan_create: null transforms", true, [create](bool bad) { create(bad, false, 0); });
+  add("conveyor_redistribute_plan_create: null result", true, [create](bool bad) { create(false, bad, 0); });
+  add("conveyor_redistribute_plan_create: transport out of range", true,
       [create](bool bad) { create(false, false, bad ? 99 : 0); });
-  add("conveyor_redistribution_create: different transport", false,
+  add("conveyor_redistribute_plan_create: different transport", false,
       [create](bool bad) { create(false, false, bad ? 2 : 0); });
   return cs;
 }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "mpi_test_util.hpp"
-#include "conveyor/outer.hpp"
+#include "conveyor/dsop.hpp"
 #include "conveyor/redistribute.hpp"
 #include "conveyor/sinkhorn.hpp"
 

@@ -17,7 +17,7 @@
 #include "reference.hpp"
 #include "mpi_test_util.hpp"
 #include "conveyor/conveyor.h"
-#include "conveyor/outer.hpp"
+#include "conveyor/dsop.hpp"
 
 namespace conveyor {
 namespace {

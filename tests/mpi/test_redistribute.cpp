@@ -979,19 +979,19 @@ TEST(Redistribute, CApi) {
     t.alpha = 2;
     conveyor_redistribute_options o = c_redistribute_options();
     o.transport = method;
-    conveyor_redistribution plan = nullptr;
-    ASSERT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_SUCCESS)
+    conveyor_redistribute_plan plan = nullptr;
+    ASSERT_EQ(conveyor_redistribute_plan_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_SUCCESS)
         << conveyor_last_error();
     conveyor_layout_free(src);
     conveyor_layout_free(dst);
     int ran = -1;
-    ASSERT_EQ(conveyor_redistribution_transport(plan, &ran), CONVEYOR_SUCCESS);
+    ASSERT_EQ(conveyor_redistribute_plan_transport(plan, &ran), CONVEYOR_SUCCESS);
     if (method != CONVEYOR_TRANSPORT_AUTO) {
       EXPECT_EQ(ran, method);
     }
     EXPECT_GT(ran, CONVEYOR_TRANSPORT_AUTO);
     std::fill(c.begin(), c.end(), std::nan(""));
-    ASSERT_EQ(conveyor_redistribution_execute(plan), CONVEYOR_SUCCESS) << conveyor_last_error();
+    ASSERT_EQ(conveyor_redistribute_plan_execute(plan), CONVEYOR_SUCCESS) << conveyor_last_error();
     std::int64_t wrong = 0;
     for (int64_t i = r0; i < r1; ++i) {
       for (int64_t j = 0; j < M; ++j)
@@ -999,10 +999,10 @@ TEST(Redistribute, CApi) {
     }
     EXPECT_EQ(wrong, 0) << "transport " << method;
     std::vector<int64_t> volume(static_cast<std::size_t>(P) * static_cast<std::size_t>(P));
-    ASSERT_EQ(conveyor_redistribution_volume(plan, volume.data(), volume.size()), CONVEYOR_SUCCESS);
+    ASSERT_EQ(conveyor_redistribute_plan_volume(plan, volume.data(), volume.size()), CONVEYOR_SUCCESS);
     EXPECT_EQ(std::accumulate(volume.begin(), volume.end(), int64_t{0}), M * N * 8);
-    EXPECT_EQ(conveyor_redistribution_volume(plan, volume.data(), volume.size() - 1), CONVEYOR_ERR_INVALID_ARGUMENT);
-    conveyor_redistribution_free(plan);
+    EXPECT_EQ(conveyor_redistribute_plan_volume(plan, volume.data(), volume.size() - 1), CONVEYOR_ERR_INVALID_ARGUMENT);
+    conveyor_redistribute_plan_free(plan);
   }
 
   // Custom 1-D layout: P blocks of 3, block k on rank (k + 1) % P -> identity owners,
@@ -1030,21 +1030,21 @@ TEST(Redistribute, CApi) {
   conveyor_transform t = c_transform(x, y);
   conveyor_redistribute_options o = c_redistribute_options();
   o.relabel = CONVEYOR_RELABEL_OPTIMAL;
-  conveyor_redistribution plan = nullptr;
-  ASSERT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_SUCCESS)
+  conveyor_redistribute_plan plan = nullptr;
+  ASSERT_EQ(conveyor_redistribute_plan_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_SUCCESS)
       << conveyor_last_error();
-  ASSERT_EQ(conveyor_redistribution_execute(plan), CONVEYOR_SUCCESS) << conveyor_last_error();
+  ASSERT_EQ(conveyor_redistribute_plan_execute(plan), CONVEYOR_SUCCESS) << conveyor_last_error();
   for (int i = 0; i < 3; ++i) EXPECT_EQ(ys[i], static_cast<double>(3 * me + i));
   std::vector<int> sigma(static_cast<std::size_t>(P));
-  ASSERT_EQ(conveyor_redistribution_sigma(plan, sigma.data(), sigma.size()), CONVEYOR_SUCCESS);
+  ASSERT_EQ(conveyor_redistribute_plan_sigma(plan, sigma.data(), sigma.size()), CONVEYOR_SUCCESS);
   EXPECT_EQ(sigma, rotated);  // destination block of rank r goes to the rank holding it
   conveyor_layout relabeled = nullptr;
-  ASSERT_EQ(conveyor_redistribution_relabeled_destination(plan, 0, &relabeled), CONVEYOR_SUCCESS);
+  ASSERT_EQ(conveyor_redistribute_plan_relabeled_destination(plan, 0, &relabeled), CONVEYOR_SUCCESS);
   ASSERT_EQ(conveyor_layout_local_blocks(relabeled, me, &nblocks), CONVEYOR_SUCCESS);
   EXPECT_EQ(nblocks, 1);
-  EXPECT_EQ(conveyor_redistribution_relabeled_destination(plan, 1, &relabeled), CONVEYOR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(conveyor_redistribute_plan_relabeled_destination(plan, 1, &relabeled), CONVEYOR_ERR_INVALID_ARGUMENT);
   conveyor_layout_free(relabeled);
-  conveyor_redistribution_free(plan);
+  conveyor_redistribute_plan_free(plan);
 
   // Errors: local ones at once, the plan's on every rank.
   conveyor_layout bad = nullptr;
@@ -1055,12 +1055,12 @@ TEST(Redistribute, CApi) {
   EXPECT_EQ(conveyor_layout_set_storage(x, &mine_x, xs, nullptr), CONVEYOR_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bad, nullptr);
   o.relabel = 7;
-  EXPECT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(conveyor_redistribute_plan_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(conveyor_last_error()).find("unknown relabeling"), std::string::npos) << conveyor_last_error();
   EXPECT_EQ(plan, nullptr);
   conveyor_redistribute_options_init(&o);
   o.transport = 99;
-  EXPECT_EQ(conveyor_redistribution_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(conveyor_redistribute_plan_create(&t, 1, MPI_COMM_WORLD, &o, &plan), CONVEYOR_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(conveyor_last_error()).find("unknown transport"), std::string::npos) << conveyor_last_error();
   conveyor_layout_free(x);
   conveyor_layout_free(y);

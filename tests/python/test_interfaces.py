@@ -218,7 +218,7 @@ ENGINES = {
                    [conveyor.apply_plan_points], {"batch": "Python: the arrays' shape, (B, n, dim) clouds"}),
     "barycenter": ("sinkhorn_barycenter.hpp", "barycenter_options", {"allreduce": INNER_ALLREDUCE},
                    "conveyor_barycenter_options", [conveyor.sinkhorn_barycenter], {}),
-    "outer": ("outer.hpp", "outer_options", {"allreduce": INNER_ALLREDUCE}, "conveyor_outer_options",
+    "outer": ("dsop.hpp", "outer_options", {"allreduce": INNER_ALLREDUCE}, "conveyor_outer_options",
               [conveyor.outer_sum], {"validate": "ignored: outer_sum always agrees (C keeps the field)"}),
     "redistribute": ("redistribute.hpp", "plan_options", {}, "conveyor_redistribute_options", [conveyor.Plan], {}),
     "transform": ("redistribute.hpp", "transform", {}, "conveyor_transform", [conveyor.Plan],

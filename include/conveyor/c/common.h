@@ -24,6 +24,13 @@
 #define CONVEYOR_C_API __attribute__((visibility("default")))
 #endif
 
+/* A deprecated name: it works, and the compiler warns with `message`. */
+#if defined(__GNUC__) || defined(__clang__)
+#define CONVEYOR_C_DEPRECATED(message) __attribute__((deprecated(message)))
+#else
+#define CONVEYOR_C_DEPRECATED(message)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -21,7 +21,7 @@ extern "C" {
  * stay). Indices and strides are in elements; blocks are numbered per dimension. */
 
 typedef struct conveyor_layout_s* conveyor_layout;
-typedef struct conveyor_redistribution_s* conveyor_redistribution;
+typedef struct conveyor_redistribute_plan_s* conveyor_redistribute_plan;
 
 #define CONVEYOR_C_TRANSPORT_(suffix, cpp, name) CONVEYOR_TRANSPORT_##suffix,
 enum { CONVEYOR_TRANSPORT_LIST(CONVEYOR_C_TRANSPORT_) }; /* CONVEYOR_TRANSPORT_AUTO, _DATATYPE, ... */
@@ -89,20 +89,42 @@ CONVEYOR_C_API void conveyor_redistribute_options_init(conveyor_redistribute_opt
 
 /* A plan for `count` transforms (batched: one message per peer). options may be
  * NULL. Collective over comm; argument errors are reported on every rank. */
-CONVEYOR_C_API int conveyor_redistribution_create(const conveyor_transform* transforms, size_t count, MPI_Comm comm,
-                                                  const conveyor_redistribute_options* options,
-                                                  conveyor_redistribution* result);
-CONVEYOR_C_API int conveyor_redistribution_execute(conveyor_redistribution plan); /* collective */
+CONVEYOR_C_API int conveyor_redistribute_plan_create(const conveyor_transform* transforms, size_t count, MPI_Comm comm,
+                                                     const conveyor_redistribute_options* options,
+                                                     conveyor_redistribute_plan* result);
+CONVEYOR_C_API int conveyor_redistribute_plan_execute(conveyor_redistribute_plan plan); /* collective */
 /* The transport that runs (auto resolved). */
-CONVEYOR_C_API int conveyor_redistribution_transport(conveyor_redistribution plan, int* result);
+CONVEYOR_C_API int conveyor_redistribute_plan_transport(conveyor_redistribute_plan plan, int* result);
 /* The P x P volume matrix (row-major, bytes rank i sends to rank j; i == j: local copies). */
-CONVEYOR_C_API int conveyor_redistribution_volume(conveyor_redistribution plan, int64_t* matrix, size_t capacity);
+CONVEYOR_C_API int conveyor_redistribute_plan_volume(conveyor_redistribute_plan plan, int64_t* matrix, size_t capacity);
 /* The relabeling the options asked for (P entries), and the destination layout of
  * transform k relabeled by it (a new handle, without storage: describe yours). */
-CONVEYOR_C_API int conveyor_redistribution_sigma(conveyor_redistribution plan, int* sigma, size_t capacity);
-CONVEYOR_C_API int conveyor_redistribution_relabeled_destination(conveyor_redistribution plan, size_t k,
-                                                                 conveyor_layout* result);
-CONVEYOR_C_API void conveyor_redistribution_free(conveyor_redistribution plan); /* NULL is fine */
+CONVEYOR_C_API int conveyor_redistribute_plan_sigma(conveyor_redistribute_plan plan, int* sigma, size_t capacity);
+CONVEYOR_C_API int conveyor_redistribute_plan_relabeled_destination(conveyor_redistribute_plan plan, size_t k,
+                                                                    conveyor_layout* result);
+CONVEYOR_C_API void conveyor_redistribute_plan_free(conveyor_redistribute_plan plan); /* NULL is fine */
+
+/* Deprecated names of the plan (Conveyor 0.1): one name per idea, as C++'s
+ * conveyor::redistribute::plan and Python's conveyor.Plan. They work and warn,
+ * and go in a later release (docs/api.md, "Deprecated names"). */
+typedef conveyor_redistribute_plan conveyor_redistribution CONVEYOR_C_DEPRECATED("use conveyor_redistribute_plan");
+CONVEYOR_C_API int conveyor_redistribution_create(const conveyor_transform* transforms, size_t count, MPI_Comm comm,
+                                                  const conveyor_redistribute_options* options,
+                                                  conveyor_redistribute_plan* result)
+    CONVEYOR_C_DEPRECATED("use conveyor_redistribute_plan_create");
+CONVEYOR_C_API int conveyor_redistribution_execute(conveyor_redistribute_plan plan)
+    CONVEYOR_C_DEPRECATED("use conveyor_redistribute_plan_execute");
+CONVEYOR_C_API int conveyor_redistribution_transport(conveyor_redistribute_plan plan, int* result)
+    CONVEYOR_C_DEPRECATED("use conveyor_redistribute_plan_transport");
+CONVEYOR_C_API int conveyor_redistribution_volume(conveyor_redistribute_plan plan, int64_t* matrix, size_t capacity)
+    CONVEYOR_C_DEPRECATED("use conveyor_redistribute_plan_volume");
+CONVEYOR_C_API int conveyor_redistribution_sigma(conveyor_redistribute_plan plan, int* sigma, size_t capacity)
+    CONVEYOR_C_DEPRECATED("use conveyor_redistribute_plan_sigma");
+CONVEYOR_C_API int conveyor_redistribution_relabeled_destination(conveyor_redistribute_plan plan, size_t k,
+                                                                 conveyor_layout* result)
+    CONVEYOR_C_DEPRECATED("use conveyor_redistribute_plan_relabeled_destination");
+CONVEYOR_C_API void conveyor_redistribution_free(conveyor_redistribute_plan plan)
+    CONVEYOR_C_DEPRECATED("use conveyor_redistribute_plan_free");
 
 #ifdef __cplusplus
 }

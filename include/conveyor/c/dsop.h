@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-/* Conveyor C API of the distributed sum of outer products, DSOP (conveyor/outer.hpp).
+/* Conveyor C API of the distributed sum of outer products, DSOP (conveyor/dsop.hpp).
  * Conventions (status codes, conveyor_last_error) in conveyor/c/common.h.
  */
-#ifndef CONVEYOR_C_OUTER_H
-#define CONVEYOR_C_OUTER_H
+#ifndef CONVEYOR_C_DSOP_H
+#define CONVEYOR_C_DSOP_H
 
 #include "conveyor/c/collectives.h" /* the allreduce algorithm constants its options name */
 #include "conveyor/c/common.h"
@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-/* ---- Distributed sum of outer products (conveyor/outer.hpp) ---- */
+/* ---- Distributed sum of outer products (conveyor/dsop.hpp) ---- */
 
 #define CONVEYOR_C_OUTER_(suffix, cpp, name) CONVEYOR_OUTER_##suffix,
 enum { CONVEYOR_OUTER_ALGORITHM_LIST(CONVEYOR_C_OUTER_) }; /* CONVEYOR_OUTER_AUTO, _ALLGATHER, ... */
@@ -47,4 +47,4 @@ CONVEYOR_C_API int conveyor_outer_sum(const void* a, size_t N, const void* b, si
 }
 #endif
 
-#endif /* CONVEYOR_C_OUTER_H */
+#endif /* CONVEYOR_C_DSOP_H */

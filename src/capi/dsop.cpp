@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The C API of the distributed sum of outer products (conveyor/c/outer.h).
+// The C API of the distributed sum of outer products (conveyor/c/dsop.h).
 #include "capi/guarded.hpp"
-#include "conveyor/c/outer.h"
-#include "conveyor/outer.hpp"
+#include "conveyor/c/dsop.h"
+#include "conveyor/dsop.hpp"
 
 using namespace conveyor::capi;
 
