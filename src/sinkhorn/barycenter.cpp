@@ -34,7 +34,7 @@
 
 #include "runtime/large_array.hpp"
 #include "sinkhorn/run_context.hpp"
-#include "sinkhorn/scaling_kernels.hpp"
+#include "sinkhorn/dense/scaling_kernels.hpp"
 
 namespace conveyor::sinkhorn::detail {
 namespace {

@@ -18,9 +18,9 @@
 
 #include "conveyor/sinkhorn_batch.hpp"
 #include "sinkhorn/run_context.hpp"
-#include "sinkhorn/point_kernels.hpp"
-#include "sinkhorn/point_shares.hpp"
-#include "sinkhorn/scaling_kernels.hpp"
+#include "sinkhorn/points/kernels.hpp"
+#include "sinkhorn/points/shares.hpp"
+#include "sinkhorn/dense/scaling_kernels.hpp"
 
 namespace conveyor::sinkhorn::detail {
 namespace {
@@ -154,7 +154,7 @@ struct measured {
 };
 
 // One problem, start to end, on the calling thread (the loop of
-// point_cloud.cpp's point_solver::iterate, without the ranks).
+// points/cloud.cpp's point_solver::iterate, without the ranks).
 template <class T, class Passes>
 class problem_solver {
  public:

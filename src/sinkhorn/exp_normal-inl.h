@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // ExpNormal(d, x): exp(x) for the log-sum-exp passes of the Sinkhorn kernels
-// (scaling_kernels.cpp, point_kernels.cpp), with 0 wherever the true value is
+// (dense/scaling_kernels.cpp, points/kernels.cpp), with 0 wherever the true value is
 // below the smallest normal number (x < -87 in float, x < -708 in double).
 //
 // Why: those passes take exp(v_j - max), whose arguments reach -1000 and beyond

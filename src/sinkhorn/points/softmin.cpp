@@ -18,7 +18,7 @@
 
 #include "conveyor/sinkhorn.hpp"
 #include "sinkhorn/run_context.hpp"
-#include "sinkhorn/scaling_kernels.hpp"
+#include "sinkhorn/dense/scaling_kernels.hpp"
 
 namespace conveyor::sinkhorn::detail {
 namespace {

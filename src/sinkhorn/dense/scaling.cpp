@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Matrix scaling: the fused kernel, the paper's three in-place variants, and the
-// public scale / scale_in_place entry points (steps and costs in scaling.hpp).
-#include "sinkhorn/scaling.hpp"
+// public scale / scale_in_place entry points (steps and costs in dense/scaling.hpp).
+#include "sinkhorn/dense/scaling.hpp"
 
 #include <omp.h>
 
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "conveyor/collectives.hpp"
-#include "sinkhorn/scaling_kernels.hpp"
+#include "sinkhorn/dense/scaling_kernels.hpp"
 
 namespace conveyor::sinkhorn::detail {
 namespace {

@@ -34,9 +34,9 @@
 
 #include "conveyor/sinkhorn_points.hpp"
 #include "sinkhorn/run_context.hpp"
-#include "sinkhorn/point_kernels.hpp"
-#include "sinkhorn/point_ring.hpp"
-#include "sinkhorn/point_shares.hpp"
+#include "sinkhorn/points/kernels.hpp"
+#include "sinkhorn/points/ring.hpp"
+#include "sinkhorn/points/shares.hpp"
 
 namespace conveyor::sinkhorn {
 namespace detail {

@@ -30,9 +30,9 @@
 #include "core/names.hpp"
 #include "runtime/context.hpp"
 #include "sinkhorn/run_context.hpp"
-#include "sinkhorn/point_kernels.hpp"
-#include "sinkhorn/point_ring.hpp"
-#include "sinkhorn/point_shares.hpp"
+#include "sinkhorn/points/kernels.hpp"
+#include "sinkhorn/points/ring.hpp"
+#include "sinkhorn/points/shares.hpp"
 
 namespace conveyor::sinkhorn {
 

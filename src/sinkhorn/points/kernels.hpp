@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Internal: the SIMD kernel of the point-cloud Sinkhorn solver (point_cloud.cpp):
+// Internal: the SIMD kernel of the point-cloud Sinkhorn solver (points/cloud.cpp):
 // a block of ground costs recomputed from the points and folded into running
 // log-sum-exps, one table per element type and Highway target.
 #pragma once
@@ -23,7 +23,7 @@ struct running_lse {
 /// |x|^2 + |y|^2 - 2 <x, y> (kDotRows rows per load of the tile's coordinates)
 /// instead of from differences; the callers then pass centered points. Where a
 /// square root or 1 / C would magnify its cancellation (pairs near distance 0)
-/// the lanes are recomputed by differences (point_kernels.cpp). CONVEYOR_POINTS_DOT_MIN_DIM
+/// the lanes are recomputed by differences (points/kernels.cpp). CONVEYOR_POINTS_DOT_MIN_DIM
 /// (read once per process) overrides the measured crossover.
 std::size_t dot_min_dim();
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Entropic optimal transport: the plain kernel (scaling of K = exp(-C/eps) by the
-// shared iteration in scaling.cpp) and the log-domain iteration on potentials.
+// shared iteration in dense/scaling.cpp) and the log-domain iteration on potentials.
 //
 // Log domain, on the log scalings log_u = f / eps, log_v = g / eps (the point-cloud
 // solver's units: no eps multiplied in and divided out again), per iteration one
@@ -27,8 +27,8 @@
 #include "runtime/context.hpp"
 #include "runtime/large_array.hpp"
 #include "sinkhorn/run_context.hpp"
-#include "sinkhorn/scaling_kernels.hpp"
-#include "sinkhorn/scaling.hpp"
+#include "sinkhorn/dense/scaling_kernels.hpp"
+#include "sinkhorn/dense/scaling.hpp"
 
 namespace conveyor::sinkhorn::detail {
 namespace {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Internal: how a point-cloud problem is shared over the ranks (every rank's
 // count of X and Y points, where this rank's points start), and the check that
-// a rank's points (or values) are finite. Used by the solver (point_cloud.cpp) and by the
-// functions of its plan (point_plan.cpp).
+// a rank's points (or values) are finite. Used by the solver (points/cloud.cpp) and by the
+// functions of its plan (points/plan.cpp).
 #pragma once
 
 #include <mpi.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// SIMD kernels of the Sinkhorn engine (see scaling_kernels.hpp), written once with Google
+// SIMD kernels of the Sinkhorn engine (see dense/scaling_kernels.hpp), written once with Google
 // Highway and compiled for every target it knows; the runtime's active target
 // picks the table. Loops run whole vectors, then a tail of 1-lane vectors
 // (CappedTag<T, 1>) through the same arithmetic, so no element takes a different
@@ -9,7 +9,7 @@
 // order is fixed, so a kernel is deterministic for a given target and length.
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "sinkhorn/scaling_kernels.cpp"
+#define HWY_TARGET_INCLUDE "sinkhorn/dense/scaling_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
@@ -18,7 +18,7 @@
 #include <limits>
 
 #include "sinkhorn/exp_normal-inl.h"
-#include "sinkhorn/scaling_kernels.hpp"
+#include "sinkhorn/dense/scaling_kernels.hpp"
 #include "runtime/simd_targets.hpp"
 
 HWY_BEFORE_NAMESPACE();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The point-cloud Sinkhorn kernel (point_kernels.hpp), written once with Google
+// The point-cloud Sinkhorn kernel (points/kernels.hpp), written once with Google
 // Highway and compiled for every target it knows.
 //
 // One tile of kTile columns at a time, for each row x_i:
@@ -22,7 +22,7 @@
 // with a power of the cost (its gradients' sums) pass 1 also keeps the costs.
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "sinkhorn/point_kernels.cpp"
+#define HWY_TARGET_INCLUDE "sinkhorn/points/kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
@@ -32,7 +32,7 @@
 #include <limits>
 
 #include "sinkhorn/exp_normal-inl.h"
-#include "sinkhorn/point_kernels.hpp"
+#include "sinkhorn/points/kernels.hpp"
 #include "runtime/simd_targets.hpp"
 
 HWY_BEFORE_NAMESPACE();
