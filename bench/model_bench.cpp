@@ -84,17 +84,12 @@ void measure_case(const std::string& config, const std::string& engine, const st
 
 void allreduce_cases(const std::string& config, const node_shape& ns, const model_bench_options& opt, report& rep) {
   const int P = world_size();
-  std::vector<allreduce_algorithm> algs = {allreduce_algorithm::ring, allreduce_algorithm::recursive_doubling,
-                                           allreduce_algorithm::rabenseifner};
-  // What the model offers on this layout (choose_allreduce's preconditions).
-  if (ns.nodes > 1 && ns.max_local > 1) algs.push_back(allreduce_algorithm::hierarchical);
   for (const std::size_t bytes : opt.allreduce_bytes) {
     const std::size_t n = std::max<std::size_t>(1, bytes / sizeof(float));
     std::vector<float> send(n, 1.0f), recv(n);
-    std::vector<allreduce_algorithm> here = algs;
-    if (ns.nodes == 1 && P > 1 && bytes * static_cast<std::size_t>(P) <= (std::size_t{64} << 10)) {
-      here.push_back(allreduce_algorithm::shared_memory);
-    }
+    // What the model compares on this layout (the table of algorithms' constraints).
+    const std::vector<allreduce_algorithm> here =
+        allreduce_model_candidates(n * sizeof(float), ns.nodes, P > 1 ? ns.max_local : 1);
     std::vector<candidate> cs;
     for (const auto a : here) {
       cs.push_back({std::string(algorithm_name(a)), [&, a] {

@@ -110,6 +110,11 @@ CONVEYOR_API cost_model measure_cost_model(MPI_Comm comm, int ranks_per_node = 0
 /// one cannot run on: docs/results.md's tables for 64-4096 nodes come from it.
 CONVEYOR_API double predict_allreduce_seconds(allreduce_algorithm a, std::size_t bytes, int nodes, int ranks_per_node,
                                               const cost_model& m);
+/// The algorithms the model compares for that job (its choice is the cheapest):
+/// the table's rows whose constraints hold there (hierarchical with several nodes
+/// of several ranks, shared_memory on one node up to a size).
+CONVEYOR_API std::vector<allreduce_algorithm> allreduce_model_candidates(std::size_t bytes, int nodes,
+                                                                         int ranks_per_node);
 /// The algorithm the model picks for that job (never `automatic`).
 CONVEYOR_API allreduce_algorithm predicted_allreduce_choice(std::size_t bytes, int nodes, int ranks_per_node,
                                                             const cost_model& m);

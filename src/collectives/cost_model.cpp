@@ -47,6 +47,17 @@ double predict_allreduce_seconds(allreduce_algorithm a, std::size_t bytes, int n
   return collectives::detail::predict_allreduce(a, bytes, P, l, m.segment_bytes, m);
 }
 
+std::vector<allreduce_algorithm> allreduce_model_candidates(std::size_t bytes, int nodes, int ranks_per_node) {
+  const detail::node_layout l = detail::uniform_node_layout(nodes, ranks_per_node, "allreduce_model_candidates");
+  const collectives::detail::allreduce_shape shape{bytes, nodes * ranks_per_node, l,
+                                                   current_cost_model().segment_bytes};
+  std::vector<allreduce_algorithm> out;
+  for (const collectives::detail::allreduce_row* row : collectives::detail::allreduce_rows()) {
+    if (row->modeled && row->modeled(shape)) out.push_back(row->algorithm);
+  }
+  return out;
+}
+
 allreduce_algorithm predicted_allreduce_choice(std::size_t bytes, int nodes, int ranks_per_node, const cost_model& m) {
   const detail::node_layout l = detail::uniform_node_layout(nodes, ranks_per_node, "predicted_allreduce_choice");
   return collectives::detail::choose_allreduce(bytes, nodes * ranks_per_node, l, m.segment_bytes, m);
