@@ -99,6 +99,9 @@ struct fast_entry {
   allreduce_algorithm requested{};         // options.algorithm of the calls served (automatic or pinned)
   allreduce_algorithm algorithm{};         // what runs
   collectives::detail::stock_call call{};  // for mpi: resolved once
+  // The row's direct run (its algorithm runs directly; null: as schedules): called
+  // without a lookup.
+  void (*run)(const collectives::detail::allreduce_call&) = nullptr;
   reduce_kernel_fn kernel = nullptr;
   const detail::node_layout* layout = nullptr;
   int window = 0;
@@ -316,6 +319,7 @@ const collectives::detail::model_choice& model_choice_for(collectives::detail::c
                         options.algorithm,
                         alg,
                         stock,
+                        collectives::detail::allreduce_row_of(alg).run,
                         kernel,
                         &layout,
                         params.window,
@@ -337,6 +341,8 @@ allreduce_report allreduce(const void* send, void* recv, std::size_t count, dtyp
       detail::check_mpi(PMPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(count),
                                        fast.call.type, fast.call.mop, fast.ctx->comm),
                         "MPI_Allreduce");
+    } else if (fast.run) {  // (plain options: not deterministic; count > 0 and ranks > 1 when it was kept)
+      fast.run({*fast.ctx, send, recv, count, t, o, fast.kernel, options, *fast.layout});
     } else {
       run_algorithm(*fast.ctx, fast.algorithm, send, recv, count, t, o, fast.kernel, options, *fast.layout,
                     fast.report.segment_bytes, fast.window);

@@ -10,7 +10,8 @@
 // Adding an algorithm (docs/architecture.md, "Adding an allreduce algorithm"): its
 // name in CONVEYOR_ALLREDUCE_ALGORITHM_LIST (include/conveyor/enums.h), its file
 // here defining its row (prediction, offer, builder or runner), and that row in
-// table.cpp.
+// table.cpp's kByAlgorithm, at its enum's place (also its place in the model's
+// order of preference on ties).
 #pragma once
 
 #include <cstddef>
@@ -81,7 +82,7 @@ struct allreduce_row {
 
 /// The row of `a` (every algorithm but `automatic`).
 const allreduce_row& allreduce_row_of(allreduce_algorithm a);
-/// Every row, in the model's order of preference on ties.
+/// Every row, in the model's order of preference on ties (the enum's order).
 const std::vector<const allreduce_row*>& allreduce_rows();
 
 /// The extra ranks' exchange of the power-of-two algorithms: P - q ranks fold
