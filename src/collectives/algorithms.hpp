@@ -14,16 +14,9 @@
 #include <vector>
 
 #include "collectives/schedule.hpp"
+#include "collectives/detail_namespace.hpp"
 
-namespace conveyor::detail {  // the runtime's
-struct node_layout;
-struct comm_context;
-}  // namespace conveyor::detail
-
-// The engine's own namespace, which sees the runtime's.
 namespace conveyor::collectives::detail {
-
-using namespace conveyor::detail;
 
 struct block {
   std::size_t offset = 0;

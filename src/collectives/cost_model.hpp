@@ -10,13 +10,9 @@
 
 #include "conveyor/collectives.hpp"
 #include "runtime/cost_model.hpp"
+#include "collectives/detail_namespace.hpp"
 
-namespace conveyor::detail {}  // namespace conveyor::detail
-
-// The engine's own namespace, which sees the runtime's.
 namespace conveyor::collectives::detail {
-
-using namespace conveyor::detail;
 
 /// Predicted seconds of `a` for `bytes` on the layout.
 double predict_allreduce(allreduce_algorithm a, std::size_t bytes, int size, const node_layout& layout,

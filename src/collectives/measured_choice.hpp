@@ -25,13 +25,9 @@
 
 #include "conveyor/collectives.hpp"
 #include "runtime/measured_choice.hpp"
+#include "collectives/detail_namespace.hpp"
 
-namespace conveyor::detail {}  // namespace conveyor::detail
-
-// The engine's own namespace, which sees the runtime's.
 namespace conveyor::collectives::detail {
-
-using namespace conveyor::detail;
 
 using measured_class = measured_choice<allreduce_algorithm>;
 

@@ -26,16 +26,9 @@
 
 #include "conveyor/reduce.hpp"
 #include "runtime/message_pieces.hpp"
+#include "collectives/detail_namespace.hpp"
 
-namespace conveyor::detail {  // the runtime's
-struct node_layout;
-struct comm_context;
-}  // namespace conveyor::detail
-
-// The engine's own namespace, which sees the runtime's.
 namespace conveyor::collectives::detail {
-
-using namespace conveyor::detail;
 
 /// How a message to `peer` of `bytes` is cut: in pieces of the model's piece size
 /// (intra for a peer on this rank's node of `layout`, inter otherwise) when that

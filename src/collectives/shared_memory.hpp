@@ -38,16 +38,9 @@
 
 #include "conveyor/reduce.hpp"
 #include "runtime/node_segment.hpp"
+#include "collectives/detail_namespace.hpp"
 
-namespace conveyor::detail {  // the runtime's
-struct node_layout;
-struct comm_context;
-}  // namespace conveyor::detail
-
-// The engine's own namespace, which sees the runtime's.
 namespace conveyor::collectives::detail {
-
-using namespace conveyor::detail;
 
 class shm_allreduce {
  public:

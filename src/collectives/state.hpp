@@ -17,13 +17,9 @@
 #include "conveyor/collectives.hpp"
 #include "runtime/buffer_pool.hpp"
 #include "runtime/context.hpp"
+#include "collectives/detail_namespace.hpp"
 
-namespace conveyor::detail {}  // namespace conveyor::detail
-
-// The engine's own namespace, which sees the runtime's.
 namespace conveyor::collectives::detail {
-
-using namespace conveyor::detail;
 
 // The schedules of the last scheduled allreduce on a context, with what they were
 // built for. Schedules hold addresses (of recv and of the scratch memory), so a

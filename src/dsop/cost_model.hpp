@@ -15,13 +15,9 @@
 
 #include "conveyor/dsop.hpp"
 #include "runtime/cost_model.hpp"
+#include "dsop/detail_namespace.hpp"
 
-namespace conveyor::detail {}  // namespace conveyor::detail
-
-// The engine's own namespace, which sees the runtime's.
 namespace conveyor::dsop::detail {
-
-using namespace conveyor::detail;
 
 struct dsop_shape {
   std::size_t N, M, T;  // rows, columns, element bytes

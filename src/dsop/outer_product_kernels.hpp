@@ -5,12 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace conveyor::detail {}  // namespace conveyor::detail
+#include "dsop/detail_namespace.hpp"
 
-// The engine's own namespace, which sees the runtime's.
 namespace conveyor::dsop::detail {
-
-using namespace conveyor::detail;
 
 template <class T>
 struct outer_kernels {

@@ -129,6 +129,34 @@ TEST(Allreduce, EveryAlgorithmOfTheTableIsTested) {
   }
 }
 
+// The model's candidates for a job come from the table: the three flat algorithms
+// everywhere, hierarchical with several nodes of several ranks, shared_memory on
+// one node while P n is small; a shape that is no job is the caller's error.
+TEST(Allreduce, ModelCandidatesFollowTheTable) {
+  using A = allreduce_algorithm;
+  const std::vector<A> flat = {A::ring, A::recursive_doubling, A::rabenseifner};
+  EXPECT_EQ(allreduce_model_candidates(1 << 20, 1, 1), flat);
+  std::vector<A> one_node = flat;
+  one_node.push_back(A::shared_memory);
+  EXPECT_EQ(allreduce_model_candidates(8, 1, 3), one_node);
+  EXPECT_EQ(allreduce_model_candidates(1 << 20, 1, 3), flat);  // past shared_memory's size
+  EXPECT_EQ(allreduce_model_candidates(8, 2, 1), flat);        // one rank per node: no hierarchy
+  std::vector<A> nodes = flat;
+  nodes.push_back(A::hierarchical);
+  std::sort(nodes.begin(), nodes.end());
+  auto got = allreduce_model_candidates(8, 2, 2);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, nodes);
+  for (auto [n, rpn] : {std::pair{0, 1}, std::pair{1, 0}, std::pair{-1, 2}}) {
+    try {
+      allreduce_model_candidates(8, n, rpn);
+      ADD_FAILURE() << n << " nodes of " << rpn;
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
+    }
+  }
+}
+
 std::vector<std::size_t> counts_for(int p, bool include_large) {
   std::vector<std::size_t> c = {0, 1, static_cast<std::size_t>(p > 1 ? p - 1 : 2), static_cast<std::size_t>(p), 1009};
   if (include_large) c.push_back(1000000);

@@ -33,7 +33,7 @@ const allreduce_row rabenseifner_row = {
     allreduce_algorithm::rabenseifner,
     "recursive-halving reduce-scatter + recursive-doubling allgather: 2 log2 P latencies, 2(P-1)/P n bytes",
     predict,
-    [](const allreduce_shape&) { return true; },
+    offered_everywhere,
     nullptr,
     build,
     nullptr,

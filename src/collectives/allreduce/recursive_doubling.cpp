@@ -38,7 +38,7 @@ const allreduce_row recursive_doubling_row = {
     allreduce_algorithm::recursive_doubling,
     "recursive doubling on the whole vector, run directly: log2 P latencies, log2(P) n bytes; small messages",
     predict,
-    [](const allreduce_shape&) { return true; },
+    offered_everywhere,
     nullptr,
     nullptr,
     run,

@@ -26,7 +26,7 @@ const allreduce_row ring_row = {
     allreduce_algorithm::ring,
     "pipelined ring reduce-scatter + allgather: bandwidth-optimal, 2(P-1) latencies; large messages",
     predict,
-    [](const allreduce_shape&) { return true; },
+    offered_everywhere,
     nullptr,
     build,
     nullptr,

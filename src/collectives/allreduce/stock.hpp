@@ -7,13 +7,9 @@
 #include <mpi.h>
 
 #include "conveyor/types.hpp"
+#include "collectives/detail_namespace.hpp"
 
-namespace conveyor::detail {}  // namespace conveyor::detail
-
-// The engine's own namespace, which sees the runtime's.
 namespace conveyor::collectives::detail {
-
-using namespace conveyor::detail;
 
 struct stock_call {
   MPI_Datatype type;

@@ -21,13 +21,9 @@
 #include "conveyor/collectives.hpp"
 #include "runtime/context.hpp"
 #include "runtime/cost_model.hpp"
+#include "collectives/detail_namespace.hpp"
 
-namespace conveyor::detail {}  // namespace conveyor::detail
-
-// The engine's own namespace, which sees the runtime's.
 namespace conveyor::collectives::detail {
-
-using namespace conveyor::detail;
 
 /// What the cost model sees of a call.
 struct allreduce_shape {
@@ -84,6 +80,9 @@ struct allreduce_row {
 const allreduce_row& allreduce_row_of(allreduce_algorithm a);
 /// Every row, in the model's order of preference on ties (the enum's order).
 const std::vector<const allreduce_row*>& allreduce_rows();
+
+/// A row's `modeled` for an algorithm the model considers on every shape.
+inline bool offered_everywhere(const allreduce_shape&) { return true; }
 
 /// The extra ranks' exchange of the power-of-two algorithms: P - q ranks fold
 /// their vector into a partner before and get the result back after.
