@@ -129,8 +129,9 @@ def main():
                                       str(args.eps), str(args.tol), str(args.rounds), "1" if args.grad else "0"],
                                      env=env, capture_output=True, text=True)
                 got[impl] = json.loads(res.stdout.strip().splitlines()[-1]) if res.returncode == 0 else None
-                if got[impl] is None:
-                    print(f"<!-- {impl} failed: {res.stderr.strip().splitlines()[-1] if res.stderr else '?'} -->")
+                if got[impl] is None:  # (a negative code: killed by that signal, e.g. 9 by the kernel out of memory)
+                    why = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit code {res.returncode}"
+                    print(f"<!-- {impl} failed: {why} -->")
             base = got["conveyor"]["seconds"] if got.get("conveyor") else None
             cells = [f"{got[i]['seconds'] * 1e3:.1f}" if got[i] else "-" for i in impls]
             ratios = [f"{got[i]['seconds'] / base:.2f}" if got[i] and base else "-" for i in impls[1:]]
