@@ -12,71 +12,78 @@ from mpi4py import MPI
 
 import conveyor
 
-COMM = MPI.COMM_WORLD.Dup()
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 SECONDS_PER_CASE = 20
 
 
-def _allreduce(bad, mutate):
+@pytest.fixture(scope="module")
+def comm():
+    """A duplicate of COMM_WORLD: Conveyor keeps state per communicator (its
+    measured choices, its agreement's scratch), and the bad calls get one of their own."""
+    dup = MPI.COMM_WORLD.Dup()
+    yield dup
+    dup.Free()
+
+
+def _allreduce(comm, bad, mutate):
     args = dict(send=np.ones(32, np.float32), out=np.empty(32, np.float32), op="sum", algorithm="auto",
                 deterministic=False)
     if bad:
         mutate(args)
-    out = conveyor.allreduce(args["send"], op=args["op"], comm=COMM, out=args["out"], algorithm=args["algorithm"],
+    out = conveyor.allreduce(args["send"], op=args["op"], comm=comm, out=args["out"], algorithm=args["algorithm"],
                              deterministic=args["deterministic"], validate=True)
     if not bad:
-        assert out[0] == SIZE
+        assert out[0] == comm.size
 
 
-def _scale(bad, mutate):
+def _scale(comm, bad, mutate):
     rows, cols = 3, 5
-    args = dict(A=np.arange(1.0, 1.0 + rows * cols).reshape(rows, cols), r=np.full(rows, 1.0 / (rows * SIZE)),
+    args = dict(A=np.arange(1.0, 1.0 + rows * cols).reshape(rows, cols), r=np.full(rows, 1.0 / (rows * comm.size)),
                 c=np.full(cols, 1.0 / cols), variant="fused", tol=1e-6, max_iter=50, in_place=False)
     if bad:
         mutate(args)
-    conveyor.sinkhorn_scale(args["A"], args["r"], args["c"], comm=COMM, in_place=args["in_place"],
+    conveyor.sinkhorn_scale(args["A"], args["r"], args["c"], comm=comm, in_place=args["in_place"],
                             variant=args["variant"], tol=args["tol"], max_iter=args["max_iter"])
 
 
-def _transport(bad, mutate):
+def _transport(comm, bad, mutate):
     rows, cols = 3, 4
-    args = dict(C=np.arange(rows * cols, dtype=np.float64).reshape(rows, cols) / 10, a=np.full(rows, 1.0 / (rows * SIZE)),
+    args = dict(C=np.arange(rows * cols, dtype=np.float64).reshape(rows, cols) / 10, a=np.full(rows, 1.0 / (rows * comm.size)),
                 b=np.full(cols, 1.0 / cols), eps=0.5, log_domain=False, plan=True)
     if bad:
         mutate(args)
-    conveyor.sinkhorn_transport(args["C"], args["a"], args["b"], args["eps"], comm=COMM, max_iter=50,
+    conveyor.sinkhorn_transport(args["C"], args["a"], args["b"], args["eps"], comm=comm, max_iter=50,
                                 log_domain=args["log_domain"], plan=args["plan"])
 
 
-def _outer(bad, mutate):
+def _outer(comm, bad, mutate):
     args = dict(a=np.ones(6), b=np.ones(4), algorithm="auto", out=None)
     if bad:
         mutate(args)
-    conveyor.outer_sum(args["a"], args["b"], comm=COMM, algorithm=args["algorithm"], out=args["out"])
+    conveyor.outer_sum(args["a"], args["b"], comm=comm, algorithm=args["algorithm"], out=args["out"])
 
 
-def _cartesian(bad, mutate):
-    args = dict(shape=(4 * SIZE, 3), grid=(SIZE, 1), local=np.zeros((4, 3)))
+def _cartesian(comm, bad, mutate):
+    args = dict(shape=(4 * comm.size, 3), grid=(comm.size, 1), local=np.zeros((4, 3)))
     if bad:
         mutate(args)
-    conveyor.Layout.cartesian(args["shape"], args["grid"], args["local"], comm=COMM)
+    conveyor.Layout.cartesian(args["shape"], args["grid"], args["local"], comm=comm)
 
 
-def _block_cyclic(bad, mutate):
+def _block_cyclic(comm, bad, mutate):
     M, N, mb, nb = 7, 5, 2, 2
-    want = (sum(1 for i in range(M) if (i // mb) % SIZE == RANK), N)  # SIZE x 1 grid
+    want = (sum(1 for i in range(M) if (i // mb) % comm.size == comm.rank), N)  # a (ranks x 1) grid
     args = dict(M=M, N=N, mb=mb, nb=nb, local=np.zeros(want, order="F"))
     if bad:
         mutate(args)
-    conveyor.Layout.block_cyclic(args["M"], args["N"], args["mb"], args["nb"], SIZE, 1, args["local"], comm=COMM)
+    conveyor.Layout.block_cyclic(args["M"], args["N"], args["mb"], args["nb"], comm.size, 1, args["local"], comm=comm)
 
 
-def _plan(bad, mutate):
+def _plan(comm, bad, mutate):
     args = dict(perm=(1, 0), alpha=1.0, transport="auto", relabel="none")
     if bad:
         mutate(args)
-    src = conveyor.Layout.cartesian((4 * SIZE, 3), (SIZE, 1), np.ones((4, 3)), comm=COMM)
-    dst = conveyor.Layout.cartesian((3, 4 * SIZE), (1, SIZE), np.zeros((3, 4)), comm=COMM)
+    src = conveyor.Layout.cartesian((4 * comm.size, 3), (comm.size, 1), np.ones((4, 3)), comm=comm)
+    dst = conveyor.Layout.cartesian((3, 4 * comm.size), (1, comm.size), np.zeros((3, 4)), comm=comm)
     conveyor.Plan(src, dst, perm=args["perm"], alpha=args["alpha"], transport=args["transport"],
                   relabel=args["relabel"]).execute()
 
@@ -136,7 +143,7 @@ CASES = [
     ("Layout.cartesian: no local array", _cartesian, _set("local", None), True),
     ("Layout.cartesian: grid of strings", _cartesian, _set("grid", ("a", "b")), True),
     ("Layout.cartesian: local is a list", _cartesian, _set("local", [[0.0] * 3] * 4), True),
-    ("Layout.cartesian: different shape", _cartesian, _set("shape", (4 * SIZE, 3, 1)), True),
+    ("Layout.cartesian: different shape", _cartesian, lambda a: a.update(shape=a["shape"] + (1,)), True),
     ("Layout.cartesian: float32 local on one rank", _cartesian, _set("local", lambda: np.zeros((4, 3), np.float32)),
      False),
     ("Layout.block_cyclic: wrong local shape", _block_cyclic, _set("local", lambda: np.zeros((1, 1), order="F")), True),
@@ -152,25 +159,24 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("bad_rank", range(SIZE))
 @pytest.mark.parametrize("name,call,mutate,local", CASES, ids=[c[0] for c in CASES])
-def test_bad_argument_on_one_rank(name, call, mutate, local, bad_rank):
-    if SIZE == 1 and not local:
+def test_bad_argument_on_one_rank(comm, name, call, mutate, local, bad_rank):
+    if comm.size == 1 and not local:
         pytest.skip("one rank cannot disagree with itself")
     faulthandler.dump_traceback_later(SECONDS_PER_CASE, exit=True)  # a hang kills the job: a failure
     try:
         error = None
         try:
-            call(RANK == bad_rank, mutate)
+            call(comm, comm.rank == bad_rank, mutate)
         except (ValueError, TypeError, NotImplementedError, RuntimeError) as e:
             error = f"{type(e).__name__}: {e}"
-        everyone = COMM.allgather(error)
-        assert error is not None, f"rank {RANK} did not raise"
-        assert everyone == [error] * SIZE, everyone
+        everyone = comm.allgather(error)
+        assert error is not None, f"rank {comm.rank} did not raise"
+        assert everyone == [error] * comm.size, everyone
         assert "conveyor: conveyor" not in error
-        if local and SIZE > 1:
+        if local and comm.size > 1:
             assert f"rank {bad_rank}:" in error, error
-        call(False, mutate)  # the communicator still works
+        call(comm, False, mutate)  # the communicator still works
     finally:
         faulthandler.cancel_dump_traceback_later()
 

@@ -8,8 +8,6 @@ from mpi4py import MPI
 
 import conveyor
 
-COMM = MPI.COMM_WORLD
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 FLOATS = [np.float16, np.float32, np.float64]
 COMPLEX = [np.complex64, np.complex128]
@@ -75,37 +73,37 @@ def test_reduce_local_rejects_mismatches():
 # Every row of the table of algorithms (src/collectives/allreduce/), and auto.
 @pytest.mark.parametrize("algorithm", ["auto"] + [name for name, _ in conveyor._conveyor.allreduce_algorithms()])
 @pytest.mark.parametrize("n", [0, 1, 7, 1000, 100003])
-def test_allreduce_sum_every_algorithm(algorithm, n):
-    mine = values(np.float64, n, 10 + RANK)
-    want = sum(values(np.float64, n, 10 + r) for r in range(SIZE)) if n else np.zeros(0)
-    got = conveyor.allreduce(mine, "sum", COMM, algorithm=algorithm)
+def test_allreduce_sum_every_algorithm(comm, algorithm, n):
+    mine = values(np.float64, n, 10 + comm.rank)
+    want = sum(values(np.float64, n, 10 + r) for r in range(comm.size)) if n else np.zeros(0)
+    got = conveyor.allreduce(mine, "sum", comm, algorithm=algorithm)
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(mine, values(np.float64, n, 10 + RANK))  # send untouched
+    np.testing.assert_array_equal(mine, values(np.float64, n, 10 + comm.rank))  # send untouched
 
 
 @pytest.mark.parametrize("dtype", INTS + [np.float32, np.complex128])
-def test_allreduce_dtypes_in_place_and_against_mpi4py(dtype):
-    buf = values(dtype, 513, 20 + RANK)
+def test_allreduce_dtypes_in_place_and_against_mpi4py(comm, dtype):
+    buf = values(dtype, 513, 20 + comm.rank)
     want = np.empty_like(buf)
-    COMM.Allreduce(buf, want, op=MPI.MAX if dtype != np.complex128 else MPI.SUM)
+    comm.Allreduce(buf, want, op=MPI.MAX if dtype != np.complex128 else MPI.SUM)
     op = "max" if dtype != np.complex128 else "sum"
-    assert conveyor.allreduce(buf, op, COMM, out=buf) is buf  # in place
+    assert conveyor.allreduce(buf, op, comm, out=buf) is buf  # in place
     np.testing.assert_array_equal(buf, want)
 
 
-def test_allreduce_deterministic_on_a_subcommunicator():
-    sub = COMM.Split(RANK % 2, RANK)
-    x = values(np.float32, 4097, 30 + RANK) / np.float32(7)
+def test_allreduce_deterministic_on_a_subcommunicator(comm):
+    sub = comm.Split(comm.rank % 2, comm.rank)
+    x = values(np.float32, 4097, 30 + comm.rank) / np.float32(7)
     a = conveyor.allreduce(x, "sum", sub, algorithm="ring", deterministic=True)
     b = conveyor.allreduce(x, "sum", sub, algorithm="rabenseifner", deterministic=True)
     np.testing.assert_array_equal(a, b)  # same bits whatever the algorithm
     sub.Free()
 
 
-def test_errors_are_python_exceptions():
+def test_errors_are_python_exceptions(comm):
     with pytest.raises(TypeError):
         conveyor.allreduce(np.zeros(3), "sum", comm="not a communicator")
     with pytest.raises(ValueError):
-        conveyor.allreduce(np.zeros(3), "sum", COMM, out=np.zeros(4))
+        conveyor.allreduce(np.zeros(3), "sum", comm, out=np.zeros(4))
     assert conveyor.simd_target()
     assert conveyor.__version__.count(".") == 2

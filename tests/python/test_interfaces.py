@@ -22,8 +22,6 @@ from mpi4py import MPI
 
 import conveyor
 
-COMM = MPI.COMM_WORLD
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 INCLUDE = pathlib.Path(__file__).resolve().parents[2] / "include" / "conveyor"
 
 
@@ -61,15 +59,15 @@ def test_ops_and_dtypes_reach_python():
         conveyor.reduce_local(a.copy(), a, "sum")
 
 
-def test_allreduce_algorithms_reach_python():
+def test_allreduce_algorithms_reach_python(comm):
     for name in names("CONVEYOR_ALLREDUCE_ALGORITHM_LIST"):
         out = conveyor.allreduce(np.ones(100), algorithm=name)
-        assert np.all(out == SIZE), name
+        assert np.all(out == comm.size), name
 
 
-def test_sinkhorn_variants_and_statuses_reach_python():
+def test_sinkhorn_variants_and_statuses_reach_python(comm):
     rng = np.random.default_rng(7)
-    first, rows = conveyor.balanced_rows(12, COMM)
+    first, rows = conveyor.balanced_rows(12, comm)
     A = rng.random((12, 9))[first:first + rows] + 0.1
     r, c = np.full(rows, 9 / 12), np.ones(9)
     statuses = set(names("CONVEYOR_SINKHORN_STATUS_LIST"))
@@ -116,44 +114,44 @@ def test_point_cloud_metrics_reach_python():
     assert len(set(exchanged.values())) == 1, exchanged  # the same bits every way
 
 
-def test_outer_algorithms_and_orders_reach_python():
+def test_outer_algorithms_and_orders_reach_python(comm):
     a, b = np.arange(1.0, 6.0), np.arange(1.0, 4.0)
     for name in names("CONVEYOR_OUTER_ALGORITHM_LIST"):
-        np.testing.assert_allclose(conveyor.outer_sum(a, b, algorithm=name), SIZE * np.outer(a, b), err_msg=name)
+        np.testing.assert_allclose(conveyor.outer_sum(a, b, algorithm=name), comm.size * np.outer(a, b), err_msg=name)
     for name in names("CONVEYOR_MATRIX_ORDER_LIST"):
         G = conveyor.outer_sum(a, b, order=name)
-        np.testing.assert_allclose(G, SIZE * np.outer(a, b), err_msg=name)
+        np.testing.assert_allclose(G, comm.size * np.outer(a, b), err_msg=name)
         assert G.flags["F_CONTIGUOUS" if name == "column_major" else "C_CONTIGUOUS"], name
-    first, rows = conveyor.outer_rows(len(a), COMM)
+    first, rows = conveyor.outer_rows(len(a), comm)
     G = conveyor.outer_sum(a, b, distributed=True, order="column_major")
-    np.testing.assert_allclose(G, SIZE * np.outer(a, b)[first:first + rows])
+    np.testing.assert_allclose(G, comm.size * np.outer(a, b)[first:first + rows])
 
 
-def plan_between_layouts(node_memory=False, **options):
-    n, m = 4 * SIZE, 2 * SIZE  # rows to columns: 4 rows, then 2 columns per rank
+def plan_between_layouts(comm, node_memory=False, **options):
+    n, m = 4 * comm.size, 2 * comm.size  # rows to columns: 4 rows, then 2 columns per rank
     whole = np.arange(n * m, dtype=np.float64).reshape(n, m)
-    src = conveyor.Layout.cartesian((n, m), (SIZE, 1), whole[RANK * 4:(RANK + 1) * 4].copy(), COMM)
+    src = conveyor.Layout.cartesian((n, m), (comm.size, 1), whole[comm.rank * 4:(comm.rank + 1) * 4].copy(), comm)
     out = conveyor.empty((n, 2)) if node_memory else np.zeros((n, 2))
-    dst = conveyor.Layout.cartesian((n, m), (1, SIZE), out, COMM)
+    dst = conveyor.Layout.cartesian((n, m), (1, comm.size), out, comm)
     plan = conveyor.Plan(src, dst, **options)
     plan.execute()
-    np.testing.assert_array_equal(dst.local, whole[:, RANK * 2:(RANK + 1) * 2])
+    np.testing.assert_array_equal(dst.local, whole[:, comm.rank * 2:(comm.rank + 1) * 2])
     return plan, dst
 
 
-def test_transports_and_relabelings_reach_python():
+def test_transports_and_relabelings_reach_python(comm):
     for name in names("CONVEYOR_TRANSPORT_LIST"):
         # one_copy needs node memory (conveyor.empty) on one node
-        plan, _ = plan_between_layouts(transport=name, node_memory=name == "one_copy")
+        plan, _ = plan_between_layouts(comm, transport=name, node_memory=name == "one_copy")
         assert plan.transport == name or name == "auto", name
     for name in names("CONVEYOR_RELABELING_LIST"):
-        plan, _ = plan_between_layouts(relabel=name, intra_node_cost=0.5, ranks_per_node=1, chunk_bytes=64)
-        assert sorted(plan.sigma) == list(range(SIZE)), name
+        plan, _ = plan_between_layouts(comm, relabel=name, intra_node_cost=0.5, ranks_per_node=1, chunk_bytes=64)
+        assert sorted(plan.sigma) == list(range(comm.size)), name
 
 
-def test_unknown_names_and_options_are_errors():
+def test_unknown_names_and_options_are_errors(comm):
     with pytest.raises(ValueError, match="unknown transport 'fast'"):
-        plan_between_layouts(transport="fast")
+        plan_between_layouts(comm, transport="fast")
     with pytest.raises(ValueError, match="unknown matrix order"):
         conveyor.outer_sum(np.ones(2), np.ones(2), order="diagonal")
 

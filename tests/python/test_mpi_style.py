@@ -13,13 +13,11 @@ from mpi4py import MPI
 
 import conveyor
 
-COMM = MPI.COMM_WORLD
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 REDUCE = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum, "band": np.bitwise_and,
           "bor": np.bitwise_or, "bxor": np.bitwise_xor}
 
 
-def local_input(n, dtype, rank=RANK):
+def local_input(n, dtype, rank):
     rng = np.random.default_rng(1000 + rank)
     if np.dtype(dtype).kind in "iu":
         return rng.integers(0, 5, size=n).astype(dtype)
@@ -29,9 +27,8 @@ def local_input(n, dtype, rank=RANK):
     return x
 
 
-def expected(n, dtype, op, comm=COMM):
-    blocks = [local_input(n, dtype, r) for r in range(comm.Get_size())] if comm is COMM else comm.allgather(
-        local_input(n, dtype))
+def expected(comm, n, dtype, op):
+    blocks = [local_input(n, dtype, r) for r in range(comm.size)]
     out = blocks[0].copy()
     for b in blocks[1:]:
         out = REDUCE[op](out, b).astype(dtype)
@@ -41,31 +38,31 @@ def expected(n, dtype, op, comm=COMM):
 @pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64, np.float16, np.float32, np.float64,
                                    np.complex64, np.complex128])
 @pytest.mark.parametrize("n", [0, 1, 7, 1000])
-def test_allreduce_every_dtype_sum(dtype, n):
-    x = local_input(n, dtype)
+def test_allreduce_every_dtype_sum(comm, dtype, n):
+    x = local_input(n, dtype, comm.rank)
     y = np.empty_like(x)
-    conveyor.Allreduce(x, y, MPI.SUM, COMM)
-    np.testing.assert_array_equal(y, expected(n, dtype, "sum"))
+    conveyor.Allreduce(x, y, MPI.SUM, comm)
+    np.testing.assert_array_equal(y, expected(comm, n, dtype, "sum"))
 
 
 @pytest.mark.parametrize("op", ["prod", "min", "max", "band", "bor", "bxor"])
-def test_allreduce_ops_as_mpi_op_and_name(op):
-    x = local_input(33, np.int32)
-    want = expected(33, np.int32, op)
+def test_allreduce_ops_as_mpi_op_and_name(comm, op):
+    x = local_input(33, np.int32, comm.rank)
+    want = expected(comm, 33, np.int32, op)
     y = np.empty_like(x)
     conveyor.Allreduce(x, y, getattr(MPI, op.upper()))
     np.testing.assert_array_equal(y, want)
     z = np.empty_like(x)
-    conveyor.Allreduce(x, z, op, COMM)
+    conveyor.Allreduce(x, z, op, comm)
     np.testing.assert_array_equal(z, want)
 
 
-def test_in_place_and_buffer_specifications():
-    want = expected(10, np.float64, "sum")
-    y = local_input(10, np.float64)
+def test_in_place_and_buffer_specifications(comm):
+    want = expected(comm, 10, np.float64, "sum")
+    y = local_input(10, np.float64, comm.rank)
     conveyor.Allreduce(MPI.IN_PLACE, y, MPI.SUM)
     np.testing.assert_array_equal(y, want)
-    x = local_input(10, np.float64)
+    x = local_input(10, np.float64, comm.rank)
     raw = bytearray(80)  # untyped bytes, typed by the datatype (MPI's view)
     conveyor.Allreduce([x, MPI.DOUBLE], [raw, MPI.DOUBLE])
     np.testing.assert_array_equal(np.frombuffer(raw), want)
@@ -78,16 +75,16 @@ def test_in_place_and_buffer_specifications():
     np.testing.assert_array_equal(big[:10], want)
     assert not big[10:].any()
     # MPI.INT and C's int: NumPy's int32 here.
-    xi = local_input(5, np.int32)
+    xi = local_input(5, np.int32, comm.rank)
     yi = np.empty(5, dtype=np.int32)
     conveyor.Allreduce([xi, MPI.INT], [yi, MPI.INT], MPI.MAX)
-    np.testing.assert_array_equal(yi, expected(5, np.int32, "max"))
+    np.testing.assert_array_equal(yi, expected(comm, 5, np.int32, "max"))
 
 
-def test_reduce_scatter_block_and_allgather():
+def test_reduce_scatter_block_and_allgather(comm):
     n = 3
-    x = local_input(SIZE * n, np.float64)
-    want = expected(SIZE * n, np.float64, "sum")[RANK * n:(RANK + 1) * n]
+    x = local_input(comm.size * n, np.float64, comm.rank)
+    want = expected(comm, comm.size * n, np.float64, "sum")[comm.rank * n:(comm.rank + 1) * n]
     y = np.empty(n)
     conveyor.Reduce_scatter_block(x, y, MPI.SUM)
     np.testing.assert_array_equal(y, want)
@@ -95,22 +92,22 @@ def test_reduce_scatter_block_and_allgather():
     conveyor.Reduce_scatter_block(MPI.IN_PLACE, inplace, MPI.SUM)
     np.testing.assert_array_equal(inplace[:n], want)
 
-    mine = np.full(n, RANK, dtype=np.int64)
-    every = np.empty(SIZE * n, dtype=np.int64)
+    mine = np.full(n, comm.rank, dtype=np.int64)
+    every = np.empty(comm.size * n, dtype=np.int64)
     conveyor.Allgather(mine, every)
-    np.testing.assert_array_equal(every, np.repeat(np.arange(SIZE), n))
-    every2 = np.zeros(SIZE * n, dtype=np.int64)
-    every2[RANK * n:(RANK + 1) * n] = RANK
+    np.testing.assert_array_equal(every, np.repeat(np.arange(comm.size), n))
+    every2 = np.zeros(comm.size * n, dtype=np.int64)
+    every2[comm.rank * n:(comm.rank + 1) * n] = comm.rank
     conveyor.Allgather(MPI.IN_PLACE, every2)
     np.testing.assert_array_equal(every2, every)
 
 
-def test_a_sub_communicator():
-    sub = COMM.Split(RANK % 2, RANK)
-    x = np.full(4, RANK, dtype=np.float64)
+def test_a_sub_communicator(comm):
+    sub = comm.Split(comm.rank % 2, comm.rank)
+    x = np.full(4, comm.rank, dtype=np.float64)
     y = np.empty(4)
     conveyor.Allreduce(x, y, MPI.SUM, sub)
-    np.testing.assert_array_equal(y, sum(r for r in range(SIZE) if r % 2 == RANK % 2))
+    np.testing.assert_array_equal(y, sum(r for r in range(comm.size) if r % 2 == comm.rank % 2))
     sub.Free()
 
 
@@ -119,26 +116,26 @@ FAST_PATH_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
 
 
 @pytest.mark.parametrize("dtype", FAST_PATH_DTYPES)
-def test_the_common_case_in_cpp_gives_the_general_paths_result(dtype):
+def test_the_common_case_in_cpp_gives_the_general_paths_result(comm, dtype):
     """The common case (buffer-protocol buffers, a predefined MPI.Op, None or any
     communicator) runs in the extension (try_buffer_*); the same call through
     the general path gives the same bits."""
     from conveyor import _conveyor
 
-    x = local_input(11, dtype)
+    x = local_input(11, dtype, comm.rank)
     fast = np.empty_like(x)
     assert _conveyor.try_buffer_allreduce(x, fast, MPI.SUM, None)
     general = np.empty_like(x)
-    conveyor.Allreduce([x], [general], "sum", COMM)  # specifications and an op name: the general path
+    conveyor.Allreduce([x], [general], "sum", comm)  # specifications and an op name: the general path
     np.testing.assert_array_equal(fast, general)
-    np.testing.assert_array_equal(fast, expected(11, dtype, "sum"))
+    np.testing.assert_array_equal(fast, expected(comm, 11, dtype, "sum"))
     # memoryview and IN_PLACE through the same entry
     inplace = x.copy()
-    assert _conveyor.try_buffer_allreduce(MPI.IN_PLACE, memoryview(inplace), MPI.SUM, COMM)
+    assert _conveyor.try_buffer_allreduce(MPI.IN_PLACE, memoryview(inplace), MPI.SUM, comm)
     np.testing.assert_array_equal(inplace, fast)
 
 
-def test_what_the_common_case_leaves_to_the_general_path():
+def test_what_the_common_case_leaves_to_the_general_path(comm):
     """try_buffer_* declines (returns False, having done nothing) whatever it
     does not handle; the public call then takes the general path."""
     from conveyor import _conveyor
@@ -158,9 +155,9 @@ def test_what_the_common_case_leaves_to_the_general_path():
     for what, args in declined.items():
         assert _conveyor.try_buffer_allreduce(*args) is False, what
         assert not y.any(), what
-    sub = COMM.Dup()
+    sub = comm.Dup()
     assert _conveyor.try_buffer_allreduce(x, y, MPI.SUM, sub)
-    np.testing.assert_array_equal(y, SIZE)
+    np.testing.assert_array_equal(y, comm.size)
     sub.Free()  # a freed communicator is MPI_COMM_NULL: an error, on either path
     with pytest.raises(ValueError, match="MPI_COMM_NULL"):
         conveyor.Allreduce(x, y, MPI.SUM, sub)
@@ -180,11 +177,11 @@ class DLPackOnly:
 
 
 @pytest.mark.skipif(not hasattr(np.ndarray, "__dlpack__"), reason="NumPy without DLPack")
-def test_dlpack_objects_without_copies():
-    x = local_input(9, np.float32)
+def test_dlpack_objects_without_copies(comm):
+    x = local_input(9, np.float32, comm.rank)
     y = np.zeros(9, dtype=np.float32)
     conveyor.Allreduce(DLPackOnly(x), DLPackOnly(y))  # written through the capsule: no copy
-    np.testing.assert_array_equal(y, expected(9, np.float32, "sum"))
+    np.testing.assert_array_equal(y, expected(comm, 9, np.float32, "sum"))
 
 
 class DLPackExporter:
@@ -236,46 +233,46 @@ def bfloat16_bits(x):
     return (np.asarray(x, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
 
 
-def test_bfloat16_through_dlpack():
-    values = np.arange(12, dtype=np.float32) * (RANK + 1)  # small integers: exact in bfloat16
+def test_bfloat16_through_dlpack(comm):
+    values = np.arange(12, dtype=np.float32) * (comm.rank + 1)  # small integers: exact in bfloat16
     send = DLPackExporter(bfloat16_bits(values))
     recv_bits = np.zeros(12, dtype=np.uint16)
     conveyor.Allreduce(send, DLPackExporter(recv_bits), MPI.SUM)  # written through the capsule
-    want = np.arange(12, dtype=np.float32) * (SIZE * (SIZE + 1) / 2)
+    want = np.arange(12, dtype=np.float32) * (comm.size * (comm.size + 1) / 2)
     np.testing.assert_array_equal(recv_bits, bfloat16_bits(want))
     conveyor.Allreduce(MPI.IN_PLACE, DLPackExporter(recv_bits), MPI.MAX)
     np.testing.assert_array_equal(recv_bits, bfloat16_bits(want))
 
 
-def test_jax_arrays_through_dlpack():
+def test_jax_arrays_through_dlpack(comm):
     """JAX CPU arrays (immutable: send buffers only), float32 and bfloat16. JAX is
     installed in scripts/test's pip venvs (tests/python/installed_package.sh);
     Debian's python3 used by CTest has none, so there it is skipped."""
     jnp = pytest.importorskip("jax.numpy")
-    x = jnp.arange(6, dtype=jnp.float32) + RANK
+    x = jnp.arange(6, dtype=jnp.float32) + comm.rank
     y = np.empty(6, dtype=np.float32)
     conveyor.Allreduce(x, y, MPI.SUM)
-    np.testing.assert_array_equal(y, sum(np.arange(6, dtype=np.float32) + r for r in range(SIZE)))
-    xb = jnp.arange(8, dtype=jnp.bfloat16) * (RANK + 1)
+    np.testing.assert_array_equal(y, sum(np.arange(6, dtype=np.float32) + r for r in range(comm.size)))
+    xb = jnp.arange(8, dtype=jnp.bfloat16) * (comm.rank + 1)
     recv_bits = np.zeros(8, dtype=np.uint16)
     conveyor.Allreduce(xb, DLPackExporter(recv_bits), MPI.SUM)
-    np.testing.assert_array_equal(recv_bits, bfloat16_bits(np.arange(8, dtype=np.float32) * (SIZE * (SIZE + 1) / 2)))
+    np.testing.assert_array_equal(recv_bits, bfloat16_bits(np.arange(8, dtype=np.float32) * (comm.size * (comm.size + 1) / 2)))
 
 
-def test_torch_tensors_through_dlpack():
+def test_torch_tensors_through_dlpack(comm):
     """PyTorch CPU tensors (Debian's python3-torch, scripts/setup) as both buffers,
     written in place through DLPack: float32 and bfloat16 (which Gloo refuses),
     in place too; a non-contiguous receive view is refused (TypeError) on the
     calling rank, which writes nothing."""
     torch = pytest.importorskip("torch")
-    x = torch.arange(6, dtype=torch.float32) + RANK
+    x = torch.arange(6, dtype=torch.float32) + comm.rank
     y = torch.zeros(6, dtype=torch.float32)
     conveyor.Allreduce(x, y, MPI.SUM)
-    np.testing.assert_array_equal(y.numpy(), sum(np.arange(6, dtype=np.float32) + r for r in range(SIZE)))
-    xb = torch.arange(8, dtype=torch.bfloat16) * (RANK + 1)
+    np.testing.assert_array_equal(y.numpy(), sum(np.arange(6, dtype=np.float32) + r for r in range(comm.size)))
+    xb = torch.arange(8, dtype=torch.bfloat16) * (comm.rank + 1)
     yb = torch.zeros(8, dtype=torch.bfloat16)
     conveyor.Allreduce(xb, yb, MPI.SUM)
-    want = bfloat16_bits(np.arange(8, dtype=np.float32) * (SIZE * (SIZE + 1) / 2))
+    want = bfloat16_bits(np.arange(8, dtype=np.float32) * (comm.size * (comm.size + 1) / 2))
     np.testing.assert_array_equal(yb.view(torch.int16).numpy().view(np.uint16), want)
     conveyor.Allreduce(MPI.IN_PLACE, yb, MPI.MAX)
     np.testing.assert_array_equal(yb.view(torch.int16).numpy().view(np.uint16), want)
@@ -285,7 +282,7 @@ def test_torch_tensors_through_dlpack():
     assert not grid.any()
 
 
-def test_torch_tensors_read_directly_and_unusual_ones_declined():
+def test_torch_tensors_read_directly_and_unusual_ones_declined(comm):
     """Once torch is imported, the extension reads a contiguous CPU tensor of a
     real dtype itself (try_buffer_* take it: no DLPack, no Python layer); a
     tensor that requires grad, is not contiguous, empty, complex, sparse or a
@@ -297,12 +294,12 @@ def test_torch_tensors_read_directly_and_unusual_ones_declined():
     register_torch_objects()
     for name in _TORCH_DTYPES:
         dtype = getattr(torch, name)
-        x = (torch.arange(5) % 3 + RANK).to(dtype)
+        x = (torch.arange(5) % 3 + comm.rank).to(dtype)
         y = torch.zeros(5, dtype=dtype)
-        assert _conveyor.try_buffer_allreduce(x, y, MPI.SUM, COMM), name
-        want = sum((torch.arange(5) % 3 + r).to(dtype).double() for r in range(SIZE)).to(dtype)
+        assert _conveyor.try_buffer_allreduce(x, y, MPI.SUM, comm), name
+        want = sum((torch.arange(5) % 3 + r).to(dtype).double() for r in range(comm.size)).to(dtype)
         assert torch.equal(y, want), name
-        assert _conveyor.try_buffer_allreduce(None, y, MPI.MAX, COMM)
+        assert _conveyor.try_buffer_allreduce(None, y, MPI.MAX, comm)
         assert torch.equal(y, want)
     base = torch.arange(8.0)
     assert _conveyor.try_buffer_allreduce(base[4:], base[:4].clone(), MPI.SUM, MPI.COMM_SELF)  # (an offset view)
@@ -325,7 +322,7 @@ def test_torch_tensors_read_directly_and_unusual_ones_declined():
         conveyor.Allreduce(torch.ones(3), torch.zeros(4), MPI.SUM, MPI.COMM_SELF)
 
 
-def test_errors_raise_on_the_calling_rank():
+def test_errors_raise_on_the_calling_rank(comm):
     x = np.zeros(4)
     with pytest.raises(ValueError, match="needs 3"):
         conveyor.Allreduce(x, np.zeros(3))
@@ -340,7 +337,7 @@ def test_errors_raise_on_the_calling_rank():
     with pytest.raises(NotImplementedError):
         conveyor.Allreduce(x, np.zeros(4), MPI.BAND)  # band on floats means nothing
     with pytest.raises(ValueError, match="equal blocks"):
-        if SIZE > 1:
-            conveyor.Allgather(MPI.IN_PLACE, np.zeros(SIZE + 1))
+        if comm.size > 1:
+            conveyor.Allgather(MPI.IN_PLACE, np.zeros(comm.size + 1))
         else:
             raise ValueError("equal blocks")  # every count splits into 1 block

@@ -6,14 +6,11 @@ import warnings
 
 import numpy as np
 import pytest
-from mpi4py import MPI
 
 import conveyor
 import conveyor.ot
 
 ot = pytest.importorskip("ot")
-COMM = MPI.COMM_WORLD
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 
 
 def pot_problem(n=100, m=None, seed=0, dtype=np.float64):
@@ -142,26 +139,25 @@ def test_warnings_name_the_callers_line(histograms):
 
 
 @pytest.mark.parametrize("method", ["sinkhorn", "sinkhorn_log"])
-def test_rows_spread_over_ranks_give_the_single_process_plan(method):
+def test_rows_spread_over_ranks_give_the_single_process_plan(comm, method):
     a, b, M = pot_problem(37, 23, seed=8)
     M /= M.max()
-    first, rows = conveyor.balanced_rows(37, COMM)
+    first, rows = conveyor.balanced_rows(37, comm)
     P_rows, log = conveyor.ot.sinkhorn(a[first:first + rows], b, M[first:first + rows], 0.2, method=method,
-                                       comm=COMM, log=True)
+                                       comm=comm, log=True)
     P, log1 = conveyor.ot.sinkhorn(a, b, M, 0.2, method=method, log=True)
     assert log["niter"] == log1["niter"]
     np.testing.assert_allclose(P_rows, P[first:first + rows], rtol=1e-11, atol=1e-300)
-    W = conveyor.ot.sinkhorn2(a[first:first + rows], b, M[first:first + rows], 0.2, method=method, comm=COMM)
+    W = conveyor.ot.sinkhorn2(a[first:first + rows], b, M[first:first + rows], 0.2, method=method, comm=comm)
     assert W == pytest.approx(conveyor.ot.sinkhorn2(a, b, M, 0.2, method=method), rel=1e-11)
     # Empty a: uniform over all ranks' rows.
-    P_uniform = conveyor.ot.sinkhorn([], b, M[first:first + rows], 0.2, method=method, comm=COMM)
+    P_uniform = conveyor.ot.sinkhorn([], b, M[first:first + rows], 0.2, method=method, comm=comm)
     np.testing.assert_allclose(P_uniform, P[first:first + rows], rtol=1e-11, atol=1e-300)
 
 
-@pytest.mark.parametrize("bad_rank", range(SIZE))
-def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
-    a, b, M = pot_problem(4 * SIZE, 6, seed=9)
-    first, rows = conveyor.balanced_rows(4 * SIZE, COMM)
+def test_a_bad_argument_on_one_rank_raises_on_every_rank(comm, bad_rank):
+    a, b, M = pot_problem(4 * comm.size, 6, seed=9)
+    first, rows = conveyor.balanced_rows(4 * comm.size, comm)
     mine = M[first:first + rows]
     cases = [  # (what this rank passes if it is the bad one, the error every rank must raise)
         (dict(M=mine.ravel()), ValueError, "M must be 2-D"),
@@ -171,12 +167,12 @@ def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
     ]
     for override, error, message in cases:
         args = dict(M=mine, method="sinkhorn")
-        if RANK == bad_rank:
+        if comm.rank == bad_rank:
             args.update(override)
-        if SIZE == 1 and error is ValueError and "different" in message:
+        if comm.size == 1 and error is ValueError and "different" in message:
             continue  # one rank cannot disagree with itself
         with pytest.raises(error, match=message):
-            conveyor.ot.sinkhorn(a[first:first + rows], b, args["M"], 0.5, method=args["method"], comm=COMM)
+            conveyor.ot.sinkhorn(a[first:first + rows], b, args["M"], 0.5, method=args["method"], comm=comm)
     # The communicator is still usable: a good call after the bad ones.
-    P = conveyor.ot.sinkhorn(a[first:first + rows], b, mine, 0.5, comm=COMM)
+    P = conveyor.ot.sinkhorn(a[first:first + rows], b, mine, 0.5, comm=comm)
     assert P.shape == mine.shape

@@ -22,8 +22,6 @@ import conveyor.ot
 
 torch = pytest.importorskip("torch")  # (Debian's python3-torch: scripts/setup installs it)
 
-COMM = MPI.COMM_WORLD
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 
 try:
     import ot.batch as pot_batch
@@ -94,15 +92,15 @@ def test_dense_batch_matches_solve_and_its_plan(reg_type):
     np.testing.assert_allclose(points.plan, P, atol=1e-9)
 
 
-def test_every_rank_its_own_problems():
+def test_every_rank_its_own_problems(comm):
     # Rank r holds r problems (rank 0 none); each result is the problem's alone.
-    X, Y, _, _ = clouds(batch=max(RANK, 1) + 3, seed=RANK)
-    X, Y = X[:RANK], Y[:RANK]
-    res = conveyor.ot.solve_sample_batch(X, Y, 0.05, tol=1e-9, comm=COMM)
+    X, Y, _, _ = clouds(batch=max(comm.rank, 1) + 3, seed=comm.rank)
+    X, Y = X[:comm.rank], Y[:comm.rank]
+    res = conveyor.ot.solve_sample_batch(X, Y, 0.05, tol=1e-9, comm=comm)
     alone = conveyor.ot.solve_sample_batch(X, Y, 0.05, tol=1e-9, comm=MPI.COMM_SELF)
-    assert res.value.shape == (RANK,)
+    assert res.value.shape == (comm.rank,)
     np.testing.assert_array_equal(res.value, alone.value)
-    dense = conveyor.ot.solve_batch(costs(X, Y), 0.05, tol=1e-9, comm=COMM)
+    dense = conveyor.ot.solve_batch(costs(X, Y), 0.05, tol=1e-9, comm=comm)
     np.testing.assert_allclose(dense.value, res.value, rtol=1e-9)
 
 
@@ -116,13 +114,12 @@ def test_empty_and_max_iter():
     assert list(capped.status) == ["max_iter"] * 2 and list(capped.log["n_iter"]) == [3, 3]
 
 
-@pytest.mark.parametrize("bad_rank", range(SIZE))
 @pytest.mark.parametrize("what", ["nan", "mass", "shape", "reg"])
-def test_bad_input_on_one_rank_is_every_ranks_error(bad_rank, what):
+def test_bad_input_on_one_rank_is_every_ranks_error(comm, bad_rank, what):
     X, Y, a, b = clouds(batch=2, weights=True)
     M = costs(X, Y)
     reg = 0.1
-    if RANK == bad_rank:
+    if comm.rank == bad_rank:
         if what == "nan":
             M[1, 2, 3] = np.nan
         elif what == "mass":
@@ -132,11 +129,11 @@ def test_bad_input_on_one_rank_is_every_ranks_error(bad_rank, what):
             b = b[:, 1:] / b[:, 1:].sum(1, keepdims=True)
         else:
             reg = 0.2
-    if SIZE == 1 and what in ("shape", "reg"):  # (nothing to disagree with)
-        conveyor.ot.solve_batch(M, reg, a, b, comm=COMM)
+    if comm.size == 1 and what in ("shape", "reg"):  # (nothing to disagree with)
+        conveyor.ot.solve_batch(M, reg, a, b, comm=comm)
         return
     with pytest.raises(ValueError) as info:
-        conveyor.ot.solve_batch(M, reg, a, b, comm=COMM)
+        conveyor.ot.solve_batch(M, reg, a, b, comm=comm)
     message = str(info.value)
     expected = {"nan": "costs must be finite", "mass": "equal positive masses", "shape": "point counts m",
                 "reg": "eps values"}[what]

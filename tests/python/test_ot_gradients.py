@@ -10,15 +10,12 @@ one-process gradients. JAX is installed in scripts/test's pip venvs
 so the JAX tests run there only."""
 import numpy as np
 import pytest
-from mpi4py import MPI
 
 import conveyor
 import conveyor.ot
 from conveyor.ot._gradients import sinkhorn2_gradients
 from unrolled_sinkhorn import unrolled_plan
 
-COMM = MPI.COMM_WORLD
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 REG = 0.3
 
 
@@ -35,9 +32,9 @@ def loss(a, b, M, comm=None):
     return conveyor.ot.sinkhorn2(a, b, M, REG, stopThr=1e-14, numItermax=100000, comm=comm)
 
 
-def my_rows(n):
+def my_rows(comm, n):
     """This rank's rows in the balanced partition, as a slice."""
-    first, count = conveyor.balanced_rows(n, COMM)
+    first, count = conveyor.balanced_rows(n, comm)
     return slice(first, first + count)
 
 
@@ -62,15 +59,15 @@ def test_gradients_match_finite_differences():
     assert gM.shape == M.shape and ga.shape == a.shape and gb.shape == b.shape
 
 
-def test_gradients_split_over_ranks_equal_one_process():
+def test_gradients_split_over_ranks_equal_one_process(comm):
     """With `comm` each rank passes its rows of M and a: its rows of the
     gradients, and b's gradient (whole on every rank), are the one-process ones."""
     a, b, M = problem(n=17, m=6, seed=2)
-    rows = my_rows(17)
+    rows = my_rows(comm, 17)
     P_all = conveyor.ot.sinkhorn(a, b, M, REG, stopThr=1e-14, numItermax=100000)
     whole = sinkhorn2_gradients(P_all, M, REG)
-    P = conveyor.ot.sinkhorn(a[rows], b, M[rows], REG, stopThr=1e-14, numItermax=100000, comm=COMM)
-    gM, ga, gb = sinkhorn2_gradients(P, M[rows], REG, comm=COMM)
+    P = conveyor.ot.sinkhorn(a[rows], b, M[rows], REG, stopThr=1e-14, numItermax=100000, comm=comm)
+    gM, ga, gb = sinkhorn2_gradients(P, M[rows], REG, comm=comm)
     np.testing.assert_allclose(gM, whole[0][rows], rtol=1e-7, atol=1e-12)
     np.testing.assert_allclose(ga, whole[1][rows], rtol=1e-7, atol=1e-12)
     np.testing.assert_allclose(gb, whole[2], rtol=1e-7, atol=1e-12)
@@ -128,7 +125,7 @@ def test_jax_value_and_grad_match_the_unrolled_loop():
     np.testing.assert_allclose(np.asarray(g32), np.asarray(grads[2]), rtol=1e-3, atol=1e-5)
 
 
-def test_jax_grad_split_over_ranks():
+def test_jax_grad_split_over_ranks(comm):
     """With `comm`, jax.grad on each rank's rows gives that rank's rows of the
     one-process gradient (and b's whole); the loss is the total on every rank.
     Uniform weights passed as POT's empty lists are constants."""
@@ -137,18 +134,18 @@ def test_jax_grad_split_over_ranks():
     from jax.experimental import enable_x64
 
     a, b, M = problem(n=15, m=7, seed=5)
-    rows = my_rows(15)
+    rows = my_rows(comm, 15)
     with enable_x64():
         full = jax.grad(unrolled_loss, argnums=(1, 2))(jnp.asarray(a), jnp.asarray(b), jnp.asarray(M))
         value, (gb, gM) = jax.value_and_grad(
-            lambda b_, M_: conveyor.ot.sinkhorn2(jnp.asarray(a[rows]), b_, M_, REG, stopThr=1e-13, comm=COMM),
+            lambda b_, M_: conveyor.ot.sinkhorn2(jnp.asarray(a[rows]), b_, M_, REG, stopThr=1e-13, comm=comm),
             argnums=(0, 1))(jnp.asarray(b), jnp.asarray(M[rows]))
         np.testing.assert_allclose(np.asarray(gM), np.asarray(full[1])[rows], rtol=1e-8, atol=1e-11)
         np.testing.assert_allclose(np.asarray(gb) - np.mean(gb), np.asarray(full[0]) - np.mean(full[0]),
                                    rtol=1e-8, atol=1e-11)
         assert float(value) == pytest.approx(float(unrolled_loss(jnp.asarray(a), jnp.asarray(b), jnp.asarray(M))),
                                              rel=1e-10)
-        uniform = jax.grad(lambda M_: conveyor.ot.sinkhorn2([], [], M_, REG, comm=COMM))(jnp.asarray(M[rows]))
+        uniform = jax.grad(lambda M_: conveyor.ot.sinkhorn2([], [], M_, REG, comm=comm))(jnp.asarray(M[rows]))
         assert uniform.shape == (len(range(15)[rows]), 7) and bool(jnp.all(jnp.isfinite(uniform)))
 
 
@@ -210,17 +207,17 @@ def test_torch_gradient_reaches_the_points():
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-8, atol=1e-12)
 
 
-def test_torch_backward_split_over_ranks():
+def test_torch_backward_split_over_ranks(comm):
     """With `comm` each rank's tensors are its rows: backward() (collective) gives
     each rank its rows of the one-process M gradient and b's whole gradient; the
     loss is the total on every rank."""
     torch = pytest.importorskip("torch")
     a, b, M = problem(n=15, m=7, seed=5)
-    rows = my_rows(15)
+    rows = my_rows(comm, 15)
     value, gM, _, gb = pot_torch_gradients(a, b, M)
     Mt = torch.tensor(M[rows], requires_grad=True)
     bt = torch.tensor(b, requires_grad=True)
-    loss_t = conveyor.ot.sinkhorn2(torch.tensor(a[rows]), bt, Mt, REG, stopThr=1e-13, numItermax=100000, comm=COMM)
+    loss_t = conveyor.ot.sinkhorn2(torch.tensor(a[rows]), bt, Mt, REG, stopThr=1e-13, numItermax=100000, comm=comm)
     loss_t.backward()
     assert float(loss_t) == pytest.approx(value, rel=1e-10)
     np.testing.assert_allclose(Mt.grad.numpy(), gM[rows], rtol=1e-7, atol=1e-11)
@@ -243,15 +240,15 @@ def test_torch_solve_value_gradient_is_the_plan():
     assert not res.value.requires_grad
 
 
-def test_torch_tensor_off_the_cpu_refused_on_every_rank():
+def test_torch_tensor_off_the_cpu_refused_on_every_rank(comm):
     """A tensor on another device than the CPU (here PyTorch's "meta" device, as a
     CUDA one would be) on one rank, each rank in turn: ValueError naming the device
     on every rank, not the others waiting in the solve."""
     torch = pytest.importorskip("torch")
     a, b, M = problem(n=6, m=4)
-    for bad in range(SIZE):
+    for bad in range(comm.size):
         Mt = torch.tensor(M, requires_grad=True)
-        if RANK == bad:
+        if comm.rank == bad:
             Mt = torch.empty(M.shape, dtype=torch.float64, device="meta", requires_grad=True)
-        with pytest.raises(ValueError, match=f"rank {bad}: .*meta" if SIZE > 1 else "meta"):
-            conveyor.ot.sinkhorn2(torch.tensor(a), torch.tensor(b), Mt, REG, comm=COMM)
+        with pytest.raises(ValueError, match=f"rank {bad}: .*meta" if comm.size > 1 else "meta"):
+            conveyor.ot.sinkhorn2(torch.tensor(a), torch.tensor(b), Mt, REG, comm=comm)

@@ -13,8 +13,6 @@ import conveyor
 import conveyor.ot
 
 ot = pytest.importorskip("ot")
-COMM = MPI.COMM_WORLD
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 
 
 def clouds(n=60, m=45, d=3, seed=0, dtype=np.float64):
@@ -24,12 +22,12 @@ def clouds(n=60, m=45, d=3, seed=0, dtype=np.float64):
     return X.astype(dtype), Y.astype(dtype), (a / a.sum()).astype(dtype), (b / b.sum()).astype(dtype)
 
 
-def uneven(total, empty_rank):
+def uneven(comm, total, empty_rank):
     """This rank's slice of `total` points: rank `empty_rank` gets none (with
     several ranks), the others shares growing with their rank."""
-    weights = [0 if (q == empty_rank and SIZE > 1) else q + 1 for q in range(SIZE)]
+    weights = [0 if (q == empty_rank and comm.size > 1) else q + 1 for q in range(comm.size)]
     bounds = np.concatenate([[0], np.cumsum(weights)]) * total // sum(weights)
-    return slice(int(bounds[RANK]), int(bounds[RANK + 1]))
+    return slice(int(bounds[comm.rank]), int(bounds[comm.rank + 1]))
 
 
 @pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
@@ -91,11 +89,11 @@ def test_not_converging_warns_and_other_metrics_are_refused():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_shares_over_ranks_give_the_single_process_potentials(dtype):
+def test_shares_over_ranks_give_the_single_process_potentials(comm, dtype):
     X, Y, a, b = clouds(53, 41, 2, seed=5, dtype=dtype)
-    sx, sy = uneven(53, 0), uneven(41, SIZE - 1)
+    sx, sy = uneven(comm, 53, 0), uneven(comm, 41, comm.size - 1)
     stop = 1e-9 if dtype == np.float64 else 1e-5  # (float32 cannot reach 1e-9)
-    f, g, log = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], isLazy=True, log=True, comm=COMM,
+    f, g, log = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], isLazy=True, log=True, comm=comm,
                                                stopThr=stop)
     f1, g1, log1 = conveyor.ot.empirical_sinkhorn(X, Y, 0.05, a, b, isLazy=True, log=True, stopThr=stop)
     assert log["niter"] == log1["niter"]
@@ -103,108 +101,106 @@ def test_shares_over_ranks_give_the_single_process_potentials(dtype):
     np.testing.assert_allclose(f, f1[sx], atol=tol)
     np.testing.assert_allclose(g, g1[sy], atol=tol)
     # The plan: this rank's rows against every target point; the loss: the total.
-    P = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM, stopThr=stop)
+    P = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=comm, stopThr=stop)
     assert P.shape == (sx.stop - sx.start, 41)
     np.testing.assert_allclose(P, conveyor.ot.empirical_sinkhorn(X, Y, 0.05, a, b, stopThr=stop)[sx], atol=tol * 1e-2)
-    W = conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM, stopThr=stop)
+    W = conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=comm, stopThr=stop)
     assert float(W) == pytest.approx(float(conveyor.ot.empirical_sinkhorn2(X, Y, 0.05, a, b, stopThr=stop)), rel=tol)
     # Uniform weights (None) are uniform over every rank's points.
-    fu, _ = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, isLazy=True, comm=COMM, stopThr=stop)
+    fu, _ = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, isLazy=True, comm=comm, stopThr=stop)
     np.testing.assert_allclose(fu, conveyor.ot.empirical_sinkhorn(X, Y, 0.05, isLazy=True, stopThr=stop)[0][sx], atol=tol)
 
 
-def test_every_exchange_gives_the_same_bits_over_ranks():
+def test_every_exchange_gives_the_same_bits_over_ranks(comm):
     X, Y, a, b = clouds(47, 38, 3, seed=6)
-    sx, sy = uneven(47, 0), uneven(38, SIZE - 1)
-    runs = {e: conveyor.sinkhorn_points(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM, tol=0.0, max_iter=15,
+    sx, sy = uneven(comm, 47, 0), uneven(comm, 38, comm.size - 1)
+    runs = {e: conveyor.sinkhorn_points(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=comm, tol=0.0, max_iter=15,
                                         exchange=e) for e in ("ring", "gather", "auto")}
     for e in ("gather", "auto"):
         assert np.array_equal(runs[e].log_u, runs["ring"].log_u) and np.array_equal(runs[e].log_v, runs["ring"].log_v)
         assert runs[e].cost == runs["ring"].cost
-    f, _ = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], isLazy=True, comm=COMM, exchange="gather")
-    f_ring, _ = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], isLazy=True, comm=COMM, exchange="ring")
+    f, _ = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], isLazy=True, comm=comm, exchange="gather")
+    f_ring, _ = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], isLazy=True, comm=comm, exchange="ring")
     assert np.array_equal(f, f_ring)
     with pytest.raises(ValueError, match="exchange"):
-        conveyor.sinkhorn_points(X[sx], Y[sy], 0.05, comm=COMM, exchange="broadcast")
+        conveyor.sinkhorn_points(X[sx], Y[sy], 0.05, comm=comm, exchange="broadcast")
 
 
-def test_eps_scaling_saves_iterations_and_reaches_the_same_plan_over_ranks():
+def test_eps_scaling_saves_iterations_and_reaches_the_same_plan_over_ranks(comm):
     X, Y, a, b = clouds(50, 40, 2, seed=8)
-    sx, sy = uneven(50, 0), uneven(40, SIZE - 1)
+    sx, sy = uneven(comm, 50, 0), uneven(comm, 40, comm.size - 1)
     reg = 3e-3
-    kw = dict(isLazy=True, log=True, comm=COMM, stopThr=1e-10, numIterMax=100000)
+    kw = dict(isLazy=True, log=True, comm=comm, stopThr=1e-10, numIterMax=100000)
     f0, g0, log0 = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], reg, a[sx], b[sy], **kw)
     f1, g1, log1 = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], reg, a[sx], b[sy], eps_scaling=0.5, **kw)
-    r = conveyor.sinkhorn_points(X[sx], Y[sy], reg, a[sx], b[sy], comm=COMM, eps_scaling=0.5, max_iter=100000,
+    r = conveyor.sinkhorn_points(X[sx], Y[sy], reg, a[sx], b[sy], comm=comm, eps_scaling=0.5, max_iter=100000,
                                  norm="l1", check_every=10, tol=1e-10)
-    assert r.status == "converged" and 9 <= r.annealing_steps == COMM.bcast(r.annealing_steps) <= 12
+    assert r.status == "converged" and 9 <= r.annealing_steps == comm.bcast(r.annealing_steps) <= 12
     assert log1["niter"] + r.annealing_steps < log0["niter"], (log0["niter"], log1["niter"])
     # The same plan: the potentials up to a constant that moves between f and g.
-    P0 = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], reg, a[sx], b[sy], comm=COMM, stopThr=1e-10, numIterMax=100000)
-    P1 = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], reg, a[sx], b[sy], comm=COMM, stopThr=1e-10, numIterMax=100000,
+    P0 = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], reg, a[sx], b[sy], comm=comm, stopThr=1e-10, numIterMax=100000)
+    P1 = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], reg, a[sx], b[sy], comm=comm, stopThr=1e-10, numIterMax=100000,
                                         eps_scaling=0.5)
-    np.testing.assert_allclose(P1, P0, atol=1e-8 * COMM.allreduce(P0.max(initial=0), op=MPI.MAX))
+    np.testing.assert_allclose(P1, P0, atol=1e-8 * comm.allreduce(P0.max(initial=0), op=MPI.MAX))
     with pytest.raises(ValueError, match="eps_scaling must be 0"):
-        conveyor.sinkhorn_points(X[sx], Y[sy], reg, comm=COMM, eps_scaling=1.0)
+        conveyor.sinkhorn_points(X[sx], Y[sy], reg, comm=comm, eps_scaling=1.0)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
-def test_the_plan_applied_mapped_and_in_rows_equals_the_formed_plan_over_ranks(dtype, metric):
+def test_the_plan_applied_mapped_and_in_rows_equals_the_formed_plan_over_ranks(comm, dtype, metric):
     X, Y, a, b = clouds(47, 35, 3, seed=9, dtype=dtype)
-    sx, sy = uneven(47, 0), uneven(35, SIZE - 1)
+    sx, sy = uneven(comm, 47, 0), uneven(comm, 35, comm.size - 1)
     stop = 1e-9 if dtype == np.float64 else 1e-5  # (float32 cannot reach 1e-9)
-    f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], metric=metric, isLazy=True, comm=COMM,
+    f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], metric=metric, isLazy=True, comm=comm,
                                           stopThr=stop)
-    f_all, g_all = np.concatenate(COMM.allgather(f)), np.concatenate(COMM.allgather(g))
+    f_all, g_all = np.concatenate(comm.allgather(f)), np.concatenate(comm.allgather(g))
     C = ((X[:, None, :].astype(np.float64) - Y[None, :, :]) ** 2).sum(axis=2)
     P = np.exp(f_all[:, None] + g_all[None, :] - (np.sqrt(C) if metric == "euclidean" else C) / 0.05)
     tol = 1e-12 if dtype == np.float64 else 1e-4
     V = np.random.RandomState(3).rand(35, 2).astype(dtype)
-    PV = conveyor.ot.empirical_plan_apply(X[sx], Y[sy], 0.05, f, g, V[sy], metric=metric, comm=COMM)
+    PV = conveyor.ot.empirical_plan_apply(X[sx], Y[sy], 0.05, f, g, V[sy], metric=metric, comm=comm)
     np.testing.assert_allclose(PV, (P @ V)[sx], atol=tol * np.abs(P @ V).max())
     W = np.random.RandomState(4).rand(47).astype(dtype)  # a vector: one value per point
-    PtW = conveyor.ot.empirical_plan_apply(X[sx], Y[sy], 0.05, f, g, W[sx], metric=metric, transpose=True, comm=COMM)
+    PtW = conveyor.ot.empirical_plan_apply(X[sx], Y[sy], 0.05, f, g, W[sx], metric=metric, transpose=True, comm=comm)
     np.testing.assert_allclose(PtW[:, 0], (P.T @ W)[sy], atol=tol * np.abs(P.T @ W).max())
-    mapped = conveyor.ot.empirical_barycentric_mapping(X[sx], Y[sy], 0.05, f, g, metric=metric, comm=COMM)
+    mapped = conveyor.ot.empirical_barycentric_mapping(X[sx], Y[sy], 0.05, f, g, metric=metric, comm=comm)
     np.testing.assert_allclose(mapped, ((P @ Y) / P.sum(axis=1, keepdims=True))[sx], atol=tol * 10)
-    rows = conveyor.ot.empirical_plan_rows(X[sx], Y[sy], 0.05, f, g, rows=slice(1, 3), metric=metric, comm=COMM)
+    rows = conveyor.ot.empirical_plan_rows(X[sx], Y[sy], 0.05, f, g, rows=slice(1, 3), metric=metric, comm=comm)
     np.testing.assert_allclose(rows, P[sx][1:3], atol=tol * P.max())
     assert PV.dtype == dtype and mapped.dtype == dtype
 
 
-@pytest.mark.parametrize("bad_rank", range(SIZE))
-def test_applying_the_plan_with_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
-    X, Y, a, b = clouds(4 * SIZE, 3 * SIZE, seed=10)
-    sx, sy = slice(4 * RANK, 4 * RANK + 4), slice(3 * RANK, 3 * RANK + 3)
-    f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.1, a[sx], b[sy], isLazy=True, comm=COMM)
+def test_applying_the_plan_with_a_bad_argument_on_one_rank_raises_on_every_rank(comm, bad_rank):
+    X, Y, a, b = clouds(4 * comm.size, 3 * comm.size, seed=10)
+    sx, sy = slice(4 * comm.rank, 4 * comm.rank + 4), slice(3 * comm.rank, 3 * comm.rank + 3)
+    f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.1, a[sx], b[sy], isLazy=True, comm=comm)
     V = np.ones((3, 2))
     nan_V = V.copy()
     nan_V[1, 0] = np.nan
     cases = [(dict(V=nan_V), "values must be finite"), (dict(V=np.ones((2, 2))), "V must be 2-D with a row per Y"),
              (dict(f=np.full(4, np.inf)), "potentials must be finite or -inf"), (dict(reg=-1.0), "eps must be")]
-    if SIZE > 1:
+    if comm.size > 1:
         cases.append((dict(V=np.ones((3, 3))), "different value counts"))
     for override, message in cases:
         args = dict(V=V, f=f, reg=0.1)
-        if RANK == bad_rank:
+        if comm.rank == bad_rank:
             args.update(override)
         with pytest.raises(ValueError, match=message):
-            conveyor.ot.empirical_plan_apply(X[sx], Y[sy], args["reg"], args["f"], g, args["V"], comm=COMM)
-    out = conveyor.ot.empirical_plan_apply(X[sx], Y[sy], 0.1, f, g, V, comm=COMM)
+            conveyor.ot.empirical_plan_apply(X[sx], Y[sy], args["reg"], args["f"], g, args["V"], comm=comm)
+    out = conveyor.ot.empirical_plan_apply(X[sx], Y[sy], 0.1, f, g, V, comm=comm)
     assert out.shape == (4, 2)
 
 
 @pytest.mark.parametrize("dense", [False, True], ids=["lazy", "dense"])
-@pytest.mark.parametrize("bad_rank", range(SIZE))
-def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank, dense):
-    X, Y, a, b = clouds(4 * SIZE, 3 * SIZE, seed=6)
-    sx, sy = slice(4 * RANK, 4 * RANK + 4), slice(3 * RANK, 3 * RANK + 3)
+def test_a_bad_argument_on_one_rank_raises_on_every_rank(comm, bad_rank, dense):
+    X, Y, a, b = clouds(4 * comm.size, 3 * comm.size, seed=6)
+    sx, sy = slice(4 * comm.rank, 4 * comm.rank + 4), slice(3 * comm.rank, 3 * comm.rank + 3)
     nan_X = X[sx].copy()
     nan_X[0, 1] = np.nan
     cases = [  # (what the bad rank passes, the error every rank must raise)
         (dict(X=nan_X), "points must be finite"),
-        (dict(X=X[sx, :2], Y=Y[sy, :2]), "different dims" if SIZE > 1 else None),
+        (dict(X=X[sx, :2], Y=Y[sy, :2]), "different dims" if comm.size > 1 else None),
         (dict(Y=Y[sy, :2]), "Y has shape"),
         (dict(a=-a[sx]), "marginals must be finite and >= 0"),
         (dict(reg=0.0), "eps must be finite and > 0"),
@@ -214,17 +210,17 @@ def test_a_bad_argument_on_one_rank_raises_on_every_rank(bad_rank, dense):
         if message is None:
             continue  # one rank cannot disagree with itself
         args = dict(X=X[sx], Y=Y[sy], a=a[sx], reg=0.1, metric="sqeuclidean")
-        if RANK == bad_rank:
+        if comm.rank == bad_rank:
             args.update(override)
         with pytest.raises((ValueError, NotImplementedError), match=message):
             conveyor.ot.empirical_sinkhorn(args["X"], args["Y"], args["reg"], args["a"], b[sy], metric=args["metric"],
-                                           isLazy=True, comm=COMM, dense=dense)
+                                           isLazy=True, comm=comm, dense=dense)
     # The communicator is still usable after the bad calls.
-    f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.1, a[sx], b[sy], isLazy=True, comm=COMM, dense=dense)
+    f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.1, a[sx], b[sy], isLazy=True, comm=comm, dense=dense)
     assert f.shape == (4,) and g.shape == (3,)
 
 
-def test_divergence_equals_pots_and_vanishes_between_equal_clouds():
+def test_divergence_equals_pots_and_vanishes_between_equal_clouds(comm):
     X, Y, a, b = clouds(40, 35, 2, seed=7)
     mine, log = conveyor.ot.empirical_sinkhorn_divergence(X, Y, 0.1, a, b, log=True)
     pot = ot.bregman.empirical_sinkhorn_divergence(X, Y, 0.1, a, b)
@@ -233,8 +229,8 @@ def test_divergence_equals_pots_and_vanishes_between_equal_clouds():
                                                                          + log["sinkhorn_loss_b"]) / 2), rel=1e-12)
     assert float(conveyor.ot.empirical_sinkhorn_divergence(X, X, 0.1, a, a)) == pytest.approx(0.0, abs=1e-10)
     # Over ranks: the total.
-    sx, sy = uneven(40, 0), uneven(35, SIZE - 1)
-    spread = conveyor.ot.empirical_sinkhorn_divergence(X[sx], Y[sy], 0.1, a[sx], b[sy], comm=COMM)
+    sx, sy = uneven(comm, 40, 0), uneven(comm, 35, comm.size - 1)
+    spread = conveyor.ot.empirical_sinkhorn_divergence(X[sx], Y[sy], 0.1, a[sx], b[sy], comm=comm)
     assert float(spread) == pytest.approx(float(mine), rel=1e-9)
 
 
@@ -249,57 +245,56 @@ def plan_of(f, g, X, Y, reg, metric):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
-@pytest.mark.parametrize("empty_rank", [0, SIZE - 1])
-def test_the_formed_matrix_gives_the_lazy_solvers_results_over_ranks(dtype, metric, empty_rank):
+def test_the_formed_matrix_gives_the_lazy_solvers_results_over_ranks(comm, dtype, metric, edge_rank):
     """dense=True against the point-cloud solver (dense=False), every rank a share
     of both clouds and one rank none: the same plan, loss and (to one test) the
     same iteration count; the plan rows of empirical_sinkhorn are this rank's."""
     X, Y, a, b = clouds(dtype=dtype)
-    sx, sy = uneven(len(X), empty_rank), uneven(len(Y), SIZE - 1 - empty_rank)
+    sx, sy = uneven(comm, len(X), edge_rank), uneven(comm, len(Y), comm.size - 1 - edge_rank)
     stop = 1e-12 if dtype == np.float64 else 1e-6
-    kw = dict(metric=metric, isLazy=True, log=True, comm=COMM, stopThr=stop)
+    kw = dict(metric=metric, isLazy=True, log=True, comm=comm, stopThr=stop)
     f, g, log = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], dense=True, **kw)
     lf, lg, lazy_log = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], dense=False, **kw)
     assert f.dtype == g.dtype == dtype
     assert abs(log["niter"] - lazy_log["niter"]) <= 10  # (the tests run at 1, 11, ... against 10, 20, ...)
     tol = dict(rtol=1e-7, atol=1e-10) if dtype == np.float64 else dict(rtol=2e-3, atol=1e-6)
-    gather = lambda v: np.concatenate(COMM.allgather(v))  # noqa: E731
+    gather = lambda v: np.concatenate(comm.allgather(v))  # noqa: E731
     np.testing.assert_allclose(plan_of(gather(f), gather(g), X, Y, 0.05, metric),
                                plan_of(gather(lf), gather(lg), X, Y, 0.05, metric), **tol)
-    loss = conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.05, a[sx], b[sy], metric=metric, comm=COMM, stopThr=stop)
-    lazy = conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.05, a[sx], b[sy], metric=metric, comm=COMM, stopThr=stop,
+    loss = conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.05, a[sx], b[sy], metric=metric, comm=comm, stopThr=stop)
+    lazy = conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.05, a[sx], b[sy], metric=metric, comm=comm, stopThr=stop,
                                            dense=False)
     assert loss == pytest.approx(lazy, rel=tol["rtol"])
-    P = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], metric=metric, comm=COMM, stopThr=stop)
+    P = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], metric=metric, comm=comm, stopThr=stop)
     np.testing.assert_allclose(P, plan_of(gather(lf), gather(lg), X, Y, 0.05, metric)[sx], **tol)
 
 
-def test_auto_forms_the_matrix_only_below_the_limit_and_when_not_lazy(monkeypatch):
+def test_auto_forms_the_matrix_only_below_the_limit_and_when_not_lazy(comm, monkeypatch):
     """dense="auto" (the default) is bitwise dense=True while the matrix fits and
     the call is not lazy; bitwise dense=False with isLazy=True, with an option only
     the point-cloud solver has, or past the rule's limits on any rank."""
     from conveyor.ot import _points_dense as _ot_points_dense
 
     X, Y, a, b = clouds()
-    sx, sy = uneven(len(X), -1), uneven(len(Y), -1)
+    sx, sy = uneven(comm, len(X), -1), uneven(comm, len(Y), -1)
 
     def potentials(**kw):
-        f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM, stopThr=1e-9,
+        f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=comm, stopThr=1e-9,
                                               **dict(dict(isLazy=True), **kw))
         return np.concatenate([f, g])
 
     dense, lazy = potentials(dense=True), potentials(dense=False)
     assert not np.array_equal(dense, lazy)
-    plan = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM, stopThr=1e-9)
-    np.testing.assert_array_equal(plan, conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM,
+    plan = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=comm, stopThr=1e-9)
+    np.testing.assert_array_equal(plan, conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=comm,
                                                                        stopThr=1e-9, dense=True))
-    loss = lambda **kw: conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=COMM,  # noqa: E731
+    loss = lambda **kw: conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=comm,  # noqa: E731
                                                         stopThr=1e-9, **kw)
     assert loss() == loss(dense=True) != loss(dense=False)
     assert loss(isLazy=True) == loss(dense=False)
     assert loss(exchange="ring") == loss(dense=False, exchange="ring")
     np.testing.assert_array_equal(potentials(), lazy)
-    entries = len(X) * COMM.allreduce(sy.stop - sy.start, op=MPI.MAX)  # (the largest rank's block)
+    entries = len(X) * comm.allreduce(sy.stop - sy.start, op=MPI.MAX)  # (the largest rank's block)
     monkeypatch.setattr(_ot_points_dense, "DENSE_BYTES", 8 * entries)
     monkeypatch.setattr(_ot_points_dense, "DENSE_PEAK_BYTES", 0)
     assert loss() == loss(dense=True)
@@ -312,12 +307,12 @@ def test_auto_forms_the_matrix_only_below_the_limit_and_when_not_lazy(monkeypatc
     monkeypatch.setattr(_ot_points_dense, "DENSE_PEAK_BYTES", peak - 1)
     assert loss() == loss(dense=False)
     monkeypatch.setattr(_ot_points_dense, "DENSE_PEAK_BYTES", peak)
-    targets = COMM.allgather(sy.stop - sy.start)
+    targets = comm.allgather(sy.stop - sy.start)
     monkeypatch.setattr(_ot_points_dense, "DENSE_BYTES", 0)  # (every rank's block past it)
-    for short in range(SIZE):  # one rank's machine short of memory: every rank takes the point-cloud solver
-        # (the ranks share this machine: a rank's share is its machine's memory over SIZE; a rank
+    for short in range(comm.size):  # one rank's machine short of memory: every rank takes the point-cloud solver
+        # (the ranks share this machine: a rank's share is its machine's memory over the ranks; a rank
         # without targets has an empty block, formed whatever the memory)
-        memory = (2 * peak * SIZE - 1) * targets[short] * len(X) // entries if RANK == short else 2 * peak * SIZE
+        memory = (2 * peak * comm.size - 1) * targets[short] * len(X) // entries if comm.rank == short else 2 * peak * comm.size
         monkeypatch.setattr(_ot_points_dense, "available_memory", lambda: memory)
         assert loss() == loss(dense=targets[short] == 0)
     monkeypatch.setattr(_ot_points_dense, "available_memory", lambda: None)
@@ -343,7 +338,7 @@ def test_auto_forms_by_dtype_dimension_and_peak():
     assert not auto_forms(most, 64, 8, memory=0) and auto_forms(most, 64, 8, memory=None)
 
 
-def test_small_reg_iterates_on_log_potentials_and_a_failed_kernel_reruns():
+def test_small_reg_iterates_on_log_potentials_and_a_failed_kernel_reruns(comm):
     """max(C) / reg past the kernel's range runs the engine's log-domain
     iteration (exp(-C / reg) would underflow to 0); and where the kernel form is
     tried anyway (the range raised) and fails, the solve reruns in the log
@@ -352,9 +347,9 @@ def test_small_reg_iterates_on_log_potentials_and_a_failed_kernel_reruns():
 
     X, Y, a, b = clouds(n=30, m=20)
     Y = Y + 1.0  # (every cost >= 0.5: exp(-C / 1e-3) is 0 in float64)
-    sx, sy = uneven(len(X), -1), uneven(len(Y), -1)
-    kw = dict(isLazy=True, comm=COMM, stopThr=1e-9, numIterMax=100000)
-    gather = lambda v: np.concatenate(COMM.allgather(v))  # noqa: E731
+    sx, sy = uneven(comm, len(X), -1), uneven(comm, len(Y), -1)
+    kw = dict(isLazy=True, comm=comm, stopThr=1e-9, numIterMax=100000)
+    gather = lambda v: np.concatenate(comm.allgather(v))  # noqa: E731
     ref = plan_of(*(gather(v) for v in conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 1e-3, a[sx], b[sy], dense=False,
                                                                       **kw)), X, Y, 1e-3, "sqeuclidean")
     f, g = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 1e-3, a[sx], b[sy], dense=True, **kw)
@@ -380,28 +375,27 @@ def test_dense_warmstart_from_a_solution_stops_at_the_first_test():
     np.testing.assert_allclose(f2, f, atol=1e-9)
 
 
-@pytest.mark.parametrize("bad_rank", range(SIZE))
-def test_a_bad_dense_choice_on_one_rank_raises_on_every_rank(bad_rank):
+def test_a_bad_dense_choice_on_one_rank_raises_on_every_rank(comm, bad_rank):
     """dense= must be "auto", True or False; one rank's other value (or one rank's
     other choice) raises on every rank instead of leaving the others waiting."""
     X, Y, a, b = clouds()
-    sx, sy = uneven(len(X), -1), uneven(len(Y), -1)
-    with pytest.raises(ValueError, match="dense" if SIZE == 1 else f"rank {bad_rank}"):
-        conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.1, a[sx], b[sy], comm=COMM,
-                                        dense="yes" if RANK == bad_rank else True)
-    if SIZE > 1:
+    sx, sy = uneven(comm, len(X), -1), uneven(comm, len(Y), -1)
+    with pytest.raises(ValueError, match="dense" if comm.size == 1 else f"rank {bad_rank}"):
+        conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.1, a[sx], b[sy], comm=comm,
+                                        dense="yes" if comm.rank == bad_rank else True)
+    if comm.size > 1:
         with pytest.raises(ValueError, match="dense"):
-            conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.1, a[sx], b[sy], comm=COMM, dense=RANK == bad_rank)
+            conveyor.ot.empirical_sinkhorn2(X[sx], Y[sy], 0.1, a[sx], b[sy], comm=comm, dense=comm.rank == bad_rank)
 
 
 @pytest.mark.parametrize("dense", [True, False])
-def test_sub_communicators_and_reused_calls(dense):
-    """Two halves of the ranks (COMM.Split by parity), each solving its own
+def test_sub_communicators_and_reused_calls(comm, dense):
+    """Two halves of the ranks (comm.Split by parity), each solving its own
     problem from its shares, twice: each half's value is its problem's
     one-process value, on both paths."""
-    sub = COMM.Split(RANK % 2, RANK)
+    sub = comm.Split(comm.rank % 2, comm.rank)
     try:
-        X, Y, a, b = clouds(n=40, m=30, seed=RANK % 2)
+        X, Y, a, b = clouds(n=40, m=30, seed=comm.rank % 2)
         mx = slice(sub.rank * 40 // sub.size, (sub.rank + 1) * 40 // sub.size)
         my = slice(sub.rank * 30 // sub.size, (sub.rank + 1) * 30 // sub.size)
         ref = conveyor.ot.empirical_sinkhorn2(X, Y, 0.05, a, b, comm=MPI.COMM_SELF, dense=dense, stopThr=1e-12)

@@ -10,13 +10,10 @@ central finite differences of the solver. At several ranks each rank holds a
 share of both clouds (`comm`) and must get its rows of the one-process gradients."""
 import numpy as np
 import pytest
-from mpi4py import MPI
 
 import conveyor
 import conveyor.ot
 
-COMM = MPI.COMM_WORLD
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 REG = 0.5
 TIGHT = dict(stopThr=1e-14, numIterMax=100000)
 
@@ -36,16 +33,16 @@ def clouds(n=9, m=7, d=3, seed=0):
     return X, Y, a / a.sum(), b / b.sum()
 
 
-def share(count, first_empty=False):
+def share(comm, count, first_empty=False):
     """This rank's slice of `count` points (balanced; with first_empty, rank 0
     holds none when there are several ranks)."""
-    if first_empty and SIZE > 1:
-        if RANK == 0:
+    if first_empty and comm.size > 1:
+        if comm.rank == 0:
             return slice(0, 0)
-        base, extra = divmod(count, SIZE - 1)
-        first = (RANK - 1) * base + min(RANK - 1, extra)
-        return slice(first, first + base + (RANK - 1 < extra))
-    first, mine = conveyor.balanced_rows(count, COMM)
+        base, extra = divmod(count, comm.size - 1)
+        first = (comm.rank - 1) * base + min(comm.rank - 1, extra)
+        return slice(first, first + base + (comm.rank - 1 < extra))
+    first, mine = conveyor.balanced_rows(count, comm)
     return slice(first, first + mine)
 
 
@@ -131,7 +128,7 @@ def test_points_gradients_match_finite_differences(metric, tight):
 
 @METRICS
 @pytest.mark.parametrize("first_empty", [False, True])
-def test_torch_points_split_over_ranks(first_empty, metric, tight):
+def test_torch_points_split_over_ranks(comm, first_empty, metric, tight):
     """With `comm` each rank holds a share of X (with a) and of Y (with b); the
     value is the total on every rank and backward() (collective) gives each rank
     its rows of the one-process gradients. Also with no points at all on rank 0,
@@ -140,8 +137,8 @@ def test_torch_points_split_over_ranks(first_empty, metric, tight):
     X, Y, a, b = clouds(n=10, m=7, seed=4)
     value, full = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], metric=metric,
                                                                         **tight), X, Y, a, b)
-    rx, ry = share(10, first_empty), share(7, first_empty)
-    mine, grads = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], comm=COMM,
+    rx, ry = share(comm, 10, first_empty), share(comm, 7, first_empty)
+    mine, grads = torch_grads(lambda *t: conveyor.ot.empirical_sinkhorn2(t[0], t[1], REG, t[2], t[3], comm=comm,
                                                                         metric=metric, **tight),
                               X[rx], Y[ry], a[rx], b[ry])
     assert mine == pytest.approx(value, rel=1e-11)
@@ -151,7 +148,7 @@ def test_torch_points_split_over_ranks(first_empty, metric, tight):
     np.testing.assert_allclose(grads[3], centred(full[3])[ry], rtol=1e-8, atol=1e-12)
     _, uniform = torch_grads(lambda X_: conveyor.ot.empirical_sinkhorn2(X_, Y, REG, metric=metric, **tight), X)
     Xt = torch.tensor(X[rx], requires_grad=True)
-    conveyor.ot.empirical_sinkhorn2(Xt, torch.tensor(Y[ry]), REG, comm=COMM, metric=metric, **tight).backward()
+    conveyor.ot.empirical_sinkhorn2(Xt, torch.tensor(Y[ry]), REG, comm=comm, metric=metric, **tight).backward()
     np.testing.assert_allclose(Xt.grad.numpy(), uniform[0][rx], rtol=1e-8, atol=1e-12)
 
 
@@ -255,14 +252,14 @@ def test_euclidean_gradients_where_points_meet(tight):
     np.testing.assert_allclose(div[0], div_ref[0], rtol=1e-5, atol=1e-7)
 
 
-def test_torch_tensor_off_the_cpu_refused_on_every_rank():
+def test_torch_tensor_off_the_cpu_refused_on_every_rank(comm):
     """One rank's points on another device (PyTorch's "meta", as CUDA would be),
     each rank in turn: ValueError naming the device on every rank."""
     torch = pytest.importorskip("torch")
     X, Y, _, _ = clouds(n=6, m=4)
-    for bad in range(SIZE):
+    for bad in range(comm.size):
         Xt = torch.tensor(X, requires_grad=True)
-        if RANK == bad:
+        if comm.rank == bad:
             Xt = torch.empty(X.shape, dtype=torch.float64, device="meta", requires_grad=True)
-        with pytest.raises(ValueError, match=f"rank {bad}: .*meta" if SIZE > 1 else "meta"):
-            conveyor.ot.empirical_sinkhorn2(Xt, torch.tensor(Y), REG, comm=COMM)
+        with pytest.raises(ValueError, match=f"rank {bad}: .*meta" if comm.size > 1 else "meta"):
+            conveyor.ot.empirical_sinkhorn2(Xt, torch.tensor(Y), REG, comm=comm)

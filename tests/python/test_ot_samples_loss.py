@@ -22,8 +22,6 @@ from conveyor._mpi import comm_address
 
 torch = pytest.importorskip("torch")  # (Debian's python3-torch: scripts/setup installs it)
 
-COMM = MPI.COMM_WORLD
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 
 try:
     import geomloss
@@ -111,42 +109,42 @@ def test_p1_matches_geomloss(case, dtype):
         close(o, r.to(dtype), rtol)
 
 
-def share(count, first_empty):
+def share(comm, count, first_empty):
     """This rank's slice: rank 0 none (with several ranks), the others balanced."""
-    if SIZE == 1 or not first_empty:
-        base, extra = divmod(count, SIZE)
-        first = RANK * base + min(RANK, extra)
-        return slice(first, first + base + (RANK < extra))
-    if RANK == 0:
+    if comm.size == 1 or not first_empty:
+        base, extra = divmod(count, comm.size)
+        first = comm.rank * base + min(comm.rank, extra)
+        return slice(first, first + base + (comm.rank < extra))
+    if comm.rank == 0:
         return slice(0, 0)
-    base, extra = divmod(count, SIZE - 1)
-    first = (RANK - 1) * base + min(RANK - 1, extra)
-    return slice(first, first + base + (RANK - 1 < extra))
+    base, extra = divmod(count, comm.size - 1)
+    first = (comm.rank - 1) * base + min(comm.rank - 1, extra)
+    return slice(first, first + base + (comm.rank - 1 < extra))
 
 
 @backends
 @pytest.mark.parametrize("case", [dict(), dict(reach=0.5, debias=False), dict(p=1)], ids=["balanced", "unbalanced", "p1"])
 @pytest.mark.parametrize("first_empty", [False, True])
-def test_shares_over_ranks_give_the_one_process_result(case, first_empty, backend):
+def test_shares_over_ranks_give_the_one_process_result(comm, case, first_empty, backend):
     a, x, b, y = clouds()
     whole, whole_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", backend=backend, **case), a, x, b, y)
-    sx, sy = share(len(x), first_empty), share(len(y), first_empty)
-    part, part_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", comm=COMM, backend=backend, **case),
+    sx, sy = share(comm, len(x), first_empty), share(comm, len(y), first_empty)
+    part, part_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", comm=comm, backend=backend, **case),
                                        a[sx], x[sx], b[sy], y[sy])
     assert abs(float(part) - float(whole)) <= 1e-12 * abs(float(whole))
-    assert len(set(COMM.allgather(float(part)))) == 1  # the same bits on every rank
+    assert len(set(comm.allgather(float(part)))) == 1  # the same bits on every rank
     for got, full, s in zip(part_grads, whole_grads, (sx, sx, sy, sy)):
         close(got, full[s], 1e-11) if got.numel() else None
 
 
 @backends
-def test_sub_communicators_and_a_reused_loss(backend):
-    """Two halves of the ranks (COMM.Split by parity), each with its own
+def test_sub_communicators_and_a_reused_loss(comm, backend):
+    """Two halves of the ranks (comm.Split by parity), each with its own
     clouds shared over its ranks, one loss object called twice: each half gets
     its problem's one-process value and its rows of the gradients."""
-    sub = COMM.Split(RANK % 2, RANK)
+    sub = comm.Split(comm.rank % 2, comm.rank)
     try:
-        a, x, b, y = clouds(d=16, seed=10 + RANK % 2)
+        a, x, b, y = clouds(d=16, seed=10 + comm.rank % 2)
         whole, whole_grads = value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", backend=backend), a, x, b, y)
         loss = conveyor.ot.SamplesLoss("sinkhorn", backend=backend, comm=sub)
         sx = slice(sub.rank * len(x) // sub.size, (sub.rank + 1) * len(x) // sub.size)
@@ -160,11 +158,11 @@ def test_sub_communicators_and_a_reused_loss(backend):
         sub.Free()
 
 
-def test_numpy_inputs_and_uniform_weights_over_ranks():
+def test_numpy_inputs_and_uniform_weights_over_ranks(comm):
     _, x, _, y = clouds()
     whole = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1)(x.numpy(), y.numpy())
-    sx, sy = share(len(x), False), share(len(y), False)
-    part = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1, comm=COMM)(x.numpy()[sx], y.numpy()[sy])
+    sx, sy = share(comm, len(x), False), share(comm, len(y), False)
+    part = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1, comm=comm)(x.numpy()[sx], y.numpy()[sy])
     assert isinstance(whole, np.floating) and whole.dtype == np.float64
     assert abs(part - whole) <= 1e-12 * abs(whole)
 
@@ -231,40 +229,40 @@ def test_a_batch_equals_each_problem_alone(case, backend):
 
 @backends
 @pytest.mark.parametrize("first_empty", [False, True])
-def test_a_batch_over_ranks_gives_the_one_process_result(first_empty, backend):
+def test_a_batch_over_ranks_gives_the_one_process_result(comm, first_empty, backend):
     a, x, b, y = clouds(batch=3, seed=4)
     whole, whole_grads = value_and_grads(lambda *t: conveyor.ot.SamplesLoss("sinkhorn", backend=backend)(*t).sum(),
                                          a, x, b, y)
-    sx, sy = share(x.shape[1], first_empty), share(y.shape[1], first_empty)
-    part, part_grads = value_and_grads(lambda *t: conveyor.ot.SamplesLoss("sinkhorn", comm=COMM,
+    sx, sy = share(comm, x.shape[1], first_empty), share(comm, y.shape[1], first_empty)
+    part, part_grads = value_and_grads(lambda *t: conveyor.ot.SamplesLoss("sinkhorn", comm=comm,
                                                                           backend=backend)(*t).sum(),
                                        a[:, sx], x[:, sx], b[:, sy], y[:, sy])
     assert abs(float(part) - float(whole)) <= 1e-12 * abs(float(whole))
-    assert len(set(COMM.allgather(float(part)))) == 1
+    assert len(set(comm.allgather(float(part)))) == 1
     for got, full, s in zip(part_grads, whole_grads, (sx, sx, sy, sy)):
         close(got, full[:, s], 1e-11) if got.numel() else None
 
 
 @pytest.mark.parametrize("dim", [3, 40])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_softmin_points_without_values_over_ranks(dtype, dim):
+def test_softmin_points_without_values_over_ranks(comm, dtype, dim):
     """softmin_points without V (the solver's pass, no column of ones) gives the
     log-sum-exps the pass with V gives: rows of several tiles, a batch, the
     difference and dot-product forms (d = 3, 40), the columns split over ranks."""
     rng = np.random.default_rng(11)
-    B, n, m = 2, 5 + RANK, 300 + 200 * RANK  # every rank its own share; rows of 2 or more tiles
+    B, n, m = 2, 5 + comm.rank, 300 + 200 * comm.rank  # every rank its own share; rows of 2 or more tiles
     X = rng.standard_normal((B, n, dim)).astype(dtype)
     Y = rng.standard_normal((B, m, dim)).astype(dtype)
     h = (rng.standard_normal((B, m)) * 30).astype(dtype)
     h[0, 7] = -np.inf
-    address = comm_address(COMM)
+    address = comm_address(comm)
     lse_only, none = _conveyor.softmin_points(X, Y, h, 0.5, None, address, {})
     lse, _ = _conveyor.softmin_points(X, Y, h, 0.5, Y, address, {})
     assert none.shape == (B, n, 0) and lse_only.shape == (B, n)
     assert np.allclose(lse_only, lse, rtol=1e-13 if dtype == np.float64 else 1e-6, atol=0)
     # against NumPy on every rank's columns
-    Y_all = np.concatenate(COMM.allgather(Y), axis=1).astype(np.float64)
-    h_all = np.concatenate(COMM.allgather(h), axis=1).astype(np.float64)
+    Y_all = np.concatenate(comm.allgather(Y), axis=1).astype(np.float64)
+    h_all = np.concatenate(comm.allgather(h), axis=1).astype(np.float64)
     z = h_all[:, None, :] - ((X[:, :, None, :].astype(np.float64) - Y_all[:, None]) ** 2).sum(-1) / 0.5
     ref = z.max(-1) + np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1))
     assert np.abs(lse_only - ref).max() <= (1e-12 if dtype == np.float64 else 2e-5) * np.abs(ref).max()
@@ -363,20 +361,19 @@ def test_softmin_terms_below_the_smallest_normal_are_zero(dtype):
     assert np.abs(lse - np.log(np.exp(h.astype(np.float64)).sum())).max() < 10 * np.finfo(dtype).eps
 
 
-@pytest.mark.parametrize("bad_rank", range(SIZE))
-def test_softmin_bad_argument_on_one_rank_raises_on_every_rank(bad_rank):
+def test_softmin_bad_argument_on_one_rank_raises_on_every_rank(comm, bad_rank):
     rng = np.random.default_rng(8)
-    C, h = rng.random((4 + RANK, 6)), rng.standard_normal(6)  # (rows may differ; columns must not)
-    eps = 0.0 if RANK == bad_rank else 0.1
+    C, h = rng.random((4 + comm.rank, 6)), rng.standard_normal(6)  # (rows may differ; columns must not)
+    eps = 0.0 if comm.rank == bad_rank else 0.1
     with pytest.raises(ValueError, match="eps must be finite and > 0"):
-        _conveyor.softmin(C, h, eps, False, comm_address(COMM), {})
-    if SIZE > 1:  # columns that differ between ranks: named on every rank
-        m = 7 if RANK == bad_rank else 6
+        _conveyor.softmin(C, h, eps, False, comm_address(comm), {})
+    if comm.size > 1:  # columns that differ between ranks: named on every rank
+        m = 7 if comm.rank == bad_rank else 6
         with pytest.raises(ValueError, match="column counts m"):
-            _conveyor.softmin(rng.random((3, m)), rng.standard_normal(m), 0.1, False, comm_address(COMM), {})
+            _conveyor.softmin(rng.random((3, m)), rng.standard_normal(m), 0.1, False, comm_address(comm), {})
 
 
-def test_auto_backend_forms_the_arrays_where_the_rule_says():
+def test_auto_backend_forms_the_arrays_where_the_rule_says(comm):
     """backend="auto" gives the formed arrays' bits from FORMED_MIN_DIM dimensions
     (by itemsize) while a rank's arrays fit DENSE_BYTES, and the engine's
     otherwise; p = 1 always the engine's, whatever the backend."""
@@ -384,8 +381,8 @@ def test_auto_backend_forms_the_arrays_where_the_rule_says():
 
     def both(d, dtype=torch.float64, **case):
         a, x, b, y = clouds(d=d, dtype=dtype, seed=9)
-        sx, sy = share(len(x), False), share(len(y), False)
-        out = {k: value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", backend=k, comm=COMM, **case),
+        sx, sy = share(comm, len(x), False), share(comm, len(y), False)
+        out = {k: value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", backend=k, comm=comm, **case),
                                   a[sx], x[sx], b[sy], y[sy]) for k in ["auto"] + BACKENDS}
 
         def same(u, v):
@@ -399,7 +396,7 @@ def test_auto_backend_forms_the_arrays_where_the_rule_says():
     assert both(16, p=1) == (True, True)
     # The size limit: the four arrays (23 x 17 + 17 x 23 + 23^2 + 17^2 entries) at
     # exactly DENSE_BYTES are formed, one byte less are not. (One rank holds them all.)
-    if SIZE == 1:
+    if comm.size == 1:
         need = (2 * 23 * 17 + 23 * 23 + 17 * 17) * 8
         saved = formed.DENSE_BYTES
         try:
@@ -411,21 +408,21 @@ def test_auto_backend_forms_the_arrays_where_the_rule_says():
             formed.DENSE_BYTES = saved
 
 
-def test_ranks_that_disagree_on_the_backend_take_one_path():
+def test_ranks_that_disagree_on_the_backend_take_one_path(comm):
     """use_formed gives every rank the same answer when one rank (each in turn)
     passes another backend or p: the formed arrays only if every rank wants them."""
     from conveyor.ot._samples_loss_formed import FORMED_MIN_DIM, use_formed
 
     x = np.zeros((1, 5, FORMED_MIN_DIM[8]))
-    for odd in range(SIZE):
+    for odd in range(comm.size):
         for mine, others, want in ((("online", 2), ("tensorized", 2), False), (("tensorized", 1), ("auto", 2), False),
                                    (("auto", 2), ("tensorized", 2), True)):
-            backend, p = mine if RANK == odd else others
-            got = COMM.allgather(use_formed(backend, p, True, x, x, COMM))
-            assert got == [want] * SIZE, (odd, mine, others)
+            backend, p = mine if comm.rank == odd else others
+            got = comm.allgather(use_formed(backend, p, True, x, x, comm))
+            assert got == [want] * comm.size, (odd, mine, others)
 
 
-def test_auto_backend_past_dense_bytes_limits_the_peak(monkeypatch):
+def test_auto_backend_past_dense_bytes_limits_the_peak(comm, monkeypatch):
     """Past DENSE_BYTES, backend="auto" forms the arrays from FORMED_MIN_DIM_PAST
     dimensions while a rank's peak (its arrays and one more of the largest's
     size) is within DENSE_PEAK_BYTES and half its share of its machine's memory;
@@ -435,13 +432,13 @@ def test_auto_backend_past_dense_bytes_limits_the_peak(monkeypatch):
 
     d = formed.FORMED_MIN_DIM_PAST
     a, x, b, y = clouds(d=d, seed=4)
-    sx, sy = share(len(x), False), share(len(y), False)
+    sx, sy = share(comm, len(x), False), share(comm, len(y), False)
     n, m = len(x), len(y)
-    rows, cols = COMM.allgather(sx.stop - sx.start), COMM.allgather(sy.stop - sy.start)
+    rows, cols = comm.allgather(sx.stop - sx.start), comm.allgather(sy.stop - sy.start)
     peaks = [8 * (r * m + c * n + r * n + c * m + max(r * m, c * n, r * n, c * m)) for r, c in zip(rows, cols)]
 
     def path():
-        out = {k: value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", backend=k, comm=COMM),
+        out = {k: value_and_grads(conveyor.ot.SamplesLoss("sinkhorn", backend=k, comm=comm),
                                   a[sx], x[sx], b[sy], y[sy]) for k in ["auto"] + BACKENDS}
         same = {k: float(out["auto"][0]) == float(out[k][0]) and
                 all(torch.equal(g, h) for g, h in zip(out["auto"][1], out[k][1])) for k in BACKENDS}
@@ -458,9 +455,9 @@ def test_auto_backend_past_dense_bytes_limits_the_peak(monkeypatch):
     monkeypatch.setattr(dense, "DENSE_PEAK_BYTES", max(peaks))
     assert path() == "online"
     monkeypatch.setattr(formed, "FORMED_MIN_DIM_PAST", d)
-    for short in range(SIZE):  # (the ranks share this machine: a rank's share is its memory over SIZE)
-        plenty = 2 * max(peaks) * SIZE
-        memory = 2 * peaks[short] * SIZE - 1 if RANK == short else plenty
+    for short in range(comm.size):  # (the ranks share this machine: a rank's share is its memory over the ranks)
+        plenty = 2 * max(peaks) * comm.size
+        memory = 2 * peaks[short] * comm.size - 1 if comm.rank == short else plenty
         monkeypatch.setattr(dense, "available_memory", lambda: memory)
         assert path() == "online"
         monkeypatch.setattr(dense, "available_memory", lambda: plenty)
@@ -492,19 +489,18 @@ def test_bad_shapes():
 
 
 @backends
-@pytest.mark.parametrize("bad_rank", range(SIZE))
-def test_bad_weights_on_one_rank_raise_on_every_rank(bad_rank, backend):
+def test_bad_weights_on_one_rank_raise_on_every_rank(comm, bad_rank, backend):
     a, x, b, y = clouds()
-    sx, sy = share(len(x), False), share(len(y), False)
-    a_mine = a[sx][:-1] if RANK == bad_rank else a[sx]
-    if RANK == bad_rank and len(a[sx]) == 0:
+    sx, sy = share(comm, len(x), False), share(comm, len(y), False)
+    a_mine = a[sx][:-1] if comm.rank == bad_rank else a[sx]
+    if comm.rank == bad_rank and len(a[sx]) == 0:
         a_mine = a[:1]
     with pytest.raises(ValueError, match="one weight per point"):
-        conveyor.ot.SamplesLoss(comm=COMM, backend=backend)(a_mine, x[sx], b[sy], y[sy])
+        conveyor.ot.SamplesLoss(comm=comm, backend=backend)(a_mine, x[sx], b[sy], y[sy])
 
 
 @pytest.mark.parametrize("case", [dict(), dict(reach=0.5, debias=False), dict(p=1)], ids=["balanced", "unbalanced", "p1"])
-def test_jax_gradients_equal_torch(case):
+def test_jax_gradients_equal_torch(comm, case):
     """On JAX arrays: jax.value_and_grad (and under jax.jit) gives the torch path's
     value and the four gradients, weighted and unweighted, for one problem and a
     batch (the batch's values summed), and over ranks (each its share, as torch)."""
@@ -528,11 +524,11 @@ def test_jax_gradients_equal_torch(case):
             loss(tx, y).sum().backward()
             np.testing.assert_allclose(np.asarray(gx), tx.grad.numpy(), rtol=1e-10, atol=1e-14)
     # Shares over ranks, one rank possibly empty: each rank's value is the total.
-    a, x, b, y = clouds(n=SIZE + 2, m=SIZE + 1, seed=5)
-    shared = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1, comm=COMM, **case)
-    first, count = conveyor.balanced_rows(x.shape[0], COMM)
+    a, x, b, y = clouds(n=comm.size + 2, m=comm.size + 1, seed=5)
+    shared = conveyor.ot.SamplesLoss("sinkhorn", blur=0.1, comm=comm, **case)
+    first, count = conveyor.balanced_rows(x.shape[0], comm)
     rows = slice(first, first + count)
-    first, count = conveyor.balanced_rows(y.shape[0], COMM)
+    first, count = conveyor.balanced_rows(y.shape[0], comm)
     cols = slice(first, first + count)
     tx = x[rows].clone().requires_grad_()
     torch_value = shared(a[rows], tx, b[cols], y[cols])

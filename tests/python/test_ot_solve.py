@@ -9,14 +9,11 @@ unrolled and differentiated by JAX), envelope gives the value POT's envelope
 gradients and detaches the rest, detach gives values only."""
 import numpy as np
 import pytest
-from mpi4py import MPI
 
 import conveyor
 import conveyor.ot
 from unrolled_sinkhorn import unrolled_plan
 
-COMM = MPI.COMM_WORLD
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 REG = 0.25
 
 
@@ -107,30 +104,29 @@ def test_bad_arguments():
         pytest.approx(conveyor.ot.solve(M, a, b, reg=REG).value)
 
 
-@pytest.mark.parametrize("bad", range(SIZE))
-def test_bad_argument_on_one_rank_is_an_error_on_every_rank(bad):
+def test_bad_argument_on_one_rank_is_an_error_on_every_rank(comm, bad_rank):
     """One rank's bad `grad` (each rank in turn), and one rank's unimplemented
     method in solve_sample: the same error on every rank, no rank left waiting."""
     M, a, b = problem(6, 4)
-    with pytest.raises(ValueError, match=f"rank {bad}: .*grad must be one of"):
-        conveyor.ot.solve(M, a, b, reg=REG, grad="unrolled" if RANK == bad else "autodiff", comm=COMM)
+    with pytest.raises(ValueError, match=f"rank {bad_rank}: .*grad must be one of"):
+        conveyor.ot.solve(M, a, b, reg=REG, grad="unrolled" if comm.rank == bad_rank else "autodiff", comm=comm)
     X, Y = clouds(6, 4)
-    with pytest.raises(NotImplementedError, match=f"rank {bad}: .*method='1d'"):
-        conveyor.ot.solve_sample(X, Y, reg=REG, method="1d" if RANK == bad else None, lazy=True, comm=COMM)
-    first, count = conveyor.balanced_rows(6, COMM)  # the communicator works after
+    with pytest.raises(NotImplementedError, match=f"rank {bad_rank}: .*method='1d'"):
+        conveyor.ot.solve_sample(X, Y, reg=REG, method="1d" if comm.rank == bad_rank else None, lazy=True, comm=comm)
+    first, count = conveyor.balanced_rows(6, comm)  # the communicator works after
     rows = slice(first, first + count)
-    assert conveyor.ot.solve(M[rows], a[rows], b, reg=REG, comm=COMM).value == \
+    assert conveyor.ot.solve(M[rows], a[rows], b, reg=REG, comm=comm).value == \
         pytest.approx(conveyor.ot.solve(M, a, b, reg=REG).value, rel=1e-9)
 
 
-def test_split_over_ranks():
+def test_split_over_ranks(comm):
     """With comm: the values are totals, the plan and the first potential this
     rank's rows of the one-process ones."""
     M, a, b = problem(13, 6, seed=2)
-    first, count = conveyor.balanced_rows(13, COMM)
+    first, count = conveyor.balanced_rows(13, comm)
     rows = slice(first, first + count)
     whole = conveyor.ot.solve(M, a, b, reg=REG)
-    mine = conveyor.ot.solve(M[rows], a[rows], b, reg=REG, comm=COMM)
+    mine = conveyor.ot.solve(M[rows], a[rows], b, reg=REG, comm=comm)
     assert mine.value == pytest.approx(whole.value, rel=1e-10)
     assert mine.value_linear == pytest.approx(whole.value_linear, rel=1e-10)
     np.testing.assert_allclose(mine.plan, whole.plan[rows], rtol=1e-9, atol=1e-15)
@@ -192,7 +188,7 @@ def test_jax_grad_modes():
         assert float(value) == pytest.approx(float(res.value), rel=1e-8)
 
 
-def test_jax_split_over_ranks():
+def test_jax_split_over_ranks(comm):
     """Under JAX with comm: each rank's gradient of the total value with respect
     to its rows of M is those rows of the one-process gradient (autodiff and
     envelope: the plan's rows)."""
@@ -201,32 +197,32 @@ def test_jax_split_over_ranks():
     from jax.experimental import enable_x64
 
     M, a, b = problem(11, 5, seed=6)
-    first, count = conveyor.balanced_rows(11, COMM)
+    first, count = conveyor.balanced_rows(11, comm)
     rows = slice(first, first + count)
     whole = conveyor.ot.solve(M, a, b, reg=REG, tol=1e-13, max_iter=100000)
     with enable_x64():
         for grad in ("autodiff", "envelope"):
             value, gM = jax.value_and_grad(lambda M_: conveyor.ot.solve(M_, jnp.asarray(a[rows]), jnp.asarray(b), reg=REG,
                                                                         tol=1e-13, max_iter=100000, grad=grad,
-                                                                        comm=COMM).value)(jnp.asarray(M[rows]))
+                                                                        comm=comm).value)(jnp.asarray(M[rows]))
             assert float(value) == pytest.approx(float(whole.value), rel=1e-10)
             np.testing.assert_allclose(np.asarray(gM), whole.plan[rows], rtol=1e-7, atol=1e-12)
 
 
-def test_torch_split_over_ranks_weights_gradients():
+def test_torch_split_over_ranks_weights_gradients(comm):
     """With comm, backward() of the total value gives each rank its rows of the
     one-process gradients for M and a, and b's whole gradient (b is whole on
     every rank and enters each rank's KL term: its gradient is summed over the
     ranks), under "autodiff" and "envelope"."""
     torch = pytest.importorskip("torch")
-    M, a, b = problem(SIZE + 3, 5, seed=6)
-    first, count = conveyor.balanced_rows(a.size, COMM)
+    M, a, b = problem(comm.size + 3, 5, seed=6)
+    first, count = conveyor.balanced_rows(a.size, comm)
     rows = slice(first, first + count)
     for grad in ("autodiff", "envelope"):
         grads = []
-        for take, comm in ((slice(None), None), (rows, COMM)):
+        for take, on in ((slice(None), None), (rows, comm)):
             Mt, at, bt = (torch.tensor(x, requires_grad=True) for x in (M[take], a[take], b))
-            conveyor.ot.solve(Mt, at, bt, reg=REG, tol=1e-13, max_iter=100000, grad=grad, comm=comm).value.backward()
+            conveyor.ot.solve(Mt, at, bt, reg=REG, tol=1e-13, max_iter=100000, grad=grad, comm=on).value.backward()
             grads.append([t.grad.numpy() for t in (Mt, at, bt)])
         (gM, ga, gb), (mM, ma, mb) = grads
         np.testing.assert_allclose(mM, gM[rows], rtol=1e-7, atol=1e-12)
@@ -305,36 +301,36 @@ def test_jax_gradient_reaches_the_points():
 
 
 @pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean"])
-def test_lazy_value_linear_differentiable(metric):
+def test_lazy_value_linear_differentiable(comm, metric):
     """solve_sample(lazy=True) on tensors: value_linear is empirical_sinkhorn2's
     loss with its gradients (points and weights), the potentials those of the
     NumPy call, without gradients; "detach" gives no gradient. With comm (each
     rank its share of both clouds, one rank possibly none), the same as
     empirical_sinkhorn2 split alike."""
     torch = pytest.importorskip("torch")
-    X, Y = clouds(SIZE + 4, 6, seed=9)
+    X, Y = clouds(comm.size + 4, 6, seed=9)
     b = np.random.default_rng(2).random(6) + 0.5
     b /= b.sum()
     numpy = conveyor.ot.solve_sample(X, Y, b=b, reg=REG, lazy=True, metric=metric, tol=1e-13, max_iter=100000)
-    first, count = conveyor.balanced_rows(X.shape[0], COMM)
+    first, count = conveyor.balanced_rows(X.shape[0], comm)
     mine_rows = slice(first, first + count)
-    cols_first, cols_count = conveyor.balanced_rows(Y.shape[0], COMM)
+    cols_first, cols_count = conveyor.balanced_rows(Y.shape[0], comm)
     mine_cols = slice(cols_first, cols_first + cols_count)
-    for comm, rows, cols in ((None, slice(None), slice(None)), (COMM, mine_rows, mine_cols)):
+    for on, rows, cols in ((None, slice(None), slice(None)), (comm, mine_rows, mine_cols)):
         grads = []
         for route in ("solve_sample", "empirical_sinkhorn2"):
             Xt, Yt, bt = (torch.tensor(x, requires_grad=True) for x in (X[rows], Y[cols], b[cols]))
             if route == "solve_sample":
                 res = conveyor.ot.solve_sample(Xt, Yt, b=bt, reg=REG, lazy=True, metric=metric, tol=1e-13,
-                                               max_iter=100000, comm=comm)
+                                               max_iter=100000, comm=on)
                 value = res.value_linear
                 assert res.value is None and res.log is None and not res.potentials[0].requires_grad
-                if comm is None:
+                if on is None:
                     np.testing.assert_allclose(res.potentials[0].numpy(), numpy.potentials[0], rtol=1e-10,
                                                atol=1e-12)
             else:
                 value = conveyor.ot.empirical_sinkhorn2(Xt, Yt, REG, b=bt, metric=metric, stopThr=1e-13,
-                                                        numIterMax=100000, comm=comm)
+                                                        numIterMax=100000, comm=on)
             value.backward()
             assert float(value) == pytest.approx(float(numpy.value_linear), rel=1e-10)
             grads.append([t.grad.numpy() for t in (Xt, Yt, bt)])

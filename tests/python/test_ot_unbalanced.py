@@ -11,8 +11,6 @@ import conveyor
 import conveyor.ot
 
 ot = pytest.importorskip("ot")
-COMM = MPI.COMM_WORLD
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 POT_09 = tuple(int(x) for x in ot.__version__.split(".")[:2]) >= (0, 9)
 
 
@@ -72,16 +70,16 @@ def test_methods_conveyor_does_not_implement_raise():
         conveyor.ot.sinkhorn_unbalanced(a, b, M, 0.1, 0.0)
 
 
-def test_rows_spread_over_ranks_give_the_single_process_plan():
+def test_rows_spread_over_ranks_give_the_single_process_plan(comm):
     a, b, M = problem(37, 23, seed=4)
-    first, rows = conveyor.balanced_rows(37, COMM)
+    first, rows = conveyor.balanced_rows(37, comm)
     P_rows, log = conveyor.ot.sinkhorn_unbalanced(a[first:first + rows], b, M[first:first + rows], 0.05, (1.0, 2.0),
-                                                  log=True, comm=COMM)
+                                                  log=True, comm=comm)
     P, log1 = conveyor.ot.sinkhorn_unbalanced(a, b, M, 0.05, (1.0, 2.0), log=True)
     assert len(log["err"]) == len(log1["err"])
     np.testing.assert_allclose(P_rows, P[first:first + rows], rtol=1e-11, atol=1e-300)
     total = conveyor.ot.sinkhorn_unbalanced2(a[first:first + rows], b, M[first:first + rows], 0.05, (1.0, 2.0),
-                                             returnCost="total", comm=COMM)
+                                             returnCost="total", comm=comm)
     assert float(total) == pytest.approx(float(conveyor.ot.sinkhorn_unbalanced2(a, b, M, 0.05, (1.0, 2.0),
                                                                                   returnCost="total")), rel=1e-10)
 

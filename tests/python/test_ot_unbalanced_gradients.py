@@ -9,14 +9,11 @@ POT >= 0.9 is installed (the pip venvs of scripts/test), split over ranks, and
 with bad arguments on one rank. JAX runs in the pip venvs only."""
 import numpy as np
 import pytest
-from mpi4py import MPI
 
 import conveyor
 import conveyor.ot
 
 torch = pytest.importorskip("torch")
-COMM = MPI.COMM_WORLD
-RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
 REG = 0.3
 INF = float("inf")
 TIGHT = dict(stopThr=1e-15, numItermax=100000)
@@ -31,8 +28,8 @@ def problem(n=12, m=9, seed=0):
     return a / a.sum(), b / (2 * b.sum()), M / M.max()
 
 
-def my_rows(n):
-    first, count = conveyor.balanced_rows(n, COMM)
+def my_rows(comm, n):
+    first, count = conveyor.balanced_rows(n, comm)
     return slice(first, first + count)
 
 
@@ -109,11 +106,11 @@ def test_float32_gradients_follow_float64():
 
 
 @pytest.mark.parametrize("reg_m, cost", [((0.2, 3.0), "linear"), ((INF, 2.0), "total"), ((0.5, INF), "total")])
-def test_split_over_ranks_equals_one_process(reg_m, cost):
+def test_split_over_ranks_equals_one_process(comm, reg_m, cost):
     """Rows over the ranks (`comm`; one rank may hold none): each rank's rows of
     the one-process M and a gradients, b's whole gradient, the total value."""
-    a, b, M = problem(n=SIZE + 2, m=7, seed=5)
-    rows = my_rows(a.size)
+    a, b, M = problem(n=comm.size + 2, m=7, seed=5)
+    rows = my_rows(comm, a.size)
 
     def loss(a_, b_, M_, comm=None):
         return conveyor.ot.sinkhorn_unbalanced2(a_, b_, M_, REG, reg_m, returnCost=cost, comm=comm, **TIGHT)
@@ -122,7 +119,7 @@ def test_split_over_ranks_equals_one_process(reg_m, cost):
     whole = loss(at, bt, Mt)
     whole.backward()
     mine = tensors(a[rows], b, M[rows])
-    value = loss(*mine, comm=COMM)
+    value = loss(*mine, comm=comm)
     value.backward()
     assert float(value) == pytest.approx(float(whole), rel=1e-10, abs=1e-15)
     np.testing.assert_allclose(mine[0].grad.numpy(), at.grad.numpy()[rows], rtol=1e-7, atol=1e-12)
@@ -130,16 +127,16 @@ def test_split_over_ranks_equals_one_process(reg_m, cost):
     np.testing.assert_allclose(mine[2].grad.numpy(), Mt.grad.numpy()[rows], rtol=1e-7, atol=1e-12)
 
 
-def test_bad_reg_type_on_one_rank_is_an_error_on_every_rank():
+def test_bad_reg_type_on_one_rank_is_an_error_on_every_rank(comm):
     """Each rank in turn with a reg_type the others do not share (or no one has):
     the same error on every rank, not the others waiting in the solve."""
     a, b, M = problem(n=6, m=4)
-    for bad in range(SIZE):
-        for wrong in ("nonsense", "entropy")[:2 if SIZE > 1 else 1]:  # (one rank alone may choose entropy)
+    for bad in range(comm.size):
+        for wrong in ("nonsense", "entropy")[:2 if comm.size > 1 else 1]:  # (one rank alone may choose entropy)
             at, bt, Mt = tensors(a, b, M)
-            reg_type = wrong if RANK == bad else "kl"
+            reg_type = wrong if comm.rank == bad else "kl"
             with pytest.raises(ValueError):
-                conveyor.ot.sinkhorn_unbalanced2(at, bt, Mt, REG, 1.0, reg_type=reg_type, comm=COMM)
+                conveyor.ot.sinkhorn_unbalanced2(at, bt, Mt, REG, 1.0, reg_type=reg_type, comm=comm)
 
 
 def test_solve_unbalanced_grad_modes():
@@ -189,7 +186,7 @@ def test_solve_unbalanced_as_pots_unrolled_gradients():
                 np.testing.assert_allclose(g, h, rtol=1e-8, atol=1e-12)
 
 
-def test_jax_grad_equals_torch_backward():
+def test_jax_grad_equals_torch_backward(comm):
     """jax.grad (and under jax.jit) of sinkhorn_unbalanced2 and of solve's values:
     PyTorch's gradients. Split over ranks with `comm` too."""
     jax = pytest.importorskip("jax")
@@ -197,7 +194,7 @@ def test_jax_grad_equals_torch_backward():
     from jax.experimental import enable_x64
 
     a, b, M = problem(seed=9)
-    rows = my_rows(a.size)
+    rows = my_rows(comm, a.size)
     with enable_x64():
         for reg_type in ("kl", "entropy"):
             for reg_m, cost in (((0.5, INF), "total"), ((0.2, 3.0), "linear")):
@@ -206,9 +203,9 @@ def test_jax_grad_equals_torch_backward():
                                                             returnCost=cost, comm=comm, **TIGHT)
 
                 at, bt, Mt = tensors(a[rows], b, M[rows])
-                loss(at, bt, Mt, COMM).backward()
+                loss(at, bt, Mt, comm).backward()
                 args = (jnp.asarray(a[rows]), jnp.asarray(b), jnp.asarray(M[rows]))
-                grad = jax.grad(lambda *x: loss(*x, comm=COMM), argnums=(0, 1, 2))
+                grad = jax.grad(lambda *x: loss(*x, comm=comm), argnums=(0, 1, 2))
                 for gj in (grad(*args), jax.jit(grad)(*args)):
                     for g, t in zip(gj, (at, bt, Mt)):
                         np.testing.assert_allclose(np.asarray(g), t.grad.numpy(), rtol=1e-9, atol=1e-14)
