@@ -99,6 +99,15 @@ std::vector<std::size_t> sizes(const allreduce_bench_options& o) {
   return out;
 }
 
+// The rows when none are named: auto, every algorithm of the table, and the baseline.
+std::vector<std::string> rows_of(const allreduce_bench_options& opt) {
+  if (!opt.impls.empty()) return opt.impls;
+  std::vector<std::string> rows = {"auto"};
+  for (const allreduce_algorithm_info& a : allreduce_algorithms()) rows.emplace_back(a.name);
+  rows.emplace_back("stock");
+  return rows;
+}
+
 }  // namespace
 
 int run_allreduce_bench(const allreduce_bench_options& opt) {
@@ -117,14 +126,15 @@ int run_allreduce_bench(const allreduce_bench_options& opt) {
   MPI_Comm_dup(MPI_COMM_WORLD, &dup_world);
   // Per Conveyor row: (stock median / its median, bytes) at every size.
   std::map<std::string, std::vector<std::pair<double, std::size_t>>> vs_mpi;
+  const std::vector<std::string> rows = rows_of(opt);
   for (std::size_t bytes : sizes(opt)) {
     const std::size_t n = std::max<std::size_t>(1, bytes / sizeof(float));
     std::vector<float> send(n), recv(n);
     fill(send, rank);
 
     std::vector<impl> impls;
-    impls.reserve(opt.impls.size());  // the lambdas keep pointers into it
-    for (const std::string& name : opt.impls) {
+    impls.reserve(rows.size());  // the lambdas keep pointers into it
+    for (const std::string& name : rows) {
       if (name == "stock" || name == "stock-again") {
         impls.push_back(
             {name == "stock" ? mpi_label : mpi_label + " again",

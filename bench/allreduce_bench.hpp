@@ -19,8 +19,9 @@ struct allreduce_bench_options {
   /// directly: the baseline every row is compared with) and "stock-again" (the same
   /// call as a second row: an A/A control, whose ratio to stock is the noise floor)
   /// and "stock-dup" (MPI_Allreduce on a duplicate of MPI_COMM_WORLD: the call a
-  /// wrapper with a private communicator makes).
-  std::vector<std::string> impls = {"auto", "ring", "recursive_doubling", "rabenseifner", "hierarchical", "stock"};
+  /// wrapper with a private communicator makes). Empty: "auto", every algorithm
+  /// of the table (conveyor::allreduce_algorithms()) and "stock".
+  std::vector<std::string> impls;
   std::string mpi_label;   // label of the stock row, e.g. "MPI_Allreduce (tuned ring)"
   std::string config;      // free text naming the configuration, e.g. "2 nodes x 2 ranks, 1 Gbit"
   int ranks_per_node = 0;  // passed to Conveyor (0: real shared-memory nodes)

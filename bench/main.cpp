@@ -102,12 +102,11 @@ int main(int argc, char** argv) {
   add_collective_options(bench_allreduce);
   bench_allreduce
       ->add_option("--impls", ao.impls,
-                   "Rows: Conveyor's auto,ring,recursive_doubling,rabenseifner,hierarchical,mpi, stock "
-                   "(MPI_Allreduce called directly), stock-again (the same call again: an A/A control) and stock-dup "
-                   "(MPI_Allreduce "
-                   "on a duplicate of MPI_COMM_WORLD, as Conveyor's private communicator); stock+STEPS: MPI_Allreduce "
-                   "after STEPS "
-                   "steps of local work (what a few ns of work in front of the call cost)")
+                   "Rows (default: auto, every algorithm `conveyor info` lists, stock): Conveyor's auto or an "
+                   "algorithm, stock (MPI_Allreduce called directly), stock-again (the same call again: an A/A "
+                   "control), stock-dup (MPI_Allreduce on a duplicate of MPI_COMM_WORLD, as Conveyor's private "
+                   "communicator) and stock+STEPS (MPI_Allreduce after STEPS steps of local work: what a few ns of "
+                   "work in front of the call cost)")
       ->delimiter(',')
       ->capture_default_str()
       ->check(names_of("ALGORITHM|stock|stock-again|stock-dup|stock+STEPS", [](const std::string& n) {

@@ -146,8 +146,10 @@ void redistribute_cases(const std::string& config, const model_bench_options& op
     rd::transform t;
     t.src = &src;
     t.dst = &dst;
-    std::vector<rd::transport> transports = {rd::transport::packed, rd::transport::pipelined, rd::transport::alltoallv,
-                                             rd::transport::one_sided};
+    std::vector<rd::transport> transports;  // the ones the cost model chooses among
+    for (const rd::transport_info& info : rd::transports()) {
+      if (info.modeled) transports.push_back(info.transport);
+    }
     std::vector<rd::plan> plans;
     for (const auto tr : transports) {
       rd::plan_options o;

@@ -51,13 +51,24 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
     const rd::transform* what;
     const char* memory;  // where the arrays are, if not on the heap
   };
+  // The rows: the datatype baseline first (every ratio is to it), then every
+  // transport of the table (one_copy twice: it needs node memory on one side,
+  // the destination to push into or the source to pull from), then auto's choice
+  // on the heap and with the destination in node memory.
+  std::vector<variant> candidates = {variant{rd::transport::datatype, &t, ""}};
+  for (const rd::transport_info& info : rd::transports()) {
+    if (info.transport == rd::transport::datatype) continue;
+    if (info.transport == rd::transport::one_copy) {
+      candidates.push_back({info.transport, &t_push, " push (destination in node memory)"});
+      candidates.push_back({info.transport, &t_pull, " pull (source in node memory)"});
+    } else {
+      candidates.push_back({info.transport, &t, ""});
+    }
+  }
+  candidates.push_back({rd::transport::automatic, &t, ""});
+  candidates.push_back({rd::transport::automatic, &t_push, " (destination in node memory)"});
   std::vector<variant> methods;
-  for (const variant& v : {variant{rd::transport::datatype, &t, ""}, variant{rd::transport::packed, &t, ""},
-                           variant{rd::transport::pipelined, &t, ""}, variant{rd::transport::one_sided, &t, ""},
-                           variant{rd::transport::alltoallv, &t, ""}, variant{rd::transport::automatic, &t, ""},
-                           variant{rd::transport::automatic, &t_push, " (destination in node memory)"},
-                           variant{rd::transport::one_copy, &t_push, " push (destination in node memory)"},
-                           variant{rd::transport::one_copy, &t_pull, " pull (source in node memory)"}}) {
+  for (const variant& v : candidates) {
     const std::string name(rd::transport_name(v.method));
     if (v.method == rd::transport::datatype || opt.transports.empty() ||
         std::find(opt.transports.begin(), opt.transports.end(), name) != opt.transports.end()) {
