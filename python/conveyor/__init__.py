@@ -40,7 +40,7 @@ from ._dsop import outer_rows, outer_sum  # noqa: E402
 from ._redistribute import Layout, Plan  # noqa: E402
 from . import ot  # noqa: E402,F401  (conveyor.ot: POT's API over the Sinkhorn engine)
 
-__version__ = _conveyor.__version__
+__version__: str = getattr(_conveyor, "__version__")  # (stubgen leaves dunder attributes out of the stub)
 __all__ = ["__version__", "ot", "Allreduce", "Reduce_scatter_block", "Allgather", "Alltoall", "Alltoallv", "Alltoallw", "simd_target", "reduce_local", "allreduce", "sinkhorn_scale", "sinkhorn_transport",
            "balanced_rows", "outer_sum", "outer_rows", "empty", "Layout", "Plan", "ScalingResult", "TransportResult", "BarycenterResult", "sinkhorn_barycenter",
            "sinkhorn_points", "PointsResult", "apply_plan_points"]

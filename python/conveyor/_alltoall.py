@@ -8,10 +8,15 @@ A buffer given without a datatype moves as bytes (its elements' size times the
 counts), so any NumPy dtype works; a datatype given (predefined or derived,
 committed) is used as MPI would, each derived type decoded once while it lives.
 """
+from __future__ import annotations
+
+from typing import Optional
+
 import numpy as np
 from mpi4py import MPI
 
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from ._typing import Buffer
+from . import _conveyor
 from ._mpi import agree, comm_address
 
 _IN_PLACE = MPI.IN_PLACE
@@ -173,7 +178,7 @@ def _run(side, sendbuf, recvbuf, comm, validate):
                         r.ctypes.data, r.nbytes, rparts, address, validate)
 
 
-def Alltoall(sendbuf, recvbuf, comm=None, validate=False):
+def Alltoall(sendbuf: Buffer, recvbuf: Buffer, comm: Optional[MPI.Comm] = None, validate: bool = False) -> None:
     """Part q of every rank's sendbuf arrives, in rank order, in recvbuf of rank q,
     as mpi4py's ``comm.Alltoall``.
 
@@ -213,7 +218,7 @@ def Alltoall(sendbuf, recvbuf, comm=None, validate=False):
     _run(_alltoall_side, sendbuf, recvbuf, comm, validate)
 
 
-def Alltoallv(sendbuf, recvbuf, comm=None, validate=False):
+def Alltoallv(sendbuf: Buffer, recvbuf: Buffer, comm: Optional[MPI.Comm] = None, validate: bool = False) -> None:
     """Alltoall with a count and displacement per rank, as mpi4py's
     ``comm.Alltoallv``.
 
@@ -239,7 +244,7 @@ def Alltoallv(sendbuf, recvbuf, comm=None, validate=False):
     _run(_alltoallv_side, sendbuf, recvbuf, comm, validate)
 
 
-def Alltoallw(sendbuf, recvbuf, comm=None, validate=False):
+def Alltoallw(sendbuf: Buffer, recvbuf: Buffer, comm: Optional[MPI.Comm] = None, validate: bool = False) -> None:
     """Alltoall with a count, a byte displacement and a datatype per rank, as
     mpi4py's ``comm.Alltoallw`` (mpi4py-fft's transfers: subarray datatypes).
 

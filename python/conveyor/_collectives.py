@@ -3,15 +3,22 @@
 mpi4py's conventions (conveyor.Allreduce(sendbuf, recvbuf, op, comm) as
 comm.Allreduce(sendbuf, recvbuf, op)) for Allreduce, Reduce_scatter_block and
 Allgather (conveyor/collectives.hpp; the all-to-all family is in _alltoall.py)."""
-from mpi4py import MPI
-import numpy as np
+from __future__ import annotations
 
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from typing import Any, Optional
+
+import numpy as np
+import numpy.typing as npt
+from mpi4py import MPI
+
+from ._typing import Buffer, OpLike
+from . import _conveyor
 from ._mpi import buffer_collective, comm_address
 
-
-def allreduce(send, op="sum", comm=None, out=None, algorithm="auto", deterministic=False, validate=False,
-              segment_bytes=None, ranks_per_node=None):
+def allreduce(send: npt.ArrayLike, op: str = "sum", comm: Optional[MPI.Comm] = None,
+              out: Optional[npt.NDArray[Any]] = None, algorithm: str = "auto", deterministic: bool = False,
+              validate: bool = False, segment_bytes: Optional[int] = None,
+              ranks_per_node: Optional[int] = None) -> npt.NDArray[Any]:
     """The reduction of `send` over every rank of `comm`, on every rank (NumPy style).
 
     Parameters
@@ -82,7 +89,7 @@ _MPI_OP_BY_NAME = {name: getattr(MPI, name.upper())
 # mpi4py's conventions: comm.Allreduce(sendbuf, recvbuf, op) as
 # conveyor.Allreduce(sendbuf, recvbuf, op, comm)
 # ---------------------------------------------------------------------------
-def Allreduce(sendbuf, recvbuf, op=MPI.SUM, comm=None):
+def Allreduce(sendbuf: Buffer, recvbuf: Buffer, op: OpLike = MPI.SUM, comm: Optional[MPI.Comm] = None) -> None:
     """recvbuf = the reduction of every rank's sendbuf, as mpi4py's ``comm.Allreduce``.
 
     Parameters
@@ -118,7 +125,8 @@ def Allreduce(sendbuf, recvbuf, op=MPI.SUM, comm=None):
         buffer_collective(_conveyor.buffer_allreduce, sendbuf, recvbuf, op, comm)
 
 
-def Reduce_scatter_block(sendbuf, recvbuf, op=MPI.SUM, comm=None):
+def Reduce_scatter_block(sendbuf: Buffer, recvbuf: Buffer, op: OpLike = MPI.SUM,
+                         comm: Optional[MPI.Comm] = None) -> None:
     """Rank r receives block r of the reduction of every rank's sendbuf, as
     mpi4py's ``comm.Reduce_scatter_block``.
 
@@ -145,7 +153,7 @@ def Reduce_scatter_block(sendbuf, recvbuf, op=MPI.SUM, comm=None):
         buffer_collective(_conveyor.buffer_reduce_scatter_block, sendbuf, recvbuf, op, comm)
 
 
-def Allgather(sendbuf, recvbuf, comm=None):
+def Allgather(sendbuf: Buffer, recvbuf: Buffer, comm: Optional[MPI.Comm] = None) -> None:
     """Every rank's sendbuf, concatenated in rank order, on every rank, as
     mpi4py's ``comm.Allgather``.
 

@@ -1,10 +1,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The distributed sum of outer products (DSOP) from Python (conveyor/dsop.hpp)."""
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import numpy.typing as npt
+from mpi4py import MPI
+
+from . import _conveyor
 from ._mpi import comm_address, comm_or_world
 
-
-def outer_rows(N, comm=None):
+def outer_rows(N: int, comm: Optional[MPI.Comm] = None) -> Tuple[int, int]:
     """The rows of G this rank receives from outer_sum(..., distributed=True).
 
     Returns
@@ -19,12 +25,14 @@ def outer_rows(N, comm=None):
     >>> conveyor.outer_rows(5, MPI.COMM_SELF)
     (0, 5)
     """
-    comm = comm_or_world(comm)
-    return _conveyor.outer_rows(N, comm.Get_rank(), comm.Get_size())
+    on = comm_or_world(comm)
+    first, count = _conveyor.outer_rows(N, on.Get_rank(), on.Get_size())
+    return first, count
 
 
-def outer_sum(a, b, comm=None, algorithm="auto", distributed=False, out=None, order="row_major",
-              allreduce_algorithm="auto", ranks_per_node=None):
+def outer_sum(a: npt.ArrayLike, b: npt.ArrayLike, comm: Optional[MPI.Comm] = None, algorithm: str = "auto",
+              distributed: bool = False, out: Optional[npt.NDArray[Any]] = None, order: str = "row_major",
+              allreduce_algorithm: str = "auto", ranks_per_node: Optional[int] = None) -> npt.NDArray[Any]:
     """G = the sum over the ranks of outer(a, b): the distributed sum of outer products.
 
     Parameters

@@ -1,12 +1,17 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """What every engine shares, from Python: the SIMD target the kernels run on,
 and arrays in node memory (the C API's conveyor/c/common.h)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Union
+
 import numpy as np
+import numpy.typing as npt
 
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from . import _conveyor
 
-
-def simd_target():
+def simd_target() -> str:
     """The SIMD target the reduction kernels run on.
 
     Returns
@@ -24,7 +29,7 @@ def simd_target():
     return _conveyor.simd_target()
 
 
-def empty(shape, dtype=np.float64):
+def empty(shape: Union[int, Sequence[int]], dtype: npt.DTypeLike = np.float64) -> npt.NDArray[Any]:
     """A NumPy array in node memory: memory the other ranks of this node can map.
 
     A ``Plan`` whose destination arrays lie in node memory on every rank copies each
@@ -45,10 +50,10 @@ def empty(shape, dtype=np.float64):
     ((2, 3), 'float32', 0.0)
     """
     dt = np.dtype(dtype)
-    shape = tuple(int(n) for n in shape) if np.iterable(shape) else (int(shape),)
-    if any(n < 0 for n in shape):
-        raise ValueError(f"conveyor.empty: negative dimension in {shape}")
+    dims = tuple(int(n) for n in np.atleast_1d(shape))
+    if any(n < 0 for n in dims):
+        raise ValueError(f"conveyor.empty: negative dimension in {dims}")
     count = 1
-    for n in shape:
+    for n in dims:
         count *= n
-    return _conveyor.node_bytes(count * dt.itemsize).view(dt).reshape(shape)
+    return _conveyor.node_bytes(count * dt.itemsize).view(dt).reshape(dims)

@@ -3,6 +3,7 @@
 and mpi4py objects (communicators, ops, datatypes) as the addresses of their
 MPI handles, the form the extension takes them in."""
 import sys
+from typing import Optional
 
 from mpi4py import MPI
 
@@ -44,7 +45,7 @@ _WORLD = MPI.COMM_WORLD
 _WORLD_ADDRESS = _addressof(_WORLD)
 
 
-def comm_or_world(comm):
+def comm_or_world(comm: Optional[MPI.Comm]) -> MPI.Comm:
     """The communicator a call runs on: comm, or MPI.COMM_WORLD for None."""
     return MPI.COMM_WORLD if comm is None else comm
 

@@ -1,11 +1,17 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Redistribute from Python: N-D layouts and redistribution plans
 (conveyor/redistribute.hpp)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Dict, List, Optional, Tuple, Union
+
 import numpy as np
+import numpy.typing as npt
+from mpi4py import MPI
 
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from . import _conveyor
 from ._mpi import agree, comm_address, comm_or_world
-
 
 class Layout:
     """How an N-D array is spread over the ranks of a communicator.
@@ -24,16 +30,20 @@ class Layout:
     ((4, 2), (4, 2))
     """
 
-    def __init__(self, impl, local, comm):
+    local: Any  # this rank's array (cartesian, block_cyclic), or its (index, array) pairs (custom)
+    comm: MPI.Comm
+
+    def __init__(self, impl: Any, local: Optional[npt.NDArray[Any]], comm: MPI.Comm) -> None:
         self._impl, self.local, self.comm = impl, local, comm
 
     @property
-    def shape(self):
+    def shape(self) -> Tuple[int, ...]:
         """The global shape."""
         return tuple(self._impl.shape)
 
     @classmethod
-    def cartesian(cls, shape, grid, local, comm=None, column_major_ranks=False):
+    def cartesian(cls, shape: Sequence[int], grid: Sequence[int], local: Optional[npt.NDArray[Any]],
+                  comm: Optional[MPI.Comm] = None, column_major_ranks: bool = False) -> 'Layout':
         """The tensor paper's distribution: dimension d cut into grid[d] near-equal
         blocks (the first shape[d] % grid[d] one longer, as balanced_rows and
         outer_rows: a solver's row blocks are Cartesian with grid (P, 1)); the block at grid coordinates c belongs to the rank whose row-major
@@ -58,8 +68,9 @@ class Layout:
         return cls(impl, local, comm)
 
     @classmethod
-    def block_cyclic(cls, M, N, mb, nb, prow, pcol, local, comm=None, rsrc=0, csrc=0, row_major_grid=True, imb=0,
-                     inb=0):
+    def block_cyclic(cls, M: int, N: int, mb: int, nb: int, prow: int, pcol: int, local: Optional[npt.NDArray[Any]],
+                     comm: Optional[MPI.Comm] = None, rsrc: int = 0, csrc: int = 0, row_major_grid: bool = True,
+                     imb: int = 0, inb: int = 0) -> 'Layout':
         """ScaLAPACK's 2-D block-cyclic distribution of an M x N matrix in mb x nb
         blocks over a prow x pcol grid (process (r, c) is rank r*pcol + c, or
         c*prow + r). `local`: this rank's local matrix, column-major (order='F'),
@@ -81,7 +92,8 @@ class Layout:
         return cls(impl, local, comm)
 
     @classmethod
-    def from_descriptor(cls, desc, local, prow, pcol, comm=None, row_major_grid=True):
+    def from_descriptor(cls, desc: Sequence[int], local: Optional[npt.NDArray[Any]], prow: int, pcol: int,
+                        comm: Optional[MPI.Comm] = None, row_major_grid: bool = True) -> 'Layout':
         """The layout of a ScaLAPACK matrix from its array descriptor: 9 integers
         (DTYPE 1: DTYPE, CTXT, M, N, MB, NB, RSRC, CSRC, LLD) or 11 (DTYPE 2:
         DTYPE, CTXT, M, N, IMB, INB, MB, NB, RSRC, CSRC, LLD), on a prow x pcol
@@ -122,7 +134,8 @@ class Layout:
         return cls.block_cyclic(M, N, mb, nb, prow, pcol, local, comm, rsrc, csrc, row_major_grid, imb, inb)
 
     @classmethod
-    def custom(cls, splits, owners, blocks, comm=None):
+    def custom(cls, splits: Sequence[Sequence[int]], owners: Sequence[int],
+               blocks: Sequence[Tuple[Sequence[int], npt.NDArray[Any]]], comm: Optional[MPI.Comm] = None) -> 'Layout':
         """Any blocked distribution: `splits[d]` are the split points of
         dimension d (0, ..., extent; block k spans [splits[d][k], splits[d][k+1])),
         `owners` the rank of every block in row-major order of block coordinates,
@@ -143,7 +156,7 @@ class Layout:
         impl, kept = _conveyor._Layout.custom(splits, owners, list(blocks), comm_address(comm))
         return cls(impl, kept, comm)
 
-    def local_shape(self, rank=None):
+    def local_shape(self, rank: Optional[int] = None) -> Tuple[int, ...]:
         """The shape of `rank`'s (default: this rank's) local array.
 
         Examples
@@ -154,6 +167,10 @@ class Layout:
         (5,)
         """
         return tuple(self._impl.local_shape(self.comm.Get_rank() if rank is None else rank))
+
+
+# One transform of Plan.batch: a (src, dst) pair, or a dict of Plan's arguments.
+Transform = Union[Tuple[Layout, Layout], Dict[str, Any]]
 
 
 class Plan:
@@ -186,15 +203,22 @@ class Plan:
     [[0.0, 6.0], [2.0, 8.0], [4.0, 10.0]]
     """
 
-    def __init__(self, src, dst, perm=None, alpha=1.0, beta=0.0, conjugate=False, transport="auto", relabel="none",
-                 intra_node_cost=None, ranks_per_node=None, chunk_bytes=None):
+    src: Layout
+    dst: Layout
+    layouts: List[Tuple[Layout, Layout]]
+
+    def __init__(self, src: Layout, dst: Layout, perm: Optional[Sequence[int]] = None, alpha: complex = 1.0,
+                 beta: complex = 0.0, conjugate: bool = False, transport: str = "auto", relabel: str = "none",
+                 intra_node_cost: Optional[float] = None, ranks_per_node: Optional[int] = None,
+                 chunk_bytes: Optional[int] = None) -> None:
         self._build([(src, dst, dict(perm=perm, alpha=alpha, beta=beta, conjugate=conjugate))],
                     dict(transport=transport, relabel=relabel, intra_node_cost=intra_node_cost,
                          ranks_per_node=ranks_per_node, chunk_bytes=chunk_bytes))
 
     @classmethod
-    def batch(cls, transforms, transport="auto", relabel="none", intra_node_cost=None, ranks_per_node=None,
-              chunk_bytes=None):
+    def batch(cls, transforms: Sequence[Transform], transport: str = "auto", relabel: str = "none",
+              intra_node_cost: Optional[float] = None, ranks_per_node: Optional[int] = None,
+              chunk_bytes: Optional[int] = None) -> 'Plan':
         """One plan for several transforms, executed together (one exchange for
         all of them): `transforms` is a sequence of (src, dst) pairs or of dicts
         with keys src, dst and optionally perm, alpha, beta, conjugate. The other
@@ -235,24 +259,24 @@ class Plan:
         self._impl = _conveyor._Plan([src._impl for src, _, _ in items], [dst._impl for _, dst, _ in items],
                                      [t for _, _, t in items], comm_address(items[0][0].comm), options)
 
-    def execute(self):
+    def execute(self) -> None:
         """Moves (and transforms) the data. Collective (see the class example)."""
         self._impl.execute()
 
     @property
-    def transport(self):
+    def transport(self) -> str:
         """The transport that runs ("auto" resolved)."""
         return self._impl.transport
 
     @property
-    def volume(self):
+    def volume(self) -> npt.NDArray[np.int64]:
         """P x P bytes: row i = what rank i sends to each rank (diagonal: local copies)."""
         v = np.array(self._impl.volume, dtype=np.int64)
         n = int(round(len(v) ** 0.5))
         return v.reshape(n, n)
 
     @property
-    def sigma(self):
+    def sigma(self) -> list[int]:
         """The relabeling asked for: destination blocks of rank r would go to sigma[r]."""
         return list(self._impl.sigma)
 

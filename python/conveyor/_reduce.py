@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The Reduce engine from Python: local reductions of NumPy arrays
 (conveyor/reduce.hpp, the C API's conveyor/c/reduce.h)."""
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from __future__ import annotations
 
+from typing import Any
 
-def reduce_local(inbuf, inoutbuf, op="sum"):
+import numpy.typing as npt
+
+from . import _conveyor
+
+def reduce_local(inbuf: npt.ArrayLike, inoutbuf: npt.NDArray[Any], op: str = "sum") -> npt.NDArray[Any]:
     """inoutbuf = inbuf (op) inoutbuf, element by element, in place, as MPI_Reduce_local.
 
     Parameters

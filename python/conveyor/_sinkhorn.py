@@ -2,19 +2,63 @@
 """Sinkhorn and entropic optimal transport from Python, the rows of the matrix
 spread over the ranks: matrix scaling, transport, point clouds, barycenters
 (conveyor/sinkhorn*.hpp; POT's API over them is conveyor.ot)."""
-from collections import namedtuple
+from __future__ import annotations
 
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from typing import Any, NamedTuple, Optional, Tuple, cast
+
+import numpy as np
+import numpy.typing as npt
+from mpi4py import MPI
+
+from . import _conveyor
 from ._mpi import comm_address, comm_or_world
 
 
-ScalingResult = namedtuple("ScalingResult", "u v status iterations error")
-TransportResult = namedtuple("TransportResult", "log_u log_v status iterations error cost plan history")
-PointsResult = namedtuple("PointsResult", "log_u log_v status iterations error cost history annealing_steps")
-BarycenterResult = namedtuple("BarycenterResult", "barycenter status iterations error history log_v")
+
+class ScalingResult(NamedTuple):
+    """What sinkhorn_scale returns: this rank's row scalings u, the column scalings v."""
+    u: npt.NDArray[np.floating[Any]]
+    v: npt.NDArray[np.floating[Any]]
+    status: str
+    iterations: int
+    error: float
 
 
-def balanced_rows(M, comm=None):
+class TransportResult(NamedTuple):
+    """What sinkhorn_transport returns: the log-scalings, the cost and this rank's rows of the plan."""
+    log_u: npt.NDArray[np.floating[Any]]
+    log_v: npt.NDArray[np.floating[Any]]
+    status: str
+    iterations: int
+    error: float
+    cost: float
+    plan: Optional[npt.NDArray[np.floating[Any]]]
+    history: npt.NDArray[np.float64]
+
+
+class PointsResult(NamedTuple):
+    """What sinkhorn_points returns: this rank's log-scalings of its points, the cost."""
+    log_u: npt.NDArray[np.floating[Any]]
+    log_v: npt.NDArray[np.floating[Any]]
+    status: str
+    iterations: int
+    error: float
+    cost: float
+    history: npt.NDArray[np.float64]
+    annealing_steps: int
+
+
+class BarycenterResult(NamedTuple):
+    """What sinkhorn_barycenter returns: the barycenter and log_v (n_hists, dim), the same on every rank."""
+    barycenter: npt.NDArray[np.floating[Any]]
+    status: str
+    iterations: int
+    error: float
+    history: npt.NDArray[np.float64]
+    log_v: npt.NDArray[np.float64]
+
+
+def balanced_rows(M: int, comm: Optional[MPI.Comm] = None) -> Tuple[int, int]:
     """The rows of an M-row matrix this rank holds in the balanced block partition.
 
     The first M % P ranks get one row more; the solvers, conveyor.ot and
@@ -32,8 +76,9 @@ def balanced_rows(M, comm=None):
     >>> conveyor.balanced_rows(10, MPI.COMM_SELF)
     (0, 10)
     """
-    comm = comm_or_world(comm)
-    return _conveyor.balanced_rows(M, comm.Get_rank(), comm.Get_size())
+    on = comm_or_world(comm)
+    first, count = _conveyor.balanced_rows(M, on.Get_rank(), on.Get_size())
+    return first, count
 
 
 _SOLVER_OPTIONS_DOC = """
@@ -52,9 +97,13 @@ _SOLVER_OPTIONS_DOC = """
     (POT's unbalanced rule, the relative change of the scalings)."""
 
 
-def sinkhorn_scale(A, r, c, comm=None, in_place=False, variant="fused", tol=1e-9, max_iter=1000, threads=0,
-                   overlap=None, mc=None, nc=None, mr=None, nr=None, init_u=None, init_v=None,
-                   allreduce_algorithm="auto", ranks_per_node=None, norm="l1", check_every=1, columns_first=False):
+def sinkhorn_scale(A: npt.ArrayLike, r: npt.ArrayLike, c: npt.ArrayLike, comm: Optional[MPI.Comm] = None,
+                   in_place: bool = False, variant: str = "fused", tol: float = 1e-9, max_iter: int = 1000,
+                   threads: int = 0, overlap: Optional[bool] = None, mc: Optional[int] = None, nc: Optional[int] = None,
+                   mr: Optional[int] = None, nr: Optional[int] = None, init_u: Optional[npt.ArrayLike] = None,
+                   init_v: Optional[npt.ArrayLike] = None, allreduce_algorithm: str = "auto",
+                   ranks_per_node: Optional[int] = None, norm: str = "l1", check_every: int = 1,
+                   columns_first: bool = False) -> ScalingResult:
     """Matrix scaling: u, v with diag(u) A diag(v) having row sums r and column sums c.
 
     Parameters
@@ -91,14 +140,19 @@ def sinkhorn_scale(A, r, c, comm=None, in_place=False, variant="fused", tol=1e-9
     options = dict(variant=variant, tol=tol, max_iter=max_iter, threads=threads, overlap=overlap, mc=mc, nc=nc, mr=mr,
                    nr=nr, init_u=init_u, init_v=init_v, allreduce_algorithm=allreduce_algorithm,
                    ranks_per_node=ranks_per_node, norm=norm, check_every=check_every, columns_first=columns_first)
-    return ScalingResult(*_conveyor.sinkhorn_scale(A, r, c, comm_address(comm), in_place, options))
+    return ScalingResult(*cast(Tuple[Any, ...], _conveyor.sinkhorn_scale(
+        A, r, c, comm_address(comm), in_place, options)))
 
 
-def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_domain=False, threads=0, plan=False,
-                       variant="fused", overlap=None, mc=None, nc=None, mr=None, nr=None, init_u=None, init_v=None,
-                       allreduce_algorithm="auto", ranks_per_node=None, norm="l1", check_every=1,
-                       columns_first=False, reg_m_rows=float("inf"), reg_m_cols=float("inf"), reg_type="kl",
-                       stop="marginal"):
+def sinkhorn_transport(C: npt.ArrayLike, a: npt.ArrayLike, b: npt.ArrayLike, eps: float,
+                       comm: Optional[MPI.Comm] = None, tol: float = 1e-9, max_iter: int = 1000,
+                       log_domain: bool = False, threads: int = 0, plan: bool = False, variant: str = "fused",
+                       overlap: Optional[bool] = None, mc: Optional[int] = None, nc: Optional[int] = None,
+                       mr: Optional[int] = None, nr: Optional[int] = None, init_u: Optional[npt.ArrayLike] = None,
+                       init_v: Optional[npt.ArrayLike] = None, allreduce_algorithm: str = "auto",
+                       ranks_per_node: Optional[int] = None, norm: str = "l1", check_every: int = 1,
+                       columns_first: bool = False, reg_m_rows: float = float("inf"), reg_m_cols: float = float("inf"),
+                       reg_type: str = "kl", stop: str = "marginal") -> TransportResult:
     """Entropic optimal transport on this rank's rows of the cost matrix C.
 
     The plan is P = diag(u) exp(-C/eps) diag(v) with row sums a and column sums b
@@ -143,16 +197,20 @@ def sinkhorn_transport(C, a, b, eps, comm=None, tol=1e-9, max_iter=1000, log_dom
                    allreduce_algorithm=allreduce_algorithm, ranks_per_node=ranks_per_node, norm=norm,
                    check_every=check_every, columns_first=columns_first, reg_m_rows=reg_m_rows,
                    reg_m_cols=reg_m_cols, reg_type=reg_type, stop=stop)
-    return TransportResult(*_conveyor.sinkhorn_transport(C, a, b, eps, comm_address(comm), plan, options))
+    return TransportResult(*cast(Tuple[Any, ...], _conveyor.sinkhorn_transport(
+        C, a, b, eps, comm_address(comm), plan, options)))
 
 
 sinkhorn_scale.__doc__ = (sinkhorn_scale.__doc__ or "") + _SOLVER_OPTIONS_DOC
 sinkhorn_transport.__doc__ = (sinkhorn_transport.__doc__ or "") + _SOLVER_OPTIONS_DOC
 
 
-def sinkhorn_points(X, Y, eps, a=None, b=None, comm=None, metric="sqeuclidean", tol=1e-9, max_iter=1000, norm="l1",
-                    check_every=1, threads=0, init_log_u=None, init_log_v=None, reg_m_rows=float("inf"),
-                    reg_m_cols=float("inf"), reg_type="kl", stop="marginal", eps_scaling=0.0, exchange="auto"):
+def sinkhorn_points(X: npt.ArrayLike, Y: npt.ArrayLike, eps: float, a: Optional[npt.ArrayLike] = None,
+                    b: Optional[npt.ArrayLike] = None, comm: Optional[MPI.Comm] = None, metric: str = "sqeuclidean",
+                    tol: float = 1e-9, max_iter: int = 1000, norm: str = "l1", check_every: int = 1, threads: int = 0,
+                    init_log_u: Optional[npt.ArrayLike] = None, init_log_v: Optional[npt.ArrayLike] = None,
+                    reg_m_rows: float = float("inf"), reg_m_cols: float = float("inf"), reg_type: str = "kl",
+                    stop: str = "marginal", eps_scaling: float = 0.0, exchange: str = "auto") -> PointsResult:
     """Entropic optimal transport between two point clouds, the cost never stored.
 
     The plan is P_ij = exp(log_u_i + log_v_j - C(x_i, y_j) / eps) with row sums a
@@ -208,11 +266,14 @@ def sinkhorn_points(X, Y, eps, a=None, b=None, comm=None, metric="sqeuclidean", 
     options = dict(metric=metric, tol=tol, max_iter=max_iter, norm=norm, check_every=check_every, threads=threads,
                    init_log_u=init_log_u, init_log_v=init_log_v, reg_m_rows=reg_m_rows, reg_m_cols=reg_m_cols,
                    reg_type=reg_type, stop=stop, eps_scaling=eps_scaling, exchange=exchange)
-    return PointsResult(*_conveyor.sinkhorn_points(X, Y, a, b, eps, comm_address(comm), options))
+    return PointsResult(*cast(Tuple[Any, ...], _conveyor.sinkhorn_points(
+        X, Y, a, b, eps, comm_address(comm), options)))
 
 
-def sinkhorn_barycenter(C, A, eps, weights=None, comm=None, tol=1e-4, max_iter=1000, check_every=1, first_check=1,
-                        log_domain=False, threads=0, allreduce_algorithm="auto", ranks_per_node=None):
+def sinkhorn_barycenter(C: npt.ArrayLike, A: npt.ArrayLike, eps: float, weights: Optional[npt.ArrayLike] = None,
+                        comm: Optional[MPI.Comm] = None, tol: float = 1e-4, max_iter: int = 1000, check_every: int = 1,
+                        first_check: int = 1, log_domain: bool = False, threads: int = 0,
+                        allreduce_algorithm: str = "auto", ranks_per_node: Optional[int] = None) -> BarycenterResult:
     """The entropic Wasserstein barycenter of histograms on a fixed support.
 
     The histogram q minimizing sum_k w_k OT_eps(q, A[:, k]) under the cost C, by
@@ -261,11 +322,13 @@ def sinkhorn_barycenter(C, A, eps, weights=None, comm=None, tol=1e-4, max_iter=1
     options = dict(tol=tol, max_iter=max_iter, check_every=check_every, first_check=first_check,
                    log_domain=log_domain, threads=threads, allreduce_algorithm=allreduce_algorithm,
                    ranks_per_node=ranks_per_node)
-    return BarycenterResult(*_conveyor.sinkhorn_barycenter(C, A, weights, eps, comm_address(comm), options))
+    return BarycenterResult(*cast(Tuple[Any, ...], _conveyor.sinkhorn_barycenter(
+        C, A, weights, eps, comm_address(comm), options)))
 
 
-def apply_plan_points(X, Y, log_u, log_v, eps, V, comm=None, metric="sqeuclidean", transpose=False, threads=0,
-                      cost_power=0):
+def apply_plan_points(X: npt.ArrayLike, Y: npt.ArrayLike, log_u: npt.ArrayLike, log_v: npt.ArrayLike, eps: float,
+                      V: npt.ArrayLike, comm: Optional[MPI.Comm] = None, metric: str = "sqeuclidean",
+                      transpose: bool = False, threads: int = 0, cost_power: int = 0) -> npt.NDArray[np.floating[Any]]:
     """The plan of a point-cloud solve applied to values, without forming it.
 
     With P_ij = exp(log_u_i + log_v_j - C(x_i, y_j) / eps) (the plan of
@@ -316,4 +379,5 @@ def apply_plan_points(X, Y, log_u, log_v, eps, V, comm=None, metric="sqeuclidean
     array([0., 1.])
     """
     options = dict(metric=metric, transpose=transpose, threads=threads, cost_power=cost_power)
-    return _conveyor.apply_plan_points(X, Y, log_u, log_v, eps, V, comm_address(comm), options)
+    out = _conveyor.apply_plan_points(X, Y, log_u, log_v, eps, V, comm_address(comm), options)
+    return cast(npt.NDArray[np.floating[Any]], out)

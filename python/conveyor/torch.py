@@ -52,7 +52,7 @@ from mpi4py import MPI
 from torch._C._distributed_c10d import _create_work_from_future  # type: ignore[attr-defined]  # (not in its stub)
 
 import conveyor
-from . import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from . import _conveyor
 from ._mpi import comm_address, register_torch_objects
 
 __all__ = ["ProcessGroupConveyor", "allreduce_hook", "bf16_allreduce_hook", "BACKEND"]

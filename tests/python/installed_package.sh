@@ -121,10 +121,11 @@ case $mpi in
             -genv CONVEYOR_TESTING 1) ;;
 esac
 status=0
-# The stubs: equal to the runtime signatures (mypy.stubtest), and a user's typed
-# calls checked against them (mypy --strict). One process, beside POT's tests; its
-# verdict printed at the end. Open MPI's package only: the stubs and the module
-# they describe are the same over either MPI.
+# The types: the package's annotated bodies type-checked and its signatures equal
+# to the runtime's (mypy.stubtest), and a user's typed calls checked against them
+# (mypy --strict). One process, beside POT's tests; its verdict printed at the
+# end. Open MPI's package only: the annotations and the module they describe are
+# the same over either MPI.
 stubs=""
 if [ "$mpi" = openmpi ]; then
   (cd "$work" && "$python" -m mypy.stubtest conveyor --allowlist "$root/tests/python/stubtest_allowlist.txt" \
@@ -171,7 +172,7 @@ done
 if [ -z "$stubs" ]; then
   :
 elif wait "$stubs"; then
-  echo "  stubs: mypy.stubtest and mypy --strict clean"
+  echo "  types: mypy.stubtest and mypy --strict clean"
 else
   cat "$work/stubtest-$mpi.log" "$work/mypy-$mpi.log" | tail -n 20
   status=1

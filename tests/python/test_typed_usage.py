@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Type-checked with mypy --strict against the package's stubs (scripts/test):
+"""Type-checked with mypy --strict against the package's annotations (scripts/test):
 the calls a POT user and an mpi4py user write. Also run by pytest (1 rank and
 more), so the calls are known to work too."""
 import numpy as np

@@ -46,16 +46,22 @@ centred), with ``comm`` too (``backward()`` is then collective, as the solve is)
 The other results of this module come back as values: no gradient flows through
 them yet (``solve``, ``solve_sample`` and ``SamplesLoss`` aside).
 """
+from __future__ import annotations
+
 import sys
 import warnings
+from collections.abc import Sequence
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 from mpi4py import MPI
 
 from .. import _conveyor
 from .._backends import foreign_backend, is_foreign
 from ._gradients import autodiff_ops, autodiff_sinkhorn2
 from .._mpi import agree, comm_address
+from .._typing import ArrayOrLogged
 from ._points import (METRICS, empirical_barycentric_mapping, empirical_plan_apply, empirical_plan_rows,
                          empirical_sinkhorn, empirical_sinkhorn2, empirical_sinkhorn_divergence)
 from ._barycenter import BARYCENTER_METHODS, barycenter, free_support_sinkhorn_barycenter
@@ -81,8 +87,10 @@ _ENGINE_KWARGS = ("threads", "allreduce_algorithm", "ranks_per_node")
 _CHECK_EVERY = 10  # POT tests the error on every 10th iteration
 
 
-def sinkhorn(a, b, M, reg, method="sinkhorn", numItermax=1000, stopThr=1e-9, verbose=False, log=False, warn=True,
-             warmstart=None, comm=None, **kwargs):
+def sinkhorn(a: npt.ArrayLike, b: npt.ArrayLike, M: npt.ArrayLike, reg: float, method: str = "sinkhorn",
+             numItermax: int = 1000, stopThr: float = 1e-9, verbose: bool = False, log: bool = False, warn: bool = True,
+             warmstart: Optional[Sequence[npt.ArrayLike]] = None, comm: Optional[MPI.Comm] = None,
+             **kwargs: Any) -> ArrayOrLogged:
     """The entropic OT plan, as ``ot.sinkhorn``.
 
     Parameters
@@ -139,8 +147,10 @@ def sinkhorn(a, b, M, reg, method="sinkhorn", numItermax=1000, stopThr=1e-9, ver
                   want_plan=True, caller="sinkhorn")
 
 
-def sinkhorn2(a, b, M, reg, method="sinkhorn", numItermax=1000, stopThr=1e-9, verbose=False, log=False, warn=False,
-              warmstart=None, comm=None, **kwargs):
+def sinkhorn2(a: npt.ArrayLike, b: npt.ArrayLike, M: npt.ArrayLike, reg: float, method: str = "sinkhorn",
+              numItermax: int = 1000, stopThr: float = 1e-9, verbose: bool = False, log: bool = False,
+              warn: bool = False, warmstart: Optional[Sequence[npt.ArrayLike]] = None, comm: Optional[MPI.Comm] = None,
+              **kwargs: Any) -> Union[float, npt.NDArray[Any], Tuple[Union[float, npt.NDArray[Any]], Dict[str, Any]]]:
     """The entropic OT loss <P, M>, as ``ot.sinkhorn2`` (same arguments as
     :func:`sinkhorn`; ``warn`` defaults to False, as in POT).
 

@@ -22,12 +22,19 @@
   for float32 points here), so the supports agree to the solvers' tolerance,
   not to rounding.
 """
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
 import numpy as np
+import numpy.typing as npt
 from mpi4py import MPI
 
-from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .. import _conveyor
 from .._backends import foreign_backend, on_numpy
 from .._mpi import agree, comm_address
+from .._typing import ValueOrLogged
 from ._barycenter_gradients import jax_barycenter, torch_barycenter
 from ._gradients import is_jax, is_torch
 from ._points import _apply, _solve_points, warn_outcome
@@ -41,8 +48,9 @@ _ENGINE_KWARGS = ("threads", "allreduce_algorithm", "ranks_per_node")
 _CHECK_EVERY = 10  # POT tests the error on iterations 1, 11, 21, ... (0-based)
 
 
-def barycenter(A, M, reg, weights=None, method="sinkhorn", numItermax=10000, stopThr=1e-4, verbose=False, log=False,
-               warn=True, comm=None, **kwargs):
+def barycenter(A: npt.ArrayLike, M: npt.ArrayLike, reg: float, weights: Optional[npt.ArrayLike] = None,
+               method: str = "sinkhorn", numItermax: int = 10000, stopThr: float = 1e-4, verbose: bool = False,
+               log: bool = False, warn: bool = True, comm: Optional[MPI.Comm] = None, **kwargs: Any) -> ValueOrLogged:
     """The entropic Wasserstein barycenter of the histograms in the columns of
     ``A``, as ``ot.bregman.barycenter``.
 
@@ -171,9 +179,12 @@ def _run(A, M, reg, weights, method, numItermax, stopThr, verbose, warn, comm, k
     return q, log_v, {"err": err, "niter": niter}
 
 
-def free_support_sinkhorn_barycenter(measures_locations, measures_weights, X_init, reg, b=None, weights=None,
-                                     numItermax=100, numInnerItermax=1000, stopThr=1e-7, verbose=False, log=None,
-                                     comm=None, **kwargs):
+def free_support_sinkhorn_barycenter(measures_locations: Sequence[npt.ArrayLike],
+                                     measures_weights: Sequence[npt.ArrayLike], X_init: npt.ArrayLike, reg: float,
+                                     b: Optional[npt.ArrayLike] = None, weights: Optional[npt.ArrayLike] = None,
+                                     numItermax: int = 100, numInnerItermax: int = 1000, stopThr: float = 1e-7,
+                                     verbose: bool = False, log: Optional[bool] = None, comm: Optional[MPI.Comm] = None,
+                                     **kwargs: Any) -> ValueOrLogged:
     """The support (its points moved, its weights ``b`` kept) of the entropic
     Wasserstein barycenter of point clouds, as
     ``ot.bregman.free_support_sinkhorn_barycenter``.

@@ -27,10 +27,15 @@ With ``comm``, each rank passes its own problems (any number, zero included) and
 gets their results; the arguments are checked together, so one rank's bad input
 is every rank's error.
 """
+from __future__ import annotations
+
+from typing import Any, Optional
+
 import numpy as np
+import numpy.typing as npt
 from mpi4py import MPI
 
-from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .. import _conveyor
 from .._mpi import comm_address
 from ._gradients import autodiff_ops, is_jax, is_torch
 from ._solve import OTResult
@@ -44,7 +49,8 @@ class BatchResult(OTResult):
     ((B, n), (B, m)), ``plan`` (B, n, m; made on first use when the solve did
     not need it), ``status`` (one per problem), ``log`` ({"n_iter": ...})."""
 
-    def __init__(self, value, value_linear, potentials, status, log, plan=None, make_plan=None):
+    def __init__(self, value: Any, value_linear: Any, potentials: Any, status: Any, log: Any, plan: Any = None,
+                 make_plan: Any = None) -> None:
         super().__init__(value, value_linear, plan, potentials, status, log)
         self._make_plan = make_plan
 
@@ -116,8 +122,9 @@ def _solve_concrete(C, X, Y, a, b, reg, max_iter, tol, metric, comm, threads, dt
     return _engine(*convert, reg, max_iter, tol, metric, comm, threads)
 
 
-def solve_batch(M, reg, a=None, b=None, max_iter=1000, tol=1e-5, solver="log_sinkhorn", reg_type="entropy",
-                grad="envelope", comm=None, threads=0):
+def solve_batch(M: npt.ArrayLike, reg: float, a: Optional[npt.ArrayLike] = None, b: Optional[npt.ArrayLike] = None,
+                max_iter: int = 1000, tol: float = 1e-5, solver: str = "log_sinkhorn", reg_type: str = "entropy",
+                grad: str = "envelope", comm: Optional[MPI.Comm] = None, threads: int = 0) -> BatchResult:
     """POT's ``ot.batch.solve_batch``: B entropic OT problems, each its own cost
     matrix M[k] (B, n, m) and weights a[k] (B, n), b[k] (B, m) (None: uniform),
     solved in one call (see the module's docstring; ``threads``: OpenMP threads,
@@ -265,8 +272,10 @@ def _sample_costs(xp, X, Y, metric):
     return squared if metric == "sqeuclidean" else xp.sqrt(squared)
 
 
-def solve_sample_batch(X_a, X_b, reg, a=None, b=None, metric="sqeuclidean", p=2, max_iter=1000, tol=1e-5,
-                       solver="log_sinkhorn", reg_type="entropy", grad="envelope", comm=None, threads=0):
+def solve_sample_batch(X_a: npt.ArrayLike, X_b: npt.ArrayLike, reg: float, a: Optional[npt.ArrayLike] = None,
+                       b: Optional[npt.ArrayLike] = None, metric: str = "sqeuclidean", p: int = 2, max_iter: int = 1000,
+                       tol: float = 1e-5, solver: str = "log_sinkhorn", reg_type: str = "entropy",
+                       grad: str = "envelope", comm: Optional[MPI.Comm] = None, threads: int = 0) -> BatchResult:
     """POT's ``ot.batch.solve_sample_batch``: B entropic OT problems between point
     clouds X_a[k] (B, n, d) and X_b[k] (B, m, d), the cost |x - y|^2
     ("sqeuclidean") or |x - y| ("euclidean") recomputed by the engine (no B x n x m
@@ -292,12 +301,12 @@ def solve_sample_batch(X_a, X_b, reg, a=None, b=None, metric="sqeuclidean", p=2,
         out = _solve_concrete(None, X, Y, a, b, reg, max_iter, tol, metric, comm, threads, X.dtype)
         value, value_linear = _values(out, reg, reg_type)
 
-        def plan():
+        def numpy_plan():
             M = np.asarray(_sample_costs(np, X.astype(np.float64), Y.astype(np.float64), metric))
             return _dense_plan(M, out[0].astype(np.float64), out[1].astype(np.float64), reg).astype(X.dtype)
 
         return BatchResult(value.astype(X.dtype), value_linear.astype(X.dtype), (out[0], out[1]), out[2],
-                           {"n_iter": out[3].astype(int)}, make_plan=plan)
+                           {"n_iter": out[3].astype(int)}, make_plan=numpy_plan)
     xp, sg, as_array = _library(X_a, X_b, a, b)
     X, Y = as_array(X_a), as_array(X_b)
     if grad in ("autodiff", "last_step"):

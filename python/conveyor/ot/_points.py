@@ -26,16 +26,22 @@ With ``comm`` (an mpi4py communicator) each rank passes its share of ``X_s``
 are this rank's, the plan is this rank's rows against every target point (in
 rank order), the loss is the total.
 """
+from __future__ import annotations
+
 import functools
 import inspect
 import warnings
+from collections.abc import Sequence
+from typing import Any, Optional, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 from mpi4py import MPI
 
-from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .. import _conveyor
 from .._backends import foreign_backend, on_numpy
 from .._mpi import agree, comm_address
+from .._typing import PlanOrPotentials, ValueOrLogged
 from ._points_dense import check_choice, dense_vjp, solve_dense, use_dense
 from ._points_gradients import local_loss, points_autodiff, points_vjp
 
@@ -74,9 +80,12 @@ def _on_numpy_copies(function=None, *, differentiable=None):
 
 
 @_on_numpy_copies()
-def empirical_sinkhorn(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numIterMax=10000, stopThr=1e-9,
-                       isLazy=False, batchSize=100, verbose=False, log=False, warn=True, warmstart=None, comm=None,
-                       **kwargs):
+def empirical_sinkhorn(X_s: npt.ArrayLike, X_t: npt.ArrayLike, reg: float, a: Optional[npt.ArrayLike] = None,
+                       b: Optional[npt.ArrayLike] = None, metric: str = "sqeuclidean", numIterMax: int = 10000,
+                       stopThr: float = 1e-9, isLazy: bool = False, batchSize: Union[int, Tuple[int, int]] = 100,
+                       verbose: bool = False, log: bool = False, warn: bool = True,
+                       warmstart: Optional[Sequence[npt.ArrayLike]] = None, comm: Optional[MPI.Comm] = None,
+                       **kwargs: Any) -> PlanOrPotentials:
     """The entropic OT plan between two point clouds, or with ``isLazy=True``
     its dual potentials, as ``ot.bregman.empirical_sinkhorn``.
 
@@ -224,9 +233,12 @@ def differentiable_with_potentials(X_s, X_t, reg, a=None, b=None, **kwargs):
 
 
 @_on_numpy_copies(differentiable=_differentiable_sinkhorn2)
-def empirical_sinkhorn2(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numIterMax=10000, stopThr=1e-9,
-                        isLazy=False, batchSize=100, verbose=False, log=False, warn=True, warmstart=None, comm=None,
-                        **kwargs):
+def empirical_sinkhorn2(X_s: npt.ArrayLike, X_t: npt.ArrayLike, reg: float, a: Optional[npt.ArrayLike] = None,
+                        b: Optional[npt.ArrayLike] = None, metric: str = "sqeuclidean", numIterMax: int = 10000,
+                        stopThr: float = 1e-9, isLazy: bool = False, batchSize: Union[int, Tuple[int, int]] = 100,
+                        verbose: bool = False, log: bool = False, warn: bool = True,
+                        warmstart: Optional[Sequence[npt.ArrayLike]] = None, comm: Optional[MPI.Comm] = None,
+                        **kwargs: Any) -> ValueOrLogged:
     """The entropic OT loss <P, M> between two point clouds, as
     ``ot.bregman.empirical_sinkhorn2`` (the arguments of
     :func:`empirical_sinkhorn`); with ``comm``, the total over all ranks.
@@ -251,9 +263,12 @@ def empirical_sinkhorn2(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", num
 
 
 @_on_numpy_copies(differentiable=_differentiable_divergence)
-def empirical_sinkhorn_divergence(X_s, X_t, reg, a=None, b=None, metric="sqeuclidean", numIterMax=10000,
-                                  stopThr=1e-9, verbose=False, log=False, warn=True, warmstart=None, comm=None,
-                                  **kwargs):
+def empirical_sinkhorn_divergence(X_s: npt.ArrayLike, X_t: npt.ArrayLike, reg: float, a: Optional[npt.ArrayLike] = None,
+                                  b: Optional[npt.ArrayLike] = None, metric: str = "sqeuclidean",
+                                  numIterMax: int = 10000, stopThr: float = 1e-9, verbose: bool = False,
+                                  log: bool = False, warn: bool = True,
+                                  warmstart: Optional[Sequence[npt.ArrayLike]] = None, comm: Optional[MPI.Comm] = None,
+                                  **kwargs: Any) -> ValueOrLogged:
     """The debiased Sinkhorn divergence S = OT(a, b) - (OT(a, a) + OT(b, b)) / 2
     between two point clouds (each OT the loss <P, M> of
     :func:`empirical_sinkhorn2`), clipped at 0, as
@@ -284,7 +299,9 @@ def empirical_sinkhorn_divergence(X_s, X_t, reg, a=None, b=None, metric="sqeucli
 
 
 @_on_numpy_copies()
-def empirical_plan_apply(X_s, X_t, reg, f, g, V, metric="sqeuclidean", transpose=False, comm=None, **kwargs):
+def empirical_plan_apply(X_s: npt.ArrayLike, X_t: npt.ArrayLike, reg: float, f: npt.ArrayLike, g: npt.ArrayLike,
+                         V: npt.ArrayLike, metric: str = "sqeuclidean", transpose: bool = False,
+                         comm: Optional[MPI.Comm] = None, **kwargs: Any) -> Any:
     """The plan of :func:`empirical_sinkhorn` applied to values without forming
     it: ``P @ V`` (V: a row per target point) or, with ``transpose``,
     ``P.T @ V`` (V: a row per source point), P_ij = exp(f_i + g_j - M_ij / reg)
@@ -305,7 +322,9 @@ def empirical_plan_apply(X_s, X_t, reg, f, g, V, metric="sqeuclidean", transpose
 
 
 @_on_numpy_copies()
-def empirical_barycentric_mapping(X_s, X_t, reg, f, g, metric="sqeuclidean", comm=None, **kwargs):
+def empirical_barycentric_mapping(X_s: npt.ArrayLike, X_t: npt.ArrayLike, reg: float, f: npt.ArrayLike,
+                                  g: npt.ArrayLike, metric: str = "sqeuclidean", comm: Optional[MPI.Comm] = None,
+                                  **kwargs: Any) -> Any:
     """Each source point mapped to the barycenter of the target points it is
     sent to, ``(P @ X_t) / (P @ 1)`` (POT's ``ot.da`` barycentric mapping), the
     plan never formed; the arguments of :func:`empirical_plan_apply`. With
@@ -325,7 +344,8 @@ def empirical_barycentric_mapping(X_s, X_t, reg, f, g, metric="sqeuclidean", com
     return product[:, :-1] / product[:, -1:]
 
 
-def empirical_plan_rows(X_s, X_t, reg, f, g, rows=None, metric="sqeuclidean", comm=None):
+def empirical_plan_rows(X_s: npt.ArrayLike, X_t: npt.ArrayLike, reg: float, f: npt.ArrayLike, g: npt.ArrayLike,
+                        rows: Any = None, metric: str = "sqeuclidean", comm: Optional[MPI.Comm] = None) -> Any:
     """Rows of the plan of :func:`empirical_sinkhorn` on request: this rank's
     source points ``rows`` (a slice or index array; None: all of them) against
     every target point (in rank order with ``comm``), formed in row blocks of a

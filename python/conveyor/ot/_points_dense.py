@@ -43,7 +43,7 @@ import os
 import numpy as np
 from mpi4py import MPI
 
-from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .. import _conveyor
 from .._mpi import agree, comm_address
 from ._gradients import _summed
 from ._points_gradients import _adjoint, _centred

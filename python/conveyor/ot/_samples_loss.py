@@ -48,10 +48,14 @@ tensorized backend gives (1, N) and (1, M)). Beyond GeomLoss (PyTorch only):
 JAX arrays, under ``jax.grad``, ``jax.value_and_grad`` and ``jax.jit`` (host
 callbacks; the gradients are made in the forward pass, whether asked for or not).
 """
+from __future__ import annotations
+
+from typing import Any, Optional
+
 import numpy as np
 from mpi4py import MPI
 
-from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .. import _conveyor
 from .._mpi import agree, comm_address
 from ._gradients import is_jax
 from ._samples_loss_formed import FormedArrays, use_formed
@@ -78,9 +82,11 @@ class SamplesLoss:
     0.000 0.500
     """
 
-    def __init__(self, loss="sinkhorn", p=2, blur=0.05, reach=None, diameter=None, scaling=0.5, truncate=None,
-                 cost=None, kernel=None, cluster_scale=None, debias=True, potentials=False, verbose=False,
-                 backend="auto", comm=None):
+    def __init__(self, loss: str = "sinkhorn", p: int = 2, blur: float = 0.05, reach: Optional[float] = None,
+                 diameter: Optional[float] = None, scaling: float = 0.5, truncate: Optional[float] = None,
+                 cost: None = None, kernel: None = None, cluster_scale: None = None, debias: bool = True,
+                 potentials: bool = False, verbose: bool = False, backend: str = "auto",
+                 comm: Optional[MPI.Comm] = None) -> None:
         if loss != "sinkhorn":
             raise NotImplementedError(f"conveyor.ot.SamplesLoss computes loss='sinkhorn' only, not {loss!r}")
         if p not in _METRIC:
@@ -100,7 +106,7 @@ class SamplesLoss:
         self.scaling, self.debias, self.potentials, self.backend = scaling, debias, potentials, backend
         self.truncate, self.verbose, self.comm = truncate, verbose, comm
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         if len(args) == 2:
             (x, y), a, b = args, None, None
         elif len(args) == 4:

@@ -31,7 +31,7 @@ for the arrays "auto" forms them, past it within the dense limits' peak rule
 """
 import numpy as np
 
-from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .. import _conveyor
 from ._points_dense import DENSE_BYTES, _gathered, cost_matrix, with_memory_shares, within_peak
 
 

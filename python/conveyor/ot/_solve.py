@@ -17,7 +17,14 @@ point with the KL penalties); "envelope" ``value`` alone, by the envelope theore
 terms, so the envelope theorem's gradients are not its gradients); "detach"
 none. The potentials carry no gradient.
 """
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Dict, Optional, Tuple
+
 import numpy as np
+import numpy.typing as npt
+from mpi4py import MPI
 
 from .._backends import foreign_backend, is_foreign
 from .._mpi import agree
@@ -46,8 +53,8 @@ class OTResult:
     that apply to it (and its ``_backend``, POT's backend of the arrays where POT
     is installed, which code written for POT's results reads)."""
 
-    def __init__(self, value=None, value_linear=None, plan=None, potentials=None, status=None, log=None,
-                 lazy_plan=None):
+    def __init__(self, value: Any = None, value_linear: Any = None, plan: Any = None, potentials: Any = None,
+                 status: Any = None, log: Optional[Dict[str, Any]] = None, lazy_plan: Any = None) -> None:
         self._value, self._value_linear, self._plan = value, value_linear, plan
         self._potentials, self._status, self._log = potentials, status, log
         self._lazy_plan = lazy_plan
@@ -59,27 +66,27 @@ class OTResult:
         return f"OTResult({shown})"
 
     @property
-    def value(self):
+    def value(self) -> Any:
         """The regularized objective at the solution."""
         return self._value
 
     @property
-    def value_linear(self):
+    def value_linear(self) -> Any:
         """The linear part <P, M>."""
         return self._value_linear
 
     @property
-    def value_quad(self):
+    def value_quad(self) -> None:
         """None: no quadratic part in these problems."""
         return None
 
     @property
-    def plan(self):
+    def plan(self) -> Any:
         """The transport plan (this rank's rows with ``comm``)."""
         return self._plan
 
     @property
-    def sparse_plan(self):
+    def sparse_plan(self) -> Any:
         """The plan as a sparse matrix (POT's backend's, or SciPy's CSR)."""
         if self._plan is None:
             return None
@@ -89,48 +96,48 @@ class OTResult:
         return scipy.sparse.csr_matrix(np.asarray(self._plan))
 
     @property
-    def lazy_plan(self):
+    def lazy_plan(self) -> Any:
         """The plan without its matrix (``solve_sample(..., lazy=True)``): rows on
         indexing, as POT's LazyTensor."""
         return self._lazy_plan
 
     @property
-    def potentials(self):
+    def potentials(self) -> Optional[Tuple[Any, Any]]:
         """The dual potentials (log u, log v) of the log-domain solver, as POT's."""
         return self._potentials
 
     @property
-    def potential_a(self):
+    def potential_a(self) -> Any:
         """The first potential."""
         return None if self._potentials is None else self._potentials[0]
 
     @property
-    def potential_b(self):
+    def potential_b(self) -> Any:
         """The second potential."""
         return None if self._potentials is None else self._potentials[1]
 
     @property
-    def marginals(self):
+    def marginals(self) -> Tuple[Any, Any]:
         """(row sums, column sums) of the plan."""
         return self.marginal_a, self.marginal_b
 
     @property
-    def marginal_a(self):
+    def marginal_a(self) -> Any:
         """The plan's row sums."""
         return None if self._plan is None else self._plan.sum(1)
 
     @property
-    def marginal_b(self):
+    def marginal_b(self) -> Any:
         """The plan's column sums (this rank's rows' share with ``comm``)."""
         return None if self._plan is None else self._plan.sum(0)
 
     @property
-    def status(self):
+    def status(self) -> Any:
         """None, as POT's entropic solve leaves it."""
         return self._status
 
     @property
-    def log(self):
+    def log(self) -> Optional[Dict[str, Any]]:
         """The solver's log (errors tested, iterations)."""
         return self._log
 
@@ -198,9 +205,12 @@ def _solve_numpy(M, a, b, reg, reg_type, max_iter, tol, verbose, warmstart, comm
     return dtype(value), dtype(value_linear), plan, potentials, log
 
 
-def solve(M, a=None, b=None, reg=None, c=None, reg_type="KL", unbalanced=None, unbalanced_type="KL", method=None,
-          n_threads=1, max_iter=None, plan_init=None, potentials_init=None, tol=None, verbose=False, grad="autodiff",
-          comm=None, **kwargs):
+def solve(M: npt.ArrayLike, a: Optional[npt.ArrayLike] = None, b: Optional[npt.ArrayLike] = None,
+          reg: Optional[float] = None, c: Optional[npt.ArrayLike] = None, reg_type: str = "KL",
+          unbalanced: Optional[Any] = None, unbalanced_type: str = "KL", method: Optional[str] = None,
+          n_threads: int = 1, max_iter: Optional[int] = None, plan_init: Optional[npt.ArrayLike] = None,
+          potentials_init: Optional[Sequence[npt.ArrayLike]] = None, tol: Optional[float] = None, verbose: bool = False,
+          grad: str = "autodiff", comm: Optional[MPI.Comm] = None, **kwargs: Any) -> OTResult:
     """POT's ``ot.solve`` for entropic OT between histograms (see the module's
     docstring for what is implemented and what ``grad`` does).
 
@@ -226,6 +236,7 @@ def solve(M, a=None, b=None, reg=None, c=None, reg_type="KL", unbalanced=None, u
     True
     """
     _agreed(comm, lambda: _check(M, reg, c, reg_type, unbalanced, unbalanced_type, grad))
+    assert reg is not None  # (_check refused None on every rank)
     reg = float(reg)
     max_iter = 1000 if max_iter is None else int(max_iter)
     tol = 1e-9 if tol is None else float(tol)
@@ -335,10 +346,15 @@ def _cost_matrix(X_a, X_b, metric):
     return squared if metric == "sqeuclidean" else xp.sqrt(squared)
 
 
-def solve_sample(X_a, X_b, a=None, b=None, metric="sqeuclidean", reg=None, c=None, reg_type="KL", unbalanced=None,
-                 unbalanced_type="KL", lazy=False, batch_size=None, method=None, n_threads=1, max_iter=None,
-                 plan_init=None, rank=100, scaling=0.95, potentials_init=None, X_init=None, tol=None, verbose=False,
-                 grad="autodiff", comm=None, **kwargs):
+def solve_sample(X_a: npt.ArrayLike, X_b: npt.ArrayLike, a: Optional[npt.ArrayLike] = None,
+                 b: Optional[npt.ArrayLike] = None, metric: str = "sqeuclidean", reg: Optional[float] = None,
+                 c: Optional[npt.ArrayLike] = None, reg_type: str = "KL", unbalanced: Optional[Any] = None,
+                 unbalanced_type: str = "KL", lazy: bool = False, batch_size: Optional[int] = None,
+                 method: Optional[str] = None, n_threads: int = 1, max_iter: Optional[int] = None,
+                 plan_init: Optional[npt.ArrayLike] = None, rank: int = 100, scaling: float = 0.95,
+                 potentials_init: Optional[Sequence[npt.ArrayLike]] = None, X_init: Optional[npt.ArrayLike] = None,
+                 tol: Optional[float] = None, verbose: bool = False, grad: str = "autodiff",
+                 comm: Optional[MPI.Comm] = None, **kwargs: Any) -> OTResult:
     """POT's ``ot.solve_sample`` for entropic OT between point clouds.
 
     ``lazy=False``: the cost matrix of ``metric`` ("sqeuclidean" or "euclidean"),
@@ -386,6 +402,7 @@ def solve_sample(X_a, X_b, a=None, b=None, metric="sqeuclidean", reg=None, c=Non
         return solve(_cost_matrix(X_a, X_b, metric), a, b, reg, c, reg_type, unbalanced, unbalanced_type, None,
                      n_threads, max_iter, plan_init, potentials_init, tol, verbose, grad, comm=comm, **kwargs)
     from ._points import differentiable_with_potentials, empirical_sinkhorn2  # (conveyor/ot/__init__.py imports this module)
+    assert reg is not None  # (_check refused None on every rank)
 
     arguments = dict(metric=metric, numIterMax=1000 if max_iter is None else int(max_iter),
                      stopThr=1e-9 if tol is None else float(tol), isLazy=True,
@@ -397,5 +414,8 @@ def solve_sample(X_a, X_b, a=None, b=None, metric="sqeuclidean", reg=None, c=Non
             return OTResult(None, value_linear, None, potentials, None, None, lazy_plan)
     value_linear, log = empirical_sinkhorn2(X_a, X_b, float(reg), a, b, log=True, **arguments)
     nx = foreign_backend(X_a, X_b)
-    log_of = (lambda x: nx.log(x)) if nx is not None else np.log
+
+    def log_of(x):
+        return nx.log(x) if nx is not None else np.log(x)
+
     return OTResult(None, value_linear, None, (log_of(log["u"]), log_of(log["v"])), None, log, log["lazy_plan"])

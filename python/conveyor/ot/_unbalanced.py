@@ -17,12 +17,19 @@ Beyond POT: ``comm`` spreads the rows over ranks as in ``conveyor.ot.sinkhorn``
 (``M`` and ``a`` are this rank's rows, ``b`` is whole); the plan returned is this
 rank's rows, the costs the totals.
 """
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional, Union
+
 import numpy as np
+import numpy.typing as npt
 from mpi4py import MPI
 
-from .. import _conveyor  # type: ignore[attr-defined]  # (the extension has no stub; the public modules have .pyi)
+from .. import _conveyor
 from .._backends import foreign_backend, is_foreign
 from .._mpi import agree, comm_address
+from .._typing import ArrayOrLogged, ValueOrLogged
 from ._gradients import autodiff_ops
 
 __all__ = ["sinkhorn_unbalanced", "sinkhorn_unbalanced2", "UNBALANCED_METHODS"]
@@ -31,8 +38,11 @@ __all__ = ["sinkhorn_unbalanced", "sinkhorn_unbalanced2", "UNBALANCED_METHODS"]
 UNBALANCED_METHODS = ("sinkhorn", "sinkhorn_stabilized", "sinkhorn_reg_scaling")
 
 
-def sinkhorn_unbalanced(a, b, M, reg, reg_m, method="sinkhorn", reg_type="kl", c=None, warmstart=None,
-                        numItermax=1000, stopThr=1e-6, verbose=False, log=False, comm=None, **kwargs):
+def sinkhorn_unbalanced(a: npt.ArrayLike, b: npt.ArrayLike, M: npt.ArrayLike, reg: float,
+                        reg_m: Union[float, Sequence[float]], method: str = "sinkhorn", reg_type: str = "kl",
+                        c: Optional[npt.ArrayLike] = None, warmstart: Optional[Sequence[npt.ArrayLike]] = None,
+                        numItermax: int = 1000, stopThr: float = 1e-6, verbose: bool = False, log: bool = False,
+                        comm: Optional[MPI.Comm] = None, **kwargs: Any) -> ArrayOrLogged:
     """The unbalanced entropic OT plan, as ``ot.unbalanced.sinkhorn_unbalanced``.
 
     Parameters
@@ -83,9 +93,12 @@ def sinkhorn_unbalanced(a, b, M, reg, reg_m, method="sinkhorn", reg_type="kl", c
                   kwargs, "linear", want_plan=True)
 
 
-def sinkhorn_unbalanced2(a, b, M, reg, reg_m, method="sinkhorn", reg_type="kl", c=None, warmstart=None,
-                         returnCost="linear", numItermax=1000, stopThr=1e-6, verbose=False, log=False, comm=None,
-                         **kwargs):
+def sinkhorn_unbalanced2(a: npt.ArrayLike, b: npt.ArrayLike, M: npt.ArrayLike, reg: float,
+                         reg_m: Union[float, Sequence[float]], method: str = "sinkhorn", reg_type: str = "kl",
+                         c: Optional[npt.ArrayLike] = None, warmstart: Optional[Sequence[npt.ArrayLike]] = None,
+                         returnCost: str = "linear", numItermax: int = 1000, stopThr: float = 1e-6,
+                         verbose: bool = False, log: bool = False, comm: Optional[MPI.Comm] = None,
+                         **kwargs: Any) -> ValueOrLogged:
     """The unbalanced entropic OT loss, as ``ot.unbalanced.sinkhorn_unbalanced2``
     (the arguments of :func:`sinkhorn_unbalanced`): ``returnCost="linear"``
     gives <P, M>, ``"total"`` the whole objective (with the entropic and
