@@ -113,7 +113,8 @@ def measure_reduce(build, tmp):
             out[key] = (float(r["median_us"]) * 1e-6, key + " MPI_Reduce_local stock")
         elif r["implementation"].startswith("MPI"):
             out[key + " MPI_Reduce_local stock"] = (float(r["median_us"]) * 1e-6, None)
-    return out
+    # logaddexp has no MPI operation, so no MPI_Reduce_local row: compared unnormalized.
+    return {k: (t, base if base in out else None) for k, (t, base) in out.items()}
 
 
 def measure_dsop(build, tmp):
@@ -209,9 +210,9 @@ def summarize_reduce(per_case):
             by_size.setdefault(case.split(" ", 2)[2], []).append((case, v))  # ("reduce sum/int8 4 KiB")
     for size, items in by_size.items():
         rows[f"reduce {size} (geomean of {len(items)} op x dtype)"] = tuple(
-            geomean([v[k] for _, v in items]) for k in range(3))
+            geomean([v[k] for _, v in items if v[k] is not None]) for k in range(3))
     worst = max((v for v in per_case.items() if v[0].startswith("reduce ") and not v[0].endswith("stock")),
-                key=lambda kv: kv[1][1], default=None)
+                key=lambda kv: kv[1][1] if kv[1][1] is not None else kv[1][0], default=None)
     if worst:
         rows[f"reduce worst normalized: {worst[0][len('reduce '):]}"] = worst[1]
     return rows
