@@ -15,6 +15,7 @@ from ._typing import Buffer, OpLike
 from . import _conveyor
 from ._mpi import buffer_collective, comm_address
 
+
 def allreduce(send: npt.ArrayLike, op: str = "sum", comm: Optional[MPI.Comm] = None,
               out: Optional[npt.NDArray[Any]] = None, algorithm: str = "auto", deterministic: bool = False,
               validate: bool = False, segment_bytes: Optional[int] = None,

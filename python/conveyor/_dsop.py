@@ -10,6 +10,7 @@ from mpi4py import MPI
 from . import _conveyor
 from ._mpi import comm_address, comm_or_world
 
+
 def outer_rows(N: int, comm: Optional[MPI.Comm] = None) -> Tuple[int, int]:
     """The rows of G this rank receives from outer_sum(..., distributed=True).
 

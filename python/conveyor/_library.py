@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from . import _conveyor
 
+
 def simd_target() -> str:
     """The SIMD target the reduction kernels run on.
 

@@ -13,6 +13,7 @@ from mpi4py import MPI
 from . import _conveyor
 from ._mpi import agree, comm_address, comm_or_world
 
+
 class Layout:
     """How an N-D array is spread over the ranks of a communicator.
 

@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 from . import _conveyor
 
+
 def reduce_local(inbuf: npt.ArrayLike, inoutbuf: npt.NDArray[Any], op: str = "sum") -> npt.NDArray[Any]:
     """inoutbuf = inbuf (op) inoutbuf, element by element, in place, as MPI_Reduce_local.
 

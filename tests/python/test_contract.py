@@ -18,7 +18,8 @@ SECONDS_PER_CASE = 20
 @pytest.fixture(scope="module")
 def comm():
     """A duplicate of COMM_WORLD: Conveyor keeps state per communicator (its
-    measured choices, its agreement's scratch), and the bad calls get one of their own."""
+    private duplicate, node layouts, each engine's measured choices), and the bad
+    calls get one of their own."""
     dup = MPI.COMM_WORLD.Dup()
     yield dup
     dup.Free()
