@@ -13,7 +13,8 @@ MPI ranks through the group's store (each member writes its COMM_WORLD rank)
 and runs on an MPI communicator of just its members (``Create_group``), in
 torch's rank order, so torch's ranks need not equal MPI's.
 
-Collectives: ``all_reduce`` (SUM, PRODUCT, MIN, MAX, BAND, BOR, BXOR, AVG),
+Collectives: ``all_reduce`` (SUM, PRODUCT, MIN, MAX, BAND, BOR, BXOR, AVG;
+PREMUL_SUM on torch 2, each rank's factor its own),
 ``reduce_scatter`` / ``_reduce_scatter_base``, ``all_gather`` /
 ``_all_gather_base``, ``all_gather_coalesced``, ``broadcast``,
 ``all_to_all_single`` (unequal splits too), ``all_to_all``, ``barrier``,
@@ -41,10 +42,21 @@ until ``wait()``. For a model that keeps Gloo as its process group,
 (``model.register_comm_hook(comm, conveyor.torch.allreduce_hook)``, comm an
 mpi4py communicator or None for COMM_WORLD).
 
-Limits: CPU tensors only; PREMUL_SUM is refused (torch 1.13 does not show a
-Python backend its factor); tested on Debian's torch 1.13, whose
-``ProcessGroup`` a Python class may extend.
+Torch versions: tested on Debian's 1.13, where the class is a Python
+``ProcessGroup``, and on PyPI's 2.15, where it is a Python ``Backend`` that
+torch wraps in a ProcessGroup of its own (and calls by torch 2's names:
+``all_gather_single``, ``reduce_scatter_single``, ``all_to_all_single``, their
+coalesced lists). torch 2.15's holder of a Python backend's Work forwards
+``wait()`` and the future but not ``is_completed()`` (False, even after
+``wait()``) nor the source rank of a receive from any source; it answers a
+meta tensor's collective itself, and has no way to a Python backend's
+``gather_single``.
+
+Limits: CPU tensors only; PREMUL_SUM needs torch 2 (torch 1.13 does not give a
+Python backend its factor: NotImplementedError).
 """
+import inspect
+
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -63,8 +75,8 @@ BACKEND = "conveyor"
 _RED = dist.ReduceOp.RedOpType
 # (by integer code: comparing or hashing torch's pybind11 enums costs more than a
 # small allreduce; docs/results.md, "torch.distributed's collectives")
-_MPI_OPS = {int(_RED.SUM): MPI.SUM, int(_RED.AVG): MPI.SUM, int(_RED.PRODUCT): MPI.PROD, int(_RED.MIN): MPI.MIN,
-            int(_RED.MAX): MPI.MAX, int(_RED.BAND): MPI.BAND, int(_RED.BOR): MPI.BOR, int(_RED.BXOR): MPI.BXOR}
+_MPI_OPS = {int(_RED.SUM): MPI.SUM, int(_RED.AVG): MPI.SUM, int(_RED.PREMUL_SUM): MPI.SUM,
+            int(_RED.PRODUCT): MPI.PROD, int(_RED.MIN): MPI.MIN, int(_RED.MAX): MPI.MAX, int(_RED.BAND): MPI.BAND, int(_RED.BOR): MPI.BOR, int(_RED.BXOR): MPI.BXOR}
 _OP_NAMES = {int(v): v.name for v in (_RED.SUM, _RED.AVG, _RED.PRODUCT, _RED.MIN, _RED.MAX, _RED.BAND, _RED.BOR,
                                       _RED.BXOR, _RED.PREMUL_SUM)}
 _BITWISE = {int(_RED.BAND), int(_RED.BOR), int(_RED.BXOR)}
@@ -74,8 +86,8 @@ _DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.in
 _DTYPE_CODE = {t: k for k, t in enumerate(_DTYPES)}
 # The collectives, as the agreement names them.
 _CALLS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "all_to_all", "barrier", "reduce", "gather",
-          "scatter"]
-_ALL_REDUCE, _REDUCE_SCATTER, _ALL_GATHER, _BROADCAST, _ALL_TO_ALL, _BARRIER, _REDUCE, _GATHER, _SCATTER = \
+          "scatter", "a coalesced call"]
+_ALL_REDUCE, _REDUCE_SCATTER, _ALL_GATHER, _BROADCAST, _ALL_TO_ALL, _BARRIER, _REDUCE, _GATHER, _SCATTER, _LIST = \
     range(len(_CALLS))
 _AGREED_ERRORS = {"TypeError": TypeError, "ValueError": ValueError}
 
@@ -84,6 +96,31 @@ def _op_code(opts):
     """The integer code of an options object's ReduceOp."""
     op = opts.reduceOp
     return int(op.op) if hasattr(op, "op") else int(op)
+
+
+def _premul_factor(opts):
+    """PREMUL_SUM's factor (this rank's: each rank scales its own tensor), a
+    float: torch 2 shows it as ``reduceOp.factor`` (a number or a one-element
+    tensor, as torch checks); torch 1.13 keeps it from a Python backend."""
+    try:
+        return float(opts.reduceOp.factor)
+    except AttributeError:
+        raise NotImplementedError(f"conveyor.torch: PREMUL_SUM needs torch 2 (torch {torch.__version__} does not "
+                                  "give a Python backend its factor); scale the tensor and use SUM") from None
+
+
+def _reduction(opts, default):
+    """An options object's ReduceOp as (integer code, PREMUL_SUM's factor or
+    None); a factor torch 1.13 keeps is raised later, by the agreement, on
+    every rank."""
+    opts = default() if opts is None else opts
+    code = _op_code(opts)
+    if code != _PREMUL_SUM:
+        return code, None
+    try:
+        return code, _premul_factor(opts)
+    except NotImplementedError as e:
+        return code, e
 
 
 def _done(result):
@@ -105,22 +142,22 @@ def _checked(tensor, name="tensor"):
     return tensor
 
 
-def _op_checked(code, dtype):
-    """`code` (a ReduceOp's), if it applies to this dtype."""
-    if code == _PREMUL_SUM:
-        raise NotImplementedError("conveyor.torch: PREMUL_SUM is not supported (torch 1.13 does not give a Python "
-                                  "backend its factor); scale the tensor and use SUM")
+def _op_checked(code, dtype, factor=None):
+    """`code` (a ReduceOp's), if it applies to this dtype; `factor`, PREMUL_SUM's
+    (or the exception that reading it raised)."""
+    if isinstance(factor, Exception):
+        raise factor
     if code not in _MPI_OPS:
         raise ValueError(f"conveyor.torch: unknown ReduceOp {code}")
     if code in _BITWISE and dtype.is_floating_point:
         raise TypeError(f"conveyor.torch: {_OP_NAMES[code]} needs an integer dtype, got {dtype}")
-    if code == _AVG and not dtype.is_floating_point:
-        raise TypeError(f"conveyor.torch: AVG needs a floating dtype, got {dtype}")
+    if code in (_AVG, _PREMUL_SUM) and not dtype.is_floating_point:
+        raise TypeError(f"conveyor.torch: {_OP_NAMES[code]} needs a floating dtype, got {dtype}")
     return code
 
 
-def _reduce_checked(tensor, code):
-    _op_checked(code, _checked(tensor).dtype)
+def _reduce_checked(tensor, code, factor=None):
+    _op_checked(code, _checked(tensor).dtype, factor)
 
 
 def _buffer(tensor):
@@ -159,10 +196,21 @@ def _member_comm(store, rank, size):
         group.Free()
 
 
-class ProcessGroupConveyor(dist.ProcessGroup):
-    """The ``"conveyor"`` process group: torch's collectives on an MPI
-    communicator (``comm``) through Conveyor's engines. Made by
-    ``dist.init_process_group("conveyor")`` / ``dist.new_group(..., backend="conveyor")``."""
+# torch 2 wraps a backend (its C++ Backend, which a Python class may extend) in a
+# ProcessGroup of its own, which then also names, splits and destroys the group;
+# torch 1.13 has no such class and takes a Python ProcessGroup itself.
+_BASE = getattr(torch._C._distributed_c10d, "Backend", dist.ProcessGroup)
+# The torch 2 backends until their shutdown(): torch may keep only a backend's C++
+# side (TORCH_DISTRIBUTED_DEBUG=DETAIL's wrapper does), and its Python methods
+# answer only while the Python object lives.
+_LIVE: dict = {}
+
+
+class ProcessGroupConveyor(_BASE):  # type: ignore[misc,valid-type]
+    """The ``"conveyor"`` process group (torch 1.13) or backend (torch 2):
+    torch's collectives on an MPI communicator (``comm``) through Conveyor's
+    engines. Made by ``dist.init_process_group("conveyor")`` /
+    ``dist.new_group(..., backend="conveyor")``."""
 
     def __init__(self, rank, size, comm):
         super().__init__(rank, size)
@@ -174,9 +222,29 @@ class ProcessGroupConveyor(dist.ProcessGroup):
         # message of the collectives' engines on `comm`)
         self._p2p = comm.Dup()
         self._signature = np.zeros(11, dtype=np.int64)
+        self._sequence = 0
+        if _BASE is not dist.ProcessGroup:
+            _LIVE[id(self)] = self
+
+    # (torch 2's checks under TORCH_DISTRIBUTED_DEBUG=DETAIL compare these over the
+    # ranks: the count of collectives this group agreed)
+    def _set_sequence_number_for_group(self):
+        self._sequence = 0
+
+    def _get_sequence_number_for_group(self):
+        return self._sequence
+
+    def shutdown(self):
+        """torch 2's end of the backend (destroy_process_group): it may be freed now."""
+        _LIVE.pop(id(self), None)
 
     def getBackendName(self):  # noqa: N802 (torch's name)
         return BACKEND
+
+    # (torch 2's Backend asks a Python subclass for these by name and, finding its
+    # own properties, recurses: plain values here; torch 1.13 does not read them)
+    supports_coalescing = supports_splitting = supports_shrinking = supports_reconfigure = False
+    supports_window = _supports_time_estimate = False
 
     # --- the contract ------------------------------------------------------
     def _agree(self, call, check, args=(), dtype=None, count=0, op=0, root=0):
@@ -185,6 +253,7 @@ class ProcessGroupConveyor(dist.ProcessGroup):
         count, op and root with their negatives under MAX): raises the first
         failing rank's error, or a mismatch, on every rank; else check's result."""
         problem = None
+        self._sequence += 1
         try:
             out = check(*args)
         except (TypeError, ValueError, NotImplementedError) as e:
@@ -215,10 +284,12 @@ class ProcessGroupConveyor(dist.ProcessGroup):
     def _raise_mismatch(self, call, fields, v):
         """ValueError on every rank, naming what differs and every rank's value."""
         names = ["collective", "dtype", "element count", "op", "root"]
+        if call == _LIST:  # (_agree_list's fields)
+            names[2:4] = ["number of tensor", "collective"]
         for k, name in enumerate(names):
             if v[1 + k] != -v[6 + k]:
                 values = self.comm.allgather(fields[k])
-                if k == 0:
+                if k == 0 or (call == _LIST and k == 3):
                     values = [_CALLS[x] for x in values]
                 elif k == 1:
                     values = [str(_DTYPES[x]) if 0 <= x < len(_DTYPES) else "?" for x in values]
@@ -226,20 +297,29 @@ class ProcessGroupConveyor(dist.ProcessGroup):
                     values = [_OP_NAMES.get(x, x) for x in values]
                 raise ValueError(f"conveyor.torch: ranks passed different {name}s to {_CALLS[call]}: {values}")
 
+    def _agree_list(self, call, tensors):
+        """Agrees the number of tensors a list form (a coalesced call) takes, so
+        that a rank with fewer cannot leave the others waiting in the next one."""
+        self._agree(_LIST, lambda: None, (), None, len(tensors), call)
+
     # --- collectives -------------------------------------------------------
     def allreduce(self, tensors, opts=None):
-        code = _op_code(dist.AllreduceOptions() if opts is None else opts)
+        code, factor = _reduction(opts, dist.AllreduceOptions)
+        if len(tensors) != 1:
+            self._agree_list(_ALL_REDUCE, tensors)
         for t in tensors:
-            self._agree(_ALL_REDUCE, _reduce_checked, (t, code), t.dtype, t.numel(), code)
-            self._reduce_in_place(t, code)
+            self._agree(_ALL_REDUCE, _reduce_checked, (t, code, factor), t.dtype, t.numel(), code)
+            self._reduce_in_place(t, code, factor)
         return _done(tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
         opts = dist.AllreduceCoalescedOptions() if opts is None else opts
         return self.allreduce(tensors, opts)
 
-    def _reduce_in_place(self, t, code):
+    def _reduce_in_place(self, t, code, factor=None):
         work = t if t.is_contiguous() else t.contiguous()
+        if code == _PREMUL_SUM:
+            work.mul_(factor)
         if self._size > 1 and work.numel():
             conveyor.Allreduce(MPI.IN_PLACE, _buffer(work), _MPI_OPS[code], self.comm)
         if code == _AVG:
@@ -299,7 +379,7 @@ class ProcessGroupConveyor(dist.ProcessGroup):
         return _done(output_tensors)
 
     def _reduce_scatter_base(self, output, input, opts=None):  # noqa: A002 (torch's name)
-        code = _op_code(dist.ReduceScatterOptions() if opts is None else opts)
+        code, factor = _reduction(opts, dist.ReduceScatterOptions)
 
         def check():
             _checked(input, "input")
@@ -307,23 +387,25 @@ class ProcessGroupConveyor(dist.ProcessGroup):
             if output.dtype != input.dtype or input.numel() != output.numel() * self._size:
                 raise ValueError(f"conveyor.torch: reduce_scatter's input must hold {self._size} outputs "
                                  f"of {output.numel()} {output.dtype}, got {input.numel()} {input.dtype}")
-            _op_checked(code, input.dtype)
+            _op_checked(code, input.dtype, factor)
         self._agree(_REDUCE_SCATTER, check, (), output.dtype, output.numel(), code)
-        self._reduce_scatter(output, input.contiguous(), code)
+        self._reduce_scatter(output, input.contiguous(), code, factor)
         return _done([output])
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
-        code = _op_code(dist.ReduceScatterOptions() if opts is None else opts)
+        code, factor = _reduction(opts, dist.ReduceScatterOptions)
         for out, inputs in zip(output_tensors, input_tensors):
             def check():
                 self._per_rank_checked("reduce_scatter", out, "output", inputs, "input")
-                _op_checked(code, out.dtype)
+                _op_checked(code, out.dtype, factor)
             self._agree(_REDUCE_SCATTER, check, (), out.dtype, out.numel(), code)
-            self._reduce_scatter(out, torch.cat([t.reshape(-1) for t in inputs]), code)
+            self._reduce_scatter(out, torch.cat([t.reshape(-1) for t in inputs]), code, factor)
         return _done(output_tensors)
 
-    def _reduce_scatter(self, output, flat_input, code):
+    def _reduce_scatter(self, output, flat_input, code, factor=None):
         out = output if output.is_contiguous() else torch.empty_like(output, memory_format=torch.contiguous_format)
+        if code == _PREMUL_SUM:  # (a scaled copy: the input is the caller's)
+            flat_input = flat_input * factor
         if out.numel():
             conveyor.Reduce_scatter_block(_buffer(flat_input), _buffer(out), _MPI_OPS[code], self.comm)
         if code == _AVG:
@@ -418,18 +500,48 @@ class ProcessGroupConveyor(dist.ProcessGroup):
                 at += k
         return _done(output_lists)
 
+    # --- torch 2's names (2.15 calls the single-tensor forms all_gather_single, ...;
+    # 2.0-2.14 the underscored ones above) and its coalesced lists ------------
+    all_gather_single = _allgather_base
+    reduce_scatter_single = _reduce_scatter_base
+    all_to_all_single = alltoall_base
+
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        """outputs[i] receives every rank's inputs[i], one all-gather per pair."""
+        self._agree_list(_ALL_GATHER, inputs)
+        for output, input in zip(outputs, inputs):  # noqa: A001 (torch's name)
+            self._allgather_base(output, input, opts)
+        return _done(outputs)
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        """outputs[i] receives its part of inputs[i] reduced, one reduce-scatter per pair."""
+        self._agree_list(_REDUCE_SCATTER, inputs)
+        for output, input in zip(outputs, inputs):  # noqa: A001 (torch's name)
+            self._reduce_scatter_base(output, input, opts)
+        return _done(outputs)
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
+
+    def start_coalescing(self):
+        """torch 2's coalescing manager, given a device: every call inside runs
+        when made (this group's Works complete on return), so nothing to start."""
+
+    def end_coalescing(self):
+        return _done(None)
+
     def reduce(self, tensors, opts=None):
         """The reduction to opts.rootRank: Conveyor's allreduce (its selection and
         dtypes), into the tensor on the root and into a copy elsewhere (torch
         leaves the other ranks' tensors as they were)."""
         opts = dist.ReduceOptions() if opts is None else opts
-        code = _op_code(opts)
+        code, factor = _reduction(opts, dist.ReduceOptions)
         for t in tensors:
             def check():
-                _reduce_checked(t, code)
+                _reduce_checked(t, code, factor)
                 self._root_checked(opts.rootRank)
             self._agree(_REDUCE, check, (), t.dtype, t.numel(), code, opts.rootRank)
-            self._reduce_in_place(t if self.comm.Get_rank() == opts.rootRank else t.clone(), code)
+            self._reduce_in_place(t if self.comm.Get_rank() == opts.rootRank else t.clone(), code, factor)
         return _done(tensors)
 
     def gather(self, output_tensors, input_tensors, opts=None):
@@ -610,4 +722,7 @@ def bf16_allreduce_hook(comm, bucket):
 
 
 if BACKEND.upper() not in dist.Backend._plugins:  # (a second import of the module)
-    dist.Backend.register_backend(BACKEND, _create)
+    if "devices" in inspect.signature(dist.Backend.register_backend).parameters:  # (torch 2)
+        dist.Backend.register_backend(BACKEND, _create, devices=["cpu"])
+    else:
+        dist.Backend.register_backend(BACKEND, _create)

@@ -24,6 +24,7 @@ import argparse
 import collections
 import faulthandler
 import os
+import re
 import sys
 import tempfile
 import time
@@ -44,6 +45,18 @@ NOT_RUN = {
     "test_monitored_barrier": "torch's monitored_barrier serves Gloo's process groups only",
 }
 
+# Not run on torch 2 (2.15), why: its holder of a Python backend's Work
+# (PyWorkHolder) forwards wait() and the future, not sourceRank() nor isCompleted()
+# (recv from any source raises on the receiver after the bytes arrived, and the
+# others wait; is_completed() stays False); and it names every backend it does not
+# know "custom" in DDP's logging data.
+NOT_RUN_TORCH2 = {
+    "test_send_recv_any_source": "torch 2 does not give recv the sender a Python backend's Work knows",
+    "test_isend": "torch 2's Work of a Python backend answers is_completed() False after wait()",
+    "test_irecv": "torch 2's Work of a Python backend answers is_completed() False after wait()",
+    "test_ddp_logging_data_cpu": "torch 2's DDP logs a backend it does not know as 'custom'",
+}
+
 # The suite's copies that run the tests it gates by a backend's name (suite_as).
 AS_BACKENDS = ("gloo", "mpi")
 
@@ -52,7 +65,9 @@ def gated_by_name(reason):
     """Whether a skip reason is a backend's name rather than a missing feature
     (CUDA, GPUs, NCCL's own collectives, a world size)."""
     reason = reason.lower()
-    return ("requires backend to be one of" in reason or reason.startswith("only mpi supports")
+    # (torch 1.13 says "requires backend to be one of", torch 2 "requires backend <name> to be one of")
+    return (re.search(r"requires backend (\S+ )?to be one of", reason) is not None
+            or reason.startswith("only mpi supports")
             or "gloo batch send recv" in reason or "get_future is only supported" in reason
             or "only nccl & gloo backend support distributeddataparallel" in reason)
 
@@ -153,6 +168,8 @@ def main():
     args = p.parse_args()
     tmp = COMM.bcast(tempfile.mkdtemp(prefix="conveyor-torch-tests-") if RANK == 0 else None)
     distributed_test = setup_suite(tmp)
+    import torch
+    not_run = dict(NOT_RUN, **(NOT_RUN_TORCH2 if int(torch.__version__.split(".")[0]) >= 2 else {}))
     Case = case_class(distributed_test)
     # (as gloo first: Gloo is the CPU backend the suite tests most; then as mpi, for all-to-all)
     copies = {name: case_class(suite_as(name)) for name in AS_BACKENDS}
@@ -165,7 +182,7 @@ def main():
     for k, name in enumerate(names):
         if limit:
             faulthandler.dump_traceback_later(limit, exit=True)
-        reason = None if args.all else next((why for prefix, why in NOT_RUN.items() if name.startswith(prefix)), None)
+        reason = None if args.all else next((why for prefix, why in not_run.items() if name.startswith(prefix)), None)
         if reason is not None:
             verdict = ("not run", reason)
         elif args.list:
@@ -191,7 +208,7 @@ def main():
             print(f"{kind:8s} {name} ({time.time() - t0:.0f} s)", flush=True)
     faulthandler.cancel_dump_traceback_later()
     if RANK == 0:
-        print(f"PyTorch's distributed tests on conveyor, {SIZE} ranks: " +
+        print(f"PyTorch's distributed tests (torch {torch.__version__}) on conveyor, {SIZE} ranks: " +
               ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
         print("\n".join(lines))
         import shutil

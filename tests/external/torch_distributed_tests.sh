@@ -9,7 +9,9 @@
 # Needs expecttest (PyTorch's test utilities import it; scripts/setup installs it
 # with pip into the build tree).
 #
-# usage: torch_distributed_tests.sh <openmpi|mpich> <build-dir> <work-dir>
+# usage: torch_distributed_tests.sh <openmpi|mpich> <build-dir> <work-dir> [python]
+# (python: the interpreter whose torch runs them; Debian's /usr/bin/python3 unless
+# given: torch2_tests.sh gives PyPI's torch's venv)
 # Prints the suite's verdict line per rank count, the tests not run or failed, and
 # the skipped ones' reasons counted.
 set -uo pipefail
@@ -17,6 +19,7 @@ mpi=$1 build=$(cd "$2" && pwd)
 mkdir -p "$3"
 work=$(cd "$3" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
+python=${4:-/usr/bin/python3}
 deps=$(cd "$build/.." && pwd)/pydeps
 if [ "$mpi" = openmpi ]; then
   counts=(3)
@@ -33,7 +36,7 @@ for np in "${counts[@]}"; do
   log="$work/torch-distributed-$mpi-np$np.log"
   # (a test that hangs on some rank ends the job after 300 s, its stacks in the log)
   (cd "$work" && PYTHONPATH="$path" PYTHONWARNINGS=ignore CONVEYOR_TORCH_TESTS_DUMP=300 OMP_NUM_THREADS=1 \
-     timeout 1200 "${launch[@]}" "$np" /usr/bin/python3 "$here/torch_distributed_tests.py") >"$log" 2>&1
+     timeout 1200 "${launch[@]}" "$np" "$python" "$here/torch_distributed_tests.py") >"$log" 2>&1
   rc=$?
   line=$(grep -a "^PyTorch's distributed tests" "$log")
   [ -n "$line" ] || line="PyTorch's distributed tests, $np ranks: no verdict (exit $rc)"
