@@ -173,35 +173,30 @@ void redistribute_cases(const std::string& config, const model_bench_options& op
   }
 }
 
-// MPI_Alltoall's movement, `bytes` per rank pair: Conveyor's pairwise exchange and,
-// across nodes, the node-aware one, each beside the model's prediction, with the
-// MPI library's own MPI_Alltoall as the baseline (not modelled). The layout is the
-// library's (real nodes, or CONVEYOR_RANKS_PER_NODE).
+// MPI_Alltoall's movement, `bytes` per rank pair: every algorithm of the family's
+// table (conveyor::alltoall_algorithms(): the pairwise exchange, the MPI library's
+// own MPI_Alltoall, the baseline, not modelled, and, across nodes, the node-aware
+// exchange), each beside its row's prediction. The layout is the library's (real
+// nodes, or CONVEYOR_RANKS_PER_NODE).
 void alltoall_cases(const std::string& config, const model_bench_options& opt, report& rep) {
   const int P = world_size();
   const int nodes = alltoall_nodes(MPI_COMM_WORLD);
+  // (the rows' names in this benchmark's results since it began: bench/report_model.py)
+  const auto label = [](std::string_view name) -> std::string {
+    return name == "conveyor" ? "pairwise" : name == "mpi" ? "MPI_Alltoall" : std::string(name);
+  };
   for (const std::size_t bytes : opt.alltoall_bytes) {
     const auto b = static_cast<std::int64_t>(bytes);
     std::vector<char> send(bytes * static_cast<std::size_t>(P), 1), recv(send.size());
-    std::vector<byte_map> maps(static_cast<std::size_t>(P));
-    for (int q = 0; q < P; ++q) maps[static_cast<std::size_t>(q)] = {byte_box{q * b, b, 0, {}, {}}};
     const std::array<double, 2> predicted = predict_alltoall(b, MPI_COMM_WORLD);
     std::vector<candidate> cs;
-    cs.push_back({"pairwise", [&] {
-                    alltoallw(send.data(), maps, recv.data(), maps, MPI_COMM_WORLD);
-                    return predicted[0];
-                  }});
-    if (nodes > 1) {
-      cs.push_back({"by_nodes", [&] {
-                      alltoall_by_nodes(send.data(), recv.data(), b, MPI_COMM_WORLD);
-                      return predicted[1];
+    for (const alltoall_algorithm_info& a : alltoall_algorithms()) {
+      if (a.several_nodes && nodes == 1) continue;
+      cs.push_back({label(a.name), [&send, &recv, &predicted, b, a] {
+                      a.run(send.data(), recv.data(), b, MPI_COMM_WORLD);
+                      return a.predicted < 0 ? std::nan("") : predicted[static_cast<std::size_t>(a.predicted)];
                     }});
     }
-    cs.push_back({"MPI_Alltoall", [&] {
-                    MPI_Alltoall(send.data(), static_cast<int>(bytes), MPI_BYTE, recv.data(), static_cast<int>(bytes),
-                                 MPI_BYTE, MPI_COMM_WORLD);
-                    return std::nan("");
-                  }});
     measure_case(config, "alltoall", format_bytes(bytes), cs, opt, rep);
   }
 }

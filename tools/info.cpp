@@ -73,6 +73,11 @@ int run_info() {
     std::printf("  %-20s %s%s\n", std::string(t.name).c_str(), t.summary,
                 t.modeled ? "" : " [not in auto's cost model]");
   }
+  std::printf("all-to-all algorithms (auto's candidates; src/redistribute/alltoall_table.hpp)\n");
+  for (const conveyor::alltoall_algorithm_info& a : conveyor::alltoall_algorithms()) {
+    std::printf("  %-20s %s%s%s\n", std::string(a.name).c_str(), a.summary, a.predicted < 0 ? " [no cost model]" : "",
+                a.several_nodes ? " [several nodes only]" : "");
+  }
   std::printf("settings (environment; conveyor/settings.hpp)\n");
   for (const conveyor::setting_info& s : conveyor::settings()) {
     std::printf("  %-32s %s%s\n      %s (default: %s; read at %s)\n", s.name.c_str(), s.value ? "= " : "unset",

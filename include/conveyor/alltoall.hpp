@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "conveyor/cost_model.hpp"
@@ -99,6 +100,24 @@ struct alltoall_auto_report {
   bool trial = false;         // a measuring call of its size class (the result is the same)
   alltoallw_report exchange;  // alltoallw's report when it ran (last run of a trial)
 };
+
+/// The contiguous form's call of one algorithm of the family, `bytes` per peer
+/// (alltoall_auto's parts; send may be MPI_IN_PLACE).
+using alltoall_run = alltoallw_report (*)(const void* send, void* recv, std::int64_t bytes, MPI_Comm comm);
+
+/// One of the all-to-all family's algorithms: alltoall_auto's and
+/// alltoallw_auto's candidates, as their table describes them
+/// (src/redistribute/alltoall_table.cpp: one row each).
+struct alltoall_algorithm_info {
+  std::string_view name;  // the traces' and `conveyor info`'s name ("conveyor", "mpi", "by_nodes")
+  const char* summary;    // what it does and when it pays
+  int predicted;          // its entry in predict_alltoall's array, or -1 (not in the cost model)
+  bool several_nodes;     // a candidate only where the ranks span several nodes
+  alltoall_run run;       // it alone, on contiguous parts (the benchmarks' and tests' cases)
+};
+/// Every algorithm, in the table's order: what `conveyor info` lists, and the
+/// case lists of the benchmarks and tests.
+CONVEYOR_API const std::vector<alltoall_algorithm_info>& alltoall_algorithms();
 
 /// MPI_Alltoall of contiguous parts, `bytes` per peer (part q of `send` at
 /// q * bytes, of `recv` likewise; send may be MPI_IN_PLACE), `auto`: per size

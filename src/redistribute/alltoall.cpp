@@ -29,6 +29,7 @@
 #include "redistribute/alltoall_by_nodes.hpp"
 #include "redistribute/alltoall_copy_choice.hpp"
 #include "redistribute/alltoall_shared.hpp"
+#include "redistribute/alltoall_table.hpp"
 #include "redistribute/alltoall_typed.hpp"
 #include "redistribute/byte_rows.hpp"
 #include "runtime/buffer_pool.hpp"
@@ -62,9 +63,22 @@ struct pair_plan {
       false;  // its package is packed first (a message not from the caller, an attach in place or of short rows)
 };
 
-// alltoall_auto's candidates (runtime/measured_choice.hpp): the library's call,
-// the pairwise exchange (alltoallw), the node-aware one (several nodes only).
-enum class alltoall_path { automatic, mpi, conveyor, by_nodes };
+// alltoall_auto's candidates (runtime/measured_choice.hpp): the rows of the
+// family's table (alltoall_table.hpp).
+using redistribute::detail::alltoall_candidates;
+using redistribute::detail::alltoall_path;
+
+// A decided trial's medians and spreads (record_trial's `agreed`: the medians,
+// then the spreads, one per candidate), each with its row's name, and the choice.
+void print_medians(const detail::measured_choice<alltoall_path>& m, const double* agreed) {
+  for (int c = 0; c < m.count; ++c) {
+    const auto& name = redistribute::detail::alltoall_row_of(m.candidates[c]).info.name;
+    std::fprintf(stderr, " %.*s %.2f us (%.0f%%)", static_cast<int>(name.size()), name.data(), agreed[c] * 1e6,
+                 agreed[m.count + c] * 100);
+  }
+  const auto& chosen = redistribute::detail::alltoall_row_of(m.decided).info.name;
+  std::fprintf(stderr, " -> %.*s\n", static_cast<int>(chosen.size()), chosen.data());
+}
 
 struct alltoall_state final : detail::engine_state {
   // alltoall_auto: per size class of the bytes per peer, what its trials decided.
@@ -251,7 +265,7 @@ alltoall_path library_choice(alltoall_state& state, std::int32_t cls, int& which
   auto& classes = state.library_measured;
   if (classes.size() <= static_cast<std::size_t>(cls)) classes.resize(static_cast<std::size_t>(cls) + 1);
   auto& m = classes[static_cast<std::size_t>(cls)];
-  if (m.count == 0) m.candidates[0] = alltoall_path::conveyor, m.candidates[1] = alltoall_path::mpi, m.count = 2;
+  if (m.count == 0) m.count = alltoall_candidates(false, m.candidates);
   if (m.decided != alltoall_path::automatic) return m.decided;
   which = detail::next_trial(m);
   return m.candidates[which];
@@ -268,9 +282,9 @@ void record_library_trial(alltoall_state& state, const detail::comm_context& ctx
     const double from = static_cast<double>(std::int64_t{1} << octave) * (cls % 2 ? 1.5 : 1.0);
     std::fprintf(stderr,
                  "conveyor alltoallw auto: largest pair from %.0f B on %d ranks, %d trials each, median (spread) of "
-                 "the slowest rank: conveyor %.2f us (%.0f%%) mpi %.2f us (%.0f%%) -> %s\n",
-                 from, ctx.size, trials, agreed[0] * 1e6, agreed[2] * 100, agreed[1] * 1e6, agreed[3] * 100,
-                 m.decided == alltoall_path::mpi ? "mpi" : "conveyor");
+                 "the slowest rank:",
+                 from, ctx.size, trials);
+    print_medians(m, agreed);
   });
 }
 
@@ -392,7 +406,7 @@ alltoallw_report alltoallw_across_nodes(alltoall_state& state, detail::comm_cont
   if (vote[1] == 1) {
     const auto predicted = redistribute::detail::predict_alltoall_paths(vote[0], ctx.size, layout.nodes,
                                                                         layout.max_local, current_cost_model());
-    return run(predicted[1] < predicted[0] ? alltoall_path::by_nodes : alltoall_path::conveyor);
+    return run(redistribute::detail::alltoall_modeled_choice(predicted, true));
   }
   const int cls = detail::size_class(static_cast<std::size_t>(vote[0]));
   if (state.across_measured.size() <= static_cast<std::size_t>(cls)) {
@@ -403,10 +417,7 @@ alltoallw_report alltoallw_across_nodes(alltoall_state& state, detail::comm_cont
     if (m.decided == alltoall_path::mpi) state.library_ahead = kAheadCalls;
     return run(m.decided);
   }
-  if (m.count == 0) {
-    m.candidates[0] = alltoall_path::conveyor, m.candidates[1] = alltoall_path::mpi;
-    m.candidates[2] = alltoall_path::by_nodes, m.count = 3;
-  }
+  if (m.count == 0) m.count = alltoall_candidates(true, m.candidates);
   const int which = detail::next_trial(m);
   const double start = m.candidates[which] == alltoall_path::mpi ? MPI_Wtime() : before_vote;
   alltoallw_report rep = run(m.candidates[which]);
@@ -414,13 +425,9 @@ alltoallw_report alltoallw_across_nodes(alltoall_state& state, detail::comm_cont
     if (copy_measuring() != detail::measuring::traced || me != 0) return;
     std::fprintf(stderr,
                  "conveyor alltoallw auto: largest pair %lld B on %d ranks (%d nodes), %d trials each, median "
-                 "(spread) of the slowest rank: conveyor %.2f us (%.0f%%) mpi %.2f us (%.0f%%) by_nodes %.2f us "
-                 "(%.0f%%) -> %s\n",
-                 static_cast<long long>(vote[0]), ctx.size, layout.nodes, trials, agreed[0] * 1e6, agreed[3] * 100,
-                 agreed[1] * 1e6, agreed[4] * 100, agreed[2] * 1e6, agreed[5] * 100,
-                 m.decided == alltoall_path::mpi        ? "mpi"
-                 : m.decided == alltoall_path::by_nodes ? "by_nodes"
-                                                        : "conveyor");
+                 "(spread) of the slowest rank:",
+                 static_cast<long long>(vote[0]), ctx.size, layout.nodes, trials);
+    print_medians(m, agreed);
   });
   rep.library_trial = true;
   return rep;
@@ -889,6 +896,14 @@ alltoallw_report run_by_nodes(alltoall_state& state, detail::comm_context& ctx, 
 
 }  // namespace
 
+alltoallw_report redistribute::detail::alltoall_pairwise(const void* send, void* recv, std::int64_t bytes,
+                                                         MPI_Comm comm) {
+  if (bytes < 0) throw error(errc::invalid_argument, "alltoall: negative bytes per peer");
+  conveyor::detail::comm_context& ctx = conveyor::detail::context_for(comm);
+  const std::vector<byte_map>& maps = even_maps(ctx.state<alltoall_state>(kAlltoallSlot), ctx.size, bytes);
+  return alltoallw(send == MPI_IN_PLACE ? recv : send, maps, recv, maps, comm);
+}
+
 alltoallw_report alltoall_by_nodes(const void* send, void* recv, std::int64_t bytes, MPI_Comm comm) {
   if (bytes < 0) throw error(errc::invalid_argument, "alltoall_by_nodes: negative bytes per peer");
   detail::comm_context& ctx = detail::context_for(comm);
@@ -950,15 +965,14 @@ alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t by
   detail::comm_context* ctx = &detail::context_for(comm);  // alltoallw below makes the collective call
   auto& state = ctx->state<alltoall_state>(kAlltoallSlot);
   const int P = ctx->size;
-  const std::vector<byte_map>& maps = even_maps(state, P, bytes);
   const detail::node_layout& layout = ctx->layout(ctx->env_ranks_per_node);
   const bool several_nodes = layout.nodes > 1;
+  // (the library's call is the caller's: libconveyor_mpi's PMPI call on its own arguments)
   const auto run = [&](alltoall_path path, const void* in, void* out) {
     if (in == MPI_IN_PLACE) in = out;
     rep.by_nodes = path == alltoall_path::by_nodes;
     if (path == alltoall_path::mpi) library(in == out ? MPI_IN_PLACE : in, out);
-    else if (path == alltoall_path::by_nodes) rep.exchange = run_by_nodes(state, *ctx, layout, in, out, bytes);
-    else rep.exchange = alltoallw(in, maps, out, maps, comm);
+    else rep.exchange = redistribute::detail::alltoall_row_of(path).info.run(in, out, bytes, comm);
   };
   if (P == 1 || bytes == 0) {
     run(alltoall_path::conveyor, send, recv);
@@ -967,31 +981,23 @@ alltoall_auto_report alltoall_auto(const void* send, void* recv, std::int64_t by
   if (measuring == detail::measuring::off) {  // the cost model chooses between Conveyor's two
     const auto predicted =
         redistribute::detail::predict_alltoall_paths(bytes, P, layout.nodes, layout.max_local, current_cost_model());
-    run(several_nodes && predicted[1] < predicted[0] ? alltoall_path::by_nodes : alltoall_path::conveyor, send, recv);
+    run(redistribute::detail::alltoall_modeled_choice(predicted, several_nodes), send, recv);
     return rep;
   }
   const int cls = detail::size_class(static_cast<std::size_t>(bytes));
   if (state.measured.size() <= static_cast<std::size_t>(cls)) state.measured.resize(static_cast<std::size_t>(cls) + 1);
   auto& m = state.measured[static_cast<std::size_t>(cls)];
   if (m.decided == alltoall_path::automatic) {
-    if (m.count == 0) {
-      m.candidates[0] = alltoall_path::conveyor, m.candidates[1] = alltoall_path::mpi, m.count = 2;
-      if (several_nodes) m.candidates[2] = alltoall_path::by_nodes, m.count = 3;
-    }
+    if (m.count == 0) m.count = alltoall_candidates(several_nodes, m.candidates);
     const alltoall_path trial = detail::run_next_trial(
         m, cls, send, recv, static_cast<std::size_t>(bytes) * static_cast<std::size_t>(P), state.trial_out, run,
         ctx->comm, [&](const double* agreed, int trials) {
           if (measuring != detail::measuring::traced || ctx->rank != 0) return;
-          const char* decided = m.decided == alltoall_path::mpi        ? "mpi"
-                                : m.decided == alltoall_path::by_nodes ? "by_nodes"
-                                                                       : "conveyor";
           std::fprintf(stderr,
                        "conveyor alltoall auto: %lld B per peer on %d ranks (%d nodes), %d trials each, median "
-                       "(spread) of the slowest rank: conveyor %.2f us (%.0f%%) mpi %.2f us (%.0f%%)",
-                       static_cast<long long>(bytes), P, layout.nodes, trials, agreed[0] * 1e6, agreed[m.count] * 100,
-                       agreed[1] * 1e6, agreed[m.count + 1] * 100);
-          if (m.count == 3) std::fprintf(stderr, " by_nodes %.2f us (%.0f%%)", agreed[2] * 1e6, agreed[5] * 100);
-          std::fprintf(stderr, " -> %s\n", decided);
+                       "(spread) of the slowest rank:",
+                       static_cast<long long>(bytes), P, layout.nodes, trials);
+          print_medians(m, agreed);
         });
     rep.trial = true;
     rep.library = trial == alltoall_path::mpi;

@@ -21,6 +21,8 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <set>
+#include <string_view>
 #include <vector>
 
 #include <linux/filter.h>
@@ -515,6 +517,49 @@ void check_by_nodes(MPI_Comm comm) {
 }
 
 TEST(Alltoall, ByNodesAsPairwise) { on_world_and_a_subset(check_by_nodes); }
+
+// Every algorithm of the family's table (conveyor::alltoall_algorithms(): what
+// alltoall_auto times) run alone gives MPI_Alltoall's result at the sizes above,
+// in place too, on the world and on a subset; the table keeps the library's
+// call second (measured_choice's convention), names each once, and points every
+// modeled row at an entry of predict_alltoall.
+void check_every_algorithm(MPI_Comm comm) {
+  int P = 0, r = 0;
+  MPI_Comm_size(comm, &P), MPI_Comm_rank(comm, &r);
+  for (const conveyor::alltoall_algorithm_info& a : conveyor::alltoall_algorithms()) {
+    for (std::int64_t b : {std::int64_t{0}, std::int64_t{1}, std::int64_t{24}, std::int64_t{40000}}) {
+      for (bool in_place : {false, true}) {
+        const auto n = static_cast<std::size_t>(P * b);
+        std::vector<unsigned char> send(n), got(n, 0xEE);
+        for (std::size_t i = 0; i < n; ++i)
+          send[i] = value(r, static_cast<int>(i / static_cast<std::size_t>(b)), static_cast<std::int64_t>(i) % b);
+        if (in_place) got = send;
+        a.run(in_place ? MPI_IN_PLACE : send.data(), got.data(), b, comm);
+        std::int64_t wrong = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          wrong +=
+              got[i] != value(static_cast<int>(i / static_cast<std::size_t>(b)), r, static_cast<std::int64_t>(i) % b);
+        }
+        EXPECT_EQ(wrong, 0) << a.name << ", " << b << " bytes per peer, in place " << in_place;
+      }
+    }
+  }
+}
+
+TEST(Alltoall, EveryAlgorithmOfTheTable) {
+  const auto& table = conveyor::alltoall_algorithms();
+  ASSERT_GE(table.size(), 3u);
+  EXPECT_EQ(table[1].name, "mpi");
+  EXPECT_LT(table[1].predicted, 0);
+  std::set<std::string_view> names;
+  for (const auto& a : table) {
+    EXPECT_TRUE(names.insert(a.name).second) << a.name;
+    EXPECT_LT(a.predicted, 2) << a.name;  // (predict_alltoall's two entries)
+    EXPECT_NE(a.run, nullptr) << a.name;
+    EXPECT_NE(std::string(a.summary), "") << a.name;
+  }
+  on_world_and_a_subset(check_every_algorithm);
+}
 
 // alltoallw_by_nodes (parts of any size) gives alltoallw's result: pairs of
 // unequal sizes, empty pairs and a node pair with nothing to move (no message
