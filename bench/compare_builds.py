@@ -27,7 +27,22 @@ always runs first). --benchmarks picks from:
                POT's (the same script runs on both builds);
   python       bench/python_overhead.py on 2 ranks (8 B, 4 KiB, 64 KiB):
                conveyor.Allreduce and conveyor.allreduce(out=) from Python,
-               beside mpi4py's Allreduce (the same script runs on both builds).
+               beside mpi4py's Allreduce (the same script runs on both builds);
+  alltoall     an unmodified program's MPI_Alltoall and MPI_Alltoallv (64 B,
+               4 KiB, 256 KiB, 4 MiB per peer) under the build's libconveyor_mpi,
+               2 ranks, each beside the library's own call in the same launch
+               (--beside-library), and mpi4py-fft's slab transfer (N = 256,
+               complex128) beside one memcpy of the bytes it receives;
+  points       bench/points_apply.py, n = 4000, d = 3 and 64, one thread: a pass
+               of the point-cloud solver (unnormalized) and the plan applied
+               without forming it, beside that pass;
+  losses       bench/divergence_value_and_grad.py, fixed eps, n = 1000, d = 3,
+               float64, one thread: conveyor.ot.empirical_sinkhorn_divergence's
+               value and gradient beside POT's on torch tensors (POT >= 0.9:
+               run compare_builds.py with scripts/bench's points venv's python);
+  torch        bench/torch_collectives.py on 2 ranks (Debian's torch):
+               all_reduce, float32, 8 B, 4 KiB, 64 KiB, 1 MiB on the "conveyor"
+               backend, beside mpi4py on the same tensors.
 Reports per case the median over rounds of the new/old time ratio (< 1: the new
 build is faster), the ratio normalized by the baseline measured in the same run
 (Conveyor's time / the baseline's time in that run, new over old: a shared
@@ -50,7 +65,8 @@ import tempfile
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_osc="sm,pt2pt",
            OMPI_MCA_btl="self,vader", OMPI_MCA_btl_vader_single_copy_mechanism="none", OMP_WAIT_POLICY="passive")
 HERE = pathlib.Path(__file__).resolve().parent
-BENCHMARKS = ("allreduce", "sinkhorn", "scalapack", "reduce", "dsop", "redistribute", "ot_log", "python")
+BENCHMARKS = ("allreduce", "sinkhorn", "scalapack", "reduce", "dsop", "redistribute", "ot_log", "python", "alltoall",
+              "points", "losses", "torch")
 
 
 def launch(ranks):
@@ -170,6 +186,82 @@ def measure_ot_log(build, tmp):
             stock = f"ot_log {r['n']}^2 {r['dtype']} {pot[:-3]} stock"
             out[stock] = (float(r[pot]) * 1e-3, None)
             out[f"ot_log {r['n']}^2 {r['dtype']} conveyor.ot"] = (float(r["conveyor.ot ms"]) * 1e-3, stock)
+    return out
+
+
+def preloaded(build, args, extra_env=None):
+    """Rank 0's lines of bench/unmodified_alltoall.c run on 2 ranks with the build's libconveyor_mpi."""
+    env = dict(ENV, LD_PRELOAD=str(pathlib.Path(build) / "src" / "libconveyor_mpi.so"), CONVEYOR_MPI_CALLS="all",
+               **(extra_env or {}))
+    cmd = ["mpiexec.openmpi", "-x", "LD_PRELOAD", "-x", "CONVEYOR_MPI_CALLS", "-n", "2",
+           str(pathlib.Path(build) / "tools" / "unmodified-alltoall")] + args
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    return [line.split(",") for line in out.splitlines() if line and not line.startswith("#")]
+
+
+def measure_alltoall(build, tmp):
+    out = {}
+    for call in ("alltoall", "alltoallv"):
+        for size in (64, 4096, 262144, 4194304):
+            lines = preloaded(build, ["--call", call, "--min", str(size), "--max", str(size), "--samples", "9",
+                                      "--beside-library", "1"])
+            mine = [float(x[1]) for x in lines if x[0] == str(size)]
+            library = [float(x[2]) for x in lines if x[0] == "library"]
+            stock = f"{call} {size} B library stock"
+            out[stock] = (statistics.median(library) * 1e-6, None)
+            out[f"{call} {size} B conveyor"] = (statistics.median(mine) * 1e-6, stock)
+    lines = preloaded(build, ["--call", "slab", "--n", "256", "--type", "c128", "--samples", "9"])
+    bound = "slab 256^3 c128 one memcpy stock"
+    out[bound] = (float(next(x[2] for x in lines if x[0] == "bound")) * 1e-6, None)
+    out["slab 256^3 c128 conveyor"] = (statistics.median(float(x[1]) for x in lines if x[0] != "bound") * 1e-6,
+                                       bound)
+    return out
+
+
+def python_script(build, args, ranks=1):
+    # (the caller's PYTHONPATH after the build's: the baselines' packages, e.g. GeomLoss's)
+    path = ":".join(p for p in (str(pathlib.Path(build) / "python"), str(HERE), os.environ.get("PYTHONPATH")) if p)
+    env = dict(ENV, PYTHONPATH=path, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    cmd = ([] if ranks == 1 else launch(ranks)) + [sys.executable] + args
+    return subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout.splitlines()
+
+
+def measure_points(build, tmp):
+    out = {}
+    for line in python_script(build, [str(HERE / "points_apply.py"), "--n", "4000", "--dims", "3,64", "--rounds",
+                                      "5"]):
+        cells = line.split(",")
+        if len(cells) == 4 and cells[0].isdigit():
+            solver = f"points 4000 d={cells[0]} solver pass"
+            out[solver] = (float(cells[2]) * 1e-3, None)
+            out[f"points 4000 d={cells[0]} apply_plan_points"] = (float(cells[1]) * 1e-3, solver)
+    return out
+
+
+def measure_losses(build, tmp):
+    out = {}
+    stock = "divergence 1000 d=3 float64 pot-torch stock"
+    for line in python_script(build, [str(HERE / "divergence_value_and_grad.py"), "--tables", "fixed", "--sizes",
+                                      "1000", "--dims", "3", "--dtypes", "float64", "--only", "pot-torch",
+                                      "--rounds", "3"]):
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 8 and cells[1] == "fixed eps, tol" and cells[5] in ("conveyor", "pot-torch"):
+            if cells[5] == "pot-torch":
+                out[stock] = (float(cells[8]), None)
+            else:
+                out["divergence 1000 d=3 float64 conveyor"] = (float(cells[8]), stock)
+    return out
+
+
+def measure_torch(build, tmp):
+    out = {}
+    for line in python_script(build, [str(HERE / "torch_collectives.py"), "--ops", "all_reduce", "--dtypes",
+                                      "float32", "--max-bytes", str(1 << 20), "--reps", "21"], ranks=2):
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 6 and cells[1] == "all_reduce" and cells[3] in ("8", "4096", "65536", "1048576"):
+            stock = f"torch all_reduce {cells[3]} B mpi4py stock"
+            out[stock] = (float(cells[6]) * 1e-6, None)
+            out[f"torch all_reduce {cells[3]} B conveyor backend"] = (float(cells[4]) * 1e-6, stock)
     return out
 
 
