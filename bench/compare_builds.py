@@ -241,9 +241,13 @@ def measure_points(build, tmp):
 def measure_losses(build, tmp):
     out = {}
     stock = "divergence 1000 d=3 float64 pot-torch stock"
-    for line in python_script(build, [str(HERE / "divergence_value_and_grad.py"), "--tables", "fixed", "--sizes",
-                                      "1000", "--dims", "3", "--dtypes", "float64", "--only", "pot-torch",
-                                      "--rounds", "3"]):
+    # (each build's own copy of the script: it reads the package's private modules,
+    # which moved with conveyor.ot's split into a subpackage; both time the same calls)
+    own = pathlib.Path(build).resolve().parent.parent / "bench" / "divergence_value_and_grad.py"
+    script = own if own.exists() else HERE / "divergence_value_and_grad.py"
+    tables = ["--tables", "fixed"] if "--tables" in script.read_text() else []  # (older copies: both tables)
+    for line in python_script(build, [str(script)] + tables + ["--sizes", "1000", "--dims", "3", "--dtypes",
+                                                               "float64", "--only", "pot-torch", "--rounds", "3"]):
         cells = [c.strip() for c in line.split("|")]
         if len(cells) > 8 and cells[1] == "fixed eps, tol" and cells[5] in ("conveyor", "pot-torch"):
             if cells[5] == "pot-torch":
