@@ -27,6 +27,14 @@ shape parse_shape(const std::string& s) {
   }
 }
 
+// The rows when none are named: auto, then every algorithm of the table.
+std::vector<std::string> algorithms_of(const dsop_bench_options& opt) {
+  if (!opt.algorithms.empty()) return opt.algorithms;
+  std::vector<std::string> names = {"auto"};
+  for (const outer_algorithm_info& a : outer_algorithms()) names.emplace_back(a.name);
+  return names;
+}
+
 template <class T>
 void bench_shape(const shape s, const dsop_bench_options& opt, report& rep) {
   const int me = world_rank();
@@ -36,7 +44,7 @@ void bench_shape(const shape s, const dsop_bench_options& opt, report& rep) {
   const outer_block mine = outer_rows(s.N, me, world_size());
   std::vector<T> G((opt.distributed ? mine.count : s.N) * s.M);
   const std::string config = opt.config.empty() ? std::to_string(world_size()) + " ranks" : opt.config;
-  for (const auto& name : opt.algorithms) {
+  for (const auto& name : algorithms_of(opt)) {
     outer_options o;
     o.algorithm = parse_outer_algorithm(name);
     o.distributed = opt.distributed;

@@ -13,7 +13,8 @@ namespace conveyor::bench {
 struct dsop_bench_options {
   /// Shapes "N" (N = M) or "NxM".
   std::vector<std::string> shapes = {"1000", "2000", "4000", "8000", "8000x2000"};
-  std::vector<std::string> algorithms = {"auto", "allgather", "allreduce", "ring", "generalized_rabenseifner"};
+  /// By name; none: "auto", then every algorithm of the table (conveyor::outer_algorithms()).
+  std::vector<std::string> algorithms;
   std::string dtype = "float64";
   int iterations = 21;  // per (shape, algorithm); the first is a warm-up
   bool distributed = false;

@@ -153,9 +153,8 @@ int main(int argc, char** argv) {
   cb::dsop_bench_options dso;
   auto* bench_dsop = app.add_subcommand("dsop", "Distributed sum of outer products: every algorithm and auto");
   bench_dsop->add_option("--shapes", dso.shapes, "N (square) or NxM")->delimiter(',')->capture_default_str();
-  bench_dsop->add_option("--algorithms", dso.algorithms, "auto,allgather,allreduce,ring,generalized_rabenseifner")
+  bench_dsop->add_option("--algorithms", dso.algorithms, "Names (default: auto, then every algorithm of the table)")
       ->delimiter(',')
-      ->capture_default_str()
       ->check(names_of("ALGORITHM", [](const std::string& n) { conveyor::parse_outer_algorithm(n); }));
   bench_dsop->add_option("--dtype", dso.dtype, "float64 or float32")
       ->capture_default_str()

@@ -109,8 +109,8 @@ void dsop_cases(const std::string& config, const model_bench_options& opt, repor
     std::vector<double> a(N), b(N), G(N * N);
     for (std::size_t i = 0; i < N; ++i) a[i] = b[i] = 1.0 + static_cast<double>((i + static_cast<std::size_t>(me)) % 7);
     std::vector<candidate> cs;
-    for (const auto alg : {outer_algorithm::allgather, outer_algorithm::allreduce, outer_algorithm::ring,
-                           outer_algorithm::generalized_rabenseifner}) {
+    for (const outer_algorithm_info& info : outer_algorithms()) {
+      const outer_algorithm alg = info.algorithm;
       cs.push_back(
           {std::string(outer_algorithm_name(alg)), [&, alg] {
              outer_options o;

@@ -9,6 +9,7 @@
 
 #include "conveyor/alltoall.hpp"
 #include "conveyor/collectives.hpp"
+#include "conveyor/dsop.hpp"
 #include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/settings.hpp"
@@ -77,6 +78,10 @@ int run_info() {
   for (const conveyor::alltoall_algorithm_info& a : conveyor::alltoall_algorithms()) {
     std::printf("  %-20s %s%s%s\n", std::string(a.name).c_str(), a.summary, a.predicted < 0 ? " [no cost model]" : "",
                 a.several_nodes ? " [several nodes only]" : "");
+  }
+  std::printf("DSOP algorithms (CONVEYOR_DSOP_ALGORITHM; src/dsop/algorithms/)\n");
+  for (const conveyor::outer_algorithm_info& a : conveyor::outer_algorithms()) {
+    std::printf("  %-24s %s\n", std::string(a.name).c_str(), a.summary);
   }
   std::printf("settings (environment; conveyor/settings.hpp)\n");
   for (const conveyor::setting_info& s : conveyor::settings()) {

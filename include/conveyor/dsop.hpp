@@ -4,20 +4,18 @@
 // block of rows of G (`distributed`), which is what data-parallel training needs
 // before the optimizer step.
 //
-// Algorithms (steps, bytes on the wire and flops in docs/algorithms.md, "DSOP"):
-//   allgather                 allgather the P vector pairs; every rank computes all of G
-//   allreduce                 local a b^T, then the MPI library's MPI_Allreduce (the paper's baseline)
-//   ring                      local a b^T, then conveyor::allreduce (any of its algorithms)
-//   generalized_rabenseifner  allgather the pairs; each rank computes its row block of G
-//                             from all P pairs; allgather of the row blocks
-//   automatic                 the cheapest by the cost model (conveyor tune parameters);
-//                             CONVEYOR_DSOP_ALGORITHM overrides it
+// Algorithms (outer_algorithms() lists them, one row each of
+// src/dsop/algorithms/; steps, bytes on the wire and flops in docs/algorithms.md,
+// "DSOP"): allgather, allreduce (the MPI library's, the paper's baseline), ring
+// (conveyor::allreduce), generalized_rabenseifner; automatic: the cheapest by the
+// cost model (conveyor tune parameters); CONVEYOR_DSOP_ALGORITHM overrides it.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstddef>
 #include <string_view>
+#include <vector>
 
 #include "conveyor/collectives.hpp"
 #include "conveyor/types.hpp"
@@ -29,6 +27,17 @@ CONVEYOR_DECLARE_ENUM(outer_algorithm, CONVEYOR_OUTER_ALGORITHM_LIST, outer_algo
 
 /// row_major, column_major.
 CONVEYOR_DECLARE_ENUM(matrix_order, CONVEYOR_MATRIX_ORDER_LIST, matrix_order_name, parse_matrix_order);
+
+/// One of DSOP's algorithms, as its table describes it (src/dsop/algorithms/:
+/// one file and one row each).
+struct outer_algorithm_info {
+  outer_algorithm algorithm;
+  std::string_view name;  // the setting's and Python's name ("ring", ...)
+  const char* summary;    // what it does and when it pays
+};
+/// Every algorithm but `automatic`, in the model's order of preference on ties:
+/// what `conveyor info` lists, and the case lists of the benchmarks and tests.
+CONVEYOR_API const std::vector<outer_algorithm_info>& outer_algorithms();
 
 struct outer_options {
   outer_algorithm algorithm = outer_algorithm::automatic;

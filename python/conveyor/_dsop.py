@@ -43,7 +43,9 @@ def outer_sum(a: npt.ArrayLike, b: npt.ArrayLike, comm: Optional[MPI.Comm] = Non
     comm : mpi4py.MPI.Comm, optional
         Default MPI.COMM_WORLD. Collective; bad arguments on any rank raise on every rank.
     algorithm : str
-        "auto", "allgather", "allreduce", "ring", "generalized_rabenseifner".
+        "auto" (the cost model's cheapest; CONVEYOR_DSOP_ALGORITHM overrides it) or one of:
+
+{algorithms}
     distributed : bool
         Only this rank's rows of G (outer_rows).
     out : numpy.ndarray, optional
@@ -68,3 +70,9 @@ def outer_sum(a: npt.ArrayLike, b: npt.ArrayLike, comm: Optional[MPI.Comm] = Non
     options = dict(algorithm=algorithm, distributed=distributed, order=order, allreduce_algorithm=allreduce_algorithm,
                    ranks_per_node=ranks_per_node)
     return _conveyor.outer_sum(a, b, out, comm_address(comm), options)[0]
+
+
+# The algorithms' names and summaries, from the extension's table: a new row is
+# documented here without an edit.
+outer_sum.__doc__ = (outer_sum.__doc__ or "").replace("{algorithms}", "\n".join(
+    f"        - \"{name}\": {summary}" for name, summary in _conveyor.outer_algorithms()))

@@ -57,6 +57,15 @@ void bind_dsop(nb::module_& m) {
         return nb::make_tuple(g_obj, std::string(conveyor::outer_algorithm_name(r.algorithm)));
       },
       nb::arg("a").none(), nb::arg("b").none(), nb::arg("G").none(), nb::arg("comm").none(), nb::arg("options").none());
+  // The table of DSOP's algorithms (src/dsop/algorithms/): (name, summary) pairs,
+  // from which conveyor.outer_sum's docstring lists them.
+  m.def("outer_algorithms", [] {
+    nb::list out;
+    for (const conveyor::outer_algorithm_info& a : conveyor::outer_algorithms()) {
+      out.append(nb::make_tuple(std::string(a.name), std::string(a.summary)));
+    }
+    return out;
+  });
   m.def("outer_rows", [](std::size_t N, int rank, int size) {
     const conveyor::outer_block b = conveyor::outer_rows(N, rank, size);
     return nb::make_tuple(b.first, b.count);

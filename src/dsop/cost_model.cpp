@@ -2,16 +2,15 @@
 // DSOP's cost model (cost_model.hpp).
 #include "dsop/cost_model.hpp"
 
+#include "dsop/algorithms/table.hpp"
 #include "runtime/context.hpp"
 
 namespace conveyor {
 namespace dsop::detail {
-namespace {
 
-// Seconds of local work: each multiply-add on cached data costs `gamma * T / 4`
-// (four per streamed element: the kernels run at about a quarter of a byte-rate
-// reduction's cost per element, measured with `conveyor bench dsop`), each element
-// of G written costs `gamma * T`.
+// Each multiply-add on cached data costs `gamma * T / 4` (the kernels run at
+// about a quarter of a byte-rate reduction's cost per element: docs/results.md,
+// "DSOP"), each element of G written `gamma * T`.
 double dsop_local_seconds(double fmas, double written, std::size_t T, const cost_model& p) {
   return p.gamma * static_cast<double>(T) * (fmas / 4 + written);
 }
@@ -21,47 +20,29 @@ double ring_allgather_seconds(double block_bytes, int P, const node_layout& layo
   return (P - 1) * (l.alpha + block_bytes * l.beta);
 }
 
-double dsop_seconds(outer_algorithm a, const dsop_shape& s, const node_layout& layout, const cost_model& p) {
-  const double N = static_cast<double>(s.N), M = static_cast<double>(s.M), P = s.P;
-  const double T = static_cast<double>(s.T), G = N * M;
-  const double pairs = ring_allgather_seconds((N + M) * T, s.P, layout, p);
-  switch (a) {
-    case outer_algorithm::allgather:
-      return pairs + dsop_local_seconds(P * G, s.distributed ? G / P : G, s.T, p);
-    case outer_algorithm::generalized_rabenseifner:
-      return pairs + dsop_local_seconds(G, G / P, s.T, p) +
-             (s.distributed ? 0 : ring_allgather_seconds(G / P * T, s.P, layout, p));
-    case outer_algorithm::allreduce:
-    case outer_algorithm::ring: {
-      const auto bytes = static_cast<std::size_t>(G * T);
-      const double reduce = s.P == 1 ? 0 : pipelined_ring_allreduce_seconds(bytes, s.P, layout, p.segment_bytes, p);
-      // A reduce-scatter is the first half of a ring allreduce.
-      return dsop_local_seconds(G, G, s.T, p) + (s.distributed ? reduce / 2 : reduce);
-    }
-    case outer_algorithm::automatic:
-      break;
-  }
-  return 0;
+double reduced_outer_seconds(const dsop_shape& s, const node_layout& layout, const cost_model& p) {
+  const double G = static_cast<double>(s.N) * static_cast<double>(s.M);
+  const auto bytes = static_cast<std::size_t>(G * static_cast<double>(s.T));
+  const double reduce = s.P == 1 ? 0 : pipelined_ring_allreduce_seconds(bytes, s.P, layout, p.segment_bytes, p);
+  // A reduce-scatter is the first half of a ring allreduce.
+  return dsop_local_seconds(G, G, s.T, p) + (s.distributed ? reduce / 2 : reduce);
 }
 
-}  // namespace
-
 double predict_dsop(outer_algorithm a, const dsop_shape& s, const node_layout& layout, const cost_model& p) {
-  return dsop_seconds(a, s, layout, p);
+  return dsop_row_of(a).predict(s, layout, p);
 }
 
 outer_algorithm choose_dsop(const dsop_shape& s, const node_layout& layout, const cost_model& p) {
-  // Cheapest predicted; ties go to the earlier entry (Conveyor's own before the baseline).
-  outer_algorithm best = outer_algorithm::generalized_rabenseifner;
-  double best_s = predict_dsop(best, s, layout, p);
-  for (outer_algorithm c : {outer_algorithm::allgather, outer_algorithm::ring, outer_algorithm::allreduce}) {
-    const double t = predict_dsop(c, s, layout, p);
-    if (t < best_s) {
-      best = c;
+  const dsop_row* best = nullptr;
+  double best_s = 0;
+  for (const dsop_row* r : dsop_rows()) {
+    const double t = r->predict(s, layout, p);
+    if (!best || t < best_s) {  // strictly cheaper: ties to the earlier row
+      best = r;
       best_s = t;
     }
   }
-  return best;
+  return best->algorithm;
 }
 
 }  // namespace dsop::detail

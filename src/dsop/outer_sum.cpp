@@ -1,21 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Distributed sum of outer products: G = sum over P ranks of a_i b_i^T (N x M).
 //
-// Per algorithm, with T-byte elements, rows split N = sum_p n_p (balanced), a
-// ring allgather of k bytes per rank costing (P-1)(alpha + k beta) (the model
-// that `auto` uses: dsop/cost_model.hpp):
-//
-//   allgather:     allgather of the pairs, (N+M) T bytes per rank;
-//                  local: P N M multiply-adds, N M T bytes of G written.
-//   generalized_rabenseifner:
-//                  allgather of the pairs, (N+M) T bytes per rank;
-//                  local: P n_p M multiply-adds (N M / P on average), n_p M T written;
-//                  allgather(v) of the row blocks, n_p M T bytes per rank (skipped
-//                  when `distributed`).
-//   allreduce:     local a b^T (N M multiplies, N M T written); MPI_Allreduce of
-//                  N M T bytes (ring: 2 (P-1)/P N M T per rank, plus the additions);
-//                  distributed: MPI_Reduce_scatter instead (half the bytes).
-//   ring:          the same with conveyor::allreduce / conveyor::reduce_scatter.
+// The checks, the agreement and the choice of algorithm; each algorithm (its
+// steps, bytes on the wire and local work) is one row of dsop/algorithms/table.hpp,
+// one file each, and runs on row-major G.
 //
 // Column-major G is the row-major G^T = sum b_i a_i^T: the full result swaps the
 // roles of (a, N) and (b, M); the distributed result computes its row block
@@ -38,7 +26,7 @@
 
 #include "runtime/box_copy.hpp"
 #include "runtime/context.hpp"
-#include "dsop/cost_model.hpp"
+#include "dsop/algorithms/table.hpp"
 #include "conveyor/contract.hpp"
 #include "core/names.hpp"
 #include "dsop/outer_product_kernels.hpp"
@@ -70,117 +58,6 @@ outer_algorithm env_algorithm() {
   return a;
 }
 
-// ---------------------------------------------------------------------------
-// The algorithms (row-major G; see the top of this file)
-// ---------------------------------------------------------------------------
-template <class T>
-struct dsop_run {
-  const T* a;
-  std::size_t N;
-  const T* b;
-  std::size_t M;
-  T* out;  // full: N x M; distributed: this rank's rows x M
-  bool distributed;
-  MPI_Comm comm;
-  int rank, size;
-  const outer_options& options;
-  const dsop::detail::outer_kernels<T>& k;
-
-  outer_block mine() const { return outer_rows(N, rank, size); }
-  std::vector<std::size_t> block_counts() const {
-    std::vector<std::size_t> c(static_cast<std::size_t>(size));
-    for (int p = 0; p < size; ++p) c[static_cast<std::size_t>(p)] = outer_rows(N, p, size).count * M;
-    return c;
-  }
-  // Where this rank's rows go: the start of `out` when distributed, else their place in G.
-  T* my_rows_out() const { return distributed ? out : out + mine().first * M; }
-
-  // All P pairs [a_p | b_p], rank-major, (N + M) elements each.
-  std::vector<T> gather_pairs() const {
-    std::vector<T> mine_pair(N + M), all(static_cast<std::size_t>(size) * (N + M));
-    std::copy(a, a + N, mine_pair.begin());
-    std::copy(b, b + M, mine_pair.begin() + static_cast<std::ptrdiff_t>(N));
-    allgather(mine_pair.data(), all.data(), N + M, dtype_of_v<T>, comm);
-    return all;
-  }
-
-  void rows_from(const std::vector<T>& pairs, std::size_t row0, std::size_t rows, T* G) const {
-    k.rows_from_pairs(pairs.data(), N + M, pairs.data() + N, N + M, static_cast<std::size_t>(size), row0, rows, M, G,
-                      M);
-  }
-
-  void local_outer(T* G) const { k.rows_from_pairs(a, 0, b, 0, 1, 0, N, M, G, M); }
-
-  void run_allgather() const {
-    const auto pairs = gather_pairs();
-    if (distributed) rows_from(pairs, mine().first, mine().count, out);
-    else rows_from(pairs, 0, N, out);
-  }
-
-  void run_generalized_rabenseifner() const {
-    const auto pairs = gather_pairs();
-    rows_from(pairs, mine().first, mine().count, my_rows_out());
-    if (!distributed) allgatherv(MPI_IN_PLACE, out, block_counts(), dtype_of_v<T>, comm);
-  }
-
-  void run_ring() const {
-    if (!distributed) {
-      local_outer(out);
-      allreduce(out, N * M, op::sum, comm, options.allreduce);
-      return;
-    }
-    std::vector<T> local(N * M);
-    local_outer(local.data());
-    reduce_scatter(local.data(), out, block_counts(), dtype_of_v<T>, op::sum, comm);
-  }
-
-  // The paper's baseline: the MPI library's own collectives.
-  void run_allreduce() const {
-    const MPI_Datatype type = sizeof(T) == 4 ? MPI_FLOAT : MPI_DOUBLE;
-    const auto counts = block_counts();
-    const bool fits = std::all_of(counts.begin(), counts.end(), [](std::size_t c) { return c <= INT_MAX; });
-    if (distributed && fits) {
-      std::vector<T> local(N * M);
-      local_outer(local.data());
-      std::vector<int> icounts(counts.begin(), counts.end());
-      detail::check_mpi(MPI_Reduce_scatter(local.data(), out, icounts.data(), type, MPI_SUM, comm),
-                        "MPI_Reduce_scatter");
-      return;
-    }
-    std::vector<T> full;
-    T* G = out;
-    if (distributed) {  // counts beyond int: a chunked allreduce, then keep the own rows
-      full.resize(N * M);
-      G = full.data();
-    }
-    local_outer(G);
-    detail::for_each_piece(N * M, [&](std::size_t off, int n, int) {  // in elements
-      detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, G + off, n, type, MPI_SUM, comm), "MPI_Allreduce");
-    });
-    if (distributed) std::copy(G + mine().first * M, G + (mine().first + mine().count) * M, out);
-  }
-
-  void run(outer_algorithm alg) const {
-    switch (alg) {
-      case outer_algorithm::allgather:
-        run_allgather();
-        break;
-      case outer_algorithm::generalized_rabenseifner:
-        run_generalized_rabenseifner();
-        break;
-      case outer_algorithm::ring:
-        run_ring();
-        break;
-      case outer_algorithm::allreduce:
-        run_allreduce();
-        break;
-      case outer_algorithm::automatic:
-        throw error(errc::internal, "outer_sum: no algorithm chosen");
-    }
-  }
-};
-
-// rows x M row-major block -> the same block column-major (stride rows).
 // The row block (rows x M, row-major) into column-major storage (leading
 // dimension rows), by the runtime's one tiled transpose (runtime/box_copy.hpp).
 template <class T>
@@ -196,6 +73,7 @@ void to_column_major(const T* in, std::size_t rows, std::size_t M, T* out) {
 template <class T>
 void run_typed(const void* a, std::size_t N, const void* b, std::size_t M, void* G, outer_algorithm alg,
                const outer_options& o, MPI_Comm comm, int rank, int size) {
+  const dsop::detail::dsop_row& row = dsop::detail::dsop_row_of(alg);
   const auto& tables = dsop::detail::outer_active_tables();
   const auto& k = [&]() -> const dsop::detail::outer_kernels<T>& {
     if constexpr (sizeof(T) == 4) return tables.f32;
@@ -205,13 +83,13 @@ void run_typed(const void* a, std::size_t N, const void* b, std::size_t M, void*
   const T* tb = static_cast<const T*>(b);
   T* tG = static_cast<T*>(G);
   if (o.order == matrix_order::row_major) {
-    dsop_run<T>{ta, N, tb, M, tG, o.distributed, comm, rank, size, o, k}.run(alg);
+    row.run(dsop::detail::dsop_call<T>{ta, N, tb, M, tG, o.distributed, comm, rank, size, o, k});
   } else if (!o.distributed) {
-    dsop_run<T>{tb, M, ta, N, tG, false, comm, rank, size, o, k}.run(alg);  // G^T row-major
+    row.run(dsop::detail::dsop_call<T>{tb, M, ta, N, tG, false, comm, rank, size, o, k});  // G^T row-major
   } else {
     const outer_block mine = outer_rows(N, rank, size);
     std::vector<T> block(mine.count * M);
-    dsop_run<T>{ta, N, tb, M, block.data(), true, comm, rank, size, o, k}.run(alg);
+    row.run(dsop::detail::dsop_call<T>{ta, N, tb, M, block.data(), true, comm, rank, size, o, k});
     to_column_major(block.data(), mine.count, M, tG);
   }
 }

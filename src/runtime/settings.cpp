@@ -63,7 +63,8 @@ constexpr std::array<entry, 17> kSettings = {{
      "prints each decision (every candidate's median) to stderr",
      "first automatic allreduce in the process"},
     {"CONVEYOR_DSOP_ALGORITHM", "auto",
-     "what `automatic` outer_sum runs: allgather, allreduce, ring, generalized_rabenseifner",
+     "what `automatic` outer_sum runs, one of:" CONVEYOR_OUTER_ALGORITHM_LIST(
+         CONVEYOR_SETTING_NAME_) " (`conveyor info` says what each does)",
      "first outer_sum in the process"},
     {"CONVEYOR_REDISTRIBUTE_TRANSPORT", "auto",
      "what `automatic` Redistribute plans run: datatype, packed, pipelined, one_sided, alltoallv",

@@ -46,9 +46,12 @@ std::vector<double> reference(std::size_t N, std::size_t M, int P) {
   return G;
 }
 
-const outer_algorithm kAlgorithms[] = {outer_algorithm::automatic, outer_algorithm::allgather,
-                                       outer_algorithm::allreduce, outer_algorithm::ring,
-                                       outer_algorithm::generalized_rabenseifner};
+// auto, then every algorithm of the table (conveyor::outer_algorithms()).
+std::vector<outer_algorithm> every_algorithm() {
+  std::vector<outer_algorithm> out = {outer_algorithm::automatic};
+  for (const outer_algorithm_info& a : outer_algorithms()) out.push_back(a.algorithm);
+  return out;
+}
 
 template <class T>
 void check_all(std::size_t N, std::size_t M) {
@@ -56,7 +59,7 @@ void check_all(std::size_t N, std::size_t M) {
   const auto ref = reference(N, M, P);
   const auto a64 = vec(me, N, 1), b64 = vec(me, M, 2);
   const std::vector<T> a(a64.begin(), a64.end()), b(b64.begin(), b64.end());
-  for (outer_algorithm alg : kAlgorithms) {
+  for (outer_algorithm alg : every_algorithm()) {
     for (matrix_order order : {matrix_order::row_major, matrix_order::column_major}) {
       for (bool distributed : {false, true}) {
         outer_options o;
@@ -124,6 +127,55 @@ TEST(OuterSum, AutoFollowsTheEnvironmentAndReportsItsChoice) {
   EXPECT_THROW(parse_outer_algorithm("butterfly"), error);
 }
 
+// The table of algorithms (src/dsop/algorithms/): one row for every algorithm
+// but auto, each named as the setting names it and described; auto's choice is
+// the cheapest row's prediction, ties going to the earlier row, on shapes where
+// each of the four algorithms wins.
+TEST(OuterSum, TheTableHasEveryAlgorithmOnceAndAutoTakesItsCheapestRow) {
+  const auto& table = outer_algorithms();
+  ASSERT_EQ(table.size() + 1, static_cast<std::size_t>(outer_algorithm_count));
+  std::vector<int> seen(outer_algorithm_count, 0);
+  for (const outer_algorithm_info& a : table) {
+    ASSERT_NE(a.algorithm, outer_algorithm::automatic);
+    ++seen[static_cast<std::size_t>(a.algorithm)];
+    EXPECT_EQ(a.name, outer_algorithm_name(a.algorithm));
+    EXPECT_EQ(parse_outer_algorithm(a.name), a.algorithm);
+    EXPECT_GT(std::strlen(a.summary), 20u) << a.name;
+  }
+  for (int v = 1; v < outer_algorithm_count; ++v) EXPECT_EQ(seen[static_cast<std::size_t>(v)], 1) << v;
+
+  const cost_model& m = current_cost_model();
+  struct job {
+    std::size_t N, M;
+    int nodes, ppn;
+    bool distributed;
+  };
+  std::vector<int> won(outer_algorithm_count, 0);
+  for (const job j : {job{4, 4, 2, 1, false}, job{64, 64, 4, 1, false}, job{8000, 8000, 48, 1, false},
+                      job{8000, 8000, 2, 1, true}, job{100000, 4, 2, 1, false}, job{4, 100000, 16, 1, true},
+                      job{1000, 1000, 1, 1, false}, job{2000, 2000, 8, 4, false}}) {
+    const outer_algorithm pick = predicted_outer_choice(j.N, j.M, 8, j.nodes, j.ppn, j.distributed, m);
+    const outer_algorithm* best = nullptr;
+    double best_s = 0;
+    for (const outer_algorithm_info& a : table) {
+      const double t = predict_outer_seconds(a.algorithm, j.N, j.M, 8, j.nodes, j.ppn, j.distributed, m);
+      EXPECT_GE(t, 0.0) << a.name;
+      if (!best || t < best_s) {
+        best = &a.algorithm;
+        best_s = t;
+      }
+    }
+    EXPECT_EQ(pick, *best) << j.N << "x" << j.M << " on " << j.nodes << "x" << j.ppn;
+    EXPECT_DOUBLE_EQ(predict_outer_seconds(outer_algorithm::automatic, j.N, j.M, 8, j.nodes, j.ppn, j.distributed, m),
+                     best_s);
+    ++won[static_cast<std::size_t>(pick)];
+  }
+  // ring and allreduce are predicted alike: the earlier row, ring, takes the tie.
+  EXPECT_EQ(won[static_cast<std::size_t>(outer_algorithm::allreduce)], 0);
+  EXPECT_EQ(predict_outer_seconds(outer_algorithm::ring, 2000, 2000, 8, 8, 1, false, m),
+            predict_outer_seconds(outer_algorithm::allreduce, 2000, 2000, 8, 8, 1, false, m));
+}
+
 // The shape-only predictions (what docs/results.md's extrapolated tables use) are
 // the numbers the engines report for a real job of that shape.
 TEST(OuterSum, ShapeOnlyPredictionsAreWhatTheCallsReport) {
@@ -131,8 +183,8 @@ TEST(OuterSum, ShapeOnlyPredictionsAreWhatTheCallsReport) {
   const cost_model& m = current_cost_model();
   const auto a = vec(rank_of(), 300, 1), b = vec(rank_of(), 200, 2);
   std::vector<double> G(300 * 200);
-  for (const auto alg :
-       {outer_algorithm::allgather, outer_algorithm::ring, outer_algorithm::generalized_rabenseifner}) {
+  for (const outer_algorithm_info& info : outer_algorithms()) {
+    const outer_algorithm alg = info.algorithm;
     outer_options o;
     o.algorithm = alg;
     o.allreduce.ranks_per_node = P;  // one node of P ranks, as the shape says

@@ -60,7 +60,7 @@ def test_sinkhorn_errors(comm):
         conveyor.sinkhorn_scale(A, r, c, variant="quantum")
 
 
-@pytest.mark.parametrize("algorithm", ["auto", "allgather", "allreduce", "ring", "generalized_rabenseifner"])
+@pytest.mark.parametrize("algorithm", ["auto"] + [name for name, _ in conveyor._conveyor.outer_algorithms()])
 @pytest.mark.parametrize("distributed", [False, True])
 def test_outer_sum_every_algorithm(comm, algorithm, distributed):
     N, M = 17, 9
