@@ -22,7 +22,8 @@ from mpi4py import MPI
 
 import conveyor
 
-EXCHANGES = ("ring", "gather", "auto")
+# Every exchange of the table (src/sinkhorn/points/exchange_table.cpp), then auto.
+EXCHANGES = tuple(name for name, _ in conveyor._conveyor.points_exchanges()) + ("auto",)
 
 
 def main():
@@ -55,22 +56,24 @@ def main():
         for r in range(args.rounds):
             for e in (EXCHANGES if r % 2 == 0 else tuple(reversed(EXCHANGES))):
                 times[e].append((run(e, args.hi) - run(e, args.lo)) / (args.hi - args.lo))
-        ring = statistics.median(times["ring"])
+        ring = statistics.median(times[EXCHANGES[0]])
         for e in EXCHANGES:
             t = statistics.median(times[e])
             rows.append((n, size, e, t, ring / t))
             if rank == 0:
                 print(f"{n},{size},{e},{t:.4e},{ring / t:.2f}", flush=True)
     if rank == 0:
-        print(f"\n| n = m | ranks | ring ms/iteration | gather ms/iteration | auto ms/iteration | ring / gather | ring / auto |")
-        print("|---:|---:|---:|---:|---:|---:|---:|")
+        first = EXCHANGES[0]  # the table's first row: the one auto times first
+        others = EXCHANGES[1:]
+        print("\n| n = m | ranks | " + " | ".join(f"{e} ms/iteration" for e in EXCHANGES) + " | "
+              + " | ".join(f"{first} / {e}" for e in others) + " |")
+        print("|---:|---:|" + "---:|" * (len(EXCHANGES) + len(others)))
         by = {}
         for n, P, e, t, _ in rows:
             by.setdefault((n, P), {})[e] = t
         for (n, P), t in by.items():
-            print(f"| {n} | {P} | {t['ring'] * 1e3:.3f} | {t['gather'] * 1e3:.3f} | {t['auto'] * 1e3:.3f} | "
-                  f"{t['ring'] / t['gather']:.2f} | {t['ring'] / t['auto']:.2f} |")
-
+            print(f"| {n} | {P} | " + " | ".join(f"{t[e] * 1e3:.3f}" for e in EXCHANGES) + " | "
+                  + " | ".join(f"{t[first] / t[e]:.2f}" for e in others) + " |")
 
 if __name__ == "__main__":
     main()

@@ -13,6 +13,7 @@
 #include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/settings.hpp"
+#include "conveyor/sinkhorn_points.hpp"
 #include "conveyor/version.hpp"
 #include "tool.hpp"
 
@@ -82,6 +83,10 @@ int run_info() {
   std::printf("DSOP algorithms (CONVEYOR_DSOP_ALGORITHM; src/dsop/algorithms/)\n");
   for (const conveyor::outer_algorithm_info& a : conveyor::outer_algorithms()) {
     std::printf("  %-24s %s\n", std::string(a.name).c_str(), a.summary);
+  }
+  std::printf("point-cloud exchanges (sinkhorn_points's exchange; src/sinkhorn/points/exchange_table.cpp)\n");
+  for (const conveyor::sinkhorn::exchange_info& e : conveyor::sinkhorn::points_exchanges()) {
+    std::printf("  %-24s %s\n", std::string(e.name).c_str(), e.summary);
   }
   std::printf("settings (environment; conveyor/settings.hpp)\n");
   for (const conveyor::setting_info& s : conveyor::settings()) {

@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include "conveyor/point_metric.hpp"
@@ -36,6 +37,18 @@ namespace conveyor::sinkhorn {
 /// How the other side's points reach every rank: automatic (default), ring,
 /// gather. Described in conveyor/enums.h; docs/algorithms.md, "Point clouds".
 CONVEYOR_DECLARE_ENUM(exchange, CONVEYOR_POINTS_EXCHANGE_LIST, exchange_name, parse_exchange);
+
+/// One of the exchanges, as their table describes it
+/// (src/sinkhorn/points/exchange_table.cpp: one row each).
+struct exchange_info {
+  exchange way;
+  std::string_view name;  // Python's name ("ring", ...)
+  const char* summary;    // what it does and when it pays
+};
+/// Every exchange but `automatic`, in the table's order (`automatic` runs a side's
+/// first pass by the first, then the cheapest for that side): what `conveyor info`
+/// lists, and the case lists of the benchmarks and tests.
+CONVEYOR_API const std::vector<exchange_info>& points_exchanges();
 
 struct points_options {
   sinkhorn::metric metric = sinkhorn::metric::sqeuclidean;
@@ -79,6 +92,11 @@ struct points_result {
   std::vector<T> log_v;               // this rank's Y points: g / eps
   int threads = 0;                    // OpenMP threads this rank ran with
   timing time;                        // row_pass: X updates; column_pass: Y updates
+  /// How X's and Y's points reached the other ranks: the way of each side's last
+  /// pass (never automatic: automatic's choice after that side's first pass, or
+  /// the table's first row if it made none), the same on every rank.
+  sinkhorn::exchange exchange_x = sinkhorn::exchange::automatic;
+  sinkhorn::exchange exchange_y = sinkhorn::exchange::automatic;
 };
 
 /// Entropic OT between this rank's n points X (n x dim, row-major) with weights a

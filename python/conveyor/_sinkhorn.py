@@ -46,6 +46,9 @@ class PointsResult(NamedTuple):
     cost: float
     history: npt.NDArray[np.float64]
     annealing_steps: int
+    #: How X's and Y's points reached the other ranks ("auto"'s choice, or the exchange asked for).
+    exchange_x: str
+    exchange_y: str
 
 
 class BarycenterResult(NamedTuple):
@@ -242,17 +245,20 @@ def sinkhorn_points(X: npt.ArrayLike, Y: npt.ArrayLike, eps: float, a: Optional[
         eps_k = D^p s^k while eps_k > eps (D the clouds' bounding-box diameter,
         p = 2 for sqeuclidean, 1 for euclidean), the dual potentials carried
         from step to step; fewer iterations at small eps.
-    exchange : {"auto", "ring", "gather"}
-        How each side's points reach the other ranks: round a ring (transfer
-        overlapped with work), by one allgather per pass, or the ring's first
-        pass measured against the gather's model (the bits are the same).
+    exchange : str
+        How each side's points reach the other ranks (the bits are the same
+        either way): "auto" (a side's first pass by the first below, timed, then
+        the one predicted cheapest for that side) or one of:
+
+{exchanges}
 
     Returns
     -------
     PointsResult
         log_u (this rank's X points), log_v (its Y points), status, iterations,
         error, cost (<P, C> over all ranks), history (the error of every iteration),
-        annealing_steps (the eps-scaling steps before the iterations).
+        annealing_steps (the eps-scaling steps before the iterations), exchange_x,
+        exchange_y (how each side's points reached the other ranks).
 
     Examples
     --------
@@ -268,6 +274,12 @@ def sinkhorn_points(X: npt.ArrayLike, Y: npt.ArrayLike, eps: float, a: Optional[
                    reg_type=reg_type, stop=stop, eps_scaling=eps_scaling, exchange=exchange)
     return PointsResult(*cast(Tuple[Any, ...], _conveyor.sinkhorn_points(
         X, Y, a, b, eps, comm_address(comm), options)))
+
+
+# The exchanges' names and summaries, from the extension's table: a new row is
+# documented here without an edit.
+sinkhorn_points.__doc__ = (sinkhorn_points.__doc__ or "").replace("{exchanges}", "\n".join(
+    f"        - \"{name}\": {summary}" for name, summary in _conveyor.points_exchanges()))
 
 
 def sinkhorn_barycenter(C: npt.ArrayLike, A: npt.ArrayLike, eps: float, weights: Optional[npt.ArrayLike] = None,

@@ -254,7 +254,8 @@ nb::tuple run_points(points_args& s, MPI_Comm cm) {
   }
   return nb::make_tuple(to_numpy(std::move(res.log_u)), to_numpy(std::move(res.log_v)),
                         std::string(sk::status_name(res.state)), res.iterations, res.error, res.cost,
-                        to_numpy(std::move(res.error_history)), res.annealing_steps);
+                        to_numpy(std::move(res.error_history)), res.annealing_steps,
+                        std::string(sk::exchange_name(res.exchange_x)), std::string(sk::exchange_name(res.exchange_y)));
 }
 
 // The arguments of applying a point-cloud plan after conversion.
@@ -660,6 +661,15 @@ void bind_point_solvers(nb::module_& m) {
 void bind_sinkhorn(nb::module_& m) {
   bind_dense_solvers(m);
   bind_point_solvers(m);
+  // The table of the point-cloud exchanges (src/sinkhorn/points/exchange_table.cpp):
+  // (name, summary) pairs, from which conveyor.sinkhorn_points's docstring lists them.
+  m.def("points_exchanges", [] {
+    nb::list out;
+    for (const sk::exchange_info& e : sk::points_exchanges()) {
+      out.append(nb::make_tuple(std::string(e.name), std::string(e.summary)));
+    }
+    return out;
+  });
   m.def("balanced_rows", [](std::size_t M, int rank, int size) {
     const sk::row_block b = sk::balanced_rows(M, rank, size);
     return nb::make_tuple(b.first, b.count);

@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -151,6 +153,8 @@ distributed_run run_points(const clouds& c, double eps, const sk::points_options
   out.res.error_history = r.error_history;
   out.res.cost = r.cost;
   out.res.annealing_steps = r.annealing_steps;
+  out.res.exchange_x = r.exchange_x;
+  out.res.exchange_y = r.exchange_y;
   out.res.log_u.assign(r.log_u.begin(), r.log_u.end());
   out.res.log_v.assign(r.log_v.begin(), r.log_v.end());
   out.log_u = testing::gather_all(out.res.log_u);
@@ -317,7 +321,17 @@ TEST(SinkhornPoints, EverySimdTargetAndThreadCountAgree) {
 // Ring, gather and the automatic choice send the same blocks and work on them in
 // the same order: the same bits, with uneven shares (ranks without points) and
 // the many passes of eps-scaling.
+// Every exchange of the table (sk::points_exchanges()), and automatic.
 TEST(SinkhornPoints, EveryExchangeGivesTheSameBits) {
+  std::vector<sk::exchange> ways;
+  for (const sk::exchange_info& e : sk::points_exchanges()) {
+    EXPECT_EQ(sk::parse_exchange(e.name), e.way);
+    EXPECT_GT(std::strlen(e.summary), 20u) << e.name;
+    ways.push_back(e.way);
+  }
+  ASSERT_EQ(ways.size() + 1, static_cast<std::size_t>(sk::exchange_count));  // every name but auto, once
+  ASSERT_EQ(std::set<sk::exchange>(ways.begin(), ways.end()).size(), ways.size());
+  ways.push_back(sk::exchange::automatic);
   const clouds c = make_clouds(37, 29, 3, 23, false);
   for (bool skewed : {false, true}) {
     for (bool single : {false, true}) {
@@ -327,12 +341,30 @@ TEST(SinkhornPoints, EveryExchangeGivesTheSameBits) {
       o.eps_scaling = 0.5;
       o.threads = 1;
       std::vector<distributed_run> runs;
-      for (sk::exchange e : {sk::exchange::ring, sk::exchange::gather, sk::exchange::automatic}) {
+      for (sk::exchange e : ways) {
         o.exchange = e;
         runs.push_back(single ? run_points<float>(c, 0.05, o, skewed) : run_points<double>(c, 0.05, o, skewed));
       }
+      // Each side reports the way it ran: the one asked for; auto's choice is a
+      // row of the table, the same on every rank (one rank: the first row).
+      for (std::size_t k = 0; k < runs.size(); ++k) {
+        for (const sk::exchange got : {runs[k].res.exchange_x, runs[k].res.exchange_y}) {
+          if (ways[k] != sk::exchange::automatic) {
+            EXPECT_EQ(got, ways[k]);
+          } else {
+            EXPECT_NE(got, sk::exchange::automatic);
+            if (size_of() == 1) {
+              EXPECT_EQ(got, ways[0]);
+            }
+          }
+          int lo = static_cast<int>(got), hi = lo;
+          MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+          MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+          EXPECT_EQ(lo, hi) << "ranks report different exchanges";
+        }
+      }
       for (std::size_t k = 1; k < runs.size(); ++k) {
-        SCOPED_TRACE(std::string(sk::exchange_name(k == 1 ? sk::exchange::gather : sk::exchange::automatic)) +
+        SCOPED_TRACE(std::string(sk::exchange_name(ways[k])) + " against " + std::string(sk::exchange_name(ways[0])) +
                      (skewed ? " skewed" : "") + (single ? " float32" : ""));
         EXPECT_EQ(runs[k].log_u, runs[0].log_u);
         EXPECT_EQ(runs[k].log_v, runs[0].log_v);

@@ -114,11 +114,18 @@ def test_shares_over_ranks_give_the_single_process_potentials(comm, dtype):
 def test_every_exchange_gives_the_same_bits_over_ranks(comm):
     X, Y, a, b = clouds(47, 38, 3, seed=6)
     sx, sy = uneven(comm, 47, 0), uneven(comm, 38, comm.size - 1)
+    table = [name for name, _ in conveyor._conveyor.points_exchanges()]  # every exchange of the table
+    assert len(table) == len(set(table)) >= 2 and "auto" not in table
     runs = {e: conveyor.sinkhorn_points(X[sx], Y[sy], 0.05, a[sx], b[sy], comm=comm, tol=0.0, max_iter=15,
-                                        exchange=e) for e in ("ring", "gather", "auto")}
-    for e in ("gather", "auto"):
-        assert np.array_equal(runs[e].log_u, runs["ring"].log_u) and np.array_equal(runs[e].log_v, runs["ring"].log_v)
-        assert runs[e].cost == runs["ring"].cost
+                                        exchange=e) for e in table + ["auto"]}
+    first = runs[table[0]]
+    for e, run in runs.items():
+        assert np.array_equal(run.log_u, first.log_u) and np.array_equal(run.log_v, first.log_v), e
+        assert run.cost == first.cost, e
+        # Each side reports how it ran: the exchange asked for, or auto's choice (the same on every rank).
+        for got in (run.exchange_x, run.exchange_y):
+            assert got == e if e != "auto" else got in table
+            assert comm.allgather(got) == [got] * comm.size
     f, _ = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], isLazy=True, comm=comm, exchange="gather")
     f_ring, _ = conveyor.ot.empirical_sinkhorn(X[sx], Y[sy], 0.05, a[sx], b[sy], isLazy=True, comm=comm, exchange="ring")
     assert np.array_equal(f, f_ring)

@@ -406,7 +406,7 @@ def _solve_points(X_s, X_t, reg, a, b, metric, numIterMax, stopThr, verbose, war
         if warmstart is not None:
             options["init_log_u"] = np.asarray(warmstart[0], dtype=np.float64)
             options["init_log_v"] = np.asarray(warmstart[1], dtype=np.float64)
-        log_u, log_v, status, iterations, _, cost, history, _ = _conveyor.sinkhorn_points(
+        log_u, log_v, status, iterations, _, cost, history, *_ = _conveyor.sinkhorn_points(
             X, Y, a_, b_, reg, comm_address(comm), options)
         first = _CHECK_EVERY
     # POT's niter: the 0-based index of the last iteration run.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Entropic OT between point clouds (conveyor/sinkhorn_points.hpp): the log-domain
 // Sinkhorn iteration with the cost recomputed by point_kernels, the other side's
-// points brought by block_ring.
+// points brought by block_ring, in the way of points/exchange_table.hpp.
 //
 // One iteration, on every rank r (X_r, a_r, log_u_r; Y_r, b_r, log_v_r):
 //   X pass: for each point x_i of X_r, lse_i = LSE_j (log_v_j - C_ij / eps) over
@@ -30,6 +30,7 @@
 #include "core/names.hpp"
 #include "runtime/context.hpp"
 #include "sinkhorn/run_context.hpp"
+#include "sinkhorn/points/exchange_table.hpp"
 #include "sinkhorn/points/kernels.hpp"
 #include "sinkhorn/points/ring.hpp"
 #include "sinkhorn/points/shares.hpp"
@@ -68,8 +69,7 @@ struct side {
   std::vector<std::size_t> counts;  // every rank's count
   std::size_t first = 0;            // global index of this rank's first point
   std::size_t total = 0;
-  bool gathered = false;         // reaches the other ranks by allgather, not by ring
-  bool exchange_chosen = false;  // (automatic: after the side's first pass)
+  exchange way = exchange::automatic;  // how it reaches the other ranks (automatic: until its first pass)
 
   T* potential() { return block.data(); }
   const T* potential() const { return block.data(); }
@@ -117,8 +117,7 @@ class point_solver {
       : ctx_(ctx), p_(p), o_(o), k_(active_point_kernels<T>()), x_(x), y_(y), link_(link) {
     set_eps(p.eps);
     for (side<T>* s : {&x_, &y_}) {
-      s->gathered = o.exchange == exchange::gather;
-      s->exchange_chosen = o.exchange != exchange::automatic || ctx.size == 1;
+      s->way = o.exchange == exchange::automatic && ctx.size == 1 ? exchange_rows().front().way : o.exchange;
     }
   }
 
@@ -126,6 +125,8 @@ class point_solver {
     const int annealing_steps = o_.eps_scaling > 0 ? anneal() : 0;
     points_result<T> res = iterate();
     res.annealing_steps = annealing_steps;  // (their time: in time.total only)
+    res.exchange_x = exchange_row_of(x_.way).way;
+    res.exchange_y = exchange_row_of(y_.way).way;
     return res;
   }
 
@@ -237,7 +238,7 @@ class point_solver {
     const int nt =
         static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(ctx_.threads), std::max<std::size_t>(n, 1)));
     scratch_.resize(static_cast<std::size_t>(nt) * point_kernels<T>::kScratch);
-    block_ring<T> ring(ctx_.comm, ctx_.rank, cols.counts, p_.dim + 1, cols.gathered);
+    block_ring<T> ring(ctx_.comm, ctx_.rank, cols.counts, p_.dim + 1, exchange_row_of(cols.way).gathered);
     ring.circulate(cols.block.data(), [&](const T* block, std::size_t count, int) {
       const T* h = block;
       const T* transposed = block + count;
@@ -247,10 +248,9 @@ class point_solver {
                        lse_.data() + r0, scratch);
       });
     });
-    if (!cols.exchange_chosen) {  // automatic, after this side's first (ring) pass
+    if (cols.way == exchange::automatic) {  // after this side's first pass, by the table's first row
       const double side_bytes = static_cast<double>(cols.total) * static_cast<double>((p_.dim + 1) * sizeof(T));
-      cols.gathered = gather_pays(ctx_.comm, ctx_.size, ring.pass_seconds(), ring.work_seconds(), side_bytes, link_);
-      cols.exchange_chosen = true;
+      cols.way = choose_exchange(ctx_.comm, {ring.pass_seconds(), ring.work_seconds(), side_bytes, ctx_.size, link_});
     }
     pass_result r;
     T* potential = rows.potential();

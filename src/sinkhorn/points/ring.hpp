@@ -15,8 +15,7 @@
 // pass, then the same work on the same blocks in the same order: the same bits,
 // in ~log2 P message latencies instead of P - 1, but not overlapped and with the
 // whole side in memory. exchange::automatic runs a side's first pass by ring,
-// times it, and gathers from then on when the slowest rank's ring pass took
-// longer than its own work plus the cost model's allgather (gather_pays).
+// times it, and chooses from then on (points/exchange_table.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -28,7 +27,6 @@
 
 #include "conveyor/contract.hpp"
 #include "runtime/context.hpp"
-#include "runtime/cost_model.hpp"
 #include "sinkhorn/run_context.hpp"
 
 namespace conveyor::sinkhorn::detail {
@@ -161,27 +159,5 @@ class block_ring {
   MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   int pending_ = 0;
 };
-
-/// The largest side automatic gathers (bytes of points and potentials).
-constexpr double kGatherMaxBytes = 256.0 * (1 << 20);
-
-/// The cost model's allgather of `bytes` in all over `size` ranks on `link`
-/// (recursive doubling or Bruck): ceil(log2 P) alpha + (P - 1)/P bytes beta.
-inline double predicted_allgather_seconds(double bytes, int size, const conveyor::detail::link_params& link) {
-  int steps = 0;
-  while ((1 << steps) < size) ++steps;
-  return steps * link.alpha + (size - 1.0) / size * bytes * link.beta;
-}
-
-/// After a side's first pass by ring (exchange::automatic): true when gathering
-/// that side would have been faster on the slowest rank -- its measured work plus
-/// the model's allgather against its measured ring pass -- and the side fits in
-/// kGatherMaxBytes. Collective; the same answer on every rank.
-inline bool gather_pays(MPI_Comm comm, int size, double pass_seconds, double work_seconds, double side_bytes,
-                        const conveyor::detail::link_params& link) {
-  double slowest[2] = {pass_seconds, work_seconds + predicted_allgather_seconds(side_bytes, size, link)};
-  conveyor::detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, slowest, 2, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce");
-  return side_bytes <= kGatherMaxBytes && slowest[1] < slowest[0];
-}
 
 }  // namespace conveyor::sinkhorn::detail
