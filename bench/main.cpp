@@ -135,9 +135,8 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::IsMember({"float64", "float32"}));
-  bench_sinkhorn->add_option("--variants", so.variants, "fused,blocked,c2r,typical")
+  bench_sinkhorn->add_option("--variants", so.variants, "Names (default: every variant of the table)")
       ->delimiter(',')
-      ->capture_default_str()
       ->check(names_of("VARIANT", [](const std::string& n) { conveyor::sinkhorn::parse_variant(n); }));
   bench_sinkhorn->add_option("--threads", so.threads, "OpenMP threads per rank")
       ->capture_default_str()

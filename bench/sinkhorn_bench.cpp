@@ -110,7 +110,11 @@ void bench_dtype(const std::string& dtype, std::size_t n, const sinkhorn_bench_o
                  format_fixed(bytes / s.median / 1e9, 2), row_share < 0 ? "" : format_fixed(row_share, 2)});
   };
   add("read_bound", bound, -1);
-  for (const auto& name : opt.variants) {
+  std::vector<std::string> names = opt.variants;
+  if (names.empty()) {
+    for (const sk::variant_info& v : sk::variants()) names.emplace_back(v.name);
+  }
+  for (const auto& name : names) {
     const measured t = time_variant(m, sk::parse_variant(name), opt);
     add(opt.overlap || !sk::rewrites_matrix(sk::parse_variant(name)) ? name : name + " (no overlap)", t.per_iter,
         t.row_share);

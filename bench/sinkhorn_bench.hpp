@@ -15,7 +15,8 @@ namespace conveyor::bench {
 struct sinkhorn_bench_options {
   std::vector<std::size_t> sizes = {4000, 8000, 16000};  // M = N
   std::vector<std::string> dtypes = {"float64", "float32"};
-  std::vector<std::string> variants = {"fused", "blocked", "c2r", "typical"};
+  /// By name; none: every variant of the table (conveyor::sinkhorn::variants()).
+  std::vector<std::string> variants;
   int threads = 1;      // OpenMP threads per rank
   bool overlap = true;  // in-place variants: column scaling inside the allreduce's on_chunk
   int iters = 5;        // iterations per sample (typical: 1)

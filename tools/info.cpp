@@ -13,6 +13,7 @@
 #include "conveyor/redistribute.hpp"
 #include "conveyor/reduce.hpp"
 #include "conveyor/settings.hpp"
+#include "conveyor/sinkhorn.hpp"
 #include "conveyor/sinkhorn_points.hpp"
 #include "conveyor/version.hpp"
 #include "tool.hpp"
@@ -83,6 +84,10 @@ int run_info() {
   std::printf("DSOP algorithms (CONVEYOR_DSOP_ALGORITHM; src/dsop/algorithms/)\n");
   for (const conveyor::outer_algorithm_info& a : conveyor::outer_algorithms()) {
     std::printf("  %-24s %s\n", std::string(a.name).c_str(), a.summary);
+  }
+  std::printf("Sinkhorn variants (options::variant; src/sinkhorn/dense/variant_table.cpp)\n");
+  for (const conveyor::sinkhorn::variant_info& v : conveyor::sinkhorn::variants()) {
+    std::printf("  %-24s %s\n", std::string(v.name).c_str(), v.summary);
   }
   std::printf("point-cloud exchanges (sinkhorn_points's exchange; src/sinkhorn/points/exchange_table.cpp)\n");
   for (const conveyor::sinkhorn::exchange_info& e : conveyor::sinkhorn::points_exchanges()) {

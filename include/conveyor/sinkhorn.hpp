@@ -39,7 +39,18 @@ namespace conveyor::sinkhorn {
 /// fused (default: never writes A), typical, c2r, blocked (the paper's Algorithms
 /// 1-3, in place): described in conveyor/enums.h.
 CONVEYOR_DECLARE_ENUM(variant, CONVEYOR_SINKHORN_VARIANT_LIST, variant_name, parse_variant);
-/// True for the variants that rescale A itself (typical, c2r, blocked).
+/// One variant, as the table of variants describes it (src/sinkhorn/dense/variant_table.cpp).
+struct variant_info {
+  variant which;
+  std::string_view name;  // Python's and the tools' name ("fused", ...)
+  const char* summary;    // how it walks the matrix
+  bool rewrites_matrix;   // it rescales A itself (the in-place solver)
+};
+/// Every variant, in the enum's order: what `conveyor info` lists, and the case
+/// lists of the benchmarks and tests.
+CONVEYOR_API const std::vector<variant_info>& variants();
+/// The row's rewrites_matrix: true for the variants that rescale A itself
+/// (typical, c2r, blocked).
 CONVEYOR_API bool rewrites_matrix(variant v);
 
 /// The norm of the column-marginal error: l1 (default), l2 (POT's).

@@ -85,9 +85,11 @@ def balanced_rows(M: int, comm: Optional[MPI.Comm] = None) -> Tuple[int, int]:
 
 
 _SOLVER_OPTIONS_DOC = """
-    Options shared by the solvers (None: the engine's default): variant "fused"
-    (never writes the matrix), "typical", "c2r", "blocked" (in place); overlap:
-    scale columns as their sums arrive (in-place variants); mc, nc, mr, nr: the
+    Options shared by the solvers (None: the engine's default): variant, one of
+
+{variants}
+
+    overlap: scale columns as their sums arrive (in-place variants); mc, nc, mr, nr: the
     blocking of "blocked"; init_u, init_v: warm start (this rank's rows, all
     columns; log_domain: their logs, a TransportResult's log_u, log_v); allreduce_algorithm, ranks_per_node:
     for the column-sum allreduce; norm: of the column-marginal error, "l1" or
@@ -204,6 +206,10 @@ def sinkhorn_transport(C: npt.ArrayLike, a: npt.ArrayLike, b: npt.ArrayLike, eps
         C, a, b, eps, comm_address(comm), plan, options)))
 
 
+# The variants' names and summaries, from the extension's table: a new row is
+# documented here without an edit.
+_SOLVER_OPTIONS_DOC = _SOLVER_OPTIONS_DOC.replace("{variants}", "\n".join(
+    f"        - \"{name}\": {summary}" for name, summary, _ in _conveyor.sinkhorn_variants()))
 sinkhorn_scale.__doc__ = (sinkhorn_scale.__doc__ or "") + _SOLVER_OPTIONS_DOC
 sinkhorn_transport.__doc__ = (sinkhorn_transport.__doc__ or "") + _SOLVER_OPTIONS_DOC
 

@@ -661,6 +661,15 @@ void bind_point_solvers(nb::module_& m) {
 void bind_sinkhorn(nb::module_& m) {
   bind_dense_solvers(m);
   bind_point_solvers(m);
+  // The table of the dense solver's variants (src/sinkhorn/dense/variant_table.cpp):
+  // (name, summary, in place) triples, from which the solvers' docstrings list them.
+  m.def("sinkhorn_variants", [] {
+    nb::list out;
+    for (const sk::variant_info& v : sk::variants()) {
+      out.append(nb::make_tuple(std::string(v.name), std::string(v.summary), v.rewrites_matrix));
+    }
+    return out;
+  });
   // The table of the point-cloud exchanges (src/sinkhorn/points/exchange_table.cpp):
   // (name, summary) pairs, from which conveyor.sinkhorn_points's docstring lists them.
   m.def("points_exchanges", [] {

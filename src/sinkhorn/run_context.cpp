@@ -23,8 +23,6 @@ CONVEYOR_ENUM_NAMES(reg_type, CONVEYOR_SINKHORN_REG_TYPE_LIST, "reg_type", kRegT
 CONVEYOR_ENUM_NAMES(stop_rule, CONVEYOR_SINKHORN_STOP_LIST, "stop rule", kStopNames, stop_rule_name, parse_stop_rule)
 CONVEYOR_ENUM_NAME_ONLY(status, CONVEYOR_SINKHORN_STATUS_LIST, "Sinkhorn status", kStatusNames, status_name)
 
-bool rewrites_matrix(variant v) { return v != variant::fused; }
-
 row_block balanced_rows(std::size_t M, int rank, int size) {
   if (size <= 0 || rank < 0 || rank >= size) {
     throw error(errc::invalid_argument, "balanced_rows: rank " + std::to_string(rank) + " of " + std::to_string(size));
@@ -38,7 +36,7 @@ namespace detail {
 void check_call(const call_shape& c, const options& o) {
   const auto bad = [](const std::string& m) { throw error(errc::invalid_argument, m); };
   const int kind = static_cast<int>(o.variant);
-  if (kind < 0 || kind > static_cast<int>(variant::blocked)) bad("unknown variant " + std::to_string(kind));
+  if (kind < 0 || kind >= variant_count) bad("unknown variant " + std::to_string(kind));
   if (!c.in_place && !c.transport && rewrites_matrix(o.variant)) {
     bad("variant '" + std::string(variant_name(o.variant)) +
         "' rescales A in place; call scale_in_place (scale takes a read-only A: variant fused)");

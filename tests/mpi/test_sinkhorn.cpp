@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -198,7 +199,8 @@ void check_scaling_variants() {
         const std::size_t ld = s.N + 3;  // padded rows
         const auto r = convert<T>(p.r.data() + b.first, b.count);
         const auto c = convert<T>(p.c.data(), s.N);
-        for (auto kind : {sk::variant::fused, sk::variant::typical, sk::variant::c2r, sk::variant::blocked}) {
+        for (const sk::variant_info& row : sk::variants()) {  // every variant of the table
+          const sk::variant kind = row.which;
           for (int threads : {1, 2}) {
             sk::options o;
             o.variant = kind;
@@ -235,6 +237,21 @@ void check_scaling_variants() {
   }
 }
 
+// The table of variants (src/sinkhorn/dense/variant_table.cpp): every name once,
+// in the enum's order, described; rewrites_matrix is its row's.
+TEST(SinkhornScaling, TheTableHasEveryVariantOnce) {
+  const auto& table = sk::variants();
+  ASSERT_EQ(table.size(), static_cast<std::size_t>(sk::variant_count));
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    EXPECT_EQ(static_cast<std::size_t>(table[i].which), i);
+    EXPECT_EQ(sk::parse_variant(table[i].name), table[i].which);
+    EXPECT_GT(std::strlen(table[i].summary), 20u) << table[i].name;
+    EXPECT_EQ(sk::rewrites_matrix(table[i].which), table[i].rewrites_matrix) << table[i].name;
+  }
+  EXPECT_FALSE(sk::rewrites_matrix(sk::variant::fused));  // the default never writes A
+  EXPECT_THROW(sk::rewrites_matrix(static_cast<sk::variant>(sk::variant_count)), conveyor::error);
+}
+
 TEST(SinkhornScaling, EveryVariantMatchesReferenceF64) { check_scaling_variants<double>(); }
 TEST(SinkhornScaling, EveryVariantMatchesReferenceF32) { check_scaling_variants<float>(); }
 
@@ -265,7 +282,9 @@ TEST(SinkhornScaling, OverlapOffGivesTheSameScaling) {
   const dense_problem p = scaling_problem(24, 19, 3, false);
   const sk::row_block b = my_rows(p.M, false);
   const auto r = convert<double>(p.r.data() + b.first, b.count);
-  for (auto kind : {sk::variant::typical, sk::variant::c2r, sk::variant::blocked}) {
+  for (const sk::variant_info& row : sk::variants()) {
+    if (!row.rewrites_matrix) continue;  // overlap: the in-place variants' option
+    const sk::variant kind = row.which;
     std::vector<double> results[2];
     for (bool overlap : {false, true}) {
       sk::options o;

@@ -18,7 +18,8 @@ def problem(M, N, dtype, seed=5):
 
 
 @pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-12), (np.float32, 1e-5)])
-@pytest.mark.parametrize("variant,in_place", [("fused", False), ("typical", True), ("c2r", True), ("blocked", True)])
+@pytest.mark.parametrize("variant,in_place", [(name, in_place) for name, _, in_place
+                                              in conveyor._conveyor.sinkhorn_variants()])
 def test_sinkhorn_scale_meets_the_marginals(comm, dtype, tol, variant, in_place):
     M, N = 37, 23
     A, r, c = problem(M, N, dtype)
