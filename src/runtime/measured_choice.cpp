@@ -36,8 +36,9 @@ trial_summary summary_of(const double* v, int n) {
 
 // 3% at least, more when the trials of either were spread wider, up to 25%.
 // Where the library and Conveyor's algorithms are level, single calls vary by
-// 10-30%, and a fixed 3% let a few lucky trials pick a candidate that a loop then
-// ran slower. The cap keeps a candidate measured a third faster even when the
+// more than a fixed margin, which let a few lucky trials pick a candidate that a
+// loop then ran slower (docs/results.md, "The trials, made fair and then
+// cautious"). The cap keeps a candidate measured a third faster even when the
 // trials are noisy.
 double margin_over_library(double candidate_spread, double library_spread) {
   constexpr double kMinMargin = 0.03, kMaxMargin = 0.25;
