@@ -76,6 +76,10 @@ int run_info() {
     std::printf("  %-20s %s%s\n", std::string(t.name).c_str(), t.summary,
                 t.modeled ? "" : " [not in auto's cost model]");
   }
+  std::printf("redistribute relabelings (plan_options::relabel; src/redistribute/relabel.cpp)\n");
+  for (const conveyor::redistribute::relabeling_info& r : conveyor::redistribute::relabelings()) {
+    std::printf("  %-20s %s\n", std::string(r.name).c_str(), r.summary);
+  }
   std::printf("all-to-all algorithms (auto's candidates; src/redistribute/alltoall_table.hpp)\n");
   for (const conveyor::alltoall_algorithm_info& a : conveyor::alltoall_algorithms()) {
     std::printf("  %-20s %s%s%s\n", std::string(a.name).c_str(), a.summary, a.predicted < 0 ? " [no cost model]" : "",

@@ -175,6 +175,16 @@ CONVEYOR_API const std::vector<transport_info>& transports();
 /// none, greedy, optimal.
 CONVEYOR_DECLARE_ENUM(relabeling, CONVEYOR_RELABELING_LIST, relabeling_name, parse_relabeling);
 
+/// One relabeling, as their table describes it (src/redistribute/relabel.cpp).
+struct relabeling_info {
+  relabeling mode;
+  std::string_view name;  // Python's name ("greedy", ...)
+  const char* summary;    // how it chooses sigma
+};
+/// Every relabeling, in the enum's order: what `conveyor info` lists, and the
+/// tests' case lists.
+CONVEYOR_API const std::vector<relabeling_info>& relabelings();
+
 /// One transform of a (batched) plan: dst = alpha * op(src) + beta * dst.
 struct transform {
   const layout* src = nullptr;

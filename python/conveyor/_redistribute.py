@@ -187,8 +187,11 @@ class Plan:
 
 {transports}
 
-    relabel: "none", "greedy", "optimal"
-    (see .sigma), weighing bytes within a node by intra_node_cost; ranks_per_node:
+    relabel (see .sigma), one of the table of relabelings (src/redistribute/relabel.cpp):
+
+{relabelings}
+
+    intra_node_cost: what relabeling weighs a byte within a node by; ranks_per_node:
     emulate nodes (None: the real ones); chunk_bytes: the pipelined transport's
     chunk (None: 8 MiB). Plan.batch: several transforms in one plan.
 
@@ -285,4 +288,5 @@ class Plan:
 # The transports' names and summaries, from the extension's table: a new row is
 # documented here without an edit.
 Plan.__doc__ = (Plan.__doc__ or "").replace("{transports}", "\n".join(
-    f"    - \"{name}\": {summary}" for name, summary in _conveyor.transports()))
+    f"    - \"{name}\": {summary}" for name, summary in _conveyor.transports())).replace("{relabelings}", "\n".join(
+    f"    - \"{name}\": {summary}" for name, summary in _conveyor.relabelings()))

@@ -277,6 +277,15 @@ void bind_redistribute(nb::module_& m) {
     }
     return out;
   });
+  // The table of relabelings (src/redistribute/relabel.cpp): (name, summary) pairs,
+  // from which conveyor.Plan's docstring lists them.
+  m.def("relabelings", [] {
+    nb::list out;
+    for (const conveyor::redistribute::relabeling_info& r : conveyor::redistribute::relabelings()) {
+      out.append(nb::make_tuple(std::string(r.name), std::string(r.summary)));
+    }
+    return out;
+  });
   // --- Redistribute: layouts are built collectively (their local arrays checked
   // against the layout and their dtype agreed), plans from two layouts ---
   // The local shape ScaLAPACK allocates on `rank` (NUMROC rows, columns), from

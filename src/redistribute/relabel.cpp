@@ -114,7 +114,13 @@ std::vector<int> relabel(const std::vector<std::int64_t>& volume, const std::vec
                          relabeling mode) {
   std::vector<int> id(static_cast<std::size_t>(P));
   std::iota(id.begin(), id.end(), 0);
-  if (mode == relabeling::none) return id;
+  const relabeling_row* row = nullptr;
+  for (const relabeling_row& r : relabeling_rows()) {
+    if (r.mode == mode) row = &r;
+  }
+  if (!row)
+    throw error(errc::invalid_argument, "relabel: unknown relabeling " + std::to_string(static_cast<int>(mode)));
+  if (!row->assign) return id;
   // gain[x][y] = sum_i V[i][x] (w(i, x) - w(i, y))
   const auto at = [P](int i, int j) {
     return static_cast<std::size_t>(i) * static_cast<std::size_t>(P) + static_cast<std::size_t>(j);
@@ -127,7 +133,28 @@ std::vector<int> relabel(const std::vector<std::int64_t>& volume, const std::vec
       gain[at(x, y)] = s;
     }
   }
-  return mode == relabeling::optimal ? max_weight_assignment(gain, P) : greedy_assignment(gain, P);
+  return row->assign(gain, P);
+}
+
+const std::vector<relabeling_row>& relabeling_rows() {
+  static const std::vector<relabeling_row> rows = [] {
+    std::vector<relabeling_row> r = {
+        {relabeling::none, "keep the destination ranks as the layout names them", nullptr},
+        {relabeling::greedy, "COSTA's pair swaps from the identity while one gains: O(P^2) a swap", greedy_assignment},
+        {relabeling::optimal,
+         "the exact linear assignment of destination blocks to ranks (Jonker-Volgenant, O(P^3)): the most bytes kept "
+         "local",
+         max_weight_assignment},
+    };
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      if (static_cast<std::size_t>(r[i].mode) != i) throw error(errc::internal, "relabel: the table is out of order");
+    }
+    if (r.size() != static_cast<std::size_t>(relabeling_count)) {
+      throw error(errc::internal, "relabel: one row per relabeling");
+    }
+    return r;
+  }();
+  return rows;
 }
 
 std::int64_t remote_volume(const std::vector<std::int64_t>& volume, int P, const std::vector<int>& sigma) {
@@ -142,4 +169,16 @@ std::int64_t remote_volume(const std::vector<std::int64_t>& volume, int P, const
 }
 
 }  // namespace detail
+
+const std::vector<relabeling_info>& relabelings() {
+  static const std::vector<relabeling_info> infos = [] {
+    std::vector<relabeling_info> out;
+    for (const detail::relabeling_row& r : detail::relabeling_rows()) {
+      out.push_back({r.mode, relabeling_name(r.mode), r.summary});
+    }
+    return out;
+  }();
+  return infos;
+}
+
 }  // namespace conveyor::redistribute

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -1191,6 +1192,22 @@ TEST(Redistribute, RelabelingNeverMovesMoreThanGreedyOrNone) {
   (void)src;
   EXPECT_LE(moved[2], moved[1]);
   EXPECT_LE(moved[1], moved[0]);
+  // Every row of the table of relabelings (rd::relabelings()): in the enum's
+  // order, a permutation sigma, never more bytes between ranks than none.
+  const auto& table = rd::relabelings();
+  ASSERT_EQ(table.size(), static_cast<std::size_t>(rd::relabeling_count));
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    EXPECT_EQ(static_cast<std::size_t>(table[i].mode), i);
+    EXPECT_EQ(rd::parse_relabeling(table[i].name), table[i].mode);
+    EXPECT_GT(std::strlen(table[i].summary), 20u) << table[i].name;
+    rd::plan_options o;
+    o.relabel = table[i].mode;
+    rd::plan p(t, MPI_COMM_WORLD, o);
+    std::vector<int> sorted = p.sigma();
+    std::sort(sorted.begin(), sorted.end());
+    for (int r = 0; r < P; ++r) EXPECT_EQ(sorted[static_cast<std::size_t>(r)], r) << table[i].name;
+    EXPECT_LE(p.relabeled_remote_bytes(), moved[0]) << table[i].name;
+  }
 }
 
 // ---------------------------------------------------------------------------
