@@ -15,12 +15,7 @@
 
 #include <mpi.h>
 
-#include <algorithm>
-#include <array>
-#include <climits>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -29,8 +24,6 @@
 #include "dsop/algorithms/table.hpp"
 #include "conveyor/contract.hpp"
 #include "core/names.hpp"
-#include "dsop/outer_product_kernels.hpp"
-#include "runtime/message_pieces.hpp"
 #include "runtime/partition.hpp"
 
 namespace conveyor {
