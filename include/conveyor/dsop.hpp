@@ -45,10 +45,6 @@ struct outer_options {
   /// Each rank receives only rows [report.first_row, report.first_row + report.rows)
   /// of G: a rows x M block (row-major: stride M; column-major: stride rows).
   bool distributed = false;
-  /// Kept for source compatibility: outer_sum always follows the collective
-  /// contract (conveyor/contract.hpp), and N, M, dtype, order and the options are
-  /// always matched across ranks in its one agreement.
-  bool validate = false;
   /// How `ring` reduces (its algorithm, segment size, ranks per node); the node
   /// layout also feeds the cost model.
   allreduce_options allreduce;

@@ -8,7 +8,7 @@ using namespace conveyor::capi;
 
 void conveyor_outer_options_init(conveyor_outer_options* options) {
   if (options)
-    *options = conveyor_outer_options{CONVEYOR_OUTER_AUTO, CONVEYOR_ROW_MAJOR, 0, 0, CONVEYOR_ALLREDUCE_AUTO, 0};
+    *options = conveyor_outer_options{CONVEYOR_OUTER_AUTO, CONVEYOR_ROW_MAJOR, 0, CONVEYOR_ALLREDUCE_AUTO, 0};
 }
 
 int conveyor_outer_sum(const void* a, size_t N, const void* b, size_t M, void* G, size_t G_count, conveyor_dtype t,
@@ -19,7 +19,6 @@ int conveyor_outer_sum(const void* a, size_t N, const void* b, size_t M, void* G
       o.algorithm = static_cast<conveyor::outer_algorithm>(options->algorithm);
       o.order = static_cast<conveyor::matrix_order>(options->order);
       o.distributed = options->distributed != 0;
-      o.validate = options->validate != 0;
       o.allreduce.algorithm = static_cast<conveyor::allreduce_algorithm>(options->allreduce_algorithm);
       o.allreduce.ranks_per_node = options->ranks_per_node;
     }

@@ -66,7 +66,6 @@ void check_all(std::size_t N, std::size_t M) {
         o.algorithm = alg;
         o.order = order;
         o.distributed = distributed;
-        o.validate = true;
         const outer_block mine = outer_rows(N, me, P);
         const std::size_t rows = distributed ? mine.count : N;
         std::vector<T> G(rows * M + 1, T(-99));  // one canary past the end
@@ -222,7 +221,6 @@ TEST(OuterSum, BadArgumentsFailOnEveryRank) {
   const auto a = vec(rank_of(), 10, 1), b = vec(rank_of(), 8, 2);
   std::vector<double> G(80);
   outer_options o;
-  o.validate = true;
   // G too small on one rank only.
   expect_error_everywhere(
       [&] { outer_sum(a.data(), 10, b.data(), 8, G.data(), rank_of() == last ? 79 : 80, MPI_COMM_WORLD, o); },
@@ -234,7 +232,7 @@ TEST(OuterSum, BadArgumentsFailOnEveryRank) {
   expect_error_everywhere(
       [&] { outer_sum(a.data(), 10, b.data(), 8, rank_of() == last ? nullptr : G.data(), 80, MPI_COMM_WORLD, o); },
       "G is null");
-  // N or M differing across ranks (validate mode).
+  // N or M differing across ranks.
   if (size_of() > 1) {
     expect_error_everywhere(
         [&] { outer_sum(a.data(), rank_of() == last ? 9 : 10, b.data(), 8, G.data(), 80, MPI_COMM_WORLD, o); },

@@ -217,7 +217,7 @@ ENGINES = {
     "barycenter": ("sinkhorn_barycenter.hpp", "barycenter_options", {"allreduce": INNER_ALLREDUCE},
                    "conveyor_barycenter_options", [conveyor.sinkhorn_barycenter], {}),
     "outer": ("dsop.hpp", "outer_options", {"allreduce": INNER_ALLREDUCE}, "conveyor_outer_options",
-              [conveyor.outer_sum], {"validate": "ignored: outer_sum always agrees (C keeps the field)"}),
+              [conveyor.outer_sum], {}),
     "redistribute": ("redistribute.hpp", "plan_options", {}, "conveyor_redistribute_options", [conveyor.Plan], {}),
     "transform": ("redistribute.hpp", "transform", {}, "conveyor_transform", [conveyor.Plan],
                   {"type": "Python: the arrays' dtype", "alpha_imag": "Python: a complex alpha",

@@ -22,7 +22,6 @@ typedef struct conveyor_outer_options {
   int algorithm;           /* CONVEYOR_OUTER_* */
   int order;               /* CONVEYOR_ROW_MAJOR or CONVEYOR_COLUMN_MAJOR */
   int distributed;         /* non-zero: this rank receives only its row block */
-  int validate;            /* ignored: outer_sum always agrees across ranks */
   int allreduce_algorithm; /* CONVEYOR_ALLREDUCE_* used by CONVEYOR_OUTER_RING */
   int ranks_per_node;      /* 0: real nodes */
 } conveyor_outer_options;
