@@ -11,7 +11,9 @@ builds run the same benchmarks, old then new then new then old (so neither
 always runs first). --benchmarks picks from:
   allreduce    2 ranks, float32 sum, 8 B to 64 MiB: `conveyor auto` beside stock
                MPI_Allreduce;
-  sinkhorn     fused, 8000 x 8000 float64, 2 ranks x 1 thread, beside the
+  sinkhorn     fused, 8000 x 8000 float64, 2 ranks x 1 thread, and the
+               in-place variants (typical, c2r, blocked), 4000 x 4000 float64 on
+               2 ranks x 1 thread and 1 rank x 2 threads, each beside the
                one-read-of-A bound;
   scalapack    pdgemr2d 4000 x 4000 on 2 ranks, warm (cached plan) and cold,
                beside reference ScaLAPACK;
@@ -104,6 +106,17 @@ def measure_sinkhorn(build, tmp):
             out["sinkhorn 8000^2 fused"] = (float(r["ms_median"]) * 1e-3, "sinkhorn 8000^2 read_bound stock")
         elif r["impl"] == "read_bound":
             out["sinkhorn 8000^2 read_bound stock"] = (float(r["ms_median"]) * 1e-3, None)
+    # The paper's in-place variants (each a walk over A), on 2 ranks x 1 thread and
+    # on 1 rank x 2 threads (their OpenMP loops).
+    for ranks, threads in ((2, "1"), (1, "2")):
+        rows = run(build, ["sinkhorn", "--sizes", "4000", "--dtypes", "float64", "--variants", "typical,c2r,blocked",
+                           "--threads", threads, "--iters", "5", "--reps", "5"], f"{tmp}/sinkhorn_in_place.csv",
+                   ranks=ranks)
+        tag = f"sinkhorn 4000^2 {ranks}x{threads}"
+        for r in rows:
+            impl = "read_bound stock" if r["impl"] == "read_bound" else r["impl"]
+            base = None if r["impl"] == "read_bound" else f"{tag} read_bound stock"
+            out[f"{tag} {impl}"] = (float(r["ms_median"]) * 1e-3, base)
     return out
 
 

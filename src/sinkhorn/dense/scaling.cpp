@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Matrix scaling: the fused kernel, the paper's three in-place variants, and the
-// public scale / scale_in_place entry points (steps and costs in dense/scaling.hpp).
+// Matrix scaling: the fused kernel, the in-place iteration around a variant's walk
+// (dense/walks/), and the public scale / scale_in_place entry points (steps and
+// costs in dense/scaling.hpp).
 #include "sinkhorn/dense/scaling.hpp"
 
 #include <omp.h>
@@ -14,14 +15,10 @@
 
 #include "conveyor/collectives.hpp"
 #include "sinkhorn/dense/scaling_kernels.hpp"
+#include "sinkhorn/dense/variant_table.hpp"
 
 namespace conveyor::sinkhorn::detail {
 namespace {
-
-template <class T>
-T factor(T target, T current) {
-  return target == T(0) ? T(0) : target / current;
-}
 
 template <class T>
 scaling_result<T> make_result(iteration_log& log, std::vector<T> u, std::vector<T> v, const timing& t) {
@@ -69,13 +66,14 @@ scaling_result<T> solve_fused(const run_context& ctx, const scaling_problem<T>& 
 }
 
 // ---------------------------------------------------------------------------
-// In place: the paper's typical (Algorithm 1), c2r (Algorithm 2), blocked (Algorithm 3).
+// In place: the iteration around a variant's walk (dense/walks/walk.hpp).
 // ---------------------------------------------------------------------------
 template <class T>
 class in_place_solver {
  public:
-  in_place_solver(const run_context& ctx, const scaling_problem<T>& p, const options& o)
-      : ctx_(ctx), p_(p), o_(o), k_(active<T>()), A_(p.A_mut) {}
+  in_place_solver(const run_context& ctx, const scaling_problem<T>& p, const options& o, const walk<T>& w)
+      : p_(p), o_(o), ctx_(ctx), w_(w), m_{p.A_mut,     p.rows,      p.cols,  p.ld,    p.r,
+                                           active<T>(), ctx.threads, o.block, partial_} {}
 
   scaling_result<T> run() {
     const std::size_t rows = p_.rows, cols = p_.cols;
@@ -88,26 +86,15 @@ class in_place_solver {
     run_iterations(
         o_, log, t, u,
         [&](int) {
-          double rows_done;
-          if (o_.variant == variant::blocked) {
-            // Blocking applied to the other parts too (the paper, IV-B): each mc-row
-            // panel is rescaled and added into the column sums while it is in cache.
-            // Its time counts as row pass; the column pass is the allreduce and scaling.
-            row_pass_and_sums(u, s_local);
-            rows_done = now();
-          } else {
-            row_pass(u);
-            rows_done = now();
-            column_sums(s_local);
-          }
+          const double rows_done = w_.rows_and_sums(m_, u, s_local);
           t.allreduce += allreduce_columns(ctx_, o_, s_local, s, [&](std::size_t off, std::size_t cnt) {
             for (std::size_t j = off; j < off + cnt; ++j) {
               beta[j] = factor(p_.c[j], s[j]);
               err_el[j] = error_term(static_cast<double>(s[j]), static_cast<double>(p_.c[j]), o_.norm);
             }
-            if (o_.overlap) scale_columns(beta.data(), off, cnt);
+            if (o_.overlap) w_.scale_columns(m_, beta.data(), off, cnt);
           });
-          if (!o_.overlap) scale_columns(beta.data(), 0, cols);
+          if (!o_.overlap) w_.scale_columns(m_, beta.data(), 0, cols);
           const bool finite = all_finite(beta);
           // A is rescaled already: v takes the factors on every iteration, the last included.
           if (finite) {
@@ -120,118 +107,22 @@ class in_place_solver {
   }
 
  private:
-  T* row(std::size_t i) const { return A_ + i * p_.ld; }
-  int threads() const { return ctx_.threads; }
-
   void prescale(const std::vector<T>& u, const std::vector<T>& v) {
     const auto rows = static_cast<std::ptrdiff_t>(p_.rows);
-#pragma omp parallel for num_threads(threads()) schedule(static)
-    for (std::ptrdiff_t i = 0; i < rows; ++i) {
-      k_.scale_columns_block(row(static_cast<std::size_t>(i)), p_.ld, 1, p_.cols, v.data(), 1, p_.cols);
-      k_.scale(row(static_cast<std::size_t>(i)), u[static_cast<std::size_t>(i)], p_.cols);
-    }
-  }
-
-  // Every variant's row pass is the paper's (row-major, already sequential).
-  void row_pass(std::vector<T>& u) {
-    const auto rows = static_cast<std::ptrdiff_t>(p_.rows);
-#pragma omp parallel for num_threads(threads()) schedule(static)
+#pragma omp parallel for num_threads(m_.threads) schedule(static)
     for (std::ptrdiff_t ii = 0; ii < rows; ++ii) {
       const auto i = static_cast<std::size_t>(ii);
-      const T alpha = factor(p_.r[i], k_.sum(row(i), p_.cols));
-      k_.scale(row(i), alpha, p_.cols);
-      u[i] *= alpha;
+      m_.k.scale_columns_block(m_.row(i), p_.ld, 1, p_.cols, v.data(), 1, p_.cols);
+      m_.k.scale(m_.row(i), u[i], p_.cols);
     }
   }
 
-  void row_pass_and_sums(std::vector<T>& u, std::vector<T>& s) {
-    const blocking& b = o_.block;
-    const std::size_t cols = p_.cols;
-    threaded_column_reduce(threads(), (p_.rows + b.mc - 1) / b.mc, T(0), partial_, s, k_.add,
-                           [&](std::size_t first_panel, std::size_t end_panel, T* acc) {
-                             for (std::size_t i0 = first_panel * b.mc; i0 < std::min(p_.rows, end_panel * b.mc);
-                                  i0 += b.mc) {
-                               const std::size_t i1 = std::min(p_.rows, i0 + b.mc);
-                               for (std::size_t i = i0; i < i1; ++i) {
-                                 const T alpha = factor(p_.r[i], k_.sum(row(i), cols));
-                                 k_.scale(row(i), alpha, cols);
-                                 u[i] *= alpha;
-                               }
-                               for (std::size_t j = 0; j < cols; j += b.nc) {
-                                 const std::size_t w = std::min(b.nc, cols - j);
-                                 for (std::size_t i = i0; i < i1; ++i) k_.add(acc + j, row(i) + j, w);
-                               }
-                             }
-                           });
-  }
-
-  void column_sums(std::vector<T>& s) {
-    const std::size_t rows = p_.rows, cols = p_.cols;
-    if (o_.variant == variant::typical) {
-      // Algorithm 1, lines 12-15: down each column (stride ld).
-      const auto n = static_cast<std::ptrdiff_t>(cols);
-#pragma omp parallel for num_threads(threads()) schedule(static)
-      for (std::ptrdiff_t jj = 0; jj < n; ++jj) {
-        const auto j = static_cast<std::size_t>(jj);
-        T acc = 0;
-        for (std::size_t i = 0; i < rows; ++i) acc += A_[i * p_.ld + j];
-        s[j] = acc;
-      }
-      return;
-    }
-    // Algorithm 2, lines 1-5 (c2r: each thread's column range; blocked: nc-wide
-    // blocks so the partial sums stay in L1), in row order.
-    const std::size_t width = o_.variant == variant::blocked ? o_.block.nc
-                                                             : (cols + static_cast<std::size_t>(threads()) - 1) /
-                                                                   static_cast<std::size_t>(threads());
-    const auto blocks = static_cast<std::ptrdiff_t>(width ? (cols + width - 1) / width : 0);
-#pragma omp parallel for num_threads(threads()) schedule(static)
-    for (std::ptrdiff_t b = 0; b < blocks; ++b) {
-      const std::size_t j0 = static_cast<std::size_t>(b) * width, w = std::min(width, cols - j0);
-      std::fill(s.begin() + static_cast<std::ptrdiff_t>(j0), s.begin() + static_cast<std::ptrdiff_t>(j0 + w), T(0));
-      for (std::size_t i = 0; i < rows; ++i) k_.add(s.data() + j0, row(i) + j0, w);
-    }
-  }
-
-  // Columns [off, off + cnt) times beta.
-  void scale_columns(const T* beta, std::size_t off, std::size_t cnt) {
-    const std::size_t rows = p_.rows;
-    if (o_.variant == variant::typical) {
-      // Algorithm 1, lines 17-19: down each column.
-      const auto n = static_cast<std::ptrdiff_t>(cnt);
-#pragma omp parallel for num_threads(threads()) schedule(static)
-      for (std::ptrdiff_t jj = 0; jj < n; ++jj) {
-        const std::size_t j = off + static_cast<std::size_t>(jj);
-        for (std::size_t i = 0; i < rows; ++i) A_[i * p_.ld + j] *= beta[j];
-      }
-    } else if (o_.variant == variant::c2r) {
-      // Algorithm 2, lines 9-13: row by row.
-      const auto n = static_cast<std::ptrdiff_t>(rows);
-#pragma omp parallel for num_threads(threads()) schedule(static)
-      for (std::ptrdiff_t i = 0; i < n; ++i) {
-        k_.scale_columns_block(row(static_cast<std::size_t>(i)) + off, p_.ld, 1, cnt, beta + off, 1, cnt);
-      }
-    } else {
-      // Algorithm 3: nc-column blocks outside, mc-row blocks inside, mr x nr micro-tiles.
-      const blocking& b = o_.block;
-      const auto row_blocks = static_cast<std::ptrdiff_t>((rows + b.mc - 1) / b.mc);
-      for (std::size_t j = off; j < off + cnt; j += b.nc) {
-        const std::size_t w = std::min(b.nc, off + cnt - j);
-#pragma omp parallel for num_threads(threads()) schedule(static)
-        for (std::ptrdiff_t ib = 0; ib < row_blocks; ++ib) {
-          const std::size_t i = static_cast<std::size_t>(ib) * b.mc;
-          k_.scale_columns_block(row(i) + j, p_.ld, std::min(b.mc, rows - i), w, beta + j, b.mr, b.nr);
-        }
-      }
-    }
-  }
-
-  const run_context& ctx_;
   const scaling_problem<T>& p_;
   const options& o_;
-  const kernels<T>& k_;
-  T* A_;
+  const run_context& ctx_;
+  const walk<T>& w_;
   std::vector<std::vector<T>> partial_;
+  walk_matrix<T> m_;
 };
 
 // ---------------------------------------------------------------------------
@@ -332,7 +223,7 @@ scaling_result<T> solve_scaling(const run_context& ctx, const scaling_problem<T>
     if (from_columns.init_u.empty()) from_columns.init_u.assign(p.rows, 1.0);
     return solve_scaling(ctx, p, from_columns);
   }
-  if (p.in_place && rewrites_matrix(o.variant)) return in_place_solver<T>(ctx, p, o).run();
+  if (const walk<T>* w = walk_of<T>(o.variant); p.in_place && w) return in_place_solver<T>(ctx, p, o, *w).run();
   scaling_result<T> res = solve_fused(ctx, p, o);
   if (p.in_place) {  // scale_in_place with the fused kernel: write diag(u) A diag(v) once
     const auto& k = active<T>();
