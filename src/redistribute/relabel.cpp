@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
+// Process relabeling (relabel.hpp): the assignment solvers (exact and greedy), the
+// relabelings as a table (relabeling_rows: none, greedy, optimal, each a summary
+// and its solver), and relabel(): the gains of every destination swap, then the
+// row's solver (none: the identity, without gains).
 #include "redistribute/relabel.hpp"
 
 #include <limits>
