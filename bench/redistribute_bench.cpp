@@ -75,8 +75,8 @@ void tensor_case(const redistribute_bench_options& opt, report& rep) {
       methods.push_back(v);
     }
   }
-  // This machine drifts between states for seconds at a time (the datatype baseline
-  // alone was 420 or 850 ms in different runs), so the calls are spread over
+  // This machine drifts between states for seconds at a time (docs/results.md: the
+  // same case far slower in one run than in another), so the calls are spread over
   // `rounds` rounds, each running every transport in turn (and the memcpy bound):
   // a slow phase hits all of them alike. Each round plans anew and discards its
   // first call (warm-up); a plan's buffers live only during its turn.

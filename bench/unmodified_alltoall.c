@@ -245,7 +245,7 @@ static void time_transfer(struct transfer* x, char* a, char* b, size_t bytes, in
   MPI_Alltoallw(a, ones, zeros, x->st, b, ones, zeros, x->rt, x->comm);
   /* Warm-up, then the calls per sample from 2 timed calls: the first calls of a
    * run are slower on both variants (pages touched for the first time; with the
-   * preload, the communicator's setup), ~2x for the first ~10 calls at 64^3; and
+   * preload, the communicator's setup: docs/results.md); and
    * with the preload a plan's first calls are trials of its ways (up to 18:
    * redistribute/alltoall_copy_choice.hpp), so at least 20 calls. */
   double t0 = MPI_Wtime();

@@ -2,8 +2,8 @@
 // wrapper-cost: the CPU time Conveyor's repeated-shape allreduce adds to a call,
 // with the exchange itself taken out.
 //
-// Why a program of its own: in a 2-rank exchange of ~0.2-0.5 us, a wrapper's few
-// ns are below the noise of whole launches (docs/results.md), so its cost cannot
+// Why a program of its own: beside a 2-rank exchange (well under a microsecond), a
+// wrapper's few ns are below the noise of whole launches (docs/results.md), so its cost cannot
 // be read from the latency rows alone. Here PMPI_Allreduce is replaced by a stub
 // that returns at once (this executable defines PMPI_Allreduce and exports it, so
 // it takes precedence over the MPI library's for Conveyor's calls), and a loop

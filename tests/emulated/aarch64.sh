@@ -106,13 +106,14 @@ check() {
 # process_vm_readv; UCX's TCP then hangs MPI_Finalize: tests/emulated/x86_cpu_levels.sh).
 export UCX_TLS=self,posix,sysv
 guest_env=(-E "LD_LIBRARY_PATH=$libs" -E CONVEYOR_TESTING=1 -E OMP_WAIT_POLICY=passive)
-# (64-byte SVE, between 32 and 256, under --scale: its step took 37 s of 231.)
+# (64-byte SVE, between 32 and 256, under --scale: docs/testing.md, "The figures
+# behind the suite's choices".)
 cpus=("max,sve=off" "max,sve-default-vector-length=16" "max,sve-default-vector-length=32")
 [ -n "${CONVEYOR_TEST_SCALE:-}" ] && cpus+=("max,sve-default-vector-length=64")
 cpus+=("max,sve-default-vector-length=256")
 # The checks of one emulated process (the unit tests, 1-rank runs) run two at a
 # time (as many as there are cores), all before those at 2 ranks, which run one
-# at a time: MPICH's ranks poll, and slow 2-3x beside any other load. A single
+# at a time: MPICH's ranks poll, and slow several times over beside any other load. A single
 # emulated process leaves the other core idle (docs/testing.md, session 42).
 parallel=${CONVEYOR_JOBS:-$(nproc)}
 results="$work/one-process"
@@ -154,9 +155,8 @@ for phase in one-process ranks; do
     # target (SVE, at 16-byte vectors) and on SVE_256 at 32 (the only length it
     # runs at).
     # Every target's and length's tails are EveryPairEveryLengthUpTo1000's.
-    # Measured: the SVE unit tests took 221 s in a suite run with every target at
-    # every length (the sanitizer build beside), 84 s alone with LargeBuffers on
-    # all three targets at 16 bytes (~11 s each in a suite run).
+    # The times that set this split: docs/testing.md, "The figures behind the
+    # suite's choices".
     unit_filter=()
     case $name in
       NEON) ;;
@@ -178,7 +178,7 @@ for phase in one-process ranks; do
     done
     # The point-cloud kernels on every target this CPU runs (SVE2, SVE, NEON: its
     # EverySimdTarget and FarFromTheOrigin tests switch targets); not the
-    # eps-scaling test (thousands of iterations: ~160 s emulated).
+    # eps-scaling test (thousands of iterations: minutes emulated).
     if [ "$name" = "SVE 32 B" ] && [ "$phase" = one-process ]; then
       soon "$name sinkhorn_points tests np1" mpiexec.mpich -n 1 "${emu[@]}" "$build/tests/conveyor_sinkhorn_points_tests" \
         --gtest_filter=-*EpsScaling*

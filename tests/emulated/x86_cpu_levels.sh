@@ -74,7 +74,7 @@ mkdir -p "$log_dir"
 
 # Tests of memory size, not of instructions, left to the native runs (every
 # build's CTest): the Sinkhorn kernel past the huge-page threshold (4.3 MiB per
-# rank; 75 s of the 96 s the Sinkhorn tests took emulated on AVX2 at 3 ranks).
+# rank; most of the Sinkhorn tests' emulated time: docs/testing.md, "The figures behind the suite's choices").
 emulated_filter() {
   [ "$1" = sinkhorn ] && echo "--gtest_filter=-SinkhornTransport.KernelPastTheHugePageThreshold"
   return 0
@@ -110,8 +110,8 @@ for cpu in "${cpus[@]}"; do
     continue
   fi
 
-  # The targets below the best one: native (measured: 60 of the 72 s of the
-  # emulated Haswell's unit tests).
+  # The targets below the best one: native (they were most of the emulated
+  # unit tests' time: docs/testing.md, "The figures behind the suite's choices").
   lower=$(awk '{ for (i = 2; i <= NF; ++i) printf "%s*/%s", (i > 2 ? ":" : "-"), $i }' <<<"$runnable")
   check "$name unit tests" "PASSED" "${emu[@]}" "${guest_env[@]}" "$build/tests/conveyor_unit_tests" \
     ${lower:+"--gtest_filter=$lower"}

@@ -34,7 +34,7 @@
 #
 # MPICH runs 2 ranks only: at 3 ranks on a 2-core machine its oversubscribed,
 # polling ranks took longer than the other two counts together (docs/testing.md),
-# and 1 rank took 68 s; the single rank and the uneven count run on Open MPI, and
+# and 1 rank was slow too (docs/testing.md); the single rank and the uneven count run on Open MPI, and
 # the interposer's code is the same under both.
 #
 # usage: mpi4py_tests.sh <openmpi|mpich> <build-dir> <work-dir>

@@ -45,8 +45,8 @@ if [ -z "$src" ]; then
 fi
 
 # 2. Configure once, then build the selected tests for this MPI with its own
-# compiler wrapper. The suite's configuration (its autoconf script: ~50 s of a
-# loaded 2-core machine) depends on the MPI library only through the wrapper,
+# compiler wrapper. The suite's configuration (its autoconf script, slow on
+# a loaded machine) depends on the MPI library only through the wrapper,
 # which make is given, and a few checks of the MPI: configured against each, the
 # two differed in HAVE_MPI_INTEGER16 alone (Open MPI 4.1 lacks the type; fixed to
 # "no" here, so either may configure first) and the MPI_VERSION the Makefiles

@@ -33,10 +33,10 @@ fi
 # with no call into Conveyor. TensorFlow and CuPy are not installed (switched off).
 # One test file of POT's with conveyor.ot substituted; prints its verdict line.
 # Left out as Gromov-Wasserstein is: solve_sample's low-rank and factored methods
-# (unregularized, never Conveyor's; 35 of the ~90 s of POT's tests here), and
-# the unbalanced solvers that are not Sinkhorn's (majorization-minimization,
-# L-BFGS-B: 50 of test_unbalanced.py's 58 tests that never reach Conveyor, and
-# 58 of its 73 s).
+# (unregularized, never Conveyor's), and the unbalanced solvers that are not
+# Sinkhorn's (majorization-minimization, L-BFGS-B: 50 of test_unbalanced.py's 58
+# tests, which never reach Conveyor); both were most of their files' time
+# (docs/testing.md, "The figures behind the suite's choices").
 run_pot_tests() {  # <label> <log> <torch: on|off> <test file...> (one pytest process: POT and JAX imported once)
   local label=$1 log=$2 torch=(env)
   [ "$3" = off ] && torch+=(POT_BACKEND_DISABLE_PYTORCH=1)

@@ -330,7 +330,8 @@ TEST(Alltoall, WRepeatedTypesDecodedOnce) {
 // Types made by MPI-4's large-count constructors (what mpi4py 4 calls on MPICH):
 // MPI_Type_get_contents_c returns their arguments in another array. Each is
 // decoded, not staged through MPI's packing (the first Python run on MPICH staged
-// every mpi4py-fft type: 4-9x slower than decoded), and moves as MPI moves it.
+// every mpi4py-fft type, several times slower than decoded: docs/results.md), and
+// moves as MPI moves it.
 TEST(Alltoall, WLargeCountConstructorsDecoded) {
   const int P = size_of();
   std::vector<MPI_Datatype> types;

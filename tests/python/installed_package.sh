@@ -44,12 +44,13 @@ rm -rf "$venv"
 /usr/bin/python3 -m venv --system-site-packages "$venv" || fail "python3 -m venv failed"
 log="$work/pip-$mpi.log"
 # pip wheel . (the build `pip install .` runs), then that wheel installed: one
-# build of the package instead of two (the second rebuilt nanobind, ~20 s).
+# build of the package instead of two (the second rebuilt nanobind).
 # The build is isolated, as a user's (pyproject.toml's requirements installed into
 # a fresh environment), but CMake is pointed at the same nanobind 2.9.2 the MPI
 # build uses (scripts/setup's, in the build tree; pyproject.toml pins that
 # version): the isolated copy's path is new each time, so the compiler cache
-# missed every binding and nanobind source (~90 s of CPU per MPI).
+# missed every binding and nanobind source (docs/testing.md,
+# "The figures behind the suite's choices").
 rm -rf "$work/wheel-$mpi"
 MPICC=mpicc.$mpi "${pip[@]}" wheel --no-deps --config-settings=build-dir="$build_root/pip-$mpi" \
   --config-settings=cmake.define.CONVEYOR_PYTHON_PATH="$build_root/pydeps/common" \
@@ -135,10 +136,10 @@ if [ "$mpi" = openmpi ]; then
   stubs=$!
 fi
 # POT's own test files call conveyor.ot in one process: the same Python over
-# either MPI's extension, so they run with the Open MPI package only (~2.5 min);
+# either MPI's extension, so they run with the Open MPI package only (minutes);
 # tests/python (below, every MPI) compares conveyor.ot with POT under mpiexec.
 # GeomLoss's own tests of geomloss.ot with Conveyor's solvers, beside them (one
-# process; ~50 s here), on the same package: Open MPI's only as well.
+# process), on the same package: Open MPI's only as well.
 if [ "$mpi" = openmpi ]; then
   "$root/tests/external/geomloss_tests.sh" "$python" "$work/geomloss-tests" "$geomloss_dir" >"$work/geomloss-tests.txt" 2>&1 &
   geomloss_tests=$!

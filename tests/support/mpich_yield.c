@@ -2,11 +2,12 @@
 /* Test support for oversubscribed MPICH (ch4:ucx): LD_PRELOADed by CTest.
  *
  * With more ranks than cores, a rank waiting in MPICH's progress loop spins for a
- * whole scheduler slice before the rank it waits for can run: a 4-rank allreduce
- * of one double took ~4 ms on 2 cores. MPICH 4.0's ch4 device has no setting that
- * yields (MPIR_CVAR_POLLS_BEFORE_YIELD is ch3-only), so we wrap the UCX progress
- * call it makes on every spin and yield the CPU when it found nothing to do
- * (~6 us per allreduce then). Open MPI needs none of this: mpi_yield_when_idle.
+ * whole scheduler slice before the rank it waits for can run (the times, before
+ * and after: docs/testing.md, "The figures behind the suite's choices"). MPICH
+ * 4.0's ch4 device has no setting that yields (MPIR_CVAR_POLLS_BEFORE_YIELD is
+ * ch3-only), so we wrap the UCX progress call it makes on every spin and yield
+ * the CPU when it found nothing to do. Open MPI needs none of this:
+ * mpi_yield_when_idle.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
