@@ -72,8 +72,7 @@ template <class T>
 class in_place_solver {
  public:
   in_place_solver(const run_context& ctx, const scaling_problem<T>& p, const options& o, const walk<T>& w)
-      : p_(p), o_(o), ctx_(ctx), w_(w), m_{p.A_mut,     p.rows,      p.cols,  p.ld,    p.r,
-                                           active<T>(), ctx.threads, o.block, partial_} {}
+      : p_(p), o_(o), ctx_(ctx), w_(w), m_(matrix_of(p, o, ctx, partial_)) {}
 
   scaling_result<T> run() {
     const std::size_t rows = p_.rows, cols = p_.cols;
@@ -107,6 +106,12 @@ class in_place_solver {
   }
 
  private:
+  // What the walk reads and rescales (walk.hpp).
+  static walk_matrix<T> matrix_of(const scaling_problem<T>& p, const options& o, const run_context& ctx,
+                                  std::vector<std::vector<T>>& partial) {
+    return {p.A_mut, p.rows, p.cols, p.ld, p.r, active<T>(), ctx.threads, o.block, partial};
+  }
+
   void prescale(const std::vector<T>& u, const std::vector<T>& v) {
     const auto rows = static_cast<std::ptrdiff_t>(p_.rows);
 #pragma omp parallel for num_threads(m_.threads) schedule(static)
